@@ -1,0 +1,39 @@
+package runtime
+
+import "errors"
+
+// Sentinel errors returned (wrapped) by every Runtime implementation.
+// Callers test them with errors.Is; the wrapping message says which object
+// and which step failed.
+var (
+	// ErrNotFound: the sandbox, container, image or exec target does not
+	// exist (or no longer exists).
+	ErrNotFound = errors.New("not found")
+
+	// ErrAlreadyExists: an object with that identity already exists.
+	ErrAlreadyExists = errors.New("already exists")
+
+	// ErrInvalid: the config is malformed (bad image reference, relative
+	// mount path, reserved label key, ...). Retrying does not help.
+	ErrInvalid = errors.New("invalid argument")
+
+	// ErrImageNotPresent: the image is not on the node. The caller decides,
+	// by pull policy, whether to call EnsureImage or to report
+	// ErrImageNeverPull with an import hint.
+	ErrImageNotPresent = errors.New("image not present on node")
+
+	// ErrImagePull: pulling the image from its registry failed
+	// (unreachable, unauthorized, unknown manifest, ...).
+	ErrImagePull = errors.New("image pull failed")
+
+	// ErrSandboxNotReady: a container was created in a stopped sandbox.
+	ErrSandboxNotReady = errors.New("sandbox not ready")
+
+	// ErrNotRunning: the operation (Exec, ContainerStats) needs a running
+	// container, and it is not running.
+	ErrNotRunning = errors.New("container not running")
+
+	// ErrUnavailable: the runtime daemon cannot be reached. The kubelet
+	// reports ContainerRuntimeNotReady while Version returns this.
+	ErrUnavailable = errors.New("container runtime unavailable")
+)

@@ -1,0 +1,249 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+)
+
+// LogOptions says how ReadLog reads a container log.
+type LogOptions struct {
+	// TailLines, if > 0, starts at the last TailLines lines (counted across
+	// the rotated files too) instead of the beginning.
+	TailLines int
+	// LimitBytes, if > 0, stops after that many bytes.
+	LimitBytes int64
+	// Follow keeps copying what is appended until ctx is cancelled or Done
+	// is closed. A missing file is waited for.
+	Follow bool
+	// Done, with Follow, ends the follow gracefully: once it is closed
+	// ReadLog copies what is left and returns nil. The caller closes it
+	// when the container has exited.
+	Done <-chan struct{}
+	// PollInterval is how often a follower looks for new output
+	// (default 100ms).
+	PollInterval time.Duration
+}
+
+// ReadLog copies the container log at path to w: first the rotated files
+// (path.N ... path.1, oldest first; see RotateLog), then path itself. With
+// Follow it keeps copying what the runtime appends, and notices a rotation
+// (the live file shrinking) by reading the rest of the old content from
+// path.1. Without Follow, a log that does not exist yet is ErrNotFound.
+// Cancelling ctx returns ctx.Err().
+func ReadLog(ctx context.Context, path string, opts LogOptions, w io.Writer) error {
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = 100 * time.Millisecond
+	}
+	if opts.LimitBytes > 0 {
+		w = &limitWriter{w: w, left: opts.LimitBytes}
+	}
+	err := readLog(ctx, path, opts, w)
+	if errors.Is(err, errLimitReached) {
+		return nil
+	}
+	return err
+}
+
+func readLog(ctx context.Context, path string, opts LogOptions, w io.Writer) error {
+	files := logFiles(path)
+	if len(files) == 0 && !opts.Follow {
+		return fmt.Errorf("log %s: %w", path, ErrNotFound)
+	}
+	first, offset := 0, int64(0)
+	if opts.TailLines > 0 {
+		var err error
+		if first, offset, err = tailStart(files, opts.TailLines); err != nil {
+			return err
+		}
+	}
+	// Copy the rotated files whole, then the live file up to its end.
+	var live int64
+	for i := first; i < len(files); i++ {
+		start := int64(0)
+		if i == first {
+			start = offset
+		}
+		n, err := copyFrom(files[i], start, w)
+		if err != nil {
+			return err
+		}
+		if files[i] == path {
+			live = start + n
+		}
+	}
+	if !opts.Follow {
+		return nil
+	}
+	return follow(ctx, path, live, opts, w)
+}
+
+// follow copies what is appended to path from offset on.
+func follow(ctx context.Context, path string, offset int64, opts LogOptions, w io.Writer) error {
+	t := time.NewTicker(opts.PollInterval)
+	defer t.Stop()
+	done := opts.Done
+	for {
+		stopping := false
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-done:
+			stopping = true
+		case <-t.C:
+		}
+		fi, err := os.Stat(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if stopping {
+				return nil
+			}
+			continue
+		case err != nil:
+			return fmt.Errorf("log %s: %w", path, err)
+		}
+		if fi.Size() < offset {
+			// Rotated (copied to path.1, then truncated): the bytes we had
+			// not read yet are at the end of path.1.
+			if _, err := copyFrom(rotatedName(path, 1), offset, w); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			offset = 0
+		}
+		n, err := copyFrom(path, offset, w)
+		offset += n
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if stopping {
+			return nil
+		}
+	}
+}
+
+// copyFrom copies path from offset to its current end.
+func copyFrom(path string, offset int64, w io.Writer) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return 0, fmt.Errorf("log %s: %w", path, err)
+	}
+	n, err := io.Copy(w, f)
+	if err != nil && !errors.Is(err, errLimitReached) {
+		err = fmt.Errorf("log %s: %w", path, err)
+	}
+	return n, err
+}
+
+// logFiles lists the existing files of a log, oldest first.
+func logFiles(path string) []string {
+	var rotated []string
+	for i := 1; ; i++ {
+		name := rotatedName(path, i)
+		if _, err := os.Stat(name); err != nil {
+			break
+		}
+		rotated = append(rotated, name)
+	}
+	files := make([]string, 0, len(rotated)+1)
+	for i := len(rotated) - 1; i >= 0; i-- {
+		files = append(files, rotated[i])
+	}
+	if _, err := os.Stat(path); err == nil {
+		files = append(files, path)
+	}
+	return files
+}
+
+// tailStart finds where the last n lines of files begin: the index of the
+// file and the offset in it.
+func tailStart(files []string, n int) (int, int64, error) {
+	for i := len(files) - 1; i >= 0; i-- {
+		off, found, err := tailOffset(files[i], n)
+		if err != nil {
+			return 0, 0, err
+		}
+		if found >= n || i == 0 {
+			return i, off, nil
+		}
+		n -= found
+	}
+	return 0, 0, nil
+}
+
+// tailOffset returns the offset of the last n lines of one file, and how
+// many lines it found (fewer than n if the file is shorter; then offset 0).
+// A final line without a newline counts as a line.
+func tailOffset(path string, n int) (int64, int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, 0, err
+	}
+	size := fi.Size()
+	if size == 0 {
+		return 0, 0, nil
+	}
+	buf := make([]byte, 32*1024)
+	end := size
+	if _, err := f.ReadAt(buf[:1], size-1); err != nil {
+		return 0, 0, err
+	}
+	if buf[0] == '\n' {
+		end-- // the last line's own newline is no separator
+	}
+	newlines := 0
+	for pos := end; pos > 0; {
+		chunk := int64(len(buf))
+		if pos < chunk {
+			chunk = pos
+		}
+		pos -= chunk
+		if _, err := f.ReadAt(buf[:chunk], pos); err != nil && !errors.Is(err, io.EOF) {
+			return 0, 0, err
+		}
+		for i := chunk - 1; i >= 0; i-- {
+			if buf[i] == '\n' {
+				newlines++
+				if newlines == n {
+					return pos + i + 1, n, nil
+				}
+			}
+		}
+	}
+	return 0, newlines + 1, nil
+}
+
+var errLimitReached = errors.New("log limit reached")
+
+type limitWriter struct {
+	w    io.Writer
+	left int64
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if l.left <= 0 {
+		return 0, errLimitReached
+	}
+	short := false
+	if int64(len(p)) > l.left {
+		p, short = p[:l.left], true
+	}
+	n, err := l.w.Write(p)
+	l.left -= int64(n)
+	if err == nil && short {
+		err = errLimitReached
+	}
+	return n, err
+}
