@@ -46,9 +46,11 @@
 //
 // # Processes in a host
 //
-// Host.Start and Host.Run fork the process from a goroutine locked to an OS
-// thread that has entered the host's network namespace with setns(2); the
-// thread returns to the root namespace right after the fork. The process
+// Host.Start and Host.Run fork the process from an OS thread that has
+// entered the host's network namespace with setns(2) and returns to the root
+// namespace right after the fork. That thread is one per lab, locked to a
+// goroutine of its own for the lab's life (see spawner: a child's
+// parent-death signal is tied to the thread that forked it). The process
 // changes only its network namespace: it keeps the root mount namespace, so
 // every host shares the file system, /run/netns (the kubelet's pod network
 // namespaces are visible to containerd) and one containerd socket. "ip netns

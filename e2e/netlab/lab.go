@@ -50,6 +50,7 @@ type Lab struct {
 	swNs   netns.NsHandle
 	rootNL *netlink.Handle
 	swNL   *netlink.Handle
+	spawn  *spawner // forks the hosts' processes (see spawner)
 
 	// What this lab made, so that Close after a failed New removes only
 	// that (never a same-named namespace of someone else).
@@ -122,6 +123,9 @@ func (l *Lab) build(ctx context.Context) error {
 	}
 	l.RootIP = nthAddr(l.Subnet, 1)
 
+	if l.spawn, err = newSpawner(); err != nil {
+		return err
+	}
 	if err := l.buildSwitch(); err != nil {
 		return err
 	}
@@ -265,6 +269,9 @@ func (l *Lab) close() error {
 	var errs []error
 	for _, h := range l.Hosts {
 		errs = append(errs, h.close())
+	}
+	if l.spawn != nil {
+		l.spawn.stop()
 	}
 	names := l.netnsMade
 	// Anything still in the lab's namespaces was started from inside it (a

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -268,6 +269,26 @@ func TestStopKillsProcesses(t *testing.T) {
 	}
 	if processGone(child) == nil {
 		t.Fatalf("child %d not running", child)
+	}
+
+	// Churn threads: locked goroutines that exit without unlocking make the
+	// runtime end their threads; that must not kill our processes.
+	for range 20 {
+		done := make(chan struct{})
+		go func() {
+			runtime.LockOSThread()
+			close(done)
+		}()
+		<-done
+	}
+	// A negative check has nothing to poll for: give a wrongly sent
+	// SIGKILL a bounded moment to show.
+	wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	for _, p := range []*Proc{sleeper, shell} {
+		if err := p.Wait(wctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("pid %d exited before Stop: %v", p.PID(), err)
+		}
 	}
 
 	if err := h.Stop(); err != nil {

@@ -82,11 +82,11 @@ func (h *Host) start(ctx context.Context, cmd *exec.Cmd, logToFile bool) (*Proc,
 		cmd.Stdout, cmd.Stderr = f, f
 	}
 
-	if err := inNetns(h.ns, cmd.Start); err != nil {
+	if err := h.lab.spawn.start(h.ns, cmd); err != nil {
 		if logFile != nil {
 			logFile.Close()
 		}
-		if cmd.Process != nil { // started, but the thread could not switch back
+		if cmd.Process != nil { // started, but the spawner broke (and killed it)
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			_ = cmd.Wait()
 		}
