@@ -1,0 +1,166 @@
+// Package apierrors is Tugboat's one error table. Library code wraps one of
+// the sentinel errors below with %w and a message that names the object or
+// field; the gRPC edge maps the sentinel to a status code (ToGRPC), and the
+// client maps the code back (FromGRPC), so `errors.Is(err, ErrNotFound)` works
+// on both sides of the wire.
+package apierrors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// The sentinels. Every error the API returns wraps exactly one of them.
+var (
+	ErrNotFound        = errors.New("not found")
+	ErrAlreadyExists   = errors.New("already exists")
+	ErrConflict        = errors.New("conflict")
+	ErrInvalid         = errors.New("invalid")
+	ErrExpired         = errors.New("resource version expired")
+	ErrForbidden       = errors.New("forbidden")
+	ErrUnauthenticated = errors.New("unauthenticated")
+	ErrTooSlow         = errors.New("watcher too slow")
+	ErrUnavailable     = errors.New("unavailable")
+)
+
+// table maps each sentinel to its gRPC code, in both directions.
+var table = []struct {
+	err  error
+	code codes.Code
+}{
+	{ErrNotFound, codes.NotFound},
+	{ErrAlreadyExists, codes.AlreadyExists},
+	{ErrConflict, codes.Aborted},
+	{ErrInvalid, codes.InvalidArgument},
+	{ErrExpired, codes.OutOfRange},
+	{ErrForbidden, codes.PermissionDenied},
+	{ErrUnauthenticated, codes.Unauthenticated},
+	{ErrTooSlow, codes.ResourceExhausted},
+	{ErrUnavailable, codes.Unavailable},
+}
+
+// Error is an API error: a sentinel plus the human message.
+type Error struct {
+	Kind error
+	Msg  string
+}
+
+func (e *Error) Error() string { return e.Msg }
+func (e *Error) Unwrap() error { return e.Kind }
+
+// New returns an error wrapping sentinel kind with a formatted message.
+func New(kind error, format string, args ...any) error {
+	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...)}
+}
+
+// NotFound says that kind ns/name does not exist.
+func NotFound(kind, ns, name string) error {
+	return New(ErrNotFound, "%s %q not found", kind, qualified(ns, name))
+}
+
+// AlreadyExists says that kind ns/name exists already.
+func AlreadyExists(kind, ns, name string) error {
+	return New(ErrAlreadyExists, "%s %q already exists", kind, qualified(ns, name))
+}
+
+// Conflict says that a write was based on a stale version.
+func Conflict(kind, ns, name string, want, have int64) error {
+	return New(ErrConflict, "%s %q: the object has been modified (resourceVersion %d, stored %d); read it again and retry", kind, qualified(ns, name), want, have)
+}
+
+func qualified(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
+}
+
+// FieldError is one invalid field: "spec.containers[0].image: required".
+type FieldError struct {
+	Path string
+	Msg  string
+}
+
+func (f FieldError) String() string { return f.Path + ": " + f.Msg }
+
+// FieldErrors collects validation failures.
+type FieldErrors []FieldError
+
+// Add records a failure at path.
+func (l *FieldErrors) Add(path, format string, args ...any) {
+	*l = append(*l, FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// Err returns nil for an empty list, else an ErrInvalid naming every field.
+func (l FieldErrors) Err(kind, name string) error {
+	if len(l) == 0 {
+		return nil
+	}
+	parts := make([]string, len(l))
+	for i, f := range l {
+		parts[i] = f.String()
+	}
+	prefix := kind
+	if name != "" {
+		prefix += " " + fmt.Sprintf("%q", name)
+	}
+	return New(ErrInvalid, "%s is invalid: %s", prefix, strings.Join(parts, "; "))
+}
+
+// Invalid returns an ErrInvalid for a single field.
+func Invalid(path, format string, args ...any) error {
+	return New(ErrInvalid, "%s: %s", path, fmt.Sprintf(format, args...))
+}
+
+// ToGRPC maps err to a gRPC status error at the server edge. Errors that wrap
+// no sentinel become Internal; context errors keep their codes.
+func ToGRPC(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	for _, e := range table {
+		if errors.Is(err, e.err) {
+			return status.Error(e.code, err.Error())
+		}
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	}
+	return status.Error(codes.Internal, err.Error())
+}
+
+// FromGRPC maps a gRPC status error back to an *Error wrapping the sentinel,
+// so clients test errors with errors.Is. Other errors pass through.
+func FromGRPC(err error) error {
+	if err == nil {
+		return nil
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	for _, e := range table {
+		if st.Code() == e.code {
+			return &Error{Kind: e.err, Msg: st.Message()}
+		}
+	}
+	return err
+}
+
+// IsNotFound and friends are shorthands for errors.Is.
+func IsNotFound(err error) bool      { return errors.Is(err, ErrNotFound) }
+func IsAlreadyExists(err error) bool { return errors.Is(err, ErrAlreadyExists) }
+func IsConflict(err error) bool      { return errors.Is(err, ErrConflict) }
+func IsInvalid(err error) bool       { return errors.Is(err, ErrInvalid) }
+func IsExpired(err error) bool       { return errors.Is(err, ErrExpired) }

@@ -1,0 +1,287 @@
+package validation
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/tugboat/tugboat/api/resource"
+	v1 "github.com/tugboat/tugboat/api/v1"
+)
+
+// Pod validates a pod.
+func Pod(p *v1.Pod) Errs {
+	var errs Errs
+	ObjectMeta(&errs, p.Metadata, true, DNSSubdomain)
+	PodSpec(&errs, "spec", p.Spec)
+	return errs
+}
+
+// PodTemplate validates a ReplicaSet's or Deployment's pod template.
+func PodTemplate(errs *Errs, path string, t *v1.PodTemplateSpec) {
+	if t == nil {
+		errs.Add(path, "required")
+		return
+	}
+	if t.Metadata != nil {
+		Labels(errs, path+".metadata.labels", t.Metadata.Labels)
+	}
+	PodSpec(errs, path+".spec", t.Spec)
+	if t.Spec != nil && t.Spec.RestartPolicy != "" && t.Spec.RestartPolicy != "Always" {
+		errs.Add(path+".spec.restartPolicy", "%q: only Always is supported for controllers", t.Spec.RestartPolicy)
+	}
+}
+
+// PodSpec validates a pod spec.
+func PodSpec(errs *Errs, path string, s *v1.PodSpec) {
+	if s == nil {
+		errs.Add(path, "required")
+		return
+	}
+	if len(s.Containers) == 0 {
+		errs.Add(path+".containers", "required: at least one container")
+	}
+	vols := map[string]bool{}
+	for i, v := range s.Volumes {
+		volume(errs, fmt.Sprintf("%s.volumes[%d]", path, i), v, vols)
+	}
+	names := map[string]bool{}
+	hostPorts := map[string]bool{}
+	for i, c := range s.InitContainers {
+		container(errs, fmt.Sprintf("%s.initContainers[%d]", path, i), c, names, vols, hostPorts)
+	}
+	for i, c := range s.Containers {
+		container(errs, fmt.Sprintf("%s.containers[%d]", path, i), c, names, vols, hostPorts)
+	}
+	if s.RestartPolicy != "" {
+		OneOf(errs, path+".restartPolicy", s.RestartPolicy, "Always", "OnFailure", "Never")
+	}
+	if s.DnsPolicy != "" {
+		OneOf(errs, path+".dnsPolicy", s.DnsPolicy, "ClusterFirst", "Default", "None", "ClusterFirstWithHostNet")
+	}
+	if s.TerminationGracePeriodSeconds != nil && *s.TerminationGracePeriodSeconds < 0 {
+		errs.Add(path+".terminationGracePeriodSeconds", "must be >= 0")
+	}
+	Labels(errs, path+".nodeSelector", s.NodeSelector)
+	for i, t := range s.Tolerations {
+		toleration(errs, fmt.Sprintf("%s.tolerations[%d]", path, i), t)
+	}
+	if s.NodeName != "" {
+		DNSSubdomain(errs, path+".nodeName", s.NodeName)
+	}
+	if s.Hostname != "" {
+		DNSLabel(errs, path+".hostname", s.Hostname)
+	}
+	if a := s.Affinity.GetNodeAffinity().GetRequiredDuringSchedulingIgnoredDuringExecution(); a != nil {
+		ap := path + ".affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+		if len(a.NodeSelectorTerms) == 0 {
+			errs.Add(ap+".nodeSelectorTerms", "required: at least one term")
+		}
+		for i, term := range a.NodeSelectorTerms {
+			for j, e := range term.MatchExpressions {
+				ep := fmt.Sprintf("%s.nodeSelectorTerms[%d].matchExpressions[%d]", ap, i, j)
+				if e.Key == "" {
+					errs.Add(ep+".key", "required")
+				}
+				OneOf(errs, ep+".operator", e.Operator, "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+			}
+		}
+	}
+}
+
+func volume(errs *Errs, path string, v *v1.Volume, seen map[string]bool) {
+	DNSLabel(errs, path+".name", v.Name)
+	if seen[v.Name] {
+		errs.Add(path+".name", "%q is duplicated", v.Name)
+	}
+	seen[v.Name] = true
+	n := 0
+	if v.EmptyDir != nil {
+		n++
+		if v.EmptyDir.SizeLimit != "" {
+			if _, err := resource.Parse(v.EmptyDir.SizeLimit); err != nil {
+				errs.Add(path+".emptyDir.sizeLimit", "%v", err)
+			}
+		}
+	}
+	if v.HostPath != nil {
+		n++
+		if v.HostPath.Path == "" || v.HostPath.Path[0] != '/' {
+			errs.Add(path+".hostPath.path", "must be an absolute path")
+		}
+	}
+	if v.ConfigMap != nil {
+		n++
+		DNSSubdomain(errs, path+".configMap.name", v.ConfigMap.Name)
+	}
+	if v.Secret != nil {
+		n++
+		DNSSubdomain(errs, path+".secret.secretName", v.Secret.SecretName)
+	}
+	if n != 1 {
+		errs.Add(path, "exactly one of emptyDir, hostPath, configMap or secret must be set (found %d)", n)
+	}
+}
+
+func container(errs *Errs, path string, c *v1.Container, names, vols, hostPorts map[string]bool) {
+	DNSLabel(errs, path+".name", c.Name)
+	if names[c.Name] {
+		errs.Add(path+".name", "%q is duplicated", c.Name)
+	}
+	names[c.Name] = true
+	if c.Image == "" {
+		errs.Add(path+".image", "required")
+	}
+	if c.ImagePullPolicy != "" {
+		OneOf(errs, path+".imagePullPolicy", c.ImagePullPolicy, "Always", "IfNotPresent", "Never")
+	}
+	for i, e := range c.Env {
+		ep := fmt.Sprintf("%s.env[%d]", path, i)
+		if e.Name == "" || !envNameRE.MatchString(e.Name) {
+			errs.Add(ep+".name", "%q must be a valid environment variable name", e.Name)
+		}
+		if e.ValueFrom != nil {
+			n := 0
+			if r := e.ValueFrom.ConfigMapKeyRef; r != nil {
+				n++
+				if r.Name == "" || r.Key == "" {
+					errs.Add(ep+".valueFrom.configMapKeyRef", "name and key are required")
+				}
+			}
+			if r := e.ValueFrom.SecretKeyRef; r != nil {
+				n++
+				if r.Name == "" || r.Key == "" {
+					errs.Add(ep+".valueFrom.secretKeyRef", "name and key are required")
+				}
+			}
+			if r := e.ValueFrom.FieldRef; r != nil {
+				n++
+				OneOf(errs, ep+".valueFrom.fieldRef.fieldPath", r.FieldPath,
+					"metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "status.podIP", "status.hostIP", "spec.serviceAccountName")
+			}
+			if n != 1 {
+				errs.Add(ep+".valueFrom", "exactly one of configMapKeyRef, secretKeyRef or fieldRef must be set")
+			}
+			if e.Value != "" {
+				errs.Add(ep+".value", "must be empty when valueFrom is set")
+			}
+		}
+	}
+	portNames := map[string]bool{}
+	for i, p := range c.Ports {
+		pp := fmt.Sprintf("%s.ports[%d]", path, i)
+		Port(errs, pp+".containerPort", p.ContainerPort)
+		if p.HostPort != 0 {
+			Port(errs, pp+".hostPort", p.HostPort)
+			key := p.Protocol + "/" + strconv.Itoa(int(p.HostPort))
+			if hostPorts[key] {
+				errs.Add(pp+".hostPort", "%d/%s is used twice in this pod", p.HostPort, p.Protocol)
+			}
+			hostPorts[key] = true
+		}
+		if p.Protocol != "" {
+			OneOf(errs, pp+".protocol", p.Protocol, "TCP", "UDP")
+		}
+		if p.Name != "" {
+			if len(p.Name) > 15 || !portNameRE.MatchString(p.Name) {
+				errs.Add(pp+".name", "%q must be at most 15 lower-case alphanumerics or '-'", p.Name)
+			}
+			if portNames[p.Name] {
+				errs.Add(pp+".name", "%q is duplicated", p.Name)
+			}
+			portNames[p.Name] = true
+		}
+	}
+	resources(errs, path+".resources", c.Resources)
+	for i, m := range c.VolumeMounts {
+		mp := fmt.Sprintf("%s.volumeMounts[%d]", path, i)
+		if !vols[m.Name] {
+			errs.Add(mp+".name", "%q does not name a volume of this pod", m.Name)
+		}
+		if m.MountPath == "" || m.MountPath[0] != '/' {
+			errs.Add(mp+".mountPath", "must be an absolute path")
+		}
+	}
+	probe(errs, path+".livenessProbe", c.LivenessProbe)
+	probe(errs, path+".readinessProbe", c.ReadinessProbe)
+	probe(errs, path+".startupProbe", c.StartupProbe)
+}
+
+// resourceNames are the resources a container may request.
+var resourceNames = map[string]bool{"cpu": true, "memory": true, "ephemeral-storage": true}
+
+func resources(errs *Errs, path string, r *v1.ResourceRequirements) {
+	if r == nil {
+		return
+	}
+	parsed := map[string]map[string]resource.Quantity{"requests": {}, "limits": {}}
+	for section, m := range map[string]map[string]string{"requests": r.Requests, "limits": r.Limits} {
+		for name, v := range m {
+			fp := fmt.Sprintf("%s.%s.%s", path, section, name)
+			if !resourceNames[name] {
+				errs.Add(fp, "unknown resource %q (cpu, memory or ephemeral-storage)", name)
+				continue
+			}
+			q, err := resource.Parse(v)
+			if err != nil {
+				errs.Add(fp, "%v", err)
+				continue
+			}
+			parsed[section][name] = q
+		}
+	}
+	for name, req := range parsed["requests"] {
+		if lim, ok := parsed["limits"][name]; ok && req.Cmp(lim) > 0 {
+			errs.Add(fmt.Sprintf("%s.requests.%s", path, name), "%s must be less than or equal to the %s limit %s", r.Requests[name], name, r.Limits[name])
+		}
+	}
+}
+
+func probe(errs *Errs, path string, p *v1.Probe) {
+	if p == nil {
+		return
+	}
+	n := 0
+	if p.Exec != nil {
+		n++
+		if len(p.Exec.Command) == 0 {
+			errs.Add(path+".exec.command", "required")
+		}
+	}
+	if p.HttpGet != nil {
+		n++
+		IntOrName(errs, path+".httpGet.port", p.HttpGet.Port)
+		if p.HttpGet.Scheme != "" {
+			OneOf(errs, path+".httpGet.scheme", p.HttpGet.Scheme, "HTTP", "HTTPS")
+		}
+	}
+	if p.TcpSocket != nil {
+		n++
+		IntOrName(errs, path+".tcpSocket.port", p.TcpSocket.Port)
+	}
+	if n != 1 {
+		errs.Add(path, "exactly one of exec, httpGet or tcpSocket must be set (found %d)", n)
+	}
+	for name, v := range map[string]int32{"initialDelaySeconds": p.InitialDelaySeconds, "timeoutSeconds": p.TimeoutSeconds, "periodSeconds": p.PeriodSeconds, "successThreshold": p.SuccessThreshold, "failureThreshold": p.FailureThreshold} {
+		if v < 0 {
+			errs.Add(path+"."+name, "must be >= 0")
+		}
+	}
+}
+
+func toleration(errs *Errs, path string, t *v1.Toleration) {
+	if t.Operator != "" {
+		OneOf(errs, path+".operator", t.Operator, "Equal", "Exists")
+	}
+	if t.Operator == "Exists" && t.Value != "" {
+		errs.Add(path+".value", "must be empty when operator is Exists")
+	}
+	if t.Key == "" && t.Operator != "Exists" {
+		errs.Add(path+".key", "required unless operator is Exists")
+	}
+	if t.Effect != "" {
+		OneOf(errs, path+".effect", t.Effect, "NoSchedule", "PreferNoSchedule", "NoExecute")
+	}
+	if t.TolerationSeconds != nil && t.Effect != "NoExecute" {
+		errs.Add(path+".tolerationSeconds", "only valid with effect NoExecute")
+	}
+}

@@ -1,0 +1,87 @@
+package apiserver
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+
+	v1 "github.com/tugboat/tugboat/api/v1"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+type metrics struct {
+	requests   *prometheus.CounterVec
+	latency    *prometheus.HistogramVec
+	watchSent  *prometheus.CounterVec
+	watchOpen  *prometheus.GaugeVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tugboat_apiserver_requests_total",
+			Help: "API requests by kind, verb and gRPC code.",
+		}, []string{"kind", "verb", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "tugboat_apiserver_request_duration_seconds",
+			Help:    "API request latency by kind and verb (watches: until the stream ends).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, []string{"kind", "verb"}),
+		watchSent: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tugboat_apiserver_watch_events_sent_total",
+			Help: "Watch events sent to clients by kind and type.",
+		}, []string{"kind", "type"}),
+		watchOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tugboat_apiserver_watch_streams",
+			Help: "Open watch streams by kind.",
+		}, []string{"kind"}),
+	}
+	reg.MustRegister(m.requests, m.latency, m.watchSent, m.watchOpen)
+	return m
+}
+
+// requestKind names the kind a request is about, for metrics labels.
+func requestKind(req any) string {
+	switch r := req.(type) {
+	case interface{ GetKind() string }:
+		return r.GetKind()
+	case interface{ GetObject() *anypb.Any }:
+		url := r.GetObject().GetTypeUrl()
+		for i := len(url) - 1; i >= 0; i-- {
+			if url[i] == '.' {
+				return url[i+1:]
+			}
+		}
+		return url
+	case *v1.BindRequest:
+		return "Pod"
+	}
+	return ""
+}
+
+func verbOf(fullMethod string) string {
+	for i := len(fullMethod) - 1; i >= 0; i-- {
+		if fullMethod[i] == '/' {
+			return fullMethod[i+1:]
+		}
+	}
+	return fullMethod
+}
+
+func (s *Server) unaryMetrics(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	start := time.Now()
+	resp, err := handler(ctx, req)
+	kind, verb := requestKind(req), verbOf(info.FullMethod)
+	s.metrics.requests.WithLabelValues(kind, verb, status.Code(err).String()).Inc()
+	s.metrics.latency.WithLabelValues(kind, verb).Observe(time.Since(start).Seconds())
+	return resp, err
+}
+
+func (s *Server) streamMetrics(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	err := handler(srv, ss)
+	s.metrics.requests.WithLabelValues("", verbOf(info.FullMethod), status.Code(err).String()).Inc()
+	return err
+}

@@ -1,0 +1,412 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/rand"
+	"time"
+
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/tugboat/tugboat/api/apierrors"
+	"github.com/tugboat/tugboat/api/fields"
+	"github.com/tugboat/tugboat/api/kinds"
+	"github.com/tugboat/tugboat/api/labels"
+	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/validation"
+	"github.com/tugboat/tugboat/apiserver/storage"
+)
+
+func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
+
+// unpack turns a request's Any into an object of a stored kind.
+func unpack(a *anypb.Any) (*kinds.Kind, v1.Object, error) {
+	if a == nil {
+		return nil, nil, apierrors.Invalid("object", "required")
+	}
+	if len(a.Value) > validation.MaxObjectBytes {
+		return nil, nil, apierrors.Invalid("object", "%d bytes is larger than the limit of %d bytes", len(a.Value), validation.MaxObjectBytes)
+	}
+	msg, err := a.UnmarshalNew()
+	if err != nil {
+		return nil, nil, apierrors.Invalid("object", "cannot decode %s: %v", a.TypeUrl, err)
+	}
+	k, err := kinds.ForMessage(msg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return k, msg.(v1.Object), nil
+}
+
+func pack(obj v1.Object) (*anypb.Any, error) { return anypb.New(obj) }
+
+func lookupKind(name string) (*kinds.Kind, error) {
+	if name == "" {
+		return nil, apierrors.Invalid("kind", "required")
+	}
+	return kinds.Lookup(name)
+}
+
+// namespaceOf defaults and checks the namespace for a kind.
+func namespaceOf(k *kinds.Kind, ns string) string {
+	if k.Namespaced && ns == "" {
+		return "default"
+	}
+	if !k.Namespaced {
+		return ""
+	}
+	return ns
+}
+
+// Create implements Objects.Create.
+func (s *Server) Create(ctx context.Context, req *v1.CreateRequest) (*anypb.Any, error) {
+	_, obj, err := unpack(req.Object)
+	if err != nil {
+		return nil, apierrors.ToGRPC(err)
+	}
+	out, err := s.create(ctx, obj)
+	if err != nil {
+		return nil, apierrors.ToGRPC(err)
+	}
+	return pack(out)
+}
+
+func (s *Server) create(ctx context.Context, obj v1.Object) (v1.Object, error) {
+	k, err := kinds.ForMessage(obj)
+	if err != nil {
+		return nil, err
+	}
+	m := v1.Meta(obj)
+	m.Namespace = namespaceOf(k, m.Namespace)
+	if m.Name == "" && m.GenerateName != "" {
+		m.Name = m.GenerateName + randomSuffix()
+	}
+	// Fields the server owns.
+	m.Uid = uuid.NewString()
+	m.ResourceVersion = 0
+	m.Generation = 1
+	m.CreationTimestamp = timestamppb.Now()
+	m.DeletionTimestamp = nil
+	m.DeletionGracePeriodSeconds = 0
+	k.Default(obj)
+	if err := k.Validate(obj).Err(k.Name, m.Name); err != nil {
+		return nil, err
+	}
+	if k.Namespaced {
+		if err := s.checkNamespace(ctx, m.Namespace); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.admit(ctx, k, obj, nil); err != nil {
+		return nil, err
+	}
+	out, err := s.store.Create(ctx, k, obj)
+	if err != nil {
+		s.release(ctx, k, obj)
+		return nil, err
+	}
+	return out, nil
+}
+
+// checkNamespace refuses objects in a namespace that does not exist or is
+// being deleted.
+func (s *Server) checkNamespace(ctx context.Context, ns string) error {
+	nsKind, _ := kinds.Lookup("Namespace")
+	obj, err := s.store.Get(ctx, nsKind, "", ns)
+	if apierrors.IsNotFound(err) {
+		return apierrors.New(apierrors.ErrNotFound, "namespace %q not found: create it first (tugctl create namespace %s)", ns, ns)
+	}
+	if err != nil {
+		return err
+	}
+	if obj.GetMetadata().DeletionTimestamp != nil {
+		return apierrors.New(apierrors.ErrForbidden, "namespace %q is being deleted: no new objects may be created in it", ns)
+	}
+	return nil
+}
+
+func randomSuffix() string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}
+
+// Get implements Objects.Get.
+func (s *Server) Get(ctx context.Context, req *v1.GetRequest) (*anypb.Any, error) {
+	k, err := lookupKind(req.Kind)
+	if err != nil {
+		return nil, apierrors.ToGRPC(err)
+	}
+	obj, err := s.store.Get(ctx, k, namespaceOf(k, req.Namespace), req.Name)
+	if err != nil {
+		return nil, apierrors.ToGRPC(err)
+	}
+	return pack(obj)
+}
+
+// selectors parses a request's label and field selectors for kind k.
+func selectors(k *kinds.Kind, label, field string) (func(v1.Object) bool, error) {
+	ls, err := labels.Parse(label)
+	if err != nil {
+		return nil, apierrors.Invalid("labelSelector", "%v", err)
+	}
+	fs, err := fields.Parse(field)
+	if err != nil {
+		return nil, apierrors.Invalid("fieldSelector", "%v", err)
+	}
+	if err := fs.Validate(k.New()); err != nil {
+		return nil, apierrors.Invalid("fieldSelector", "%v", err)
+	}
+	if ls.Empty() && len(fs) == 0 {
+		return nil, nil
+	}
+	return func(o v1.Object) bool {
+		return ls.Matches(o.GetMetadata().GetLabels()) && fs.Matches(o)
+	}, nil
+}
+
+// List implements Objects.List.
+func (s *Server) List(ctx context.Context, req *v1.ListRequest) (*v1.ListResponse, error) {
+	k, err := lookupKind(req.Kind)
+	if err != nil {
+		return nil, apierrors.ToGRPC(err)
+	}
+	filter, err := selectors(k, req.LabelSelector, req.FieldSelector)
+	if err != nil {
+		return nil, apierrors.ToGRPC(err)
+	}
+	if req.Limit < 0 {
+		return nil, apierrors.ToGRPC(apierrors.Invalid("limit", "must be >= 0"))
+	}
+	ns := ""
+	if k.Namespaced {
+		ns = req.Namespace
+	}
+	res, err := s.store.List(ctx, k, storage.ListOptions{Namespace: ns, Filter: filter, Limit: req.Limit, Continue: req.Continue})
+	if err != nil {
+		return nil, apierrors.ToGRPC(err)
+	}
+	out := &v1.ListResponse{ResourceVersion: res.Revision, Continue: res.Continue, Items: make([]*anypb.Any, 0, len(res.Items))}
+	for _, o := range res.Items {
+		a, err := pack(o)
+		if err != nil {
+			return nil, err
+		}
+		out.Items = append(out.Items, a)
+	}
+	return out, nil
+}
+
+// Update implements Objects.Update: metadata and spec from the request,
+// status as stored.
+func (s *Server) Update(ctx context.Context, req *v1.UpdateRequest) (*anypb.Any, error) {
+	k, obj, err := unpack(req.Object)
+	if err != nil {
+		return nil, apierrors.ToGRPC(err)
+	}
+	out, err := s.update(ctx, k, obj, false)
+	if err != nil {
+		return nil, apierrors.ToGRPC(err)
+	}
+	return pack(out)
+}
+
+// UpdateStatus implements Objects.UpdateStatus: status from the request,
+// everything else as stored.
+func (s *Server) UpdateStatus(ctx context.Context, req *v1.UpdateRequest) (*anypb.Any, error) {
+	k, obj, err := unpack(req.Object)
+	if err != nil {
+		return nil, apierrors.ToGRPC(err)
+	}
+	if !k.HasStatus() {
+		return nil, apierrors.ToGRPC(apierrors.Invalid("status", "kind %s has no status", k.Name))
+	}
+	out, err := s.update(ctx, k, obj, true)
+	if err != nil {
+		return nil, apierrors.ToGRPC(err)
+	}
+	return pack(out)
+}
+
+func (s *Server) update(ctx context.Context, k *kinds.Kind, in v1.Object, statusOnly bool) (v1.Object, error) {
+	m := v1.Meta(in)
+	ns := namespaceOf(k, m.Namespace)
+	want := m.ResourceVersion
+	for attempt := 0; ; attempt++ {
+		cur, err := s.store.Get(ctx, k, ns, m.Name)
+		if err != nil {
+			return nil, err
+		}
+		have := cur.GetMetadata().ResourceVersion
+		if want != 0 && want != have {
+			return nil, apierrors.Conflict(k.Plural, ns, m.Name, want, have)
+		}
+		var next v1.Object
+		if statusOnly {
+			next = proto.Clone(cur).(v1.Object)
+			copyField(next, in, "status")
+		} else {
+			next, err = s.mergeUpdate(k, cur, in)
+			if err != nil {
+				return nil, err
+			}
+		}
+		if err := k.Validate(next).Err(k.Name, m.Name); err != nil {
+			return nil, err
+		}
+		if !statusOnly {
+			if err := s.admit(ctx, k, next, cur); err != nil {
+				return nil, err
+			}
+		}
+		if proto.Equal(next, cur) {
+			return cur, nil
+		}
+		if done, out, err := s.maybeFinalize(ctx, k, next, have); done {
+			return out, err
+		}
+		out, err := s.store.Update(ctx, k, next, have)
+		if apierrors.IsConflict(err) && want == 0 && attempt < 50 {
+			continue
+		}
+		return out, err
+	}
+}
+
+// mergeUpdate builds the object to store from the stored one and a user's
+// update: server-owned metadata and status are kept, generation bumps when
+// spec changes.
+func (s *Server) mergeUpdate(k *kinds.Kind, cur, in v1.Object) (v1.Object, error) {
+	next := proto.Clone(in).(v1.Object)
+	cm, nm := cur.GetMetadata(), v1.Meta(next)
+	nm.Namespace = cm.Namespace
+	nm.Uid = cm.Uid
+	nm.CreationTimestamp = cm.CreationTimestamp
+	nm.DeletionTimestamp = cm.DeletionTimestamp
+	nm.DeletionGracePeriodSeconds = cm.DeletionGracePeriodSeconds
+	nm.Generation = cm.Generation
+	nm.GenerateName = cm.GenerateName
+	nm.ResourceVersion = cm.ResourceVersion
+	if cm.DeletionTimestamp != nil {
+		// While deleting, finalizers may only be removed.
+		have := map[string]bool{}
+		for _, f := range cm.Finalizers {
+			have[f] = true
+		}
+		for _, f := range nm.Finalizers {
+			if !have[f] {
+				return nil, apierrors.Invalid("metadata.finalizers", "%q cannot be added while the object is being deleted", f)
+			}
+		}
+	}
+	if k.HasStatus() {
+		copyField(next, cur, "status")
+	}
+	k.Default(next)
+	if fd := v1.Field(next, "spec"); fd != nil {
+		if !proto.Equal(next.ProtoReflect().Get(fd).Message().Interface(), cur.ProtoReflect().Get(fd).Message().Interface()) {
+			nm.Generation = cm.Generation + 1
+		}
+		if k.Name == "Pod" {
+			if err := checkPodUpdate(cur.(*v1.Pod), next.(*v1.Pod)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return next, nil
+}
+
+// checkPodUpdate enforces what Kubernetes enforces: a pod's spec is fixed
+// once created except container images and tolerations added.
+func checkPodUpdate(cur, next *v1.Pod) error {
+	a := proto.Clone(cur.Spec).(*v1.PodSpec)
+	b := proto.Clone(next.Spec).(*v1.PodSpec)
+	if a.NodeName != "" && b.NodeName != a.NodeName {
+		return apierrors.Invalid("spec.nodeName", "cannot be changed once the pod is bound (bound to %q)", a.NodeName)
+	}
+	if a.NodeName == "" {
+		b.NodeName = ""
+	}
+	for i := range a.Containers {
+		if i < len(b.Containers) {
+			a.Containers[i].Image = b.Containers[i].Image
+		}
+	}
+	a.Tolerations = b.Tolerations
+	a.ActiveDeadlineSeconds = b.ActiveDeadlineSeconds
+	if !proto.Equal(a, b) {
+		return apierrors.Invalid("spec", "pod updates may not change fields other than spec.containers[*].image, spec.tolerations and spec.activeDeadlineSeconds")
+	}
+	return nil
+}
+
+// copyField sets dst's top-level field name to src's.
+func copyField(dst, src proto.Message, name string) {
+	fd := v1.Field(dst, name)
+	if fd == nil {
+		return
+	}
+	sm := src.ProtoReflect()
+	if sm.Has(fd) {
+		dst.ProtoReflect().Set(fd, sm.Get(fd))
+	} else {
+		dst.ProtoReflect().Clear(fd)
+	}
+}
+
+// Bind implements Objects.Bind: set spec.nodeName of an unbound pod.
+func (s *Server) Bind(ctx context.Context, req *v1.BindRequest) (*anypb.Any, error) {
+	podKind, _ := kinds.Lookup("Pod")
+	if req.NodeName == "" {
+		return nil, apierrors.ToGRPC(apierrors.Invalid("nodeName", "required"))
+	}
+	ns := namespaceOf(podKind, req.Namespace)
+	out, err := s.store.GuaranteedUpdate(ctx, podKind, ns, req.Name, func(cur v1.Object) (v1.Object, error) {
+		pod := cur.(*v1.Pod)
+		if req.ResourceVersion != 0 && req.ResourceVersion != pod.Metadata.ResourceVersion {
+			return nil, apierrors.Conflict("pods", ns, req.Name, req.ResourceVersion, pod.Metadata.ResourceVersion)
+		}
+		if pod.Spec.NodeName != "" {
+			return nil, apierrors.New(apierrors.ErrConflict, "pod %s/%s is already assigned to node %q", ns, req.Name, pod.Spec.NodeName)
+		}
+		if pod.Metadata.DeletionTimestamp != nil {
+			return nil, apierrors.New(apierrors.ErrConflict, "pod %s/%s is being deleted", ns, req.Name)
+		}
+		pod.Spec.NodeName = req.NodeName
+		if pod.Status == nil {
+			pod.Status = &v1.PodStatus{Phase: "Pending"}
+		}
+		SetCondition(&pod.Status.Conditions, &v1.Condition{Type: "PodScheduled", Status: "True"})
+		return pod, nil
+	})
+	if err != nil {
+		return nil, apierrors.ToGRPC(err)
+	}
+	return pack(out)
+}
+
+// SetCondition replaces or appends a condition, keeping the transition time
+// when the status did not change.
+func SetCondition(list *[]*v1.Condition, c *v1.Condition) {
+	now := timestamppb.New(time.Now())
+	for i, old := range *list {
+		if old.Type == c.Type {
+			if old.Status == c.Status {
+				c.LastTransitionTime = old.LastTransitionTime
+			} else {
+				c.LastTransitionTime = now
+			}
+			(*list)[i] = c
+			return
+		}
+	}
+	c.LastTransitionTime = now
+	*list = append(*list, c)
+}
+

@@ -1,0 +1,262 @@
+// Package apiserver is Tugboat's API server: the one generic object service
+// over gRPC, and the only component that talks to etcd.
+//
+// A request passes: authentication and authorization (interceptors, off
+// until the security issue turns them on) -> kind lookup -> defaulting ->
+// validation (InvalidArgument naming the field) -> storage (etcd, CAS on the
+// mod revision). Watches are served from one watch cache per kind
+// (package watchcache), never from an etcd watch per client. Background
+// loops: the namespace finalizer (deleting a namespace deletes what is in
+// it) and the etcd compactor.
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/tugboat/tugboat/api/kinds"
+	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/apiserver/storage"
+	"github.com/tugboat/tugboat/apiserver/watchcache"
+	"github.com/tugboat/tugboat/api/metricsserver"
+)
+
+// Server is a running apiserver.
+type Server struct {
+	v1.UnimplementedObjectsServer
+
+	cfg      Config
+	log      *slog.Logger
+	etcd     *embed.Etcd // nil with external etcd
+	etcdCli  *clientv3.Client
+	store    *storage.Store
+	caches   map[*kinds.Kind]*watchcache.Cache
+	reg      *prometheus.Registry
+	metrics  *metrics
+	grpc     *grpc.Server
+	health   *health.Server
+	lis      net.Listener
+	nsMu     sync.Mutex
+	nsActive map[string]bool // namespaces with a finalizer running
+	nsCtx    context.Context // the Run context, for namespace finalizers
+	// admission holds per-kind admission steps by Kind name.
+	admission map[string][]Admitter
+}
+
+// New connects to (or starts) etcd and opens the listeners; Run serves.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.setDefaults()
+	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "apiserver"), caches: map[*kinds.Kind]*watchcache.Cache{}, nsActive: map[string]bool{}, admission: map[string][]Admitter{}}
+	endpoints := cfg.EtcdServers
+	if len(endpoints) == 0 {
+		e, url, err := startEmbeddedEtcd(ctx, cfg.DataDir, cfg.EtcdListen)
+		if err != nil {
+			return nil, err
+		}
+		s.etcd = e
+		endpoints = []string{url}
+		s.log.Info("embedded etcd started", "dataDir", cfg.DataDir, "url", url)
+	}
+	cli, err := dialEtcd(ctx, endpoints)
+	if err != nil {
+		s.closeEtcd()
+		return nil, err
+	}
+	s.etcdCli = cli
+	s.reg = prometheus.NewRegistry()
+	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.metrics = newMetrics(s.reg)
+	s.store = storage.New(cli, storage.NewMetrics(s.reg))
+	wcm := watchcache.NewMetrics(s.reg)
+	for _, k := range kinds.All() {
+		s.caches[k] = watchcache.New(k, cli, watchcache.Config{
+			Size: cfg.WatchCacheSize, QueueSize: cfg.WatchQueueSize,
+			BookmarkInterval: cfg.BookmarkInterval, Metrics: wcm, Logger: s.log,
+		})
+	}
+	lis, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		s.closeEtcd()
+		return nil, fmt.Errorf("--listen %s: %w", cfg.Listen, err)
+	}
+	s.lis = lis
+	opts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(4 << 20),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+		grpc.ChainUnaryInterceptor(s.unaryMetrics),
+		grpc.ChainStreamInterceptor(s.streamMetrics),
+	}
+	if cfg.TLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
+	}
+	s.grpc = grpc.NewServer(opts...)
+	v1.RegisterObjectsServer(s.grpc, s)
+	s.health = health.NewServer()
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	reflection.Register(s.grpc)
+	return s, nil
+}
+
+// Addr is the gRPC listener's address.
+func (s *Server) Addr() string { return s.lis.Addr().String() }
+
+// Store exposes storage for in-process tests and benchmarks.
+func (s *Server) Store() *storage.Store { return s.store }
+
+// Registry is the server's metrics registry.
+func (s *Server) Registry() *prometheus.Registry { return s.reg }
+
+// Run serves until ctx ends, then stops gracefully and closes etcd.
+func (s *Server) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, c := range s.caches {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.Run(ctx); err != nil && ctx.Err() == nil {
+				s.log.Error("watch cache stopped", "err", err)
+			}
+		}()
+	}
+	// Wait for the caches so the first watch does not block.
+	for k, c := range s.caches {
+		select {
+		case <-c.Ready():
+		case <-ctx.Done():
+		case <-time.After(30 * time.Second):
+			s.log.Warn("watch cache not ready after 30s", "kind", k.Plural)
+		}
+	}
+	if err := s.bootstrap(ctx); err != nil {
+		s.shutdown(&wg)
+		return err
+	}
+	wg.Add(2)
+	go func() { defer wg.Done(); s.runCompactor(ctx) }()
+	go func() { defer wg.Done(); s.resumeNamespaceFinalizers(ctx) }()
+	errc := make(chan error, 2)
+	if s.cfg.MetricsListen != "" {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := metricsserver.Serve(ctx, s.cfg.MetricsListen, s.reg, s.healthz)
+			if err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}()
+	}
+	go func() { errc <- s.grpc.Serve(s.lis) }()
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	s.log.Info("apiserver serving", "addr", s.Addr(), "tls", s.cfg.TLS != nil)
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+		cancel()
+	}
+	s.health.Shutdown()
+	stopped := make(chan struct{})
+	go func() { s.grpc.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		s.grpc.Stop()
+	}
+	s.shutdown(&wg)
+	return err
+}
+
+func (s *Server) shutdown(wg *sync.WaitGroup) {
+	wg.Wait()
+	s.etcdCli.Close()
+	s.closeEtcd()
+}
+
+func (s *Server) closeEtcd() {
+	if s.etcd != nil {
+		s.etcd.Close()
+		s.etcd = nil
+	}
+}
+
+// healthz reports whether etcd answers.
+func (s *Server) healthz(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err := s.store.Revision(ctx)
+	return err
+}
+
+// bootstrap creates the namespaces every cluster has.
+func (s *Server) bootstrap(ctx context.Context) error {
+	for _, name := range []string{"default", "kube-system", "kube-node-lease"} {
+		ns := &v1.Namespace{Metadata: &v1.ObjectMeta{Name: name}}
+		if _, err := s.create(ctx, ns); err != nil && !isAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// runCompactor compacts etcd history every interval to the revision seen
+// one interval earlier, as kube-apiserver does.
+func (s *Server) runCompactor(ctx context.Context) {
+	if s.cfg.CompactionInterval < 0 {
+		return
+	}
+	t := time.NewTicker(s.cfg.CompactionInterval)
+	defer t.Stop()
+	var last int64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rev, err := s.store.Revision(ctx)
+		if err != nil {
+			continue
+		}
+		if last > 0 {
+			if err := s.Compact(ctx, last); err != nil {
+				s.log.Warn("compaction failed", "revision", last, "err", err)
+			}
+		}
+		last = rev
+	}
+}
+
+// Compact discards history before rev in etcd and in every watch cache.
+func (s *Server) Compact(ctx context.Context, rev int64) error {
+	if err := s.store.Compact(ctx, rev); err != nil {
+		return err
+	}
+	for _, c := range s.caches {
+		c.Compacted(rev)
+	}
+	s.log.Info("compacted etcd", "revision", rev)
+	return nil
+}

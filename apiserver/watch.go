@@ -1,0 +1,85 @@
+package apiserver
+
+import (
+	"github.com/tugboat/tugboat/api/apierrors"
+	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/apiserver/watchcache"
+)
+
+// Watch implements Objects.Watch from the kind's watch cache. Selectors are
+// applied here: an object that stops matching is a DELETED for this watcher,
+// one that starts matching an ADDED.
+func (s *Server) Watch(req *v1.WatchRequest, stream v1.Objects_WatchServer) error {
+	ctx := stream.Context()
+	k, err := lookupKind(req.Kind)
+	if err != nil {
+		return apierrors.ToGRPC(err)
+	}
+	filter, err := selectors(k, req.LabelSelector, req.FieldSelector)
+	if err != nil {
+		return apierrors.ToGRPC(err)
+	}
+	if req.ResourceVersion < 0 {
+		return apierrors.ToGRPC(apierrors.Invalid("resourceVersion", "must be >= 0"))
+	}
+	ns := ""
+	if k.Namespaced {
+		ns = req.Namespace
+	}
+	match := func(o v1.Object) bool {
+		if o == nil {
+			return false
+		}
+		if ns != "" && o.GetMetadata().GetNamespace() != ns {
+			return false
+		}
+		return filter == nil || filter(o)
+	}
+	w, err := s.caches[k].Watch(ctx, req.ResourceVersion)
+	if err != nil {
+		return apierrors.ToGRPC(err)
+	}
+	defer w.Stop()
+	s.metrics.watchOpen.WithLabelValues(k.Plural).Inc()
+	defer s.metrics.watchOpen.WithLabelValues(k.Plural).Dec()
+	sent := func(typ string) { s.metrics.watchSent.WithLabelValues(k.Plural, typ).Inc() }
+	for {
+		e, err := w.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return apierrors.ToGRPC(err)
+		}
+		typ := e.Type
+		switch e.Type {
+		case watchcache.Bookmark:
+			if !req.AllowBookmarks {
+				continue
+			}
+			if err := stream.Send(&v1.WatchEvent{Type: typ, ResourceVersion: e.Rev}); err != nil {
+				return err
+			}
+			sent(typ)
+			continue
+		case watchcache.Added, watchcache.Deleted:
+			if !match(e.Obj) {
+				continue
+			}
+		case watchcache.Modified:
+			now, before := match(e.Obj), match(e.Prev)
+			switch {
+			case now && !before:
+				typ = watchcache.Added
+			case !now && before:
+				typ = watchcache.Deleted
+			case !now && !before:
+				continue
+			}
+		}
+		if err := stream.Send(&v1.WatchEvent{Type: typ, Object: e.Any(), ResourceVersion: e.Rev}); err != nil {
+			return err
+		}
+		sent(typ)
+	}
+}

@@ -1,0 +1,356 @@
+// Package watchcache holds one etcd watch per kind and fans its events out
+// to any number of API watchers.
+//
+// Loop: Run opens an etcd watch on the kind's prefix (replaying a window of
+// history so that clients resuming after an apiserver restart can continue),
+// decodes each event once, appends it to a bounded ring of recent events and
+// pushes it to every registered watcher's bounded queue without blocking.
+// It also asks etcd for progress notifications at the bookmark interval and
+// forwards them as bookmarks, so idle watchers learn the current revision.
+//
+// Contract: a watcher registered at revision R receives every event with
+// revision > R exactly once, in order (a backlog from the ring, then live
+// events, handed over under one lock). R older than the ring's start gets
+// apierrors.ErrExpired. A watcher whose queue is full is removed and its
+// Done channel closed with ErrTooSlow: it never stalls the others, and
+// memory stays bounded by ring size + watchers × queue size.
+package watchcache
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/tugboat/tugboat/api/apierrors"
+	"github.com/tugboat/tugboat/api/kinds"
+	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/apiserver/storage"
+)
+
+// Event types.
+const (
+	Added    = "ADDED"
+	Modified = "MODIFIED"
+	Deleted  = "DELETED"
+	Bookmark = "BOOKMARK"
+)
+
+// Event is one decoded change, shared read-only by every watcher.
+type Event struct {
+	Type string // Added, Modified, Deleted or Bookmark
+	Obj  v1.Object
+	Prev v1.Object // the object before the change; nil for Added
+	Rev  int64
+
+	once sync.Once
+	any  *anypb.Any
+}
+
+// Any is the event object's wire form, marshalled once for all watchers.
+func (e *Event) Any() *anypb.Any {
+	e.once.Do(func() {
+		a, err := anypb.New(e.Obj)
+		if err == nil {
+			e.any = a
+		}
+	})
+	return e.any
+}
+
+// Config sizes a cache.
+type Config struct {
+	// Size is how many recent events the ring keeps (default 2000).
+	Size int
+	// QueueSize is each watcher's queue (default 1000).
+	QueueSize int
+	// BookmarkInterval is how often progress is requested (default 10s).
+	BookmarkInterval time.Duration
+	Metrics          *Metrics
+	Logger           *slog.Logger
+}
+
+// Cache is one kind's watch cache.
+type Cache struct {
+	kind *kinds.Kind
+	cli  *clientv3.Client
+	cfg  Config
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	ring     []*Event // ordered by Rev
+	startRev int64    // every event with Rev > startRev is in ring
+	rev      int64    // newest revision known to be complete
+	initRev  int64    // etcd's revision when Run started: ready once rev reaches it
+	ready    chan struct{}
+	watchers map[*Watcher]struct{}
+}
+
+// New makes a cache for one kind; call Run to fill it.
+func New(kind *kinds.Kind, cli *clientv3.Client, cfg Config) *Cache {
+	if cfg.Size <= 0 {
+		cfg.Size = 2000
+	}
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = 1000
+	}
+	if cfg.BookmarkInterval <= 0 {
+		cfg.BookmarkInterval = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Cache{
+		kind:     kind,
+		cli:      cli,
+		cfg:      cfg,
+		log:      cfg.Logger.With("kind", kind.Plural),
+		ready:    make(chan struct{}),
+		watchers: map[*Watcher]struct{}{},
+	}
+}
+
+// Run keeps the etcd watch open until ctx ends, re-opening it after errors.
+func (c *Cache) Run(ctx context.Context) error {
+	resp, err := c.cli.Get(ctx, "/registry-revision-probe", clientv3.WithCountOnly())
+	if err != nil {
+		return err
+	}
+	// Replay a window of history so resuming clients are served.
+	from := resp.Header.Revision - int64(c.cfg.Size) + 1
+	if from < 1 {
+		from = 1
+	}
+	c.mu.Lock()
+	c.startRev = from - 1
+	c.rev = from - 1
+	c.initRev = resp.Header.Revision
+	c.mu.Unlock()
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		next, err := c.watch(ctx, from)
+		if ctx.Err() != nil {
+			break
+		}
+		c.log.Warn("etcd watch ended; reopening", "err", err, "from", next)
+		from = next
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+	c.closeAll(apierrors.New(apierrors.ErrUnavailable, "apiserver is shutting down"))
+	return nil
+}
+
+// watch consumes one etcd watch from revision from and returns the revision
+// to resume from when it breaks.
+func (c *Cache) watch(ctx context.Context, from int64) (int64, error) {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	w := clientv3.NewWatcher(c.cli)
+	defer w.Close()
+	ch := w.Watch(wctx, storage.KindPrefix(c.kind, ""), clientv3.WithPrefix(), clientv3.WithPrevKV(), clientv3.WithRev(from), clientv3.WithCreatedNotify())
+	go func() {
+		t := time.NewTicker(c.cfg.BookmarkInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+				_ = w.RequestProgress(wctx)
+			}
+		}
+	}()
+	for resp := range ch {
+		if resp.Created {
+			// The progress answer comes once the replay is sent: then the
+			// cache is current and Ready.
+			_ = w.RequestProgress(wctx)
+			continue
+		}
+		if resp.CompactRevision != 0 {
+			// History before the compaction is gone: start after it. Clients
+			// older than that get Expired.
+			c.log.Info("watch window compacted", "compactRevision", resp.CompactRevision)
+			c.mu.Lock()
+			c.trimBefore(resp.CompactRevision)
+			if c.rev < resp.CompactRevision-1 {
+				c.rev = resp.CompactRevision - 1
+			}
+			c.mu.Unlock()
+			return resp.CompactRevision, nil
+		}
+		if err := resp.Err(); err != nil {
+			return c.resumeFrom(from), err
+		}
+		if resp.IsProgressNotify() {
+			c.progress(resp.Header.Revision)
+		} else {
+			c.apply(resp.Events)
+		}
+		if c.Revision() >= c.initRev {
+			c.markReady()
+		}
+	}
+	return c.resumeFrom(from), errors.New("watch channel closed")
+}
+
+func (c *Cache) resumeFrom(from int64) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rev+1 > from {
+		return c.rev + 1
+	}
+	return from
+}
+
+func (c *Cache) markReady() {
+	select {
+	case <-c.ready:
+	default:
+		close(c.ready)
+	}
+}
+
+// apply decodes events, appends them to the ring and fans them out.
+func (c *Cache) apply(evs []*clientv3.Event) {
+	decoded := make([]*Event, 0, len(evs))
+	for _, ev := range evs {
+		e, err := c.decode(ev)
+		if err != nil {
+			c.log.Error("dropping undecodable event", "key", string(ev.Kv.Key), "err", err)
+			continue
+		}
+		decoded = append(decoded, e)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range decoded {
+		if e.Rev <= c.rev {
+			continue // replayed after a re-watch
+		}
+		c.ring = append(c.ring, e)
+		if len(c.ring) > c.cfg.Size {
+			drop := len(c.ring) - c.cfg.Size
+			c.startRev = c.ring[drop-1].Rev
+			c.ring = append(c.ring[:0:0], c.ring[drop:]...)
+		}
+		c.rev = e.Rev
+		c.fanOut(e)
+	}
+	if c.cfg.Metrics != nil {
+		c.cfg.Metrics.Events.WithLabelValues(c.kind.Plural).Add(float64(len(decoded)))
+	}
+}
+
+func (c *Cache) decode(ev *clientv3.Event) (*Event, error) {
+	e := &Event{Rev: ev.Kv.ModRevision}
+	if ev.PrevKv != nil && len(ev.PrevKv.Value) > 0 {
+		prev, err := storage.Decode(c.kind, ev.PrevKv.Value, ev.PrevKv.ModRevision)
+		if err != nil {
+			return nil, err
+		}
+		e.Prev = prev
+	}
+	switch {
+	case ev.Type == mvccpb.DELETE:
+		e.Type = Deleted
+		if e.Prev == nil {
+			// Without the previous value we still know the name.
+			return nil, errors.New("delete event without previous value")
+		}
+		obj, _ := storage.Decode(c.kind, ev.PrevKv.Value, ev.Kv.ModRevision)
+		e.Obj = obj
+	default:
+		obj, err := storage.Decode(c.kind, ev.Kv.Value, ev.Kv.ModRevision)
+		if err != nil {
+			return nil, err
+		}
+		e.Obj = obj
+		e.Type = Modified
+		if ev.IsCreate() {
+			e.Type = Added
+			e.Prev = nil
+		}
+	}
+	return e, nil
+}
+
+func (c *Cache) progress(rev int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rev <= c.rev {
+		return
+	}
+	c.rev = rev
+	bm := &Event{Type: Bookmark, Rev: rev}
+	for w := range c.watchers {
+		select {
+		case w.ch <- bm:
+		default: // a full queue skips a bookmark; it is not an error
+		}
+	}
+}
+
+// fanOut pushes e to every watcher; caller holds mu.
+func (c *Cache) fanOut(e *Event) {
+	for w := range c.watchers {
+		select {
+		case w.ch <- e:
+		default:
+			c.removeLocked(w, apierrors.New(apierrors.ErrTooSlow,
+				"watch of %s closed: the client fell more than %d events behind; re-list and watch again", c.kind.Plural, c.cfg.QueueSize))
+			if c.cfg.Metrics != nil {
+				c.cfg.Metrics.SlowWatchers.WithLabelValues(c.kind.Plural).Inc()
+			}
+		}
+	}
+}
+
+// trimBefore drops ring entries older than rev; caller holds mu.
+func (c *Cache) trimBefore(rev int64) {
+	i := 0
+	for i < len(c.ring) && c.ring[i].Rev < rev {
+		i++
+	}
+	if i > 0 {
+		c.ring = append(c.ring[:0:0], c.ring[i:]...)
+	}
+	if c.startRev < rev-1 {
+		c.startRev = rev - 1
+	}
+}
+
+// Compacted tells the cache that etcd history before rev is gone: clients
+// asking for older versions get Expired, as they would from etcd.
+func (c *Cache) Compacted(rev int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.trimBefore(rev)
+}
+
+// Ready is closed once the etcd watch is established.
+func (c *Cache) Ready() <-chan struct{} { return c.ready }
+
+// Revision is the newest revision the cache has seen complete.
+func (c *Cache) Revision() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rev
+}
+
+func (c *Cache) closeAll(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for w := range c.watchers {
+		c.removeLocked(w, err)
+	}
+}

@@ -1,0 +1,97 @@
+package watchcache
+
+import (
+	"context"
+
+	"github.com/tugboat/tugboat/api/apierrors"
+)
+
+// Watcher is one client's subscription. Read Backlog first, then Events,
+// until Done is closed; Err then says why.
+type Watcher struct {
+	c       *Cache
+	ch      chan *Event
+	backlog []*Event
+	from    int64
+	done    chan struct{}
+	err     error
+}
+
+// Watch registers a watcher for every event after revision from (0: from
+// now). It waits for the cache to be ready.
+func (c *Cache) Watch(ctx context.Context, from int64) (*Watcher, error) {
+	select {
+	case <-c.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := &Watcher{c: c, ch: make(chan *Event, c.cfg.QueueSize), done: make(chan struct{}), from: from}
+	if from == 0 {
+		w.from = c.rev
+	} else {
+		if from < c.startRev {
+			return nil, apierrors.New(apierrors.ErrExpired,
+				"too old resource version: %d (oldest available for %s is %d); re-list and watch from the list's version", from, c.kind.Plural, c.startRev)
+		}
+		for _, e := range c.ring {
+			if e.Rev > from {
+				w.backlog = append(w.backlog, e)
+			}
+		}
+	}
+	c.watchers[w] = struct{}{}
+	if c.cfg.Metrics != nil {
+		c.cfg.Metrics.Watchers.WithLabelValues(c.kind.Plural).Inc()
+	}
+	return w, nil
+}
+
+// Next returns the next event with revision after the watcher's start, or
+// an error once the watcher is closed or ctx ends.
+func (w *Watcher) Next(ctx context.Context) (*Event, error) {
+	for {
+		var e *Event
+		if len(w.backlog) > 0 {
+			e, w.backlog = w.backlog[0], w.backlog[1:]
+		} else {
+			select {
+			case e = <-w.ch:
+			case <-w.done:
+				// Drain what was queued before the close? No: a closed
+				// watcher is done; the client re-lists.
+				return nil, w.err
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if e.Rev <= w.from && e.Type != Bookmark {
+			continue
+		}
+		if e.Type == Bookmark && e.Rev <= w.from {
+			continue
+		}
+		w.from = e.Rev
+		return e, nil
+	}
+}
+
+// Stop unregisters the watcher.
+func (w *Watcher) Stop() {
+	w.c.mu.Lock()
+	defer w.c.mu.Unlock()
+	w.c.removeLocked(w, nil)
+}
+
+func (c *Cache) removeLocked(w *Watcher, err error) {
+	if _, ok := c.watchers[w]; !ok {
+		return
+	}
+	delete(c.watchers, w)
+	w.err = err
+	close(w.done)
+	if c.cfg.Metrics != nil {
+		c.cfg.Metrics.Watchers.WithLabelValues(c.kind.Plural).Dec()
+	}
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# install-deps.sh installs the system packages Tugboat's build and tests need
+# on a Debian 12 machine: etcd (tests and the external-etcd mode), containerd,
+# runc and the CNI plugins (kubelet), nftables/iptables (proxy), busybox-static
+# (test images), dig (DNS tests), protoc (make generate) and libseccomp-dev
+# (static runc for the node image). Idempotent; run as root.
+set -euo pipefail
+
+pkgs=(
+  etcd-server etcd-client
+  containerd runc containernetworking-plugins
+  iptables nftables iproute2 conntrack
+  busybox-static bind9-dnsutils curl
+  protobuf-compiler libseccomp-dev
+  make gcc git ca-certificates
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The Debian etcd-server package starts a system etcd on 2379; Tugboat's tests
+# start their own on free ports and never use it, so it is left as it is.
+echo "install-deps: ok ($(containerd --version | awk '{print $3}'), runc $(runc --version | awk 'NR==1{print $3}'), etcd $(etcd --version 2>/dev/null | awk 'NR==1{print $3}'))"
