@@ -23,8 +23,8 @@ const (
 	rootLinkSuffix = "-rt"
 )
 
-// Config describes a lab. The zero value (but for Hosts, which defaults to
-// DefaultHosts) is a valid lab with a random name on a free subnet.
+// Config describes a lab. The zero value is valid: DefaultHosts hosts, a
+// random name, the DefaultPrefix and the first free subnet.
 type Config struct {
 	// Name is the run id: 1-8 characters of [a-z0-9]. It becomes part of
 	// every name the lab makes (tb-<Name>-h1). Empty: random, 6 characters.

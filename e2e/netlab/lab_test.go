@@ -332,8 +332,8 @@ func TestRunReportsOutputAndContext(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
-	if err := h.Run(ctx, exec.Command(bb, "sleep", "600")); err == nil {
-		t.Error("Run of sleep 600 with a 200ms context returned nil")
+	if err := h.Run(ctx, exec.Command(bb, "sleep", "600")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Run of sleep 600 with a 200ms context: %v, want DeadlineExceeded", err)
 	}
 }
 

@@ -124,13 +124,17 @@ func (h *Host) Run(ctx context.Context, cmd *exec.Cmd) error {
 		return err
 	}
 	<-p.done
-	if p.err != nil && out != nil {
-		return fmt.Errorf("netlab: %s: %s: %w; output: %s", h.Name, commandLine(cmd), p.err, strings.TrimSpace(out.String()))
+	if p.err == nil {
+		return nil
 	}
-	if p.err != nil {
-		return fmt.Errorf("netlab: %s: %s: %w", h.Name, commandLine(cmd), p.err)
+	err = p.err
+	if ctx.Err() != nil {
+		err = fmt.Errorf("%w (killed: %w)", p.err, ctx.Err())
 	}
-	return nil
+	if out != nil {
+		return fmt.Errorf("netlab: %s: %s: %w; output: %s", h.Name, commandLine(cmd), err, strings.TrimSpace(out.String()))
+	}
+	return fmt.Errorf("netlab: %s: %s: %w", h.Name, commandLine(cmd), err)
 }
 
 // Output runs cmd in the host like Run and returns its standard output.
