@@ -1,0 +1,47 @@
+// Command apiserver serves the Tugboat API over gRPC and is the only
+// component that talks to etcd.
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tugboat/tugboat/api/component"
+	"github.com/tugboat/tugboat/apiserver"
+)
+
+func main() {
+	var cfg apiserver.Config
+	var logs component.LogFlags
+	var etcd string
+	fs := flag.NewFlagSet("apiserver", flag.ExitOnError)
+	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:6443", "gRPC listen address host:port")
+	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "127.0.0.1:9443", "HTTP address for /metrics and /healthz (empty disables)")
+	fs.StringVar(&etcd, "etcd-servers", "", "comma-separated external etcd client URLs; empty starts an embedded etcd")
+	fs.StringVar(&cfg.DataDir, "data-dir", "/var/lib/tugboat/etcd", "embedded etcd data directory")
+	fs.StringVar(&cfg.EtcdListen, "etcd-listen", "127.0.0.1:0", "embedded etcd client address (port 0: a free port)")
+	fs.DurationVar(&cfg.BookmarkInterval, "bookmark-interval", 10*time.Second, "interval of BOOKMARK events to idle watchers")
+	fs.DurationVar(&cfg.CompactionInterval, "compaction-interval", 5*time.Minute, "etcd history compaction interval (negative disables)")
+	fs.IntVar(&cfg.WatchCacheSize, "watch-cache-size", 2000, "recent events kept per kind for resuming watchers")
+	fs.IntVar(&cfg.WatchQueueSize, "watch-queue-size", 1000, "events a watcher may lag before it is cut off")
+	logs.Register(fs)
+	_ = fs.Parse(os.Args[1:])
+	if etcd != "" {
+		cfg.EtcdServers = strings.Split(etcd, ",")
+	}
+	component.Main("apiserver", func(ctx context.Context) error {
+		log, err := logs.Logger("apiserver")
+		if err != nil {
+			return err
+		}
+		cfg.Logger = log
+		srv, err := apiserver.New(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		return srv.Run(ctx)
+	})
+}
