@@ -131,6 +131,9 @@ const (
 	ReasonCompleted = "Completed" // exit code 0
 	ReasonError     = "Error"     // non-zero exit code
 	ReasonOOMKilled = "OOMKilled" // the kernel OOM killer hit the container's cgroup
+	// ReasonStartError: the process could not be started (no such
+	// executable, bad working dir); ExitCode is 128.
+	ReasonStartError = "StartError"
 	// ReasonUnknown: the container was running when its task was lost
 	// (runtime daemon or node restarted); ExitCode is 255.
 	ReasonUnknown = "Unknown"

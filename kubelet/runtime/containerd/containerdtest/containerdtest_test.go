@@ -1,0 +1,26 @@
+package containerdtest
+
+import (
+	"context"
+	"testing"
+)
+
+func TestStartStop(t *testing.T) {
+	c := New(t)
+	cl, err := c.Client("tugboat-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	v, err := cl.Version(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("containerd %s (pid %d, %s)", v.Version, c.PID, c.Address)
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ping(context.Background()); err == nil {
+		t.Fatal("containerd still answers after Stop")
+	}
+}

@@ -1,0 +1,111 @@
+package containerd
+
+import (
+	"os"
+	"path"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/tugboat/tugboat/kubelet/runtime"
+)
+
+// cfsPeriod is the CFS period cpu limits are expressed over (100ms), as in
+// Kubernetes.
+const cfsPeriod = 100000
+
+// specOpts builds the OCI spec of a container in sandbox sb: the image's
+// config, then the pod's netns and hostname, the /etc files and mounts, the
+// command, env and cgroup limits from cfg.
+func specOpts(img client.Image, sb runtime.SandboxConfig, cfg runtime.ContainerConfig, cgroupsPath string) []oci.SpecOpts {
+	opts := []oci.SpecOpts{}
+	// Kubernetes' command rules: command replaces entrypoint and cmd, args
+	// alone replace cmd.
+	if len(cfg.Command) > 0 {
+		opts = append(opts, oci.WithImageConfig(img), oci.WithProcessArgs(append(append([]string{}, cfg.Command...), cfg.Args...)...))
+	} else {
+		opts = append(opts, oci.WithImageConfigArgs(img, cfg.Args))
+	}
+	opts = append(opts,
+		oci.WithHostname(sb.Hostname),
+		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: sb.NetNSPath}),
+		oci.WithMounts(mounts(sb.EtcFiles, cfg.Mounts)),
+		oci.WithCgroup(cgroupsPath),
+	)
+	if len(cfg.Env) > 0 {
+		env := make([]string, len(cfg.Env))
+		for i, e := range cfg.Env {
+			env[i] = e.Name + "=" + e.Value
+		}
+		opts = append(opts, oci.WithEnv(env))
+	}
+	if cfg.WorkingDir != "" {
+		opts = append(opts, oci.WithProcessCwd(cfg.WorkingDir))
+	}
+	if cfg.TTY {
+		opts = append(opts, oci.WithTTY)
+	}
+	res := cfg.Resources
+	if res.MemoryLimitBytes > 0 {
+		opts = append(opts, oci.WithMemoryLimit(uint64(res.MemoryLimitBytes)))
+		if swapAccounted() {
+			opts = append(opts, oci.WithMemorySwap(res.MemoryLimitBytes))
+		}
+	}
+	if res.CPULimitMilli > 0 {
+		quota := res.CPULimitMilli * cfsPeriod / 1000
+		if quota < 1000 { // the kernel's minimum quota is 1ms
+			quota = 1000
+		}
+		opts = append(opts, oci.WithCPUCFS(quota, cfsPeriod))
+	}
+	if res.CPURequestMilli > 0 {
+		shares := uint64(res.CPURequestMilli * 1024 / 1000)
+		if shares < 2 {
+			shares = 2
+		}
+		opts = append(opts, oci.WithCPUShares(shares))
+	}
+	return opts
+}
+
+// mounts returns the bind mounts: the sandbox's /etc files unless the
+// container mounts something over them, then the container's own.
+func mounts(etc runtime.EtcFiles, ms []runtime.Mount) []specs.Mount {
+	taken := make(map[string]bool, len(ms))
+	for _, m := range ms {
+		taken[path.Clean(m.ContainerPath)] = true
+	}
+	var out []specs.Mount
+	for _, f := range []struct{ src, dst string }{
+		{etc.HostsPath, "/etc/hosts"},
+		{etc.HostnamePath, "/etc/hostname"},
+		{etc.ResolvConfPath, "/etc/resolv.conf"},
+	} {
+		if f.src != "" && !taken[f.dst] {
+			out = append(out, bind(f.src, f.dst, true))
+		}
+	}
+	for _, m := range ms {
+		out = append(out, bind(m.HostPath, path.Clean(m.ContainerPath), m.ReadOnly))
+	}
+	return out
+}
+
+func bind(src, dst string, ro bool) specs.Mount {
+	mode := "rw"
+	if ro {
+		mode = "ro"
+	}
+	return specs.Mount{Destination: dst, Type: "bind", Source: src, Options: []string{"rbind", "rprivate", mode}}
+}
+
+// swapAccounted reports whether the kernel accounts memory+swap in cgroup
+// v1 (memory.memsw.*), so that the swap limit can be set equal to the
+// memory limit. On cgroup v2 swap is left to the node's configuration
+// (Kubernetes nodes run without swap).
+func swapAccounted() bool {
+	_, err := os.Stat("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes")
+	return err == nil
+}
