@@ -13,10 +13,10 @@ import (
 )
 
 type metrics struct {
-	requests   *prometheus.CounterVec
-	latency    *prometheus.HistogramVec
-	watchSent  *prometheus.CounterVec
-	watchOpen  *prometheus.GaugeVec
+	requests  *prometheus.CounterVec
+	latency   *prometheus.HistogramVec
+	watchSent *prometheus.CounterVec
+	watchOpen *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {

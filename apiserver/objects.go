@@ -409,4 +409,3 @@ func SetCondition(list *[]*v1.Condition, c *v1.Condition) {
 	c.LastTransitionTime = now
 	*list = append(*list, c)
 }
-

@@ -20,10 +20,10 @@ import (
 	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
@@ -32,10 +32,10 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/tugboat/tugboat/api/kinds"
+	"github.com/tugboat/tugboat/api/metricsserver"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/apiserver/storage"
 	"github.com/tugboat/tugboat/apiserver/watchcache"
-	"github.com/tugboat/tugboat/api/metricsserver"
 )
 
 // Server is a running apiserver.

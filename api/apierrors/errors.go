@@ -164,3 +164,4 @@ func IsAlreadyExists(err error) bool { return errors.Is(err, ErrAlreadyExists) }
 func IsConflict(err error) bool      { return errors.Is(err, ErrConflict) }
 func IsInvalid(err error) bool       { return errors.Is(err, ErrInvalid) }
 func IsExpired(err error) bool       { return errors.Is(err, ErrExpired) }
+func IsTooSlow(err error) bool       { return errors.Is(err, ErrTooSlow) }
