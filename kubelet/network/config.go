@@ -1,0 +1,110 @@
+// Package network gives pods their network: it makes each pod's network
+// namespace and runs the CNI plugins on it through libcni. By default it
+// writes a conflist for the node (bridge with host-local IPAM on the node's
+// pod CIDR, portmap for hostPort, loopback) unless the operator put a config
+// in the CNI config directory. The host-local reservations and libcni's
+// result cache live under the kubelet's own state directory, so several
+// kubelets on one machine (each in its own network namespace) never share
+// them.
+//
+// Teardown (CNI DEL) is idempotent and works after the namespace is gone,
+// so every teardown path — delete, crash recovery, restart — can run it.
+package network
+
+import (
+	"fmt"
+	"net/netip"
+	"path/filepath"
+)
+
+// Defaults for Config.
+const (
+	DefaultConfDir     = "/etc/cni/net.d"
+	DefaultNetworkName = "tugboat"
+	DefaultBridgeName  = "cni0"
+	// DefaultConfFile is the name of the conflist the kubelet writes.
+	DefaultConfFile = "10-tugboat.conflist"
+)
+
+// DefaultBinDirs are searched for CNI plugins: Debian's package, then the
+// upstream location.
+var DefaultBinDirs = []string{"/usr/lib/cni", "/opt/cni/bin"}
+
+// Config configures the pod network manager.
+type Config struct {
+	// StateDir holds libcni's result cache (StateDir/cache) and the
+	// host-local IP reservations (StateDir/ipam). Required; a directory
+	// under the kubelet's root dir.
+	StateDir string
+	// ConfDir is where CNI network configs are read from and the default
+	// one is written (DefaultConfDir).
+	ConfDir string
+	// BinDirs are searched for plugin binaries (DefaultBinDirs).
+	BinDirs []string
+	// NetNSDir is where pod network namespaces are pinned
+	// (DefaultNetNSDir).
+	NetNSDir string
+
+	// PodCIDR is the node's pod CIDR (e.g. 10.244.1.0/24), needed to write
+	// the default config. Empty: only an operator-supplied config is used.
+	PodCIDR string
+	// NetworkName names the default network (DefaultNetworkName).
+	NetworkName string
+	// BridgeName is the default network's bridge (DefaultBridgeName).
+	BridgeName string
+	// MTU of the bridge and veths; 0 lets the plugin choose.
+	MTU int
+	// NoMasquerade turns off the bridge's ipMasq (SNAT of pod traffic
+	// leaving the pod CIDR).
+	NoMasquerade bool
+}
+
+func (c *Config) setDefaults() {
+	if c.ConfDir == "" {
+		c.ConfDir = DefaultConfDir
+	}
+	if len(c.BinDirs) == 0 {
+		c.BinDirs = DefaultBinDirs
+	}
+	if c.NetNSDir == "" {
+		c.NetNSDir = DefaultNetNSDir
+	}
+	if c.NetworkName == "" {
+		c.NetworkName = DefaultNetworkName
+	}
+	if c.BridgeName == "" {
+		c.BridgeName = DefaultBridgeName
+	}
+}
+
+// Validate names the first bad field.
+func (c Config) Validate() error {
+	if c.StateDir == "" {
+		return fmt.Errorf("network config: stateDir: required")
+	}
+	if !filepath.IsAbs(c.StateDir) {
+		return fmt.Errorf("network config: stateDir %q: must be absolute", c.StateDir)
+	}
+	if c.PodCIDR != "" {
+		p, err := netip.ParsePrefix(c.PodCIDR)
+		if err != nil {
+			return fmt.Errorf("network config: podCIDR %q: %v", c.PodCIDR, err)
+		}
+		if p.Masked() != p {
+			return fmt.Errorf("network config: podCIDR %q: has host bits set (want %s)", c.PodCIDR, p.Masked())
+		}
+	}
+	if len(c.BridgeName) > 15 {
+		return fmt.Errorf("network config: bridgeName %q: longer than 15 characters", c.BridgeName)
+	}
+	if c.MTU < 0 {
+		return fmt.Errorf("network config: mtu: must not be negative")
+	}
+	return nil
+}
+
+func (c Config) cacheDir() string { return filepath.Join(c.StateDir, "cache") }
+
+// IPAMDataDir is where host-local keeps this node's IP reservations
+// (one file per IP under IPAMDataDir/<network name>/).
+func (c Config) IPAMDataDir() string { return filepath.Join(c.StateDir, "ipam") }

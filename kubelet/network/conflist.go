@@ -1,0 +1,138 @@
+package network
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/containernetworking/cni/libcni"
+)
+
+// cniVersion of the default config; Debian 12's plugins (1.1.1) speak it.
+const cniVersion = "1.0.0"
+
+// DefaultConfList renders the default conflist for cfg: a bridge that is
+// the pods' gateway (with masquerading unless turned off) and host-local
+// IPAM on the pod CIDR, portmap for hostPorts, and loopback.
+func DefaultConfList(cfg Config) ([]byte, error) {
+	cfg.setDefaults()
+	if cfg.PodCIDR == "" {
+		return nil, errors.New("default CNI config: no pod CIDR")
+	}
+	bridge := map[string]any{
+		"type":        "bridge",
+		"bridge":      cfg.BridgeName,
+		"isGateway":   true,
+		"ipMasq":      !cfg.NoMasquerade,
+		"hairpinMode": true,
+		"ipam": map[string]any{
+			"type":    "host-local",
+			"ranges":  [][]map[string]string{{{"subnet": cfg.PodCIDR}}},
+			"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
+			"dataDir": cfg.IPAMDataDir(),
+		},
+	}
+	if cfg.MTU > 0 {
+		bridge["mtu"] = cfg.MTU
+	}
+	list := map[string]any{
+		"cniVersion": cniVersion,
+		"name":       cfg.NetworkName,
+		"plugins": []any{
+			bridge,
+			map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
+			map[string]any{"type": "loopback"},
+		},
+	}
+	return json.MarshalIndent(list, "", "  ")
+}
+
+// confFiles lists the CNI configs in dir, in the order CNI runtimes use:
+// sorted by name, the first one wins.
+func confFiles(dir string) ([]string, error) {
+	files, err := libcni.ConfFiles(dir, []string{".conflist", ".conf", ".json"})
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// EnsureConfig writes the default conflist (DefaultConfFile) into ConfDir
+// unless the directory holds a config of the operator's. A default config
+// from an earlier run is rewritten if it differs (a new pod CIDR). It
+// returns the path of the config in effect and whether it wrote it. With no
+// pod CIDR it writes nothing.
+func (m *Manager) EnsureConfig() (path string, wrote bool, err error) {
+	files, err := confFiles(m.cfg.ConfDir)
+	if err != nil {
+		return "", false, fmt.Errorf("CNI config dir %s: %w", m.cfg.ConfDir, err)
+	}
+	ours := filepath.Join(m.cfg.ConfDir, DefaultConfFile)
+	for _, f := range files {
+		if f != ours {
+			return files[0], false, nil // the operator's config
+		}
+	}
+	if m.cfg.PodCIDR == "" {
+		if len(files) > 0 {
+			return files[0], false, nil
+		}
+		return "", false, nil
+	}
+	want, err := DefaultConfList(m.cfg)
+	if err != nil {
+		return "", false, err
+	}
+	if have, err := os.ReadFile(ours); err == nil && bytes.Equal(have, want) {
+		return ours, false, nil
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", false, err
+	}
+	if err := os.MkdirAll(m.cfg.ConfDir, 0o755); err != nil {
+		return "", false, err
+	}
+	tmp := ours + ".tmp"
+	if err := os.WriteFile(tmp, want, 0o644); err != nil {
+		return "", false, err
+	}
+	if err := os.Rename(tmp, ours); err != nil {
+		return "", false, err
+	}
+	m.logger.Info("wrote default CNI config", "path", ours, "podCIDR", m.cfg.PodCIDR)
+	return ours, true, nil
+}
+
+// loadNetwork loads the network config in effect: the first file in
+// ConfDir.
+func (m *Manager) loadNetwork() (*libcni.NetworkConfigList, string, error) {
+	files, err := confFiles(m.cfg.ConfDir)
+	if err != nil {
+		return nil, "", fmt.Errorf("CNI config dir %s: %w", m.cfg.ConfDir, err)
+	}
+	if len(files) == 0 {
+		return nil, "", fmt.Errorf("no CNI network config in %s: %w", m.cfg.ConfDir, ErrNotReady)
+	}
+	f := files[0]
+	var list *libcni.NetworkConfigList
+	if filepath.Ext(f) == ".conflist" {
+		list, err = libcni.NetworkConfFromFile(f)
+	} else {
+		var conf *libcni.NetworkConfig
+		if conf, err = libcni.ConfFromFile(f); err == nil {
+			list, err = libcni.ConfListFromConf(conf)
+		}
+	}
+	if err != nil {
+		return nil, f, fmt.Errorf("CNI config %s: %v: %w", f, err, ErrNotReady)
+	}
+	if len(list.Plugins) == 0 {
+		return nil, f, fmt.Errorf("CNI config %s: no plugins: %w", f, ErrNotReady)
+	}
+	return list, f, nil
+}

@@ -1,0 +1,187 @@
+package network_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tugboat/tugboat/kubelet/network"
+	"github.com/tugboat/tugboat/kubelet/network/networktest"
+)
+
+// testCIDR is this package's pod CIDR; other packages' tests use others.
+const testCIDR = "10.244.201.0/24"
+
+func newPod(t *testing.T, n *networktest.Network) network.PodNetwork {
+	t.Helper()
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	id := hex.EncodeToString(b)
+	path, err := n.CreateNetNS("tugboat-test-" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = network.DeleteNetNS(path) })
+	return network.PodNetwork{ID: id, NetNSPath: path, Namespace: "default", Name: "pod-" + id[:6], UID: "uid-" + id}
+}
+
+// TestPodNetwork sets a pod network up, reaches a listener inside it from
+// the host at the pod IP, and tears it down to nothing.
+func TestPodNetwork(t *testing.T) {
+	n := networktest.New(t, testCIDR)
+	ctx := context.Background()
+	if err := n.Status(ctx); err != nil {
+		t.Fatalf("Status with the default config and Debian's plugins: %v", err)
+	}
+	pod := newPod(t, n)
+	pod.PortMappings = []network.PortMapping{{HostPort: 38080, ContainerPort: 80}}
+
+	ip, err := n.SetUpPod(ctx, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !netip.MustParsePrefix(testCIDR).Contains(ip) {
+		t.Fatalf("pod IP %s not in %s", ip, testCIDR)
+	}
+	if cached, ok := n.PodIP(pod); !ok || cached != ip {
+		t.Errorf("PodIP from cache = %v %v, want %s", cached, ok, ip)
+	}
+	if !hasRule(n, "DNAT", "38080") {
+		t.Error("no hostPort DNAT rule for 38080 after ADD")
+	}
+
+	// A listener inside the pod's namespace, reached from the host.
+	var l net.Listener
+	if err := network.InNetNS(pod.NetNSPath, func() (err error) {
+		l, err = net.Listen("tcp", net.JoinHostPort(ip.String(), "8080"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			fmt.Fprint(c, "hello from the pod")
+			c.Close()
+		}
+	}()
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort(ip.String(), "8080"), 5*time.Second)
+	if err != nil {
+		t.Fatalf("host -> pod %s: %v", ip, err)
+	}
+	got, _ := io.ReadAll(conn)
+	conn.Close()
+	if string(got) != "hello from the pod" {
+		t.Fatalf("read %q", got)
+	}
+	l.Close()
+
+	if err := n.TearDownPod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.TearDownPod(ctx, pod); err != nil {
+		t.Fatalf("second TearDownPod: %v", err)
+	}
+	if err := n.DeleteNetNS(pod.NetNSPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.TearDownPod(ctx, pod); err != nil {
+		t.Fatalf("TearDownPod after the netns is gone: %v", err)
+	}
+	if _, err := os.Stat(pod.NetNSPath); !os.IsNotExist(err) {
+		t.Errorf("netns %s still there: %v", pod.NetNSPath, err)
+	}
+	if left := n.Leftovers(); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+// TestTearDownAfterNetNSGone is the crash path: the namespace disappeared
+// before CNI DEL ran. The IP and the masquerade rules must still go.
+func TestTearDownAfterNetNSGone(t *testing.T) {
+	n := networktest.New(t, testCIDR)
+	ctx := context.Background()
+	pod := newPod(t, n)
+	if _, err := n.SetUpPod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if len(n.Leftovers()) == 0 {
+		t.Fatal("a set-up pod should show up in Leftovers")
+	}
+	if err := n.DeleteNetNS(pod.NetNSPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.TearDownPod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for { // the kernel frees the veth asynchronously
+		left := n.Leftovers()
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("left behind: %v", left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestCreateNetNS(t *testing.T) {
+	if err := networktest.Check(); err != nil {
+		t.Skip(err)
+	}
+	dir := network.DefaultNetNSDir
+	name := fmt.Sprintf("tugboat-test-ns-%d", time.Now().UnixNano())
+	path, err := network.CreateNetNS(dir, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer network.DeleteNetNS(path)
+	if _, err := network.CreateNetNS(dir, name); err == nil {
+		t.Fatal("created the same name twice")
+	}
+	if !network.NetNSExists(path) {
+		t.Fatal("NetNSExists = false")
+	}
+	out, err := exec.Command("ip", "netns", "exec", name, "ip", "-o", "link", "show", "lo").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "UP") {
+		t.Errorf("lo in the new netns is not up: %v %s", err, out)
+	}
+	if err := network.DeleteNetNS(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := network.DeleteNetNS(path); err != nil {
+		t.Fatalf("second delete: %v", err)
+	}
+	if network.NetNSExists(path) {
+		t.Fatal("still exists after delete")
+	}
+}
+
+func hasRule(n *networktest.Network, words ...string) bool {
+	out, _ := exec.Command("iptables-save", "-t", "nat").Output()
+	for _, line := range strings.Split(string(out), "\n") {
+		all := true
+		for _, w := range words {
+			all = all && strings.Contains(line, w)
+		}
+		if all && strings.Contains(line, n.Name) {
+			return true
+		}
+	}
+	return false
+}
