@@ -1,0 +1,188 @@
+// Command apiserver-bench measures the apiserver as a separate process on
+// its embedded etcd (fsync on): create latency, watch delivery latency with
+// 1, 100 and 1,000 concurrent watchers, and the process's RSS idle and with
+// 1,000 watchers. Run: go run ./hack/bench/apiserver -bin bin/apiserver
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tugboat/tugboat/api/client"
+	v1 "github.com/tugboat/tugboat/api/v1"
+)
+
+func main() {
+	bin := flag.String("bin", "bin/apiserver", "apiserver binary")
+	creates := flag.Int("creates", 1000, "pods to create for the create latency")
+	events := flag.Int("events", 200, "changes per watcher-count step")
+	flag.Parse()
+	if err := run(*bin, *creates, *events); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(bin string, creates, events int) error {
+	dir, err := os.MkdirTemp("", "tugboat-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	addr := freeAddr()
+	cmd := exec.Command(bin, "--listen", addr, "--metrics-listen", "", "--data-dir", filepath.Join(dir, "etcd"), "--log-level", "warn")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	c, err := client.New(client.Config{Server: addr})
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	pods := client.For[*v1.Pod](c)
+	for i := 0; ; i++ {
+		if _, _, err := pods.List(ctx, client.ListOptions{Limit: 1}); err == nil {
+			break
+		}
+		if i > 300 {
+			return fmt.Errorf("apiserver did not answer")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second)
+	fmt.Printf("apiserver idle RSS (embedded etcd included): %s\n", rss(cmd.Process.Pid))
+
+	lat := make([]time.Duration, 0, creates)
+	for i := 0; i < creates; i++ {
+		p := &v1.Pod{Metadata: &v1.ObjectMeta{Name: fmt.Sprint("bench-", i)},
+			Spec: &v1.PodSpec{Containers: []*v1.Container{{Name: "c", Image: "busybox:1.36"}}}}
+		t0 := time.Now()
+		if _, err := pods.Create(ctx, p); err != nil {
+			return err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	fmt.Printf("create latency (%d sequential pods): p50 %s p99 %s\n", creates, pct(lat, 50), pct(lat, 99))
+
+	cms := client.For[*v1.ConfigMap](c)
+	for _, n := range []int{1, 100, 1000} {
+		d, err := watchLatency(ctx, cms, n, events)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("watch delivery latency, %4d watchers x %d changes: p50 %s p99 %s\n", n, events, pct(d, 50), pct(d, 99))
+		if n == 1000 {
+			fmt.Printf("apiserver RSS with 1000 watchers open: %s\n", rss(cmd.Process.Pid))
+		}
+	}
+	return nil
+}
+
+// watchLatency opens n watchers, makes `events` changes one at a time and
+// measures, per watcher and change, the time from the start of the write to
+// the watcher receiving it (an upper bound on commit-to-client).
+func watchLatency(ctx context.Context, cms *client.Typed[*v1.ConfigMap], n, events int) ([]time.Duration, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	var out []time.Duration
+	starts := sync.Map{}
+	var ready, done sync.WaitGroup
+	prefix := fmt.Sprintf("w%d-", n)
+	for i := 0; i < n; i++ {
+		w, err := cms.Watch(ctx, client.WatchOptions{})
+		if err != nil {
+			return nil, err
+		}
+		ready.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			ready.Done()
+			got := 0
+			for got < events {
+				ev, err := w.Next()
+				if err != nil {
+					return
+				}
+				if ev.Type != "ADDED" || !strings.HasPrefix(ev.Object.Metadata.Name, prefix) {
+					continue
+				}
+				now := time.Now()
+				if t0, ok := starts.Load(ev.Object.Metadata.Name); ok {
+					mu.Lock()
+					out = append(out, now.Sub(t0.(time.Time)))
+					mu.Unlock()
+				}
+				got++
+			}
+		}()
+	}
+	ready.Wait()
+	time.Sleep(500 * time.Millisecond) // let every stream be registered server-side
+	for i := 0; i < events; i++ {
+		name := fmt.Sprint(prefix, i)
+		starts.Store(name, time.Now())
+		if _, err := cms.Create(ctx, &v1.ConfigMap{Metadata: &v1.ObjectMeta{Name: name}}); err != nil {
+			return nil, err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	waitCh := make(chan struct{})
+	go func() { done.Wait(); close(waitCh) }()
+	select {
+	case <-waitCh:
+	case <-time.After(60 * time.Second):
+		return nil, fmt.Errorf("watchers did not receive every event within 60s")
+	}
+	return out, nil
+}
+
+func pct(d []time.Duration, p int) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := (len(s)*p + 99) / 100
+	if i > 0 {
+		i--
+	}
+	return s[i].Round(10 * time.Microsecond)
+}
+
+func rss(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "?"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			f := strings.Fields(line)
+			kb, _ := strconv.Atoi(f[1])
+			return fmt.Sprintf("%.1f MiB", float64(kb)/1024)
+		}
+	}
+	return "?"
+}
+
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
