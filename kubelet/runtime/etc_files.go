@@ -52,11 +52,7 @@ func WriteEtcFiles(dir string, e PodEtc) (EtcFiles, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return EtcFiles{}, fmt.Errorf("etc files: %w", err)
 	}
-	files := EtcFiles{
-		HostsPath:      filepath.Join(dir, HostsFileName),
-		HostnamePath:   filepath.Join(dir, HostnameFileName),
-		ResolvConfPath: filepath.Join(dir, ResolvConfFileName),
-	}
+	files := EtcFilesIn(dir)
 	for _, f := range []struct {
 		path    string
 		content []byte
@@ -70,6 +66,17 @@ func WriteEtcFiles(dir string, e PodEtc) (EtcFiles, error) {
 		}
 	}
 	return files, nil
+}
+
+// EtcFilesIn returns the paths WriteEtcFiles uses in dir. A sandbox can be
+// given them before the files are written (the pod IP for /etc/hosts is
+// known only after CNI ADD, which needs the sandbox ID).
+func EtcFilesIn(dir string) EtcFiles {
+	return EtcFiles{
+		HostsPath:      filepath.Join(dir, HostsFileName),
+		HostnamePath:   filepath.Join(dir, HostnameFileName),
+		ResolvConfPath: filepath.Join(dir, ResolvConfFileName),
+	}
 }
 
 // HostsFile renders a Kubernetes-style managed /etc/hosts.

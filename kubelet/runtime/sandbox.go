@@ -30,7 +30,9 @@ type SandboxConfig struct {
 	// caller (kubelet/network) before RunPodSandbox. Required.
 	NetNSPath string
 
-	// EtcFiles are bind-mounted into every container of the sandbox.
+	// EtcFiles are bind-mounted into every container of the sandbox. They
+	// must exist when containers are created, not before: the usual order
+	// is RunPodSandbox with EtcFilesIn(dir), CNI ADD, WriteEtcFiles(dir).
 	EtcFiles EtcFiles
 
 	// CgroupParent is the cgroup path (cgroupfs style, e.g.
