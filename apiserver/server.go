@@ -33,6 +33,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/kinds"
 	"github.com/tugboat/tugboat/api/metricsserver"
+	"github.com/tugboat/tugboat/api/tunnel"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/apiserver/storage"
 	"github.com/tugboat/tugboat/apiserver/watchcache"
@@ -56,6 +57,7 @@ type Server struct {
 	nsMu     sync.Mutex
 	nsActive map[string]bool // namespaces with a finalizer running
 	nsCtx    context.Context // the Run context, for namespace finalizers
+	tunnels  *tunnel.Registry
 	// admission holds per-kind admission steps by Kind name.
 	admission map[string][]Admitter
 }
@@ -112,6 +114,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.grpc = grpc.NewServer(opts...)
 	v1.RegisterObjectsServer(s.grpc, s)
+	s.tunnels = tunnel.NewRegistry(s.log)
+	v1.RegisterNodeTunnelServer(s.grpc, s.tunnels)
+	v1.RegisterNodeAPIServer(s.grpc, &nodeRelay{s: s})
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
@@ -120,6 +125,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 
 // Addr is the gRPC listener's address.
 func (s *Server) Addr() string { return s.lis.Addr().String() }
+
+// Tunnels is the registry of kubelet tunnels.
+func (s *Server) Tunnels() *tunnel.Registry { return s.tunnels }
 
 // Store exposes storage for in-process tests and benchmarks.
 func (s *Server) Store() *storage.Store { return s.store }

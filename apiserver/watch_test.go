@@ -217,7 +217,6 @@ func TestSlowWatcherIsCutOffOthersContinue(t *testing.T) {
 	}
 }
 
-
 func TestBookmarksKeepIdleWatcherCurrent(t *testing.T) {
 	s := apiservertest.Start(t)
 	ctx := ctxT(t)

@@ -1,0 +1,79 @@
+package tunnel
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/tugboat/tugboat/api/apierrors"
+	"github.com/tugboat/tugboat/api/client"
+	v1 "github.com/tugboat/tugboat/api/v1"
+)
+
+// Serve keeps a tunnel to the apiserver open for node and serves srv (the
+// kubelet's NodeAPI server) on it, reconnecting with backoff until ctx ends.
+// srv must not be used with any other listener (Serve stops it at the end).
+func Serve(ctx context.Context, c *client.Client, node string, srv *grpc.Server, log *slog.Logger) error {
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("node", node)
+	backoff := 200 * time.Millisecond
+	for ctx.Err() == nil {
+		start := time.Now()
+		err := serveOnce(ctx, c, node, srv)
+		if ctx.Err() != nil {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			backoff = 200 * time.Millisecond
+		}
+		log.Debug("tunnel closed; reconnecting", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+	return nil
+}
+
+func serveOnce(ctx context.Context, c *client.Client, node string, srv *grpc.Server) error {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := v1.NewNodeTunnelClient(c.Conn()).Connect(sctx)
+	if err != nil {
+		return apierrors.FromGRPC(err)
+	}
+	if err := stream.Send(&v1.TunnelFrame{NodeName: node}); err != nil {
+		return apierrors.FromGRPC(err)
+	}
+	conn := newStreamConn(
+		func(b []byte) error { return stream.Send(&v1.TunnelFrame{Data: b}) },
+		func() ([]byte, error) {
+			f, err := stream.Recv()
+			if err != nil {
+				return nil, err
+			}
+			return f.Data, nil
+		},
+		cancel,
+	)
+	// One grpc.Server may serve many listeners; each tunnel is one.
+	lis := newOneConnListener(conn)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(lis) }()
+	select {
+	case <-sctx.Done():
+	case err = <-done:
+	}
+	lis.Close()
+	conn.Close()
+	if err != nil {
+		return fmt.Errorf("tunnel: %w", err)
+	}
+	return sctx.Err()
+}
