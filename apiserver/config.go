@@ -34,7 +34,11 @@ type Config struct {
 	WatchCacheSize int
 	// WatchQueueSize is how many events a watcher may lag before it is cut off.
 	WatchQueueSize int
-	Logger         *slog.Logger
+	// ServiceCIDR is where ClusterIPs come from (default 10.96.0.0/16).
+	ServiceCIDR string
+	// NodePortRange is "LOW-HIGH" (default 30000-32767).
+	NodePortRange string
+	Logger        *slog.Logger
 }
 
 // Validate names the first bad field.
@@ -68,6 +72,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.EtcdListen == "" {
 		c.EtcdListen = "127.0.0.1:0"
+	}
+	if c.ServiceCIDR == "" {
+		c.ServiceCIDR = "10.96.0.0/16"
+	}
+	if c.NodePortRange == "" {
+		c.NodePortRange = "30000-32767"
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

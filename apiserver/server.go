@@ -58,6 +58,7 @@ type Server struct {
 	nsActive map[string]bool // namespaces with a finalizer running
 	nsCtx    context.Context // the Run context, for namespace finalizers
 	tunnels  *tunnel.Registry
+	services *serviceAllocator
 	// admission holds per-kind admission steps by Kind name.
 	admission map[string][]Admitter
 }
@@ -96,6 +97,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			BookmarkInterval: cfg.BookmarkInterval, Metrics: wcm, Logger: s.log,
 		})
 	}
+	alloc, err := newServiceAllocator(cli, cfg.ServiceCIDR, cfg.NodePortRange)
+	if err != nil {
+		cli.Close()
+		s.closeEtcd()
+		return nil, err
+	}
+	s.services = alloc
+	s.admission["Service"] = append(s.admission["Service"], alloc)
 	lis, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		s.closeEtcd()
@@ -157,6 +166,9 @@ func (s *Server) Run(ctx context.Context) error {
 		case <-time.After(30 * time.Second):
 			s.log.Warn("watch cache not ready after 30s", "kind", k.Plural)
 		}
+	}
+	if err := s.services.repair(ctx, s.store); err != nil {
+		s.log.Warn("repairing service IP and port claims", "err", err)
 	}
 	if err := s.bootstrap(ctx); err != nil {
 		s.shutdown(&wg)

@@ -27,6 +27,8 @@ func main() {
 	fs.DurationVar(&cfg.CompactionInterval, "compaction-interval", 5*time.Minute, "etcd history compaction interval (negative disables)")
 	fs.IntVar(&cfg.WatchCacheSize, "watch-cache-size", 2000, "recent events kept per kind for resuming watchers")
 	fs.IntVar(&cfg.WatchQueueSize, "watch-queue-size", 1000, "events a watcher may lag before it is cut off")
+	fs.StringVar(&cfg.ServiceCIDR, "service-cidr", "10.96.0.0/16", "range ClusterIPs are allocated from (.1 and .10 are reserved: API and DNS)")
+	fs.StringVar(&cfg.NodePortRange, "service-node-port-range", "30000-32767", "range nodePorts are allocated from")
 	logs.Register(fs)
 	_ = fs.Parse(os.Args[1:])
 	if etcd != "" {

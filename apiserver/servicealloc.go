@@ -1,0 +1,301 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tugboat/tugboat/api/apierrors"
+	"github.com/tugboat/tugboat/api/kinds"
+	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/apiserver/storage"
+)
+
+// serviceAllocator is the admission step that gives Services their
+// ClusterIP and nodePorts. Each address or port is claimed with an etcd
+// transaction on its own key (/registry/ranges/serviceips/<ip>,
+// /registry/ranges/nodeports/<port>) holding the owner "ns/name", so two
+// apiservers never hand out the same one; a claim is freed when its
+// Service is deleted, and claims left by a crash are repaired at start.
+type serviceAllocator struct {
+	cli       *clientv3.Client
+	cidr      *net.IPNet
+	portLo    int
+	portHi    int
+	reserved  map[string]bool // never handed out dynamically (.1 for the API, .10 for DNS)
+	ipPrefix  string
+	prtPrefix string
+}
+
+func newServiceAllocator(cli *clientv3.Client, cidr string, ports string) (*serviceAllocator, error) {
+	_, n, err := net.ParseCIDR(cidr)
+	if err != nil || n.IP.To4() == nil {
+		return nil, fmt.Errorf("--service-cidr %q: want an IPv4 CIDR such as 10.96.0.0/16", cidr)
+	}
+	ones, bits := n.Mask.Size()
+	if bits-ones < 4 {
+		return nil, fmt.Errorf("--service-cidr %q: too small (want at most /28)", cidr)
+	}
+	lo, hi, err := parsePortRange(ports)
+	if err != nil {
+		return nil, err
+	}
+	a := &serviceAllocator{cli: cli, cidr: n, portLo: lo, portHi: hi, reserved: map[string]bool{},
+		ipPrefix: storage.Prefix + "ranges/serviceips/", prtPrefix: storage.Prefix + "ranges/nodeports/"}
+	a.reserved[a.nth(1).String()] = true
+	a.reserved[a.nth(10).String()] = true
+	return a, nil
+}
+
+func parsePortRange(s string) (int, int, error) {
+	parts := strings.Split(s, "-")
+	if len(parts) == 2 {
+		lo, e1 := strconv.Atoi(parts[0])
+		hi, e2 := strconv.Atoi(parts[1])
+		if e1 == nil && e2 == nil && lo > 0 && lo <= hi && hi <= 65535 {
+			return lo, hi, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("--service-node-port-range %q: want LOW-HIGH such as 30000-32767", s)
+}
+
+// nth returns the n-th address of the CIDR.
+func (a *serviceAllocator) nth(n int64) net.IP {
+	base := new(big.Int).SetBytes(a.cidr.IP.To4())
+	ip := new(big.Int).Add(base, big.NewInt(n)).Bytes()
+	out := make(net.IP, 4)
+	copy(out[4-len(ip):], ip)
+	return out
+}
+
+func (a *serviceAllocator) size() int64 {
+	ones, bits := a.cidr.Mask.Size()
+	return int64(1) << (bits - ones)
+}
+
+func owner(s *v1.Service) string { return s.Metadata.Namespace + "/" + s.Metadata.Name }
+
+// txn is one Admit call's claims, undone if the call fails.
+type txn struct{ claimed []string }
+
+// claim takes key for who; it succeeds if the key is free or already who's.
+// New claims are recorded in t so a failed admission can free them.
+func (a *serviceAllocator) claim(ctx context.Context, t *txn, key, who string) (bool, error) {
+	resp, err := a.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, who)).
+		Else(clientv3.OpGet(key)).
+		Commit()
+	if err != nil {
+		return false, apierrors.New(apierrors.ErrUnavailable, "etcd: %v", err)
+	}
+	if resp.Succeeded {
+		t.claimed = append(t.claimed, key)
+		return true, nil
+	}
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	return len(kvs) == 1 && string(kvs[0].Value) == who, nil
+}
+
+// free releases key if who holds it.
+func (a *serviceAllocator) free(ctx context.Context, key, who string) {
+	_, _ = a.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.Value(key), "=", who)).
+		Then(clientv3.OpDelete(key)).
+		Commit()
+}
+
+// Admit implements Admitter for Services.
+func (a *serviceAllocator) Admit(ctx context.Context, obj, old v1.Object) error {
+	svc := obj.(*v1.Service)
+	who := owner(svc)
+	t := &txn{}
+	err := a.admit(ctx, t, svc, old, who)
+	if err != nil {
+		for _, k := range t.claimed {
+			a.free(ctx, k, who)
+		}
+	}
+	return err
+}
+
+func (a *serviceAllocator) admit(ctx context.Context, t *txn, svc *v1.Service, old v1.Object, who string) error {
+	var prev *v1.Service
+	if old != nil {
+		prev = old.(*v1.Service)
+	}
+	// ClusterIP: immutable once set.
+	if prev != nil {
+		if svc.Spec.ClusterIp == "" {
+			svc.Spec.ClusterIp = prev.Spec.ClusterIp
+		}
+		if svc.Spec.ClusterIp != prev.Spec.ClusterIp {
+			return apierrors.Invalid("spec.clusterIP", "field is immutable (%s)", prev.Spec.ClusterIp)
+		}
+	} else if err := a.admitClusterIP(ctx, t, svc, who); err != nil {
+		return err
+	}
+	if svc.Spec.ClusterIp != "None" {
+		svc.Spec.ClusterIps = []string{svc.Spec.ClusterIp}
+	}
+	return a.admitNodePorts(ctx, t, svc, prev, who)
+}
+
+func (a *serviceAllocator) admitClusterIP(ctx context.Context, t *txn, svc *v1.Service, who string) error {
+	switch ip := svc.Spec.ClusterIp; {
+	case ip == "None":
+		return nil
+	case ip != "":
+		parsed := net.ParseIP(ip)
+		if parsed == nil || !a.cidr.Contains(parsed) {
+			return apierrors.Invalid("spec.clusterIP", "%s is not in the service CIDR %s", ip, a.cidr)
+		}
+		ok, err := a.claim(ctx, t, a.ipPrefix+ip, who)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return apierrors.Invalid("spec.clusterIP", "%s is already allocated to another Service", ip)
+		}
+		return nil
+	}
+	n := a.size()
+	start := rand.Int64N(n-2) + 1
+	for i := int64(0); i < n; i++ {
+		off := (start+i)%(n-2) + 1 // skip the network and broadcast addresses
+		ip := a.nth(off).String()
+		if a.reserved[ip] {
+			continue
+		}
+		ok, err := a.claim(ctx, t, a.ipPrefix+ip, who)
+		if err != nil {
+			return err
+		}
+		if ok {
+			svc.Spec.ClusterIp = ip
+			return nil
+		}
+	}
+	return apierrors.Invalid("spec.clusterIP", "the service CIDR %s is full", a.cidr)
+}
+
+func (a *serviceAllocator) admitNodePorts(ctx context.Context, t *txn, svc *v1.Service, prev *v1.Service, who string) error {
+	keep := map[int32]bool{}
+	if svc.Spec.Type == "NodePort" {
+		for i, p := range svc.Spec.Ports {
+			path := fmt.Sprintf("spec.ports[%d].nodePort", i)
+			if p.NodePort == 0 && prev != nil {
+				// Keep the port this service already had for the same port.
+				for _, pp := range prev.Spec.Ports {
+					if pp.Port == p.Port && pp.Protocol == p.Protocol && pp.NodePort != 0 {
+						p.NodePort = pp.NodePort
+					}
+				}
+			}
+			if p.NodePort != 0 {
+				if int(p.NodePort) < a.portLo || int(p.NodePort) > a.portHi {
+					return apierrors.Invalid(path, "%d is outside the node port range %d-%d", p.NodePort, a.portLo, a.portHi)
+				}
+				ok, err := a.claim(ctx, t, a.prtPrefix+strconv.Itoa(int(p.NodePort)), who)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return apierrors.Invalid(path, "%d is already allocated to another Service", p.NodePort)
+				}
+				keep[p.NodePort] = true
+				continue
+			}
+			span := a.portHi - a.portLo + 1
+			start := rand.IntN(span)
+			allocated := false
+			for j := 0; j < span; j++ {
+				port := a.portLo + (start+j)%span
+				if keep[int32(port)] {
+					continue
+				}
+				ok, err := a.claim(ctx, t, a.prtPrefix+strconv.Itoa(port), who)
+				if err != nil {
+					return err
+				}
+				if ok {
+					p.NodePort = int32(port)
+					keep[int32(port)] = true
+					allocated = true
+					break
+				}
+			}
+			if !allocated {
+				return apierrors.Invalid(path, "no free node port in %d-%d", a.portLo, a.portHi)
+			}
+		}
+	} else {
+		for i, p := range svc.Spec.Ports {
+			if p.NodePort != 0 {
+				return apierrors.Invalid(fmt.Sprintf("spec.ports[%d].nodePort", i), "only valid for type NodePort")
+			}
+		}
+	}
+	if prev != nil {
+		for _, pp := range prev.Spec.Ports {
+			if pp.NodePort != 0 && !keep[pp.NodePort] {
+				a.free(ctx, a.prtPrefix+strconv.Itoa(int(pp.NodePort)), who)
+			}
+		}
+	}
+	return nil
+}
+
+// Release implements Admitter: free the Service's address and ports.
+func (a *serviceAllocator) Release(ctx context.Context, obj v1.Object) {
+	svc := obj.(*v1.Service)
+	who := owner(svc)
+	if ip := svc.Spec.GetClusterIp(); ip != "" && ip != "None" {
+		a.free(ctx, a.ipPrefix+ip, who)
+	}
+	for _, p := range svc.Spec.GetPorts() {
+		if p.NodePort != 0 {
+			a.free(ctx, a.prtPrefix+strconv.Itoa(int(p.NodePort)), who)
+		}
+	}
+}
+
+// repair frees claims whose Service no longer exists or no longer uses them
+// (an apiserver that died between claiming and storing).
+func (a *serviceAllocator) repair(ctx context.Context, store *storage.Store) error {
+	svcKind, _ := kinds.Lookup("Service")
+	res, err := store.List(ctx, svcKind, storage.ListOptions{})
+	if err != nil {
+		return err
+	}
+	inUse := map[string]string{}
+	for _, o := range res.Items {
+		s := o.(*v1.Service)
+		if ip := s.Spec.GetClusterIp(); ip != "" && ip != "None" {
+			inUse[a.ipPrefix+ip] = owner(s)
+		}
+		for _, p := range s.Spec.GetPorts() {
+			if p.NodePort != 0 {
+				inUse[a.prtPrefix+strconv.Itoa(int(p.NodePort))] = owner(s)
+			}
+		}
+	}
+	for _, prefix := range []string{a.ipPrefix, a.prtPrefix} {
+		resp, err := a.cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(res.Revision))
+		if err != nil {
+			return err
+		}
+		for _, kv := range resp.Kvs {
+			if inUse[string(kv.Key)] != string(kv.Value) {
+				a.free(ctx, string(kv.Key), string(kv.Value))
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+package apiserver_test
+
+import (
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/tugboat/tugboat/api/apierrors"
+	"github.com/tugboat/tugboat/api/client"
+	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/apiserver"
+	"github.com/tugboat/tugboat/apiserver/apiservertest"
+)
+
+func svc(name, typ, ip string, nodePort int32) *v1.Service {
+	return &v1.Service{
+		Metadata: &v1.ObjectMeta{Name: name},
+		Spec: &v1.ServiceSpec{Type: typ, ClusterIp: ip, Selector: map[string]string{"app": name},
+			Ports: []*v1.ServicePort{{Port: 80, TargetPort: "8080", NodePort: nodePort}}},
+	}
+}
+
+func TestServiceIPAndNodePortAllocation(t *testing.T) {
+	s := apiservertest.Start(t, func(c *apiserver.Config) { c.ServiceCIDR = "10.96.0.0/28"; c.NodePortRange = "30000-30004" })
+	ctx := ctxT(t)
+	svcs := client.For[*v1.Service](s.Client)
+	_, cidr, _ := net.ParseCIDR("10.96.0.0/28")
+	a, err := svcs.Create(ctx, svc("a", "", "", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip := net.ParseIP(a.Spec.ClusterIp)
+	if ip == nil || !cidr.Contains(ip) || a.Spec.ClusterIp == "10.96.0.1" || a.Spec.ClusterIp == "10.96.0.10" {
+		t.Fatalf("bad clusterIP %q", a.Spec.ClusterIp)
+	}
+	// Asking for a taken address: a clear error, nothing stored.
+	_, err = svcs.Create(ctx, svc("b", "", a.Spec.ClusterIp, 0))
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.clusterIP") || !strings.Contains(err.Error(), "already allocated") {
+		t.Fatalf("want already allocated, got %v", err)
+	}
+	if _, err := svcs.Get(ctx, "default", "b"); !apierrors.IsNotFound(err) {
+		t.Fatal("refused service was stored")
+	}
+	if _, err := svcs.Create(ctx, svc("c", "", "10.97.0.1", 0)); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "not in the service CIDR") {
+		t.Fatalf("want out of range, got %v", err)
+	}
+	// Immutable.
+	other := "10.96.0.9"
+	if a.Spec.ClusterIp == other {
+		other = "10.96.0.8"
+	}
+	a.Spec.ClusterIp = other
+	if _, err := svcs.Update(ctx, a); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "immutable") {
+		t.Fatalf("want immutable, got %v", err)
+	}
+	// Node ports.
+	np, err := svcs.Create(ctx, svc("np", "NodePort", "", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := np.Spec.Ports[0].NodePort
+	if port < 30000 || port > 30004 {
+		t.Fatalf("nodePort %d", port)
+	}
+	if _, err := svcs.Create(ctx, svc("np2", "NodePort", "", port)); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.ports[0].nodePort") {
+		t.Fatalf("want taken nodePort error, got %v", err)
+	}
+	// Deleting frees both: the same address and port can be asked for again.
+	if _, err := svcs.Delete(ctx, "default", "np", client.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := svcs.Create(ctx, svc("np3", "NodePort", np.Spec.ClusterIp, port))
+	if err != nil {
+		t.Fatalf("address and port not freed: %v", err)
+	}
+	if again.Spec.ClusterIp != np.Spec.ClusterIp || again.Spec.Ports[0].NodePort != port {
+		t.Fatalf("got %s:%d", again.Spec.ClusterIp, again.Spec.Ports[0].NodePort)
+	}
+	// Exhaust the /28: 16 addresses - network - broadcast - .1 - .10 = 12.
+	n := 2 // a and np3 hold two
+	for i := 0; ; i++ {
+		_, err := svcs.Create(ctx, svc("fill"+string(rune('a'+i)), "", "", 0))
+		if err != nil {
+			if !strings.Contains(err.Error(), "is full") {
+				t.Fatalf("want CIDR full, got %v", err)
+			}
+			break
+		}
+		n++
+		if n > 20 {
+			t.Fatal("allocated more addresses than the CIDR has")
+		}
+	}
+	if n != 12 {
+		t.Fatalf("allocated %d addresses from a /28, want 12", n)
+	}
+}
