@@ -1,0 +1,108 @@
+package plugins
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tugboat/tugboat/scheduler/framework"
+)
+
+// FilterNames are the filters in the order they run (a node is refused by
+// the first that refuses it, which decides the reason users see).
+func FilterNames() []string {
+	return []string{"NodeReady", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "MaxPods", "NodeResourcesFit"}
+}
+
+// DefaultScores are the score plugins with their weights, as --scores
+// takes them.
+func DefaultScores() []string {
+	return []string{"LeastAllocated=1", "BalancedAllocation=1", "OwnerSpread=2"}
+}
+
+func newFilter(name string) framework.FilterPlugin {
+	switch name {
+	case "NodeReady":
+		return NewNodeReady()
+	case "NodeUnschedulable":
+		return NewNodeUnschedulable()
+	case "TaintToleration":
+		return NewTaintToleration()
+	case "NodeAffinity":
+		return NewNodeAffinity()
+	case "NodePorts":
+		return NewNodePorts()
+	case "MaxPods":
+		return NewMaxPods()
+	case "NodeResourcesFit":
+		return NewNodeResourcesFit()
+	}
+	return nil
+}
+
+func newScore(name string) framework.ScorePlugin {
+	switch name {
+	case "LeastAllocated":
+		return LeastAllocated{}
+	case "BalancedAllocation":
+		return BalancedAllocation{}
+	case "OwnerSpread":
+		return OwnerSpread{}
+	}
+	return nil
+}
+
+// NewFilters builds the named filters. They always run in FilterNames'
+// order, whatever order names has.
+func NewFilters(names []string) ([]framework.FilterPlugin, error) {
+	want := map[string]bool{}
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if newFilter(n) == nil {
+			return nil, fmt.Errorf("--filters: unknown filter %q (known: %s)", n, strings.Join(FilterNames(), ", "))
+		}
+		want[n] = true
+	}
+	var out []framework.FilterPlugin
+	for _, n := range FilterNames() {
+		if want[n] {
+			out = append(out, newFilter(n))
+		}
+	}
+	return out, nil
+}
+
+// NewScores builds score plugins from "Name" or "Name=weight" entries
+// (weight 1 to 100, default 1).
+func NewScores(specs []string) ([]framework.WeightedScore, error) {
+	var out []framework.WeightedScore
+	seen := map[string]bool{}
+	for _, spec := range specs {
+		spec = strings.TrimSpace(spec)
+		if spec == "" {
+			continue
+		}
+		name, w, hasWeight := strings.Cut(spec, "=")
+		p := newScore(name)
+		if p == nil {
+			return nil, fmt.Errorf("--scores: unknown score %q (known: LeastAllocated, BalancedAllocation, OwnerSpread)", name)
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("--scores: %q is listed twice", name)
+		}
+		seen[name] = true
+		weight := int64(1)
+		if hasWeight {
+			n, err := strconv.ParseInt(w, 10, 64)
+			if err != nil || n < 1 || n > 100 {
+				return nil, fmt.Errorf("--scores: weight of %s must be an integer from 1 to 100, got %q", name, w)
+			}
+			weight = n
+		}
+		out = append(out, framework.WeightedScore{Plugin: p, Weight: weight})
+	}
+	return out, nil
+}

@@ -1,0 +1,275 @@
+// Package framework is the scheduler's vocabulary: what it needs to know of
+// a pod (PodInfo, computed once per pod version) and of a node (NodeInfo:
+// the node's fixed facts plus what the pods bound or assumed there use), the
+// Filter and Score plugin contracts, and the Pipeline that runs the plugins
+// to pick one node for one pod.
+//
+// Contract: PodInfo and Node are immutable once built and may be shared
+// between goroutines; a NodeInfo is owned by whoever holds it (the cache
+// under its lock, or one scheduling goroutine's snapshot). Plugins never
+// allocate on the success path and never mutate what they are given.
+package framework
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/tugboat/tugboat/api/labels"
+	"github.com/tugboat/tugboat/api/resource"
+	v1 "github.com/tugboat/tugboat/api/v1"
+)
+
+// Default requests used for scoring pods that request nothing, so that a
+// node full of request-less pods does not look empty (kube-scheduler's
+// values).
+const (
+	DefaultMilliCPURequest = 100               // 0.1 core
+	DefaultMemoryRequest   = 200 * 1024 * 1024 // 200 MiB
+)
+
+// Resources is an amount of the resources the scheduler accounts for.
+type Resources struct {
+	MilliCPU         int64
+	Memory           int64 // bytes
+	EphemeralStorage int64 // bytes
+}
+
+// Add adds o to r.
+func (r *Resources) Add(o Resources) {
+	r.MilliCPU += o.MilliCPU
+	r.Memory += o.Memory
+	r.EphemeralStorage += o.EphemeralStorage
+}
+
+// Sub subtracts o from r.
+func (r *Resources) Sub(o Resources) {
+	r.MilliCPU -= o.MilliCPU
+	r.Memory -= o.Memory
+	r.EphemeralStorage -= o.EphemeralStorage
+}
+
+// HostPort is one host port a pod binds. IP is "0.0.0.0" for every address.
+type HostPort struct {
+	IP       string
+	Protocol string
+	Port     int32
+}
+
+// Conflicts reports whether two host ports cannot both be bound on a node.
+func (p HostPort) Conflicts(o HostPort) bool {
+	if p.Port != o.Port || p.Protocol != o.Protocol {
+		return false
+	}
+	return p.IP == o.IP || p.IP == anyIP || o.IP == anyIP
+}
+
+const anyIP = "0.0.0.0"
+
+// PodInfo is what the scheduler needs from a pod, computed once.
+type PodInfo struct {
+	Pod *v1.Pod // shared with the informer: read only
+	Key string  // "namespace/name"
+	// Request is what the pod asks for: the sum over its containers, or the
+	// largest init container if that is more (they run one at a time).
+	Request Resources
+	// NonZeroRequest is Request with defaults for cpu and memory left at
+	// zero: what scores count.
+	NonZeroRequest Resources
+	Ports          []HostPort
+	// Owner is the UID of the pod's controller (ReplicaSet, ...), "" if none.
+	Owner       string
+	Tolerations []*v1.Toleration
+	// NodeSelector is spec.nodeSelector as a selector (empty: any node).
+	NodeSelector labels.Selector
+	// Affinity is the required node affinity: terms ORed, each term's
+	// requirements ANDed. Nil means no affinity.
+	Affinity []NodeSelectorTerm
+	// AffinityErr is set when the pod's affinity cannot be understood; the
+	// pod then fits no node.
+	AffinityErr error
+}
+
+// NewPodInfo computes a pod's scheduling facts.
+func NewPodInfo(pod *v1.Pod) *PodInfo {
+	pi := &PodInfo{Pod: pod, Key: v1.Key(pod)}
+	spec := pod.GetSpec()
+	var sum Resources
+	for _, c := range spec.GetContainers() {
+		sum.Add(containerRequest(c))
+		for _, p := range c.Ports {
+			if hp := hostPort(p, spec.GetHostNetwork()); hp.Port > 0 {
+				pi.Ports = append(pi.Ports, hp)
+			}
+		}
+	}
+	for _, c := range spec.GetInitContainers() {
+		r := containerRequest(c)
+		sum.MilliCPU = max(sum.MilliCPU, r.MilliCPU)
+		sum.Memory = max(sum.Memory, r.Memory)
+		sum.EphemeralStorage = max(sum.EphemeralStorage, r.EphemeralStorage)
+	}
+	pi.Request = sum
+	pi.NonZeroRequest = sum
+	if pi.NonZeroRequest.MilliCPU == 0 {
+		pi.NonZeroRequest.MilliCPU = DefaultMilliCPURequest
+	}
+	if pi.NonZeroRequest.Memory == 0 {
+		pi.NonZeroRequest.Memory = DefaultMemoryRequest
+	}
+	for _, ref := range pod.GetMetadata().GetOwnerReferences() {
+		if ref.Controller {
+			pi.Owner = ref.Uid
+			break
+		}
+	}
+	pi.Tolerations = spec.GetTolerations()
+	if len(spec.GetNodeSelector()) > 0 {
+		pi.NodeSelector = labels.SelectorFromSet(spec.GetNodeSelector())
+	}
+	if req := spec.GetAffinity().GetNodeAffinity().GetRequiredDuringSchedulingIgnoredDuringExecution(); req != nil {
+		pi.Affinity, pi.AffinityErr = compileNodeSelector(req)
+	}
+	return pi
+}
+
+// containerRequest is a container's requests, falling back to its limits
+// for a resource it does not request (as Kubernetes defaults them).
+func containerRequest(c *v1.Container) Resources {
+	get := func(name string) string {
+		if v, ok := c.GetResources().GetRequests()[name]; ok {
+			return v
+		}
+		return c.GetResources().GetLimits()[name]
+	}
+	return Resources{
+		MilliCPU:         quantity(get("cpu"), true),
+		Memory:           quantity(get("memory"), false),
+		EphemeralStorage: quantity(get("ephemeral-storage"), false),
+	}
+}
+
+// quantity parses a validated quantity; an empty or bad one counts as 0
+// (the apiserver has validated requests, so a bad one cannot be stored).
+func quantity(s string, milli bool) int64 {
+	if s == "" {
+		return 0
+	}
+	q, err := resource.Parse(s)
+	if err != nil {
+		return 0
+	}
+	if milli {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+func hostPort(p *v1.ContainerPort, hostNetwork bool) HostPort {
+	port := p.HostPort
+	if port == 0 && hostNetwork {
+		port = p.ContainerPort // a host-network pod binds its container ports on the host
+	}
+	hp := HostPort{IP: p.HostIp, Protocol: p.Protocol, Port: port}
+	if hp.IP == "" {
+		hp.IP = anyIP
+	}
+	if hp.Protocol == "" {
+		hp.Protocol = "TCP"
+	}
+	return hp
+}
+
+// NodeSelectorTerm is one compiled term of a required node affinity.
+type NodeSelectorTerm []NodeRequirement
+
+// NodeRequirement is one matchExpressions entry: the label operators plus
+// Gt and Lt, which compare a label's value as an integer.
+type NodeRequirement struct {
+	Key    string
+	Op     string // In, NotIn, Exists, DoesNotExist, Gt, Lt
+	Values []string
+	num    int64 // the bound for Gt and Lt
+}
+
+// Matches reports whether node labels satisfy the requirement.
+func (r NodeRequirement) Matches(lbls map[string]string) bool {
+	v, ok := lbls[r.Key]
+	switch r.Op {
+	case "In":
+		return ok && contains(r.Values, v)
+	case "NotIn":
+		return !ok || !contains(r.Values, v)
+	case "Exists":
+		return ok
+	case "DoesNotExist":
+		return !ok
+	case "Gt", "Lt":
+		if !ok {
+			return false
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return false
+		}
+		if r.Op == "Gt" {
+			return n > r.num
+		}
+		return n < r.num
+	}
+	return false
+}
+
+// Matches reports whether every requirement of the term holds. An empty
+// term matches no node (as in Kubernetes).
+func (t NodeSelectorTerm) Matches(lbls map[string]string) bool {
+	if len(t) == 0 {
+		return false
+	}
+	for _, r := range t {
+		if !r.Matches(lbls) {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func compileNodeSelector(ns *v1.NodeSelector) ([]NodeSelectorTerm, error) {
+	terms := make([]NodeSelectorTerm, 0, len(ns.NodeSelectorTerms))
+	for i, t := range ns.NodeSelectorTerms {
+		term := make(NodeSelectorTerm, 0, len(t.MatchExpressions))
+		for j, e := range t.MatchExpressions {
+			r := NodeRequirement{Key: e.Key, Op: e.Operator, Values: e.Values}
+			path := fmt.Sprintf("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[%d].matchExpressions[%d]", i, j)
+			switch e.Operator {
+			case "In", "NotIn":
+				if len(e.Values) == 0 {
+					return nil, fmt.Errorf("%s.values: must be non-empty for %s", path, e.Operator)
+				}
+			case "Exists", "DoesNotExist":
+			case "Gt", "Lt":
+				if len(e.Values) != 1 {
+					return nil, fmt.Errorf("%s.values: %s needs exactly one integer value", path, e.Operator)
+				}
+				n, err := strconv.ParseInt(e.Values[0], 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("%s.values[0]: %q is not an integer", path, e.Values[0])
+				}
+				r.num = n
+			default:
+				return nil, fmt.Errorf("%s.operator: %q is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt", path, e.Operator)
+			}
+			term = append(term, r)
+		}
+		terms = append(terms, term)
+	}
+	return terms, nil
+}
