@@ -72,6 +72,14 @@ var table = []*Kind{
 		New: func() v1.Object { return &v1.ReplicaSet{} }, Default: typedDefault(defaultReplicaSet), Validate: typed(validation.ReplicaSet)},
 	{Name: "Deployment", Plural: "deployments", Short: []string{"deploy"}, APIVersion: "apps/v1", Namespaced: true,
 		New: func() v1.Object { return &v1.Deployment{} }, Default: typedDefault(defaultDeployment), Validate: typed(validation.Deployment)},
+	{Name: "Role", Plural: "roles", APIVersion: "rbac.authorization.k8s.io/v1", Namespaced: true,
+		New: func() v1.Object { return &v1.Role{} }, Default: noDefault, Validate: typed(validation.Role)},
+	{Name: "ClusterRole", Plural: "clusterroles", APIVersion: "rbac.authorization.k8s.io/v1",
+		New: func() v1.Object { return &v1.ClusterRole{} }, Default: noDefault, Validate: typed(validation.ClusterRole)},
+	{Name: "RoleBinding", Plural: "rolebindings", APIVersion: "rbac.authorization.k8s.io/v1", Namespaced: true,
+		New: func() v1.Object { return &v1.RoleBinding{} }, Default: noDefault, Validate: typed(validation.RoleBinding)},
+	{Name: "ClusterRoleBinding", Plural: "clusterrolebindings", APIVersion: "rbac.authorization.k8s.io/v1",
+		New: func() v1.Object { return &v1.ClusterRoleBinding{} }, Default: noDefault, Validate: typed(validation.ClusterRoleBinding)},
 }
 
 // index maps every accepted spelling (lower-cased) to its kind.

@@ -1,0 +1,105 @@
+package pki
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"time"
+)
+
+// Well-known users and groups.
+const (
+	GroupMasters     = "system:masters"
+	GroupNodes       = "system:nodes"
+	NodeUserPrefix   = "system:node:"
+	UserScheduler    = "system:kube-scheduler"
+	UserControllers  = "system:kube-controller-manager"
+	UserProxy        = "system:kube-proxy"
+	UserAdmin        = "admin"
+	CertValidity     = 365 * 24 * time.Hour
+	NodeCertValidity = 30 * 24 * time.Hour
+)
+
+// InitOptions say what `apiserver pki init` makes.
+type InitOptions struct {
+	Dir         string
+	ServerNames []string
+	ServerIPs   []net.IP
+	// Nodes, if set, also get client certificates (for installs that do
+	// not use join tokens).
+	Nodes []string
+}
+
+// Files lists what Init writes, relative to the directory.
+var Files = []string{
+	"ca.crt", "ca.key",
+	"apiserver.crt", "apiserver.key",
+	"admin.crt", "admin.key",
+	"scheduler.crt", "scheduler.key",
+	"controller-manager.crt", "controller-manager.key",
+	"proxy.crt", "proxy.key",
+}
+
+// Init makes a CA, the apiserver's serving certificate and client
+// certificates for the admin and the control-plane components in dir.
+func Init(o InitOptions) error {
+	if o.Dir == "" {
+		return fmt.Errorf("--dir: required")
+	}
+	ca, err := NewCA("tugboat-ca", 10*CertValidity)
+	if err != nil {
+		return err
+	}
+	caKey, err := KeyPEM(ca.Key)
+	if err != nil {
+		return err
+	}
+	if err := WriteFile(filepath.Join(o.Dir, "ca.crt"), ca.PEM, 0o644); err != nil {
+		return err
+	}
+	if err := WriteFile(filepath.Join(o.Dir, "ca.key"), caKey, 0o600); err != nil {
+		return err
+	}
+	names := append([]string{"tugboat-apiserver", "apiserver", "localhost"}, o.ServerNames...)
+	ips := append([]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}, o.ServerIPs...)
+	if err := writePair(o.Dir, "apiserver", func(k any) ([]byte, error) {
+		return ca.IssueServer(k, names, ips, CertValidity)
+	}); err != nil {
+		return err
+	}
+	clients := map[string]Subject{
+		"admin":              {User: UserAdmin, Groups: []string{GroupMasters}},
+		"scheduler":          {User: UserScheduler},
+		"controller-manager": {User: UserControllers},
+		"proxy":              {User: UserProxy},
+	}
+	for _, n := range o.Nodes {
+		clients["node-"+n] = Subject{User: NodeUserPrefix + n, Groups: []string{GroupNodes}}
+	}
+	for file, subj := range clients {
+		subj := subj
+		if err := writePair(o.Dir, file, func(k any) ([]byte, error) { return ca.IssueClient(k, subj, CertValidity) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writePair(dir, name string, issue func(pub any) ([]byte, error)) error {
+	key, err := NewKey()
+	if err != nil {
+		return err
+	}
+	cert, err := issue(key.Public())
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	kp, err := KeyPEM(key)
+	if err != nil {
+		return err
+	}
+	if err := WriteFile(filepath.Join(dir, name+".crt"), cert, 0o644); err != nil {
+		return err
+	}
+	return WriteFile(filepath.Join(dir, name+".key"), kp, 0o600)
+}
