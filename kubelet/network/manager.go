@@ -17,6 +17,8 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/plugins/pkg/ip"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // ErrNotReady is wrapped by Status (and by SetUpPod) when the network
@@ -206,18 +208,16 @@ func (m *Manager) TearDownPod(ctx context.Context, pod PodNetwork) (err error) {
 	}
 	var errs []error
 	for _, a := range atts {
-		var ipns []*net.IPNet
+		var cached *current.Result
 		if nsPath == "" {
-			ipns = cachedIPs(m.cni, a.list, a.rt)
+			cached = cachedResult(m.cni, a.list, a.rt)
 		}
 		if err := m.cni.DelNetworkList(ctx, a.list, a.rt); err != nil {
 			errs = append(errs, fmt.Errorf("CNI DEL (network %s): %w", a.list.Name, err))
 			continue
 		}
-		if len(ipns) > 0 && masquerades(a.list) {
-			if err := ip.TeardownIPMasqForNetworks(ipns, a.list.Name, a.rt.IfName, pod.ID); err != nil {
-				errs = append(errs, fmt.Errorf("masquerade rules of network %s: %w", a.list.Name, err))
-			}
+		if cached != nil {
+			errs = append(errs, m.cleanUpAfterGoneNetNS(cached, a.list, a.rt.IfName, pod.ID))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -301,8 +301,8 @@ func podAddr(res types.Result) (netip.Addr, error) {
 	return first, nil
 }
 
-// cachedIPs returns the pod's addresses from the cached ADD result.
-func cachedIPs(cni *libcni.CNIConfig, list *libcni.NetworkConfigList, rt *libcni.RuntimeConf) []*net.IPNet {
+// cachedResult returns the result of the pod's last ADD, nil if none.
+func cachedResult(cni *libcni.CNIConfig, list *libcni.NetworkConfigList, rt *libcni.RuntimeConf) *current.Result {
 	res, err := cni.GetNetworkListCachedResult(list, rt)
 	if err != nil || res == nil {
 		return nil
@@ -311,12 +311,39 @@ func cachedIPs(cni *libcni.CNIConfig, list *libcni.NetworkConfigList, rt *libcni
 	if err != nil {
 		return nil
 	}
-	var out []*net.IPNet
-	for _, ipc := range r.IPs {
-		a := ipc.Address
-		out = append(out, &a)
+	return r
+}
+
+// cleanUpAfterGoneNetNS does what plugins skip on DEL when the pod's
+// namespace is gone: bridge plugins before v1.2 remove the masquerade
+// rules only from inside the namespace, and the host end of the veth
+// lingers until the kernel has finished freeing the namespace (seconds
+// under load). Both are removed here.
+func (m *Manager) cleanUpAfterGoneNetNS(res *current.Result, list *libcni.NetworkConfigList, ifName, id string) error {
+	var errs []error
+	if masquerades(list) {
+		var ipns []*net.IPNet
+		for _, ipc := range res.IPs {
+			a := ipc.Address
+			ipns = append(ipns, &a)
+		}
+		if err := ip.TeardownIPMasqForNetworks(ipns, list.Name, ifName, id); err != nil {
+			errs = append(errs, fmt.Errorf("masquerade rules of network %s: %w", list.Name, err))
+		}
 	}
-	return out
+	for _, intf := range res.Interfaces {
+		if intf.Sandbox != "" {
+			continue
+		}
+		link, err := netlink.LinkByName(intf.Name)
+		if err != nil || link.Type() != "veth" {
+			continue // gone already, or the bridge
+		}
+		if err := netlink.LinkDel(link); err != nil && !errors.Is(err, unix.ENODEV) {
+			errs = append(errs, fmt.Errorf("delete host veth %s: %w", intf.Name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // masquerades reports whether a bridge plugin in list has ipMasq on.

@@ -127,8 +127,8 @@ func TestTearDownAfterNetNSGone(t *testing.T) {
 	if err := n.TearDownPod(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for { // the kernel frees the veth asynchronously
+	deadline := time.Now().Add(10 * time.Second)
+	for {
 		left := n.Leftovers()
 		if len(left) == 0 {
 			break

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // LogOptions says how ReadLog reads a container log.
@@ -32,8 +34,7 @@ type LogOptions struct {
 // ReadLog copies the container log at path to w: first the rotated files
 // (path.N ... path.1, oldest first; see RotateLog), then path itself. With
 // Follow it keeps copying what the runtime appends, and notices a rotation
-// (the live file shrinking) by reading the rest of the old content from
-// path.1. Without Follow, a log that does not exist yet is ErrNotFound.
+// (a new path.1) by reading the rest of the old content from path.1. Without Follow, a log that does not exist yet is ErrNotFound.
 // Cancelling ctx returns ctx.Err().
 func ReadLog(ctx context.Context, path string, opts LogOptions, w io.Writer) error {
 	if opts.PollInterval <= 0 {
@@ -50,79 +51,120 @@ func ReadLog(ctx context.Context, path string, opts LogOptions, w io.Writer) err
 }
 
 func readLog(ctx context.Context, path string, opts LogOptions, w io.Writer) error {
-	files := logFiles(path)
-	if len(files) == 0 && !opts.Follow {
+	var (
+		live    int64
+		rotated fileID
+		found   bool
+	)
+	err := withLogLock(path, unix.LOCK_SH, func() error {
+		files := logFiles(path)
+		if len(files) == 0 {
+			return nil
+		}
+		found = true
+		rotated = idOf(rotatedName(path, 1))
+		first, offset := 0, int64(0)
+		if opts.TailLines > 0 {
+			var err error
+			if first, offset, err = tailStart(files, opts.TailLines); err != nil {
+				return err
+			}
+		}
+		// The rotated files whole, then the live file up to its end.
+		for i := first; i < len(files); i++ {
+			start := int64(0)
+			if i == first {
+				start = offset
+			}
+			n, err := copyFrom(files[i], start, w)
+			if err != nil {
+				return err
+			}
+			if files[i] == path {
+				live = start + n
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if !found && !opts.Follow {
 		return fmt.Errorf("log %s: %w", path, ErrNotFound)
-	}
-	first, offset := 0, int64(0)
-	if opts.TailLines > 0 {
-		var err error
-		if first, offset, err = tailStart(files, opts.TailLines); err != nil {
-			return err
-		}
-	}
-	// Copy the rotated files whole, then the live file up to its end.
-	var live int64
-	for i := first; i < len(files); i++ {
-		start := int64(0)
-		if i == first {
-			start = offset
-		}
-		n, err := copyFrom(files[i], start, w)
-		if err != nil {
-			return err
-		}
-		if files[i] == path {
-			live = start + n
-		}
 	}
 	if !opts.Follow {
 		return nil
 	}
-	return follow(ctx, path, live, opts, w)
+	return follow(ctx, path, live, rotated, opts, w)
 }
 
-// follow copies what is appended to path from offset on.
-func follow(ctx context.Context, path string, offset int64, opts LogOptions, w io.Writer) error {
+// follow copies what is appended to path from offset on. rotated
+// identifies path.1 as last seen: a new path.1 means a rotation happened
+// (see RotateLog), and the unread rest of the old live file is in it.
+func follow(ctx context.Context, path string, offset int64, rotated fileID, opts LogOptions, w io.Writer) error {
 	t := time.NewTicker(opts.PollInterval)
 	defer t.Stop()
-	done := opts.Done
 	for {
 		stopping := false
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-done:
+		case <-opts.Done:
 			stopping = true
 		case <-t.C:
 		}
-		fi, err := os.Stat(path)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			if stopping {
+		err := withLogLock(path, unix.LOCK_SH, func() error {
+			if id := idOf(rotatedName(path, 1)); id != rotated {
+				rotated = id
+				if _, err := copyFrom(rotatedName(path, 1), offset, w); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return err
+				}
+				offset = 0
+			}
+			if fi, err := os.Stat(path); err == nil && fi.Size() < offset {
+				offset = 0 // truncated by someone else
+			}
+			n, err := copyFrom(path, offset, w)
+			offset += n
+			if errors.Is(err, fs.ErrNotExist) {
 				return nil
 			}
-			continue
-		case err != nil:
-			return fmt.Errorf("log %s: %w", path, err)
-		}
-		if fi.Size() < offset {
-			// Rotated (copied to path.1, then truncated): the bytes we had
-			// not read yet are at the end of path.1.
-			if _, err := copyFrom(rotatedName(path, 1), offset, w); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
-			offset = 0
-		}
-		n, err := copyFrom(path, offset, w)
-		offset += n
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		})
+		if err != nil {
 			return err
 		}
 		if stopping {
 			return nil
 		}
 	}
+}
+
+// fileID identifies a file across renames (device and inode).
+type fileID struct{ dev, ino uint64 }
+
+func idOf(path string) fileID {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return fileID{}
+	}
+	return fileID{uint64(st.Dev), st.Ino}
+}
+
+// withLogLock runs fn holding an flock on the live log file (if it
+// exists), so readers (shared) never see a rotation (exclusive) half done.
+// The runtime, which only appends, takes no lock.
+func withLogLock(path string, how int, fn func() error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fn()
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), how); err != nil {
+		return fmt.Errorf("lock log %s: %w", path, err)
+	}
+	defer unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return fn()
 }
 
 // copyFrom copies path from offset to its current end.

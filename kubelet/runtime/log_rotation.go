@@ -10,6 +10,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Log rotation defaults, as the kubelet's containerLogMaxSize and
@@ -28,7 +30,9 @@ func rotatedName(path string, i int) string { return path + "." + strconv.Itoa(i
 //
 // The runtime keeps the live file open in append mode, so rotation must
 // copy and truncate rather than rename; output written between the copy and
-// the truncation (microseconds) is lost.
+// the truncation (microseconds) is lost. Rotation holds an exclusive flock
+// on the live file, ReadLog a shared one, so a reader never sees a rotation
+// half done.
 func RotateLog(path string, maxBytes int64, maxFiles int) (bool, error) {
 	if maxFiles < 2 {
 		maxFiles = 2
@@ -43,21 +47,26 @@ func RotateLog(path string, maxBytes int64, maxFiles int) (bool, error) {
 	if fi.Size() <= maxBytes {
 		return false, nil
 	}
+	err = withLogLock(path, unix.LOCK_EX, func() error { return rotate(path, maxFiles) })
+	return err == nil, err
+}
+
+func rotate(path string, maxFiles int) error {
 	if err := os.Remove(rotatedName(path, maxFiles-1)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return false, fmt.Errorf("rotate log: %w", err)
+		return fmt.Errorf("rotate log: %w", err)
 	}
 	for i := maxFiles - 2; i >= 1; i-- {
 		if err := os.Rename(rotatedName(path, i), rotatedName(path, i+1)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return false, fmt.Errorf("rotate log: %w", err)
+			return fmt.Errorf("rotate log: %w", err)
 		}
 	}
 	if err := copyFile(path, rotatedName(path, 1)); err != nil {
-		return false, fmt.Errorf("rotate log: %w", err)
+		return fmt.Errorf("rotate log: %w", err)
 	}
 	if err := os.Truncate(path, 0); err != nil {
-		return false, fmt.Errorf("rotate log: %w", err)
+		return fmt.Errorf("rotate log: %w", err)
 	}
-	return true, nil
+	return nil
 }
 
 func copyFile(src, dst string) error {

@@ -125,6 +125,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 		r.recordStartError(ctx, id, err)
 		return wrap(err, "start container %s: create task", id)
 	}
+	started := time.Now() // before Start: a short-lived process may exit before Start returns
 	if err := task.Start(ctx); err != nil {
 		if _, derr := task.Delete(ctx, client.WithProcessKill); derr != nil && !errdefs.IsNotFound(derr) {
 			r.logger.Warn("deleting failed task", "container", id, "err", derr)
@@ -132,7 +133,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 		r.recordStartError(ctx, id, err)
 		return wrap(err, "start container %s", id)
 	}
-	if err := r.setLabels(ctx, id, map[string]string{labelStartedAt: formatTime(time.Now())}); err != nil {
+	if err := r.setLabels(ctx, id, map[string]string{labelStartedAt: formatTime(started)}); err != nil {
 		return wrap(err, "start container %s: record start", id)
 	}
 	r.logger.Debug("container started", "container", id, "pid", task.Pid())

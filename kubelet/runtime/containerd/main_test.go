@@ -55,7 +55,10 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer testContainerd.Stop()
-	testRuntime, err = New(Config{Address: testContainerd.Address, KillTimeout: 5 * time.Second}, nil)
+	// A cgroup parent of the run's own, removed at the end.
+	cgroupParent := "/tugboat-test-" + randHex(4)
+	defer removeCgroup(cgroupParent)
+	testRuntime, err = New(Config{Address: testContainerd.Address, KillTimeout: 5 * time.Second, CgroupParent: cgroupParent}, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -1,0 +1,159 @@
+package containerd
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tugboat/tugboat/kubelet/runtime"
+)
+
+// TestOOMKilled: a container past its memory limit is killed by the kernel
+// and reported as OOMKilled.
+func TestOOMKilled(t *testing.T) {
+	e := newEnv(t)
+	p := e.runPod("hog")
+	// tail buffers /dev/zero looking for a newline that never comes.
+	id := e.container(p, runtime.ContainerConfig{
+		Name:      "hog",
+		Command:   []string{"tail", "/dev/zero"},
+		Resources: runtime.Resources{MemoryLimitBytes: 16 << 20},
+	})
+	st := e.waitState(id, runtime.ContainerExited, 30*time.Second)
+	if st.Reason != runtime.ReasonOOMKilled || st.ExitCode != 137 {
+		t.Fatalf("status %+v, want OOMKilled with exit code 137", st)
+	}
+}
+
+// TestStopGracePeriod: a SIGTERM handler gets its time; a process that
+// ignores SIGTERM is killed when the grace period ends.
+func TestStopGracePeriod(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	p := e.runPod("graceful")
+	polite := e.container(p, runtime.ContainerConfig{
+		Name:    "polite",
+		Command: []string{"sh", "-c", `trap 'echo got TERM; sleep 1; echo bye; exit 0' TERM; echo ready; while true; do sleep 0.1; done`},
+	})
+	stubborn := e.container(p, runtime.ContainerConfig{
+		Name:    "stubborn",
+		Command: []string{"sleep", "1000"}, // PID 1 without a handler: SIGTERM is ignored
+	})
+	pst := e.waitState(polite, runtime.ContainerRunning, 10*time.Second)
+	waitLog(t, pst.LogPath, "ready", 5*time.Second)
+	e.waitState(stubborn, runtime.ContainerRunning, 10*time.Second)
+
+	type result struct {
+		took time.Duration
+		err  error
+	}
+	stop := func(id string, grace time.Duration) <-chan result {
+		c := make(chan result, 1)
+		go func() {
+			start := time.Now()
+			err := e.rt.StopContainer(ctx, id, grace)
+			c <- result{time.Since(start), err}
+		}()
+		return c
+	}
+	pc, sc := stop(polite, 10*time.Second), stop(stubborn, time.Second)
+	pr, sr := <-pc, <-sc
+	if pr.err != nil || sr.err != nil {
+		t.Fatalf("stop: %v, %v", pr.err, sr.err)
+	}
+	if pr.took < time.Second || pr.took > 8*time.Second {
+		t.Errorf("polite container stopped after %s; its handler takes 1s of a 10s grace period", pr.took)
+	}
+	if sr.took < time.Second {
+		t.Errorf("stubborn container stopped after %s, before its 1s grace period ended", sr.took)
+	}
+	pst, _ = e.rt.ContainerStatus(ctx, polite)
+	if pst.ExitCode != 0 || pst.Reason != runtime.ReasonCompleted {
+		t.Errorf("polite: %+v, want exit 0 Completed", pst)
+	}
+	if log := readLog(t, pst.LogPath); !strings.Contains(log, "got TERM") || !strings.Contains(log, "bye") {
+		t.Errorf("polite log %q lacks the handler's output", log)
+	}
+	if sst, _ := e.rt.ContainerStatus(ctx, stubborn); sst.ExitCode != 137 || sst.Reason != runtime.ReasonError {
+		t.Errorf("stubborn: %+v, want exit 137 Error", sst)
+	}
+	if err := e.rt.StopContainer(ctx, polite, time.Second); err != nil {
+		t.Errorf("stopping a stopped container: %v", err)
+	}
+}
+
+// TestExitAndStartError: exit codes are kept; a container is not started
+// twice; an image without the command is a StartError.
+func TestExitAndStartError(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	p := e.runPod("crash")
+	id := e.container(p, runtime.ContainerConfig{Name: "crash", Command: []string{"sh", "-c", "echo oops; exit 3"}})
+	st := e.waitState(id, runtime.ContainerExited, 10*time.Second)
+	if st.ExitCode != 3 || st.Reason != runtime.ReasonError || st.FinishedAt.Before(st.StartedAt) {
+		t.Errorf("status %+v, want exit 3 Error", st)
+	}
+	if log := readLog(t, st.LogPath); log != "oops\n" {
+		t.Errorf("log %q", log)
+	}
+	if err := e.rt.StartContainer(ctx, id); !errors.Is(err, runtime.ErrInvalid) {
+		t.Errorf("second start: %v, want ErrInvalid", err)
+	}
+
+	// The next attempt is a new container; the old one stays for --previous.
+	next := e.container(p, runtime.ContainerConfig{Name: "crash", Attempt: 1, Command: []string{"true"}})
+	if st := e.waitState(next, runtime.ContainerExited, 10*time.Second); st.ExitCode != 0 || st.Reason != runtime.ReasonCompleted || st.Attempt != 1 {
+		t.Errorf("attempt 1: %+v", st)
+	}
+	cs, err := e.rt.ListContainers(ctx, runtime.ContainerFilter{SandboxID: p.ID, State: runtime.ContainerExited})
+	if err != nil || len(cs) != 2 {
+		t.Errorf("exited containers in the sandbox: %d %v, want 2", len(cs), err)
+	}
+
+	bad, err := e.rt.CreateContainer(ctx, p.ID, runtime.ContainerConfig{Name: "bad", Image: st.Image, Command: []string{"/no/such/binary"}, LogPath: st.LogPath + ".bad"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.rt.StartContainer(ctx, bad); err == nil {
+		t.Fatal("starting a missing binary succeeded")
+	}
+	if st, _ := e.rt.ContainerStatus(ctx, bad); st.State != runtime.ContainerExited || st.Reason != runtime.ReasonStartError || st.ExitCode != 128 || !strings.Contains(st.Message, "no such") {
+		t.Errorf("start error status %+v", st)
+	}
+}
+
+// TestAdoption: a second Runtime on the same containerd (a restarted
+// kubelet) finds the running container, unchanged, by its labels.
+func TestAdoption(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	p := e.runPod("adopt")
+	id := e.container(p, runtime.ContainerConfig{Name: "sleeper", Command: []string{"sleep", "1000"}, Labels: map[string]string{"tugboat.io/hash": "abc"}})
+	before := e.waitState(id, runtime.ContainerRunning, 10*time.Second)
+
+	rt2, err := New(Config{Address: testContainerd.Address}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt2.Close()
+	sbs, err := rt2.ListPodSandbox(ctx, runtime.SandboxFilter{PodUID: p.UID})
+	if err != nil || len(sbs) != 1 || sbs[0].ID != p.ID || sbs[0].Config.NetNSPath != p.NetNS {
+		t.Fatalf("sandboxes after restart: %+v %v", sbs, err)
+	}
+	cs, err := rt2.ListContainers(ctx, runtime.ContainerFilter{PodUID: p.UID, State: runtime.ContainerRunning})
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("containers after restart: %+v %v", cs, err)
+	}
+	after := cs[0]
+	if after.ID != id || after.PID != before.PID || !after.StartedAt.Equal(before.StartedAt) || after.Labels["tugboat.io/hash"] != "abc" || after.Pod != before.Pod {
+		t.Errorf("adopted %+v, was %+v", after, before)
+	}
+	if err := rt2.StopContainer(ctx, id, 0); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := e.rt.ContainerStatus(ctx, id); st.State != runtime.ContainerExited || st.ExitCode != 137 {
+		t.Errorf("after SIGKILL with no grace: %+v", st)
+	}
+}
