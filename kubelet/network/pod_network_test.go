@@ -107,6 +107,22 @@ func TestPodNetwork(t *testing.T) {
 	if left := n.Leftovers(); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
 	}
+	counts := map[string]uint64{}
+	mfs, err := n.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "tugboat_kubelet_cni_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			counts[m.GetLabel()[0].GetValue()] = m.GetHistogram().GetSampleCount()
+		}
+	}
+	if counts["add"] != 1 || counts["del"] != 3 || counts["status"] != 1 {
+		t.Errorf("tugboat_kubelet_cni_duration_seconds counts %v, want add 1, del 3, status 1", counts)
+	}
 }
 
 // TestTearDownAfterNetNSGone is the crash path: the namespace disappeared

@@ -86,3 +86,67 @@ func BenchmarkPodStart(b *testing.B) {
 	b.ReportMetric(ms(createT), "create-ms/pod")
 	b.ReportMetric(ms(startT), "start-ms/pod")
 }
+
+// BenchmarkPodStart30 starts 30 pods at once (the node benchmark,
+// without the kubelet): the time until all 30 containers are started.
+func BenchmarkPodStart30(b *testing.B) {
+	e := newEnv(b)
+	ctx := context.Background()
+	const pods = 30
+	for i := 0; i < b.N; i++ {
+		type started struct {
+			id, ns string
+			pn     network.PodNetwork
+			err    error
+		}
+		results := make(chan started, pods)
+		for j := 0; j < pods; j++ {
+			go func() {
+				var s started
+				uid := randHex(8)
+				dir := filepath.Join(e.dir, uid)
+				if s.ns, s.err = e.net.CreateNetNS("tugboat-bench-" + uid); s.err != nil {
+					results <- s
+					return
+				}
+				if s.id, s.err = e.rt.RunPodSandbox(ctx, runtime.SandboxConfig{
+					Pod: runtime.PodRef{Namespace: "default", Name: "bench", UID: uid}, NetNSPath: s.ns,
+				}); s.err != nil {
+					results <- s
+					return
+				}
+				s.pn = network.PodNetwork{ID: s.id, NetNSPath: s.ns, Namespace: "default", Name: "bench", UID: uid}
+				if _, s.err = e.net.SetUpPod(ctx, s.pn); s.err != nil {
+					results <- s
+					return
+				}
+				var cid string
+				if cid, s.err = e.rt.CreateContainer(ctx, s.id, runtime.ContainerConfig{
+					Name: "c", Image: images.BusyboxRef, Command: []string{"sleep", "1000"}, LogPath: filepath.Join(dir, "c.log"),
+				}); s.err == nil {
+					s.err = e.rt.StartContainer(ctx, cid)
+				}
+				results <- s
+			}()
+		}
+		var all []started
+		for j := 0; j < pods; j++ {
+			all = append(all, <-results)
+		}
+		b.StopTimer()
+		for _, s := range all {
+			if s.err != nil {
+				b.Error(s.err)
+			}
+			if s.id != "" {
+				_ = e.rt.StopPodSandbox(ctx, s.id)
+				_ = e.net.TearDownPod(ctx, s.pn)
+				_ = e.rt.RemovePodSandbox(ctx, s.id)
+			}
+			if s.ns != "" {
+				_ = e.net.DeleteNetNS(s.ns)
+			}
+		}
+		b.StartTimer()
+	}
+}

@@ -3,6 +3,7 @@ package containerd
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -155,5 +156,50 @@ func TestAdoption(t *testing.T) {
 	}
 	if st, _ := e.rt.ContainerStatus(ctx, id); st.State != runtime.ContainerExited || st.ExitCode != 137 {
 		t.Errorf("after SIGKILL with no grace: %+v", st)
+	}
+}
+
+// TestExecTTY: a terminal exec sees the size sent on the resize channel.
+func TestExecTTY(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	p := e.runPod("tty")
+	id := e.container(p, runtime.ContainerConfig{Name: "sleeper", Command: []string{"sleep", "1000"}})
+	e.waitState(id, runtime.ContainerRunning, 10*time.Second)
+
+	resize := make(chan runtime.TerminalSize, 1)
+	resize <- runtime.TerminalSize{Width: 100, Height: 40}
+	var out syncBuffer
+	code, err := e.rt.Exec(ctx, id, runtime.ExecRequest{
+		Cmd:    []string{"sh", "-c", `for i in $(seq 50); do s=$(stty size); if [ "$s" = "40 100" ]; then echo "size $s"; tty; exit 0; fi; sleep 0.1; done; exit 1`},
+		Stdout: &out, TTY: true, Resize: resize,
+	})
+	if err != nil || code != 0 {
+		t.Fatalf("exec: code %d err %v output %q", code, err, out.String())
+	}
+	if !strings.Contains(out.String(), "size 40 100") || !strings.Contains(out.String(), "/dev/pts/") {
+		t.Errorf("tty exec output %q", out.String())
+	}
+}
+
+// TestVersion: the runtime names containerd; an unreachable socket is
+// ErrUnavailable (ContainerRuntimeNotReady).
+func TestVersion(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	v, err := e.rt.Version(ctx)
+	if err != nil || v.RuntimeName != "containerd" || v.RuntimeVersion == "" {
+		t.Fatalf("Version = %+v, %v", v, err)
+	}
+	t.Logf("runtime %s", v)
+	dead, err := New(Config{Address: filepath.Join(t.TempDir(), "no.sock")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dead.Close()
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := dead.Version(cctx); !errors.Is(err, runtime.ErrUnavailable) {
+		t.Errorf("Version on a missing socket: %v, want ErrUnavailable", err)
 	}
 }

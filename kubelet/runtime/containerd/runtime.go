@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -132,11 +133,21 @@ func (r *Runtime) Close() error { return r.client.Close() }
 // Client is the underlying containerd client, for tests and diagnostics.
 func (r *Runtime) Client() *client.Client { return r.client }
 
-// Version implements runtime.Runtime.
+// Version implements runtime.Runtime. Any failure wraps
+// runtime.ErrUnavailable; without a deadline on ctx it gives up after 10s
+// (the client otherwise waits for the socket to appear).
 func (r *Runtime) Version(ctx context.Context) (runtime.VersionInfo, error) {
+	if _, err := os.Stat(r.cfg.Address); err != nil {
+		return runtime.VersionInfo{}, fmt.Errorf("containerd at %s: %w: %v", r.cfg.Address, runtime.ErrUnavailable, err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+	}
 	v, err := r.client.Version(r.ns(ctx))
 	if err != nil {
-		return runtime.VersionInfo{}, wrap(err, "containerd version")
+		return runtime.VersionInfo{}, fmt.Errorf("containerd at %s: %w: %w", r.cfg.Address, runtime.ErrUnavailable, err)
 	}
 	return runtime.VersionInfo{RuntimeName: "containerd", RuntimeVersion: v.Version, Revision: v.Revision}, nil
 }
