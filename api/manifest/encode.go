@@ -71,6 +71,12 @@ func MarshalList(objs []v1.Object, f Format) ([]byte, error) {
 	return encode(list, []string{"apiVersion", "kind", "metadata", "items"}, f)
 }
 
+// MarshalValue encodes one JSON-shaped value (a part of ToMap's result) as
+// YAML, keys sorted: for printing a field on its own.
+func MarshalValue(v any) ([]byte, error) {
+	return yaml.Marshal(toYAML(v))
+}
+
 // ToMap returns obj as a JSON-shaped map (strings, json.Number, bool,
 // []any, map[string]any) with apiVersion and kind set.
 func ToMap(obj v1.Object) (map[string]any, error) {

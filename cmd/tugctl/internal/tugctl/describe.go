@@ -1,0 +1,300 @@
+package tugctl
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/tugboat/tugboat/api/client"
+	"github.com/tugboat/tugboat/api/kinds"
+	"github.com/tugboat/tugboat/api/manifest"
+	v1 "github.com/tugboat/tugboat/api/v1"
+)
+
+// describeFunc writes the description of one object. It may read related
+// objects (a deployment's replica sets, a node's pods) through d.c.
+type describeFunc func(ctx context.Context, d *describer, obj v1.Object) error
+
+// describers are the per-kind descriptions; kinds without one get
+// describeGeneric. Later features (probes, networking, tracing) enrich an
+// entry or add one here.
+func describers() map[string]describeFunc {
+	return map[string]describeFunc{
+		"Pod":        typedDescribe(describePod),
+		"Node":       typedDescribe(describeNode),
+		"Namespace":  typedDescribe(describeNamespace),
+		"Service":    typedDescribe(describeService),
+		"ConfigMap":  typedDescribe(describeConfigMap),
+		"Secret":     typedDescribe(describeSecret),
+		"Deployment": typedDescribe(describeDeployment),
+		"ReplicaSet": typedDescribe(describeReplicaSet),
+	}
+}
+
+func typedDescribe[T v1.Object](f func(context.Context, *describer, T) error) describeFunc {
+	return func(ctx context.Context, d *describer, o v1.Object) error { return f(ctx, d, o.(T)) }
+}
+
+type describeFlags struct {
+	selector   string
+	showEvents bool
+}
+
+func newDescribeCommand(o *Options) *cobra.Command {
+	f := &describeFlags{}
+	cmd := &cobra.Command{
+		Use:   "describe KIND [NAME...] | KIND/NAME...",
+		Short: "Show details of objects, with their events",
+		Example: `  tugctl describe pod nginx
+  tugctl describe deploy/nginx
+  tugctl describe nodes`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.runDescribe(cmd.Context(), args, f)
+		},
+	}
+	cmd.Flags().StringVarP(&f.selector, "selector", "l", "", "describe the objects matching this label selector")
+	cmd.Flags().BoolVar(&f.showEvents, "show-events", true, "list the events about each object")
+	return cmd
+}
+
+func (o *Options) runDescribe(ctx context.Context, args []string, f *describeFlags) error {
+	ra, err := parseResourceArgs(args)
+	if err != nil {
+		return err
+	}
+	var objs []v1.Object
+	failed := false
+	if ra.named() {
+		groups, missing, err := o.getNamed(ctx, ra.refs)
+		if err != nil {
+			return err
+		}
+		failed = missing
+		for _, g := range groups {
+			objs = append(objs, g.objs...)
+		}
+	} else {
+		groups, err := o.list(ctx, ra, &getFlags{selector: f.selector})
+		if err != nil {
+			return err
+		}
+		for _, g := range groups {
+			objs = append(objs, g.objs...)
+		}
+		if len(objs) == 0 {
+			o.noResources(ra)
+		}
+	}
+	c, err := o.Client()
+	if err != nil {
+		return err
+	}
+	table := describers()
+	for i, obj := range objs {
+		if i > 0 {
+			fmt.Fprintln(o.Out)
+		}
+		k, err := kinds.ForMessage(obj)
+		if err != nil {
+			return err
+		}
+		d := newDescriber(o.Out, c, f.showEvents)
+		fn := table[k.Name]
+		if fn == nil {
+			fn = describeGeneric
+		}
+		err = fn(ctx, d, obj)
+		if ferr := d.flush(); err == nil {
+			err = ferr
+		}
+		if err != nil {
+			return fmt.Errorf("describing %s: %w", objectName(k, obj), err)
+		}
+	}
+	if failed {
+		return errReported
+	}
+	return nil
+}
+
+// describer writes "Key:\tvalue" lines through a tabwriter, so values
+// line up within each block of lines, as kubectl's do.
+type describer struct {
+	c          *client.Client
+	tw         *tabwriter.Writer
+	now        time.Time
+	showEvents bool
+}
+
+func newDescriber(w io.Writer, c *client.Client, showEvents bool) *describer {
+	return &describer{c: c, tw: tabwriter.NewWriter(w, 0, 8, 2, ' ', 0), now: time.Now(), showEvents: showEvents}
+}
+
+func (d *describer) flush() error { return d.tw.Flush() }
+
+// kv writes "key:\tvalue" at an indentation level (two spaces each).
+func (d *describer) kv(level int, key string, value any) {
+	fmt.Fprintf(d.tw, "%s%s:\t%v\n", strings.Repeat("  ", level), key, value)
+}
+
+// text writes a line as it is at an indentation level; tabs separate cells.
+func (d *describer) text(level int, format string, args ...any) {
+	fmt.Fprintf(d.tw, "%s%s\n", strings.Repeat("  ", level), fmt.Sprintf(format, args...))
+}
+
+// mapLines writes a map as "key:\tk=v" with one entry per line, or <none>.
+func (d *describer) mapLines(level int, key string, m map[string]string, sep string) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		if k != LastAppliedAnnotation {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	if len(keys) == 0 {
+		d.kv(level, key, "<none>")
+		return
+	}
+	for i, k := range keys {
+		label := key + ":"
+		if i > 0 {
+			label = ""
+		}
+		fmt.Fprintf(d.tw, "%s%s\t%s%s%s\n", strings.Repeat("  ", level), label, k, sep, m[k])
+	}
+}
+
+// meta writes the common metadata lines.
+func (d *describer) meta(m *v1.ObjectMeta, namespaced bool) {
+	d.kv(0, "Name", m.GetName())
+	if namespaced {
+		d.kv(0, "Namespace", m.GetNamespace())
+	}
+	d.mapLines(0, "Labels", m.GetLabels(), "=")
+	d.mapLines(0, "Annotations", m.GetAnnotations(), ": ")
+	d.kv(0, "CreationTimestamp", timeString(m.GetCreationTimestamp()))
+	if ts := m.GetDeletionTimestamp(); ts != nil {
+		d.kv(0, "DeletionTimestamp", timeString(ts))
+	}
+	if len(m.GetFinalizers()) > 0 {
+		d.kv(0, "Finalizers", "["+strings.Join(m.GetFinalizers(), " ")+"]")
+	}
+}
+
+// controlledBy writes "Controlled By:\tKind/name" for an owned object.
+func (d *describer) controlledBy(m *v1.ObjectMeta) {
+	for _, r := range m.GetOwnerReferences() {
+		if r.Controller {
+			d.kv(0, "Controlled By", r.Kind+"/"+r.Name)
+		}
+	}
+}
+
+// conditions writes a Conditions table with the given columns.
+func (d *describer) conditions(conds []*v1.Condition, withReason bool) {
+	if len(conds) == 0 {
+		return
+	}
+	d.text(0, "Conditions:")
+	if withReason {
+		d.text(1, "Type\tStatus\tReason")
+		d.text(1, "----\t------\t------")
+	} else {
+		d.text(1, "Type\tStatus")
+		d.text(1, "----\t------")
+	}
+	for _, c := range conds {
+		if withReason {
+			d.text(1, "%s\t%s\t%s", c.Type, c.Status, orDefault(c.Reason, ""))
+		} else {
+			d.text(1, "%s\t%s", c.Type, c.Status)
+		}
+	}
+}
+
+// events lists the events about obj: those naming it by kind and name, of
+// this incarnation (same uid) or with no uid.
+func (d *describer) events(ctx context.Context, obj v1.Object) error {
+	if !d.showEvents {
+		return nil
+	}
+	k, err := kinds.ForMessage(obj)
+	if err != nil {
+		return err
+	}
+	m := obj.GetMetadata()
+	sel := fmt.Sprintf("involvedObject.kind=%s,involvedObject.name=%s", k.Name, m.GetName())
+	evs, _, err := client.For[*v1.Event](d.c).List(ctx, client.ListOptions{Namespace: m.GetNamespace(), FieldSelector: sel})
+	if err != nil {
+		return err
+	}
+	var mine []*v1.Event
+	for _, e := range evs {
+		if uid := e.GetInvolvedObject().GetUid(); uid == "" || uid == m.GetUid() || uid == m.GetName() {
+			mine = append(mine, e)
+		}
+	}
+	if len(mine) == 0 {
+		d.kv(0, "Events", "<none>")
+		return nil
+	}
+	sort.SliceStable(mine, func(i, j int) bool { return eventTime(mine[i]).Before(eventTime(mine[j])) })
+	d.text(0, "Events:")
+	d.text(1, "Type\tReason\tAge\tFrom\tMessage")
+	d.text(1, "----\t------\t----\t----\t-------")
+	for _, e := range mine {
+		a := humanDuration(d.now.Sub(eventTime(e)))
+		if e.Count > 1 && e.GetFirstTimestamp() != nil {
+			a = fmt.Sprintf("%s (x%d over %s)", a, e.Count, humanDuration(d.now.Sub(e.FirstTimestamp.AsTime())))
+		}
+		d.text(1, "%s\t%s\t%s\t%s\t%s", e.Type, e.Reason, a, orDefault(e.GetSource().GetComponent(), e.ReportingComponent), e.Message)
+	}
+	return nil
+}
+
+// timeString is kubectl's describe time format, or <unset>.
+func timeString(ts *timestamppb.Timestamp) string {
+	if ts == nil {
+		return "<unset>"
+	}
+	return ts.AsTime().Local().Format(time.RFC1123Z)
+}
+
+// describeGeneric is metadata, then every other field as YAML, then events.
+func describeGeneric(ctx context.Context, d *describer, obj v1.Object) error {
+	k, err := kinds.ForMessage(obj)
+	if err != nil {
+		return err
+	}
+	d.meta(obj.GetMetadata(), k.Namespaced)
+	m, err := manifest.ToMap(obj)
+	if err != nil {
+		return err
+	}
+	for _, key := range []string{"apiVersion", "kind", "metadata"} {
+		delete(m, key)
+	}
+	keys := make([]string, 0, len(m))
+	for key := range m {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		d.text(0, "%s:", strings.ToUpper(key[:1])+key[1:])
+		out, err := manifest.MarshalValue(m[key])
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+			d.text(1, "%s", line)
+		}
+	}
+	return d.events(ctx, obj)
+}

@@ -1,0 +1,453 @@
+package tugctl
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tugboat/tugboat/api/client"
+	v1 "github.com/tugboat/tugboat/api/v1"
+)
+
+func describePod(ctx context.Context, d *describer, p *v1.Pod) error {
+	m, sp, st := p.GetMetadata(), p.GetSpec(), p.GetStatus()
+	d.kv(0, "Name", m.GetName())
+	d.kv(0, "Namespace", m.GetNamespace())
+	d.kv(0, "Priority", sp.GetPriority())
+	d.kv(0, "Service Account", orDefault(sp.GetServiceAccountName(), "default"))
+	node := "<none>"
+	if sp.GetNodeName() != "" {
+		node = sp.GetNodeName()
+		if st.GetHostIp() != "" {
+			node += "/" + st.GetHostIp()
+		}
+	}
+	d.kv(0, "Node", node)
+	d.kv(0, "Start Time", timeString(st.GetStartTime()))
+	d.mapLines(0, "Labels", m.GetLabels(), "=")
+	d.mapLines(0, "Annotations", m.GetAnnotations(), ": ")
+	_, status, _ := podStatus(p, d.now)
+	if m.GetDeletionTimestamp() != nil {
+		status = fmt.Sprintf("Terminating (lasts %s)", humanDuration(d.now.Sub(m.GetDeletionTimestamp().AsTime())))
+		d.kv(0, "Status", status)
+		d.kv(0, "Termination Grace Period", fmt.Sprintf("%ds", m.GetDeletionGracePeriodSeconds()))
+	} else {
+		d.kv(0, "Status", status)
+	}
+	if st.GetReason() != "" {
+		d.kv(0, "Reason", st.GetReason())
+	}
+	if st.GetMessage() != "" {
+		d.kv(0, "Message", st.GetMessage())
+	}
+	d.kv(0, "IP", orDefault(st.GetPodIp(), ""))
+	d.controlledBy(m)
+	if len(sp.GetInitContainers()) > 0 {
+		d.text(0, "Init Containers:")
+		d.containers(sp.GetInitContainers(), st.GetInitContainerStatuses())
+	}
+	d.text(0, "Containers:")
+	d.containers(sp.GetContainers(), st.GetContainerStatuses())
+	d.conditions(st.GetConditions(), false)
+	d.volumes(sp.GetVolumes())
+	if st.GetQosClass() != "" {
+		d.kv(0, "QoS Class", st.GetQosClass())
+	}
+	d.mapLines(0, "Node-Selectors", sp.GetNodeSelector(), "=")
+	d.tolerations(sp.GetTolerations())
+	return d.events(ctx, p)
+}
+
+// containers writes each container with its status, as kubectl does.
+func (d *describer) containers(cs []*v1.Container, statuses []*v1.ContainerStatus) {
+	byName := map[string]*v1.ContainerStatus{}
+	for _, s := range statuses {
+		byName[s.Name] = s
+	}
+	for _, c := range cs {
+		s := byName[c.Name]
+		d.text(1, "%s:", c.Name)
+		if s != nil {
+			d.kv(2, "Container ID", s.ContainerId)
+		}
+		d.kv(2, "Image", c.Image)
+		if s != nil {
+			d.kv(2, "Image ID", s.ImageId)
+		}
+		var ports []string
+		for _, p := range c.Ports {
+			ports = append(ports, fmt.Sprintf("%d/%s", p.ContainerPort, orDefault(p.Protocol, "TCP")))
+		}
+		d.kv(2, "Port", orNone(strings.Join(ports, ", ")))
+		if len(c.Command) > 0 {
+			d.listLines(2, "Command", c.Command)
+		}
+		if len(c.Args) > 0 {
+			d.listLines(2, "Args", c.Args)
+		}
+		if s != nil {
+			d.containerState(2, "State", s.State)
+			if s.LastState != nil && (s.LastState.Terminated != nil || s.LastState.Running != nil || s.LastState.Waiting != nil) {
+				d.containerState(2, "Last State", s.LastState)
+			}
+			d.kv(2, "Ready", boolTitle(s.Ready))
+			d.kv(2, "Restart Count", s.RestartCount)
+		}
+		if r := c.GetResources(); r != nil {
+			if len(r.Limits) > 0 {
+				d.text(2, "Limits:")
+				d.quantities(3, r.Limits)
+			}
+			if len(r.Requests) > 0 {
+				d.text(2, "Requests:")
+				d.quantities(3, r.Requests)
+			}
+		}
+		for _, pr := range []struct {
+			name  string
+			probe *v1.Probe
+		}{{"Liveness", c.LivenessProbe}, {"Readiness", c.ReadinessProbe}, {"Startup", c.StartupProbe}} {
+			if pr.probe != nil {
+				d.kv(2, pr.name, probeString(pr.probe))
+			}
+		}
+		if len(c.Env) == 0 {
+			d.kv(2, "Environment", "<none>")
+		} else {
+			d.text(2, "Environment:")
+			for _, e := range c.Env {
+				v := e.Value
+				if ref := e.GetValueFrom(); ref != nil {
+					switch {
+					case ref.ConfigMapKeyRef != nil:
+						v = fmt.Sprintf("<set to the key '%s' of config map '%s'>", ref.ConfigMapKeyRef.Key, ref.ConfigMapKeyRef.Name)
+					case ref.SecretKeyRef != nil:
+						v = fmt.Sprintf("<set to the key '%s' in secret '%s'>", ref.SecretKeyRef.Key, ref.SecretKeyRef.Name)
+					case ref.FieldRef != nil:
+						v = fmt.Sprintf("(%s)", ref.FieldRef.FieldPath)
+					}
+				}
+				d.kv(3, e.Name, v)
+			}
+		}
+		if len(c.VolumeMounts) == 0 {
+			d.kv(2, "Mounts", "<none>")
+		} else {
+			d.text(2, "Mounts:")
+			for _, vm := range c.VolumeMounts {
+				mode := "rw"
+				if vm.ReadOnly {
+					mode = "ro"
+				}
+				d.text(3, "%s from %s (%s)", vm.MountPath, vm.Name, mode)
+			}
+		}
+	}
+}
+
+func (d *describer) listLines(level int, key string, items []string) {
+	d.text(level, "%s:", key)
+	for _, it := range items {
+		d.text(level+1, "%s", it)
+	}
+}
+
+func (d *describer) containerState(level int, key string, s *v1.ContainerState) {
+	switch {
+	case s.GetRunning() != nil:
+		d.kv(level, key, "Running")
+		d.kv(level+1, "Started", timeString(s.Running.StartedAt))
+	case s.GetWaiting() != nil:
+		d.kv(level, key, "Waiting")
+		if s.Waiting.Reason != "" {
+			d.kv(level+1, "Reason", s.Waiting.Reason)
+		}
+		if s.Waiting.Message != "" {
+			d.kv(level+1, "Message", s.Waiting.Message)
+		}
+	case s.GetTerminated() != nil:
+		t := s.Terminated
+		d.kv(level, key, "Terminated")
+		d.kv(level+1, "Reason", orDefault(t.Reason, "<none>"))
+		if t.Message != "" {
+			d.kv(level+1, "Message", t.Message)
+		}
+		d.kv(level+1, "Exit Code", t.ExitCode)
+		if t.Signal != 0 {
+			d.kv(level+1, "Signal", t.Signal)
+		}
+		d.kv(level+1, "Started", timeString(t.StartedAt))
+		d.kv(level+1, "Finished", timeString(t.FinishedAt))
+	default:
+		d.kv(level, key, "Waiting")
+	}
+}
+
+func (d *describer) quantities(level int, m map[string]string) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		d.kv(level, k, m[k])
+	}
+}
+
+// probeString is kubectl's one-line probe summary.
+func probeString(p *v1.Probe) string {
+	var action string
+	switch {
+	case p.HttpGet != nil:
+		action = fmt.Sprintf("http-get %s://%s:%s%s", strings.ToLower(orDefault(p.HttpGet.Scheme, "HTTP")), p.HttpGet.Host, p.HttpGet.Port, p.HttpGet.Path)
+	case p.TcpSocket != nil:
+		action = fmt.Sprintf("tcp-socket %s:%s", p.TcpSocket.Host, p.TcpSocket.Port)
+	case p.Exec != nil:
+		action = fmt.Sprintf("exec %v", p.Exec.Command)
+	default:
+		action = "unknown"
+	}
+	return fmt.Sprintf("%s delay=%ds timeout=%ds period=%ds #success=%d #failure=%d",
+		action, p.InitialDelaySeconds, p.TimeoutSeconds, p.PeriodSeconds, p.SuccessThreshold, p.FailureThreshold)
+}
+
+func (d *describer) volumes(vols []*v1.Volume) {
+	if len(vols) == 0 {
+		d.kv(0, "Volumes", "<none>")
+		return
+	}
+	d.text(0, "Volumes:")
+	for _, v := range vols {
+		d.text(1, "%s:", v.Name)
+		switch {
+		case v.EmptyDir != nil:
+			d.kv(2, "Type", "EmptyDir (a temporary directory that shares a pod's lifetime)")
+			d.kv(2, "Medium", v.EmptyDir.Medium)
+			d.kv(2, "SizeLimit", orDefault(v.EmptyDir.SizeLimit, "<unset>"))
+		case v.HostPath != nil:
+			d.kv(2, "Type", "HostPath (bare host directory volume)")
+			d.kv(2, "Path", v.HostPath.Path)
+		case v.ConfigMap != nil:
+			d.kv(2, "Type", "ConfigMap (a volume populated by a ConfigMap)")
+			d.kv(2, "Name", v.ConfigMap.Name)
+			d.kv(2, "Optional", v.ConfigMap.Optional)
+		case v.Secret != nil:
+			d.kv(2, "Type", "Secret (a volume populated by a Secret)")
+			d.kv(2, "SecretName", v.Secret.SecretName)
+			d.kv(2, "Optional", v.Secret.Optional)
+		}
+	}
+}
+
+func (d *describer) tolerations(ts []*v1.Toleration) {
+	if len(ts) == 0 {
+		d.kv(0, "Tolerations", "<none>")
+		return
+	}
+	for i, t := range ts {
+		s := t.Key
+		if t.Operator == "Equal" || (t.Operator == "" && t.Value != "") {
+			s += "=" + t.Value
+		}
+		if t.Effect != "" {
+			s += ":" + t.Effect
+		}
+		if t.Operator == "Exists" && t.Key == "" {
+			s = "op=Exists"
+		} else if t.Operator == "Exists" {
+			s += " op=Exists"
+		}
+		if t.TolerationSeconds != nil {
+			s += fmt.Sprintf(" for %ds", *t.TolerationSeconds)
+		}
+		key := "Tolerations:"
+		if i > 0 {
+			key = ""
+		}
+		d.text(0, "%s\t%s", key, s)
+	}
+}
+
+func boolTitle(b bool) string {
+	if b {
+		return "True"
+	}
+	return "False"
+}
+
+func describeNode(ctx context.Context, d *describer, n *v1.Node) error {
+	m, sp, st := n.GetMetadata(), n.GetSpec(), n.GetStatus()
+	d.kv(0, "Name", m.GetName())
+	d.kv(0, "Roles", nodeRoles(n))
+	d.mapLines(0, "Labels", m.GetLabels(), "=")
+	d.mapLines(0, "Annotations", m.GetAnnotations(), ": ")
+	d.kv(0, "CreationTimestamp", timeString(m.GetCreationTimestamp()))
+	if len(sp.GetTaints()) == 0 {
+		d.kv(0, "Taints", "<none>")
+	}
+	for i, t := range sp.GetTaints() {
+		key := "Taints:"
+		if i > 0 {
+			key = ""
+		}
+		s := t.Key
+		if t.Value != "" {
+			s += "=" + t.Value
+		}
+		d.text(0, "%s\t%s:%s", key, s, t.Effect)
+	}
+	d.kv(0, "Unschedulable", sp.GetUnschedulable())
+	if lease, err := client.For[*v1.Lease](d.c).Get(ctx, "kube-node-lease", m.GetName()); err == nil {
+		d.text(0, "Lease:")
+		d.kv(1, "HolderIdentity", orDefault(lease.GetSpec().GetHolderIdentity(), "<unset>"))
+		d.kv(1, "AcquireTime", timeString(lease.GetSpec().GetAcquireTime()))
+		d.kv(1, "RenewTime", timeString(lease.GetSpec().GetRenewTime()))
+	}
+	if conds := st.GetConditions(); len(conds) > 0 {
+		d.text(0, "Conditions:")
+		d.text(1, "Type\tStatus\tLastHeartbeatTime\tLastTransitionTime\tReason\tMessage")
+		d.text(1, "----\t------\t-----------------\t------------------\t------\t-------")
+		for _, c := range conds {
+			d.text(1, "%s\t%s\t%s\t%s\t%s\t%s", c.Type, c.Status, timeString(c.LastHeartbeatTime), timeString(c.LastTransitionTime), c.Reason, c.Message)
+		}
+	}
+	d.text(0, "Addresses:")
+	for _, a := range st.GetAddresses() {
+		d.kv(1, a.Type, a.Address)
+	}
+	if len(st.GetCapacity()) > 0 {
+		d.text(0, "Capacity:")
+		d.quantities(1, st.GetCapacity())
+	}
+	if len(st.GetAllocatable()) > 0 {
+		d.text(0, "Allocatable:")
+		d.quantities(1, st.GetAllocatable())
+	}
+	if info := st.GetNodeInfo(); info != nil {
+		d.text(0, "System Info:")
+		d.kv(1, "Machine ID", info.MachineId)
+		d.kv(1, "Boot ID", info.BootId)
+		d.kv(1, "Kernel Version", info.KernelVersion)
+		d.kv(1, "OS Image", info.OsImage)
+		d.kv(1, "Operating System", info.OperatingSystem)
+		d.kv(1, "Architecture", info.Architecture)
+		d.kv(1, "Container Runtime Version", info.ContainerRuntimeVersion)
+		d.kv(1, "Kubelet Version", info.KubeletVersion)
+	}
+	if sp.GetPodCidr() != "" {
+		d.kv(0, "PodCIDR", sp.GetPodCidr())
+		d.kv(0, "PodCIDRs", strings.Join(sp.GetPodCidrs(), ","))
+	}
+	pods, _, err := client.For[*v1.Pod](d.c).List(ctx, client.ListOptions{FieldSelector: "spec.nodeName=" + m.GetName()})
+	if err != nil {
+		return err
+	}
+	var running []*v1.Pod
+	for _, p := range pods {
+		if ph := p.GetStatus().GetPhase(); ph != "Succeeded" && ph != "Failed" {
+			running = append(running, p)
+		}
+	}
+	d.kv(0, "Non-terminated Pods", fmt.Sprintf("(%d in total)", len(running)))
+	if len(running) > 0 {
+		d.text(1, "Namespace\tName\tCPU Requests\tMemory Requests\tAge")
+		d.text(1, "---------\t----\t------------\t---------------\t---")
+		for _, p := range running {
+			cpu, mem := podRequests(p)
+			d.text(1, "%s\t%s\t%s\t%s\t%s", p.Metadata.Namespace, p.Metadata.Name, cpu, mem, age(p.Metadata.CreationTimestamp, d.now))
+		}
+	}
+	return d.events(ctx, n)
+}
+
+// podRequests joins the containers' cpu and memory requests.
+func podRequests(p *v1.Pod) (cpu, mem string) {
+	var cs, ms []string
+	for _, c := range p.GetSpec().GetContainers() {
+		if v := c.GetResources().GetRequests()["cpu"]; v != "" {
+			cs = append(cs, v)
+		}
+		if v := c.GetResources().GetRequests()["memory"]; v != "" {
+			ms = append(ms, v)
+		}
+	}
+	return orDefault(strings.Join(cs, "+"), "0"), orDefault(strings.Join(ms, "+"), "0")
+}
+
+func describeNamespace(ctx context.Context, d *describer, n *v1.Namespace) error {
+	d.kv(0, "Name", n.GetMetadata().GetName())
+	d.mapLines(0, "Labels", n.GetMetadata().GetLabels(), "=")
+	d.mapLines(0, "Annotations", n.GetMetadata().GetAnnotations(), ": ")
+	d.kv(0, "Status", orDefault(n.GetStatus().GetPhase(), "<unset>"))
+	return d.events(ctx, n)
+}
+
+func describeService(ctx context.Context, d *describer, s *v1.Service) error {
+	sp := s.GetSpec()
+	d.meta(s.GetMetadata(), true)
+	d.kv(0, "Selector", labelString(sp.GetSelector()))
+	d.kv(0, "Type", sp.GetType())
+	d.kv(0, "IP", orNone(sp.GetClusterIp()))
+	for _, p := range sp.GetPorts() {
+		name := orDefault(p.Name, "<unset>")
+		proto := orDefault(p.Protocol, "TCP")
+		d.kv(0, "Port", fmt.Sprintf("%s  %d/%s", name, p.Port, proto))
+		d.kv(0, "TargetPort", fmt.Sprintf("%s/%s", p.TargetPort, proto))
+		if p.NodePort != 0 {
+			d.kv(0, "NodePort", fmt.Sprintf("%s  %d/%s", name, p.NodePort, proto))
+		}
+	}
+	eps := "<none>"
+	if ep, err := client.For[*v1.Endpoints](d.c).Get(ctx, s.Metadata.GetNamespace(), s.Metadata.GetName()); err == nil {
+		cells, _ := endpointsRow(ep, d.now)
+		eps = cells[1]
+	}
+	d.kv(0, "Endpoints", eps)
+	d.kv(0, "Session Affinity", orDefault(sp.GetSessionAffinity(), "None"))
+	return d.events(ctx, s)
+}
+
+func describeConfigMap(ctx context.Context, d *describer, c *v1.ConfigMap) error {
+	d.meta(c.GetMetadata(), true)
+	d.text(0, "")
+	d.text(0, "Data")
+	d.text(0, "====")
+	keys := make([]string, 0, len(c.Data))
+	for k := range c.Data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		d.text(0, "%s:", k)
+		d.text(0, "----")
+		d.text(0, "%s", strings.ReplaceAll(c.Data[k], "\t", "    "))
+		d.text(0, "")
+	}
+	if len(c.BinaryData) > 0 {
+		d.text(0, "BinaryData")
+		d.text(0, "====")
+		for k, v := range c.BinaryData {
+			d.text(0, "%s: %d bytes", k, len(v))
+		}
+	}
+	return d.events(ctx, c)
+}
+
+func describeSecret(ctx context.Context, d *describer, s *v1.Secret) error {
+	d.meta(s.GetMetadata(), true)
+	d.text(0, "")
+	d.kv(0, "Type", s.GetType())
+	d.text(0, "")
+	d.text(0, "Data")
+	d.text(0, "====")
+	keys := make([]string, 0, len(s.Data))
+	for k := range s.Data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		d.kv(0, k, fmt.Sprintf("%d bytes", len(s.Data[k])))
+	}
+	return d.events(ctx, s)
+}

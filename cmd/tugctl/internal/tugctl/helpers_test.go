@@ -1,0 +1,203 @@
+package tugctl
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tugboat/tugboat/api/client"
+	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/apiserver/apiservertest"
+)
+
+// env is a real apiserver on real etcd and a way to run tugctl command
+// lines against it in-process.
+type env struct {
+	t    *testing.T
+	srv  *apiservertest.Server
+	c    *client.Client
+	home string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	srv := apiservertest.Start(t)
+	return &env{t: t, srv: srv, c: srv.Client, home: t.TempDir()}
+}
+
+// result is what a command line printed and its exit status.
+type result struct {
+	out, err string
+	code     int
+}
+
+func (r result) String() string {
+	return "exit " + strconv.Itoa(r.code) + "\n--- stdout:\n" + r.out + "--- stderr:\n" + r.err
+}
+
+// run runs tugctl with args, TUGBOAT_SERVER pointing at the test server and
+// HOME at an empty temporary directory.
+func (e *env) run(args ...string) result {
+	e.t.Helper()
+	return e.runIn("", args...)
+}
+
+// runIn is run with stdin.
+func (e *env) runIn(stdin string, args ...string) result {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	code := e.options(strings.NewReader(stdin), &out, &errOut).Execute(ctx, args)
+	return result{out.String(), errOut.String(), code}
+}
+
+func (e *env) options(in io.Reader, out, errOut io.Writer) *Options {
+	return &Options{
+		Streams: Streams{In: in, Out: out, ErrOut: errOut},
+		Getenv: func(k string) string {
+			switch k {
+			case "TUGBOAT_SERVER":
+				return e.srv.Addr()
+			case "HOME":
+				return e.home
+			}
+			return ""
+		},
+	}
+}
+
+// background runs a long command (get -w, rollout status) until it exits
+// or stop is called; output is readable while it runs.
+type background struct {
+	out, err *lockedBuffer
+	done     chan int
+	cancel   context.CancelFunc
+}
+
+func (e *env) start(args ...string) *background {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	b := &background{out: &lockedBuffer{}, err: &lockedBuffer{}, done: make(chan int, 1), cancel: cancel}
+	o := e.options(strings.NewReader(""), b.out, b.err)
+	go func() { b.done <- o.Execute(ctx, args) }()
+	e.t.Cleanup(func() { cancel(); <-b.done; b.done <- 0 })
+	return b
+}
+
+// wait waits for the command to exit and returns its status.
+func (b *background) wait(t *testing.T, d time.Duration) int {
+	t.Helper()
+	select {
+	case code := <-b.done:
+		b.done <- code
+		return code
+	case <-time.After(d):
+		t.Fatalf("command did not exit within %v; stdout:\n%s\nstderr:\n%s", d, b.out.String(), b.err.String())
+		return -1
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// eventually polls cond until it holds or d passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// writeFile writes a file under a temporary directory and returns its path.
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// mustOK fails the test unless the command exited 0.
+func mustOK(t *testing.T, r result) result {
+	t.Helper()
+	if r.code != 0 {
+		t.Fatalf("command failed: %v", r)
+	}
+	return r
+}
+
+// mustFail fails the test unless the command exited non-zero with stderr
+// containing every want.
+func mustFail(t *testing.T, r result, want ...string) {
+	t.Helper()
+	if r.code == 0 {
+		t.Fatalf("command succeeded, want failure: %v", r)
+	}
+	for _, w := range want {
+		if !strings.Contains(r.err, w) {
+			t.Errorf("stderr lacks %q: %v", w, r)
+		}
+	}
+}
+
+// lines returns the output lines split into whitespace-separated fields.
+func fieldsOf(out string) [][]string {
+	var rows [][]string
+	for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		rows = append(rows, strings.Fields(l))
+	}
+	return rows
+}
+
+// row finds the row whose first field is name.
+func row(t *testing.T, out, name string) []string {
+	t.Helper()
+	for _, r := range fieldsOf(out) {
+		if len(r) > 0 && r[0] == name {
+			return r
+		}
+	}
+	t.Fatalf("no row %q in\n%s", name, out)
+	return nil
+}
+
+func mustCreate[T v1.Object](t *testing.T, c *client.Client, obj T) T {
+	t.Helper()
+	out, err := client.For[T](c).Create(ctxT(t), obj)
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	return out
+}
