@@ -3,6 +3,7 @@ package apiserver
 import (
 	"crypto/tls"
 	"fmt"
+	"github.com/tugboat/tugboat/apiserver/storage"
 	"log/slog"
 	"net"
 	"time"
@@ -34,6 +35,10 @@ type Config struct {
 	WatchCacheSize int
 	// WatchQueueSize is how many events a watcher may lag before it is cut off.
 	WatchQueueSize int
+	// Auth, when set, turns on authentication, authorization and audit.
+	Auth *AuthConfig
+	// Encryption, when set, encrypts Secrets at rest (storage.LoadEncryption).
+	Encryption *storage.Encryption
 	// ServiceCIDR is where ClusterIPs come from (default 10.96.0.0/16).
 	ServiceCIDR string
 	// NodePortRange is "LOW-HIGH" (default 30000-32767).

@@ -41,7 +41,11 @@ func (s *Server) Delete(ctx context.Context, req *v1.DeleteRequest) (*anypb.Any,
 	if req.GracePeriodSeconds != nil && *req.GracePeriodSeconds < 0 {
 		return nil, apierrors.ToGRPC(apierrors.Invalid("gracePeriodSeconds", "must be >= 0"))
 	}
-	out, err := s.delete(ctx, k, namespaceOf(k, req.Namespace), req.Name, req)
+	ns := namespaceOf(k, req.Namespace)
+	if err := s.authorize(ctx, "delete", k, "", ns, req.Name, ""); err != nil {
+		return nil, apierrors.ToGRPC(err)
+	}
+	out, err := s.delete(ctx, k, ns, req.Name, req)
 	if err != nil {
 		return nil, apierrors.ToGRPC(err)
 	}

@@ -13,10 +13,11 @@ import (
 )
 
 type metrics struct {
-	requests  *prometheus.CounterVec
-	latency   *prometheus.HistogramVec
-	watchSent *prometheus.CounterVec
-	watchOpen *prometheus.GaugeVec
+	requests     *prometheus.CounterVec
+	latency      *prometheus.HistogramVec
+	watchSent    *prometheus.CounterVec
+	watchOpen    *prometheus.GaugeVec
+	authFailures *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -39,7 +40,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Open watch streams by kind.",
 		}, []string{"kind"}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.watchSent, m.watchOpen)
+	m.authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tugboat_apiserver_auth_failures_total",
+		Help: "Requests refused by stage (authentication, authorization).",
+	}, []string{"stage"})
+	reg.MustRegister(m.requests, m.latency, m.watchSent, m.watchOpen, m.authFailures)
 	return m
 }
 

@@ -18,10 +18,13 @@ type nodeRelay struct {
 }
 
 // podNode finds the node a pod runs on.
-func (r *nodeRelay) podNode(ctx context.Context, ns, name string) (v1.NodeAPIClient, error) {
+func (r *nodeRelay) podNode(ctx context.Context, verb, sub, ns, name string) (v1.NodeAPIClient, error) {
 	podKind, _ := kinds.Lookup("Pod")
 	if name == "" {
 		return nil, apierrors.Invalid("pod", "required")
+	}
+	if err := r.s.authorize(ctx, verb, podKind, sub, namespaceOf(podKind, ns), name, ""); err != nil {
+		return nil, err
 	}
 	obj, err := r.s.store.Get(ctx, podKind, namespaceOf(podKind, ns), name)
 	if err != nil {
@@ -34,16 +37,20 @@ func (r *nodeRelay) podNode(ctx context.Context, ns, name string) (v1.NodeAPICli
 	return r.s.tunnels.Node(node)
 }
 
-func (r *nodeRelay) named(node string) (v1.NodeAPIClient, error) {
+func (r *nodeRelay) named(ctx context.Context, verb, sub, node string) (v1.NodeAPIClient, error) {
 	if node == "" {
 		return nil, apierrors.Invalid("nodeName", "required")
+	}
+	nodeKind, _ := kinds.Lookup("Node")
+	if err := r.s.authorize(ctx, verb, nodeKind, sub, "", node, ""); err != nil {
+		return nil, err
 	}
 	return r.s.tunnels.Node(node)
 }
 
 func (r *nodeRelay) Logs(req *v1.LogsRequest, stream v1.NodeAPI_LogsServer) error {
 	ctx := stream.Context()
-	nc, err := r.podNode(ctx, req.Namespace, req.Pod)
+	nc, err := r.podNode(ctx, "get", "log", req.Namespace, req.Pod)
 	if err != nil {
 		return apierrors.ToGRPC(err)
 	}
@@ -80,7 +87,7 @@ func (r *nodeRelay) Exec(stream v1.NodeAPI_ExecServer) error {
 		return apierrors.ToGRPC(apierrors.Invalid("start.command", "required"))
 	}
 	first.Start.Namespace = namespaceOf(&kinds.Kind{Namespaced: true}, first.Start.Namespace)
-	nc, err := r.podNode(ctx, first.Start.Namespace, first.Start.Pod)
+	nc, err := r.podNode(ctx, "create", "exec", first.Start.Namespace, first.Start.Pod)
 	if err != nil {
 		return apierrors.ToGRPC(err)
 	}
@@ -124,7 +131,7 @@ func (r *nodeRelay) ImportImage(stream v1.NodeAPI_ImportImageServer) error {
 	if err != nil {
 		return err
 	}
-	nc, err := r.named(first.NodeName)
+	nc, err := r.named(ctx, "create", "images", first.NodeName)
 	if err != nil {
 		return apierrors.ToGRPC(err)
 	}
@@ -169,7 +176,7 @@ func (r *nodeRelay) ImportImage(stream v1.NodeAPI_ImportImageServer) error {
 }
 
 func (r *nodeRelay) ListImages(ctx context.Context, req *v1.ListImagesRequest) (*v1.ListImagesResponse, error) {
-	nc, err := r.named(req.NodeName)
+	nc, err := r.named(ctx, "get", "images", req.NodeName)
 	if err != nil {
 		return nil, apierrors.ToGRPC(err)
 	}
@@ -177,7 +184,7 @@ func (r *nodeRelay) ListImages(ctx context.Context, req *v1.ListImagesRequest) (
 }
 
 func (r *nodeRelay) Stats(ctx context.Context, req *v1.StatsRequest) (*v1.StatsResponse, error) {
-	nc, err := r.named(req.NodeName)
+	nc, err := r.named(ctx, "get", "stats", req.NodeName)
 	if err != nil {
 		return nil, apierrors.ToGRPC(err)
 	}

@@ -62,8 +62,12 @@ func namespaceOf(k *kinds.Kind, ns string) string {
 
 // Create implements Objects.Create.
 func (s *Server) Create(ctx context.Context, req *v1.CreateRequest) (*anypb.Any, error) {
-	_, obj, err := unpack(req.Object)
+	k, obj, err := unpack(req.Object)
 	if err != nil {
+		return nil, apierrors.ToGRPC(err)
+	}
+	m := v1.Meta(obj)
+	if err := s.authorize(ctx, "create", k, "", namespaceOf(k, m.Namespace), m.Name, ""); err != nil {
 		return nil, apierrors.ToGRPC(err)
 	}
 	out, err := s.create(ctx, obj)
@@ -143,7 +147,11 @@ func (s *Server) Get(ctx context.Context, req *v1.GetRequest) (*anypb.Any, error
 	if err != nil {
 		return nil, apierrors.ToGRPC(err)
 	}
-	obj, err := s.store.Get(ctx, k, namespaceOf(k, req.Namespace), req.Name)
+	ns := namespaceOf(k, req.Namespace)
+	if err := s.authorize(ctx, "get", k, "", ns, req.Name, ""); err != nil {
+		return nil, apierrors.ToGRPC(err)
+	}
+	obj, err := s.store.Get(ctx, k, ns, req.Name)
 	if err != nil {
 		return nil, apierrors.ToGRPC(err)
 	}
@@ -188,6 +196,9 @@ func (s *Server) List(ctx context.Context, req *v1.ListRequest) (*v1.ListRespons
 	if k.Namespaced {
 		ns = req.Namespace
 	}
+	if err := s.authorize(ctx, "list", k, "", ns, "", req.FieldSelector); err != nil {
+		return nil, apierrors.ToGRPC(err)
+	}
 	res, err := s.store.List(ctx, k, storage.ListOptions{Namespace: ns, Filter: filter, Limit: req.Limit, Continue: req.Continue})
 	if err != nil {
 		return nil, apierrors.ToGRPC(err)
@@ -210,6 +221,10 @@ func (s *Server) Update(ctx context.Context, req *v1.UpdateRequest) (*anypb.Any,
 	if err != nil {
 		return nil, apierrors.ToGRPC(err)
 	}
+	m := v1.Meta(obj)
+	if err := s.authorize(ctx, "update", k, "", namespaceOf(k, m.Namespace), m.Name, ""); err != nil {
+		return nil, apierrors.ToGRPC(err)
+	}
 	out, err := s.update(ctx, k, obj, false)
 	if err != nil {
 		return nil, apierrors.ToGRPC(err)
@@ -226,6 +241,10 @@ func (s *Server) UpdateStatus(ctx context.Context, req *v1.UpdateRequest) (*anyp
 	}
 	if !k.HasStatus() {
 		return nil, apierrors.ToGRPC(apierrors.Invalid("status", "kind %s has no status", k.Name))
+	}
+	m := v1.Meta(obj)
+	if err := s.authorize(ctx, "update", k, "status", namespaceOf(k, m.Namespace), m.Name, ""); err != nil {
+		return nil, apierrors.ToGRPC(err)
 	}
 	out, err := s.update(ctx, k, obj, true)
 	if err != nil {
@@ -367,6 +386,9 @@ func (s *Server) Bind(ctx context.Context, req *v1.BindRequest) (*anypb.Any, err
 		return nil, apierrors.ToGRPC(apierrors.Invalid("nodeName", "required"))
 	}
 	ns := namespaceOf(podKind, req.Namespace)
+	if err := s.authorize(ctx, "create", podKind, "binding", ns, req.Name, ""); err != nil {
+		return nil, apierrors.ToGRPC(err)
+	}
 	out, err := s.store.GuaranteedUpdate(ctx, podKind, ns, req.Name, func(cur v1.Object) (v1.Object, error) {
 		pod := cur.(*v1.Pod)
 		if req.ResourceVersion != 0 && req.ResourceVersion != pod.Metadata.ResourceVersion {

@@ -35,6 +35,7 @@ import (
 	"github.com/tugboat/tugboat/api/metricsserver"
 	"github.com/tugboat/tugboat/api/tunnel"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/apiserver/auth"
 	"github.com/tugboat/tugboat/apiserver/storage"
 	"github.com/tugboat/tugboat/apiserver/watchcache"
 )
@@ -58,6 +59,9 @@ type Server struct {
 	nsActive map[string]bool // namespaces with a finalizer running
 	nsCtx    context.Context // the Run context, for namespace finalizers
 	tunnels  *tunnel.Registry
+	authn    *auth.Authenticator // nil: authentication off
+	rbac     *auth.RBAC
+	audit    *auditLog
 	services *serviceAllocator
 	// admission holds per-kind admission steps by Kind name.
 	admission map[string][]Admitter
@@ -89,10 +93,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.reg = prometheus.NewRegistry()
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.metrics = newMetrics(s.reg)
-	s.store = storage.New(cli, storage.NewMetrics(s.reg))
+	s.store = storage.New(cli, storage.NewMetrics(s.reg), cfg.Encryption)
 	wcm := watchcache.NewMetrics(s.reg)
 	for _, k := range kinds.All() {
-		s.caches[k] = watchcache.New(k, cli, watchcache.Config{
+		s.caches[k] = watchcache.New(k, s.store, watchcache.Config{
 			Size: cfg.WatchCacheSize, QueueSize: cfg.WatchQueueSize,
 			BookmarkInterval: cfg.BookmarkInterval, Metrics: wcm, Logger: s.log,
 		})
@@ -105,6 +109,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.services = alloc
 	s.admission["Service"] = append(s.admission["Service"], alloc)
+	if err := s.setupAuth(); err != nil {
+		cli.Close()
+		s.closeEtcd()
+		return nil, err
+	}
 	lis, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		s.closeEtcd()
@@ -115,8 +124,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		grpc.MaxRecvMsgSize(4 << 20),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
-		grpc.ChainUnaryInterceptor(s.unaryMetrics),
-		grpc.ChainStreamInterceptor(s.streamMetrics),
+		grpc.ChainUnaryInterceptor(s.unaryMetrics, s.unaryAuth),
+		grpc.ChainStreamInterceptor(s.streamMetrics, s.streamAuth),
 	}
 	if cfg.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
@@ -126,6 +135,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.tunnels = tunnel.NewRegistry(s.log)
 	v1.RegisterNodeTunnelServer(s.grpc, s.tunnels)
 	v1.RegisterNodeAPIServer(s.grpc, &nodeRelay{s: s})
+	v1.RegisterAuthServer(s.grpc, &authService{s: s})
+	s.tunnels.Authorize = s.authorizeTunnel
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
@@ -174,6 +185,16 @@ func (s *Server) Run(ctx context.Context) error {
 		s.shutdown(&wg)
 		return err
 	}
+	if s.authn != nil {
+		if err := s.bootstrapPolicy(ctx); err != nil {
+			s.shutdown(&wg)
+			return fmt.Errorf("creating the default RBAC policy: %w", err)
+		}
+		if err := s.followRBAC(ctx); err != nil {
+			s.shutdown(&wg)
+			return fmt.Errorf("loading RBAC: %w", err)
+		}
+	}
 	wg.Add(2)
 	go func() { defer wg.Done(); s.runCompactor(ctx) }()
 	go func() { defer wg.Done(); s.resumeNamespaceFinalizers(ctx) }()
@@ -211,6 +232,9 @@ func (s *Server) Run(ctx context.Context) error {
 
 func (s *Server) shutdown(wg *sync.WaitGroup) {
 	wg.Wait()
+	if s.audit != nil {
+		s.audit.Close()
+	}
 	s.etcdCli.Close()
 	s.closeEtcd()
 }

@@ -26,6 +26,9 @@ func (s *Server) Watch(req *v1.WatchRequest, stream v1.Objects_WatchServer) erro
 	if k.Namespaced {
 		ns = req.Namespace
 	}
+	if err := s.authorize(ctx, "watch", k, "", ns, "", req.FieldSelector); err != nil {
+		return apierrors.ToGRPC(err)
+	}
 	match := func(o v1.Object) bool {
 		if o == nil {
 			return false

@@ -6,8 +6,6 @@ package component
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -44,22 +42,11 @@ func (f *ClientFlags) Config(userAgent string) (client.Config, error) {
 		return cfg, fmt.Errorf("--server: required")
 	}
 	if f.CAFile != "" {
-		pem, err := os.ReadFile(f.CAFile)
+		t, err := client.TLSFromFiles(f.CAFile, f.CertFile, f.KeyFile)
 		if err != nil {
-			return cfg, fmt.Errorf("--ca-file: %w", err)
+			return cfg, fmt.Errorf("--ca-file/--cert-file/--key-file: %w", err)
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return cfg, fmt.Errorf("--ca-file %s: no PEM certificates found", f.CAFile)
-		}
-		cfg.TLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13}
-		if f.CertFile != "" || f.KeyFile != "" {
-			cert, err := tls.LoadX509KeyPair(f.CertFile, f.KeyFile)
-			if err != nil {
-				return cfg, fmt.Errorf("--cert-file/--key-file: %w", err)
-			}
-			cfg.TLS.Certificates = []tls.Certificate{cert}
-		}
+		cfg.TLS = t
 	} else if f.CertFile != "" {
 		return cfg, fmt.Errorf("--cert-file needs --ca-file")
 	}

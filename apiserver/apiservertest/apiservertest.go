@@ -5,13 +5,16 @@ package apiservertest
 
 import (
 	"context"
+	"crypto/tls"
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/tugboat/tugboat/api/client"
+	"github.com/tugboat/tugboat/api/pki"
 	"github.com/tugboat/tugboat/apiserver"
 )
 
@@ -20,8 +23,11 @@ type Server struct {
 	*apiserver.Server
 	Client *client.Client
 
-	t      testing.TB
-	cfg    apiserver.Config
+	t         testing.TB
+	cfg       apiserver.Config
+	clientTLS *tls.Config
+	// PKIDir holds the cluster CA and certificates when started with StartSecure.
+	PKIDir string
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -32,16 +38,68 @@ type Option func(*apiserver.Config)
 // Start runs an apiserver with embedded etcd and returns it with a client.
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
+	return start(t, "", opts)
+}
+
+// StartSecure runs an apiserver with TLS 1.3, client certificates, RBAC
+// and the node authorizer on, using certificates made by pki.Init in a temp
+// dir (server, admin, scheduler, controller-manager, proxy, and nodes n1 and
+// n2). s.Client is the admin (system:masters).
+func StartSecure(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	dir := t.TempDir()
+	if err := pki.Init(pki.InitOptions{Dir: dir, Nodes: []string{"n1", "n2"}}); err != nil {
+		t.Fatal(err)
+	}
+	return start(t, dir, opts)
+}
+
+// ClientAs returns a client presenting the certificate pair name (from the
+// PKI dir: "admin", "scheduler", "node-n1", ...); "" presents none.
+func (s *Server) ClientAs(name string) *client.Client {
+	s.t.Helper()
+	cfg := client.Config{Server: s.Addr(), UserAgent: "test-" + name}
+	if s.PKIDir != "" {
+		var err error
+		cert, key := "", ""
+		if name != "" {
+			cert, key = filepath.Join(s.PKIDir, name+".crt"), filepath.Join(s.PKIDir, name+".key")
+		}
+		cfg.TLS, err = client.TLSFromFiles(filepath.Join(s.PKIDir, "ca.crt"), cert, key)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	c, err := client.New(cfg)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func start(t testing.TB, pkiDir string, opts []Option) *Server {
 	cfg := apiserver.Config{
 		Listen:           "127.0.0.1:0",
 		DataDir:          t.TempDir(),
 		BookmarkInterval: time.Second,
 		Logger:           testLogger(),
 	}
+	s := &Server{t: t, PKIDir: pkiDir}
+	if pkiDir != "" {
+		if err := apiserver.SecureFromPKIDir(&cfg, pkiDir); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		s.clientTLS, err = client.TLSFromFiles(filepath.Join(pkiDir, "ca.crt"), filepath.Join(pkiDir, "admin.crt"), filepath.Join(pkiDir, "admin.key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	s := &Server{t: t, cfg: cfg}
+	s.cfg = cfg
 	s.start()
 	t.Cleanup(s.Stop)
 	return s
@@ -70,7 +128,7 @@ func (s *Server) start() {
 	s.cfg.Listen = srv.Addr()
 	if s.Client == nil {
 		// One client for the server's life: it reconnects across restarts.
-		c, err := client.New(client.Config{Server: srv.Addr(), UserAgent: "test"})
+		c, err := client.New(client.Config{Server: srv.Addr(), UserAgent: "test", TLS: s.clientTLS})
 		if err != nil {
 			s.t.Fatalf("client: %v", err)
 		}

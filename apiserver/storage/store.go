@@ -37,11 +37,13 @@ const Prefix = "/registry/"
 type Store struct {
 	cli     *clientv3.Client
 	metrics *Metrics
+	enc     *Encryption
 }
 
-// New returns a store over an etcd client. metrics may be nil.
-func New(cli *clientv3.Client, metrics *Metrics) *Store {
-	return &Store{cli: cli, metrics: metrics}
+// New returns a store over an etcd client. metrics and enc may be nil (no
+// encryption at rest).
+func New(cli *clientv3.Client, metrics *Metrics, enc *Encryption) *Store {
+	return &Store{cli: cli, metrics: metrics, enc: enc}
 }
 
 // Client returns the etcd client (for the watch cache and compaction).
@@ -65,22 +67,29 @@ func Key(k *kinds.Kind, ns, name string) string {
 }
 
 // Decode turns a stored value into an object with resource_version set.
-func Decode(k *kinds.Kind, value []byte, rev int64) (v1.Object, error) {
+func (s *Store) Decode(k *kinds.Kind, value []byte, rev int64) (v1.Object, error) {
+	plain, err := s.enc.decrypt(k.Plural, value)
+	if err != nil {
+		return nil, fmt.Errorf("decoding %s at revision %d: %w", k.Plural, rev, err)
+	}
 	obj := k.New()
-	if err := proto.Unmarshal(value, obj); err != nil {
+	if err := proto.Unmarshal(plain, obj); err != nil {
 		return nil, fmt.Errorf("decoding %s at revision %d: %w", k.Plural, rev, err)
 	}
 	v1.Meta(obj).ResourceVersion = rev
 	return obj, nil
 }
 
-func encode(obj v1.Object) ([]byte, error) {
+func (s *Store) encode(k *kinds.Kind, obj v1.Object) ([]byte, error) {
 	m := v1.Meta(obj)
 	rv := m.ResourceVersion
 	m.ResourceVersion = 0
 	b, err := proto.Marshal(obj)
 	m.ResourceVersion = rv
-	return b, err
+	if err != nil {
+		return nil, err
+	}
+	return s.enc.encrypt(k.Plural, b)
 }
 
 func (s *Store) observe(op string, start time.Time) {
@@ -93,7 +102,7 @@ func (s *Store) observe(op string, start time.Time) {
 func (s *Store) Create(ctx context.Context, k *kinds.Kind, obj v1.Object) (v1.Object, error) {
 	m := v1.Meta(obj)
 	key := Key(k, m.Namespace, m.Name)
-	val, err := encode(obj)
+	val, err := s.encode(k, obj)
 	if err != nil {
 		return nil, err
 	}
@@ -124,14 +133,14 @@ func (s *Store) Get(ctx context.Context, k *kinds.Kind, ns, name string) (v1.Obj
 		return nil, apierrors.NotFound(k.Plural, ns, name)
 	}
 	kv := resp.Kvs[0]
-	return Decode(k, kv.Value, kv.ModRevision)
+	return s.Decode(k, kv.Value, kv.ModRevision)
 }
 
 // Update writes obj if the stored object is still at version expect.
 func (s *Store) Update(ctx context.Context, k *kinds.Kind, obj v1.Object, expect int64) (v1.Object, error) {
 	m := v1.Meta(obj)
 	key := Key(k, m.Namespace, m.Name)
-	val, err := encode(obj)
+	val, err := s.encode(k, obj)
 	if err != nil {
 		return nil, err
 	}

@@ -77,10 +77,11 @@ type Config struct {
 
 // Cache is one kind's watch cache.
 type Cache struct {
-	kind *kinds.Kind
-	cli  *clientv3.Client
-	cfg  Config
-	log  *slog.Logger
+	kind  *kinds.Kind
+	store *storage.Store
+	cli   *clientv3.Client
+	cfg   Config
+	log   *slog.Logger
 
 	mu       sync.Mutex
 	ring     []*Event // ordered by Rev
@@ -92,7 +93,7 @@ type Cache struct {
 }
 
 // New makes a cache for one kind; call Run to fill it.
-func New(kind *kinds.Kind, cli *clientv3.Client, cfg Config) *Cache {
+func New(kind *kinds.Kind, store *storage.Store, cfg Config) *Cache {
 	if cfg.Size <= 0 {
 		cfg.Size = 2000
 	}
@@ -107,7 +108,8 @@ func New(kind *kinds.Kind, cli *clientv3.Client, cfg Config) *Cache {
 	}
 	return &Cache{
 		kind:     kind,
-		cli:      cli,
+		store:    store,
+		cli:      store.Client(),
 		cfg:      cfg,
 		log:      cfg.Logger.With("kind", kind.Plural),
 		ready:    make(chan struct{}),
@@ -254,7 +256,7 @@ func (c *Cache) apply(evs []*clientv3.Event) {
 func (c *Cache) decode(ev *clientv3.Event) (*Event, error) {
 	e := &Event{Rev: ev.Kv.ModRevision}
 	if ev.PrevKv != nil && len(ev.PrevKv.Value) > 0 {
-		prev, err := storage.Decode(c.kind, ev.PrevKv.Value, ev.PrevKv.ModRevision)
+		prev, err := c.store.Decode(c.kind, ev.PrevKv.Value, ev.PrevKv.ModRevision)
 		if err != nil {
 			return nil, err
 		}
@@ -267,10 +269,10 @@ func (c *Cache) decode(ev *clientv3.Event) (*Event, error) {
 			// Without the previous value we still know the name.
 			return nil, errors.New("delete event without previous value")
 		}
-		obj, _ := storage.Decode(c.kind, ev.PrevKv.Value, ev.Kv.ModRevision)
+		obj, _ := c.store.Decode(c.kind, ev.PrevKv.Value, ev.Kv.ModRevision)
 		e.Obj = obj
 	default:
-		obj, err := storage.Decode(c.kind, ev.Kv.Value, ev.Kv.ModRevision)
+		obj, err := c.store.Decode(c.kind, ev.Kv.Value, ev.Kv.ModRevision)
 		if err != nil {
 			return nil, err
 		}

@@ -1,10 +1,12 @@
 // Command apiserver serves the Tugboat API over gRPC and is the only
-// component that talks to etcd.
+// component that talks to etcd. `apiserver pki init` makes the cluster's
+// certificates.
 package main
 
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -14,7 +16,12 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 2 && os.Args[1] == "pki" && os.Args[2] == "init" {
+		component.Main("apiserver pki init", func(context.Context) error { return pkiInit(os.Args[3:]) })
+		return
+	}
 	var cfg apiserver.Config
+	var sec securityFlags
 	var logs component.LogFlags
 	var etcd string
 	fs := flag.NewFlagSet("apiserver", flag.ExitOnError)
@@ -29,6 +36,7 @@ func main() {
 	fs.IntVar(&cfg.WatchQueueSize, "watch-queue-size", 1000, "events a watcher may lag before it is cut off")
 	fs.StringVar(&cfg.ServiceCIDR, "service-cidr", "10.96.0.0/16", "range ClusterIPs are allocated from (.1 and .10 are reserved: API and DNS)")
 	fs.StringVar(&cfg.NodePortRange, "service-node-port-range", "30000-32767", "range nodePorts are allocated from")
+	sec.register(fs)
 	logs.Register(fs)
 	_ = fs.Parse(os.Args[1:])
 	if etcd != "" {
@@ -40,10 +48,27 @@ func main() {
 			return err
 		}
 		cfg.Logger = log
+		if err := sec.apply(&cfg, log); err != nil {
+			return err
+		}
 		srv, err := apiserver.New(ctx, cfg)
 		if err != nil {
 			return err
 		}
 		return srv.Run(ctx)
 	})
+}
+
+func pkiInit(args []string) error {
+	fs := flag.NewFlagSet("apiserver pki init", flag.ExitOnError)
+	dir := fs.String("dir", "/etc/tugboat/pki", "where to write the certificates and keys")
+	names := fs.String("server-names", "", "extra DNS names the apiserver is reached by (comma-separated)")
+	ips := fs.String("server-ips", "", "extra IP addresses the apiserver is reached by (comma-separated)")
+	nodes := fs.String("nodes", "", "node names that get client certificates now (instead of join tokens)")
+	_ = fs.Parse(args)
+	if err := initPKI(*dir, *names, *ips, *nodes); err != nil {
+		return err
+	}
+	fmt.Printf("wrote the cluster CA and certificates to %s\n", *dir)
+	return nil
 }

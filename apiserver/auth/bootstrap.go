@@ -1,0 +1,61 @@
+package auth
+
+import v1 "github.com/tugboat/tugboat/api/v1"
+
+func rule(groups, resources, verbs []string) *v1.PolicyRule {
+	return &v1.PolicyRule{ApiGroups: groups, Resources: resources, Verbs: verbs}
+}
+
+var (
+	all       = []string{"*"}
+	readVerbs = []string{"get", "list", "watch"}
+	anyGroup  = []string{"*"}
+	core      = []string{""}
+	// workloads are what edit and view cover (view: not secrets).
+	viewable = []string{"pods", "pods/log", "services", "endpoints", "configmaps", "events", "replicasets", "deployments",
+		"namespaces", "nodes", "leases", "replicasets/status", "deployments/status", "pods/status"}
+	editable = []string{"pods", "pods/exec", "pods/log", "services", "endpoints", "configmaps", "secrets", "events",
+		"replicasets", "deployments", "replicasets/scale", "deployments/scale"}
+)
+
+func clusterRole(name string, rules ...*v1.PolicyRule) *v1.ClusterRole {
+	return &v1.ClusterRole{Metadata: &v1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/bootstrapping": "rbac-defaults"}}, Rules: rules}
+}
+
+func clusterBinding(name, role, kind, subject string) *v1.ClusterRoleBinding {
+	return &v1.ClusterRoleBinding{
+		Metadata: &v1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/bootstrapping": "rbac-defaults"}},
+		Subjects: []*v1.RBACSubject{{Kind: kind, Name: subject}},
+		RoleRef:  &v1.RoleRef{ApiGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
+	}
+}
+
+// DefaultPolicy is the RBAC every cluster starts with (created if missing,
+// never overwritten): the user-facing roles cluster-admin, admin, edit and
+// view, and least-privilege roles for the control-plane components. Kubelets
+// are governed by the node authorizer, not RBAC.
+func DefaultPolicy() []v1.Object {
+	return []v1.Object{
+		clusterRole("cluster-admin", rule(anyGroup, all, all)),
+		clusterRole("admin", rule(anyGroup, append(editable, "roles", "rolebindings"), all)),
+		clusterRole("edit", rule(anyGroup, editable, all)),
+		clusterRole("view", rule(anyGroup, viewable, readVerbs)),
+		clusterRole("system:kube-scheduler",
+			rule(core, []string{"pods", "nodes", "namespaces"}, readVerbs),
+			rule(core, []string{"pods/binding"}, []string{"create"}),
+			rule(core, []string{"pods/status"}, []string{"update"}),
+			rule(core, []string{"events"}, []string{"create", "update", "get"}),
+			rule(anyGroup, []string{"leases"}, []string{"get", "create", "update"}),
+			rule(anyGroup, []string{"replicasets", "deployments", "services"}, readVerbs)),
+		clusterRole("system:kube-controller-manager",
+			rule(anyGroup, []string{"pods", "pods/status", "replicasets", "replicasets/status", "deployments", "deployments/status",
+				"endpoints", "events", "nodes", "nodes/status", "leases", "namespaces", "services", "configmaps"}, all)),
+		clusterRole("system:kube-proxy",
+			rule(core, []string{"services", "endpoints", "nodes", "pods", "namespaces"}, readVerbs),
+			rule(core, []string{"events"}, []string{"create", "update", "get"})),
+		clusterBinding("cluster-admin", "cluster-admin", "Group", GroupMasters),
+		clusterBinding("system:kube-scheduler", "system:kube-scheduler", "User", "system:kube-scheduler"),
+		clusterBinding("system:kube-controller-manager", "system:kube-controller-manager", "User", "system:kube-controller-manager"),
+		clusterBinding("system:kube-proxy", "system:kube-proxy", "User", "system:kube-proxy"),
+	}
+}

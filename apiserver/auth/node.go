@@ -1,0 +1,76 @@
+package auth
+
+import (
+	"context"
+	"slices"
+)
+
+// NodeFacts answers what the node authorizer must know about stored state.
+type NodeFacts interface {
+	// PodNode returns the node a stored pod is bound to ("" if none).
+	PodNode(ctx context.Context, ns, name string) (string, error)
+	// Referenced reports whether a pod bound to node references the
+	// ConfigMap or Secret (kind "configmaps" or "secrets") ns/name.
+	Referenced(ctx context.Context, node, kind, ns, name string) (bool, error)
+}
+
+// AuthorizeNode is the node authorizer: a kubelet (system:node:<n> in
+// system:nodes) may read what its node needs and write only its own Node,
+// Lease, and its pods' status — whatever RBAC says. fieldSelector is the
+// request's, for list and watch. Returns allowed and, if not, why.
+func AuthorizeNode(ctx context.Context, node string, a Attributes, fieldNode string, facts NodeFacts) (bool, string) {
+	read := slices.Contains([]string{"get", "list", "watch"}, a.Verb)
+	switch a.Resource {
+	case "namespaces", "services", "endpoints":
+		return read && a.Subresource == "", "nodes may only read namespaces, services and endpoints"
+	case "nodes":
+		if read && a.Subresource == "" {
+			return true, ""
+		}
+		if a.Verb == "create" || a.Verb == "update" {
+			if a.Name == node && (a.Subresource == "" || a.Subresource == "status" || a.Subresource == "tunnel") {
+				return true, ""
+			}
+			return false, "a node may only modify its own Node object (" + node + ")"
+		}
+		return false, "nodes may not " + a.Verb + " nodes"
+	case "leases":
+		if a.Namespace == "kube-node-lease" && a.Name == node && slices.Contains([]string{"get", "create", "update"}, a.Verb) {
+			return true, ""
+		}
+		return false, "a node may only use its own Lease kube-node-lease/" + node
+	case "events":
+		return slices.Contains([]string{"create", "update", "get"}, a.Verb), "nodes may only create and update events"
+	case "pods":
+		switch {
+		case a.Verb == "list" || a.Verb == "watch":
+			if fieldNode == node {
+				return true, ""
+			}
+			return false, "a node may only list and watch pods with fieldSelector spec.nodeName=" + node
+		case a.Subresource == "" && (a.Verb == "get" || a.Verb == "delete"), a.Subresource == "status" && a.Verb == "update":
+			n, err := facts.PodNode(ctx, a.Namespace, a.Name)
+			if err != nil {
+				return false, err.Error()
+			}
+			if n == node {
+				return true, ""
+			}
+			return false, "pod " + a.Namespace + "/" + a.Name + " is not bound to node " + node
+		}
+		return false, "nodes may only get, list, watch and delete their pods and update their status"
+	case "configmaps", "secrets":
+		if a.Verb != "get" {
+			return false, "nodes may only get the " + a.Resource + " their pods use"
+		}
+		ok, err := facts.Referenced(ctx, node, a.Resource, a.Namespace, a.Name)
+		if err != nil {
+			return false, err.Error()
+		}
+		if ok {
+			return true, ""
+		}
+		return false, "no pod bound to node " + node + " references it"
+	}
+	return false, "nodes may not access " + a.resourceString()
+}

@@ -1,0 +1,162 @@
+package auth
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	v1 "github.com/tugboat/tugboat/api/v1"
+)
+
+// Attributes describe one request for authorization.
+type Attributes struct {
+	User        *User
+	Verb        string // get, list, watch, create, update, delete
+	APIGroup    string // "" core, "apps", "rbac.authorization.k8s.io", ...
+	Resource    string // plural: pods
+	Subresource string // status, log, exec, binding, images, stats
+	Namespace   string
+	Name        string
+}
+
+func (a Attributes) resourceString() string {
+	if a.Subresource != "" {
+		return a.Resource + "/" + a.Subresource
+	}
+	return a.Resource
+}
+
+// Denied explains a refusal in one line: who, verb, kind, namespace.
+func (a Attributes) Denied(reason string) string {
+	where := "at the cluster scope"
+	if a.Namespace != "" {
+		where = fmt.Sprintf("in namespace %q", a.Namespace)
+	}
+	msg := fmt.Sprintf("user %q cannot %s resource %q %s", a.User.Name, a.Verb, a.resourceString(), where)
+	if a.Name != "" {
+		msg = fmt.Sprintf("user %q cannot %s %s %q %s", a.User.Name, a.Verb, a.resourceString(), a.Name, where)
+	}
+	if reason != "" {
+		msg += ": " + reason
+	}
+	return msg
+}
+
+// RBAC evaluates Roles and bindings held in memory; the server keeps it in
+// step with the API through the RBAC kinds' watch caches.
+type RBAC struct {
+	mu           sync.RWMutex
+	roles        map[string]*v1.Role // ns/name
+	clusterRoles map[string]*v1.ClusterRole
+	bindings     map[string]*v1.RoleBinding // ns/name
+	clusterBinds map[string]*v1.ClusterRoleBinding
+}
+
+// NewRBAC makes an empty policy store.
+func NewRBAC() *RBAC {
+	return &RBAC{roles: map[string]*v1.Role{}, clusterRoles: map[string]*v1.ClusterRole{},
+		bindings: map[string]*v1.RoleBinding{}, clusterBinds: map[string]*v1.ClusterRoleBinding{}}
+}
+
+// Apply records an RBAC object (deleted=false) or forgets it.
+func (r *RBAC) Apply(obj v1.Object, deleted bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := v1.Key(obj)
+	switch o := obj.(type) {
+	case *v1.Role:
+		setOrDelete(r.roles, key, o, deleted)
+	case *v1.ClusterRole:
+		setOrDelete(r.clusterRoles, key, o, deleted)
+	case *v1.RoleBinding:
+		setOrDelete(r.bindings, key, o, deleted)
+	case *v1.ClusterRoleBinding:
+		setOrDelete(r.clusterBinds, key, o, deleted)
+	}
+}
+
+func setOrDelete[T any](m map[string]T, k string, v T, deleted bool) {
+	if deleted {
+		delete(m, k)
+	} else {
+		m[k] = v
+	}
+}
+
+// Authorize reports whether a is allowed by some binding of a.User.
+func (r *RBAC) Authorize(a Attributes) (bool, string) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, b := range r.clusterBinds {
+		if bound(a.User, b.Subjects, "") {
+			if cr := r.clusterRoles[b.GetRoleRef().GetName()]; cr != nil && allows(cr.Rules, a) {
+				return true, "ClusterRoleBinding " + b.Metadata.Name
+			}
+		}
+	}
+	if a.Namespace == "" {
+		return false, "no ClusterRoleBinding grants it"
+	}
+	for _, b := range r.bindings {
+		if b.Metadata.Namespace != a.Namespace || !bound(a.User, b.Subjects, a.Namespace) {
+			continue
+		}
+		var rules []*v1.PolicyRule
+		switch b.GetRoleRef().GetKind() {
+		case "ClusterRole":
+			if cr := r.clusterRoles[b.RoleRef.Name]; cr != nil {
+				rules = cr.Rules
+			}
+		case "Role":
+			if role := r.roles[a.Namespace+"/"+b.RoleRef.Name]; role != nil {
+				rules = role.Rules
+			}
+		}
+		if allows(rules, a) {
+			return true, "RoleBinding " + b.Metadata.Namespace + "/" + b.Metadata.Name
+		}
+	}
+	return false, "no RoleBinding or ClusterRoleBinding grants it"
+}
+
+func bound(u *User, subjects []*v1.RBACSubject, ns string) bool {
+	for _, s := range subjects {
+		switch s.Kind {
+		case "User":
+			if s.Name == u.Name {
+				return true
+			}
+		case "Group":
+			if u.InGroup(s.Name) {
+				return true
+			}
+		case "ServiceAccount":
+			if u.Name == "system:serviceaccount:"+s.Namespace+":"+s.Name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func allows(rules []*v1.PolicyRule, a Attributes) bool {
+	res := a.resourceString()
+	for _, r := range rules {
+		if !matchAny(r.Verbs, a.Verb) || !matchAny(r.ApiGroups, a.APIGroup) {
+			continue
+		}
+		if !slices.Contains(r.Resources, "*") && !slices.Contains(r.Resources, res) &&
+			!(a.Subresource != "" && slices.Contains(r.Resources, a.Resource+"/*")) {
+			continue
+		}
+		if len(r.ResourceNames) > 0 && !slices.Contains(r.ResourceNames, a.Name) {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+func matchAny(list []string, v string) bool {
+	return slices.Contains(list, "*") || slices.Contains(list, v)
+}

@@ -1,0 +1,210 @@
+package apiserver
+
+import (
+	"context"
+	"strings"
+
+	"google.golang.org/grpc"
+
+	"github.com/tugboat/tugboat/api/apierrors"
+	"github.com/tugboat/tugboat/api/fields"
+	"github.com/tugboat/tugboat/api/kinds"
+	"github.com/tugboat/tugboat/api/pki"
+	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/apiserver/auth"
+	"github.com/tugboat/tugboat/apiserver/storage"
+)
+
+// AuthConfig turns authentication and authorization on. Without it the
+// apiserver trusts every caller: a loopback development setup only.
+type AuthConfig struct {
+	// TokenFile is the static bearer tokens file (CSV token,user,uid,"groups").
+	TokenFile string
+	// SigningCA signs node certificates for JoinNode and RenewCertificate.
+	SigningCA *pki.CA
+	// AuditLogPath, if set, gets one JSON line per mutating request.
+	AuditLogPath string
+}
+
+// publicMethods need no credentials.
+func publicMethod(full string) bool {
+	return strings.HasPrefix(full, "/grpc.health.v1.") ||
+		strings.HasPrefix(full, "/grpc.reflection.") ||
+		full == "/tugboat.api.v1.Auth/JoinNode"
+}
+
+func (s *Server) authenticate(ctx context.Context, method string) (context.Context, error) {
+	if s.authn == nil || publicMethod(method) {
+		return ctx, nil
+	}
+	u, err := s.authn.Authenticate(ctx)
+	if err != nil {
+		s.metrics.authFailures.WithLabelValues("authentication").Inc()
+		return nil, apierrors.ToGRPC(err)
+	}
+	if u.Method == "anonymous" {
+		s.metrics.authFailures.WithLabelValues("authentication").Inc()
+		return nil, apierrors.ToGRPC(apierrors.New(apierrors.ErrUnauthenticated,
+			"no credentials: present a client certificate signed by the cluster CA or a bearer token"))
+	}
+	return auth.WithUser(ctx, u), nil
+}
+
+func (s *Server) unaryAuth(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	ctx, err := s.authenticate(ctx, info.FullMethod)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := handler(ctx, req)
+	if s.audit != nil {
+		s.audit.record(ctx, info.FullMethod, req, err)
+	}
+	return resp, err
+}
+
+type authedStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (a authedStream) Context() context.Context { return a.ctx }
+
+func (s *Server) streamAuth(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	ctx, err := s.authenticate(ss.Context(), info.FullMethod)
+	if err != nil {
+		return err
+	}
+	return handler(srv, authedStream{ServerStream: ss, ctx: ctx})
+}
+
+// apiGroup is the group part of an apiVersion ("apps/v1" -> "apps").
+func apiGroup(apiVersion string) string {
+	if g, _, ok := strings.Cut(apiVersion, "/"); ok {
+		return g
+	}
+	return ""
+}
+
+// authorize checks the caller may do verb on kind k (with subresource sub)
+// in ns/name. fieldSelector is a list or watch's, for the node authorizer.
+func (s *Server) authorize(ctx context.Context, verb string, k *kinds.Kind, sub, ns, name, fieldSelector string) error {
+	u := auth.UserFrom(ctx)
+	if u == nil {
+		return nil // authentication is off
+	}
+	a := auth.Attributes{User: u, Verb: verb, APIGroup: apiGroup(k.APIVersion), Resource: k.Plural, Subresource: sub, Namespace: ns, Name: name}
+	var ok bool
+	var why string
+	if node, isNode := u.NodeName(); isNode {
+		fieldNode := ""
+		if fs, err := fields.Parse(fieldSelector); err == nil {
+			fieldNode, _ = fs.Get("spec.nodeName")
+		}
+		ok, why = auth.AuthorizeNode(ctx, node, a, fieldNode, nodeFacts{s})
+	} else {
+		ok, why = s.rbac.Authorize(a)
+	}
+	if !ok {
+		s.metrics.authFailures.WithLabelValues("authorization").Inc()
+		return apierrors.New(apierrors.ErrForbidden, "%s", a.Denied(why))
+	}
+	return nil
+}
+
+// nodeFacts answers the node authorizer from storage.
+type nodeFacts struct{ s *Server }
+
+func (f nodeFacts) PodNode(ctx context.Context, ns, name string) (string, error) {
+	podKind, _ := kinds.Lookup("Pod")
+	obj, err := f.s.store.Get(ctx, podKind, ns, name)
+	if err != nil {
+		return "", err
+	}
+	return obj.(*v1.Pod).GetSpec().GetNodeName(), nil
+}
+
+func (f nodeFacts) Referenced(ctx context.Context, node, kind, ns, name string) (bool, error) {
+	podKind, _ := kinds.Lookup("Pod")
+	res, err := f.s.store.List(ctx, podKind, storage.ListOptions{Namespace: ns, Filter: func(o v1.Object) bool {
+		return o.(*v1.Pod).GetSpec().GetNodeName() == node
+	}})
+	if err != nil {
+		return false, err
+	}
+	for _, o := range res.Items {
+		if podReferences(o.(*v1.Pod), kind, name) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// podReferences reports whether a pod uses ConfigMap or Secret name.
+func podReferences(p *v1.Pod, kind, name string) bool {
+	cm := kind == "configmaps"
+	for _, v := range p.GetSpec().GetVolumes() {
+		if cm && v.ConfigMap != nil && v.ConfigMap.Name == name || !cm && v.Secret != nil && v.Secret.SecretName == name {
+			return true
+		}
+	}
+	for _, c := range append(append([]*v1.Container(nil), p.GetSpec().GetInitContainers()...), p.GetSpec().GetContainers()...) {
+		for _, e := range c.Env {
+			vf := e.GetValueFrom()
+			if cm && vf.GetConfigMapKeyRef().GetName() == name && vf.GetConfigMapKeyRef() != nil ||
+				!cm && vf.GetSecretKeyRef() != nil && vf.GetSecretKeyRef().GetName() == name {
+				return true
+			}
+		}
+		for _, ef := range c.EnvFrom {
+			if cm && ef.ConfigMapRef != nil && ef.ConfigMapRef.Name == name || !cm && ef.SecretRef != nil && ef.SecretRef.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// followRBAC loads the RBAC kinds into the authorizer and keeps it current
+// from their watch caches.
+func (s *Server) followRBAC(ctx context.Context) error {
+	for _, name := range []string{"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"} {
+		k, _ := kinds.Lookup(name)
+		res, err := s.store.List(ctx, k, storage.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, o := range res.Items {
+			s.rbac.Apply(o, false)
+		}
+		w, err := s.caches[k].Watch(ctx, res.Revision)
+		if err != nil {
+			return err
+		}
+		go func() {
+			defer w.Stop()
+			for {
+				e, err := w.Next(ctx)
+				if err != nil {
+					if ctx.Err() == nil {
+						s.log.Error("RBAC watch ended; authorization may be stale", "kind", name, "err", err)
+					}
+					return
+				}
+				if e.Obj != nil {
+					s.rbac.Apply(e.Obj, e.Type == "DELETED")
+				}
+			}
+		}()
+	}
+	return nil
+}
+
+// bootstrapPolicy creates the default roles and bindings that are missing.
+func (s *Server) bootstrapPolicy(ctx context.Context) error {
+	for _, obj := range auth.DefaultPolicy() {
+		if _, err := s.create(ctx, obj); err != nil && !isAlreadyExists(err) {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,54 @@
+package apiserver
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/tugboat/tugboat/api/pki"
+)
+
+// ServingTLS builds the apiserver's TLS config: TLS 1.3, its serving
+// certificate, and client certificates verified against clientCA when
+// presented (tokens are accepted too, so a certificate is optional).
+func ServingTLS(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert-file/--tls-key-file: %w", err)
+	}
+	caPEM, err := os.ReadFile(clientCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("--client-ca-file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("--client-ca-file %s: no PEM certificates", clientCAFile)
+	}
+	return &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		ClientCAs:    pool,
+		ClientAuth:   tls.VerifyClientCertIfGiven,
+		MinVersion:   tls.VersionTLS13,
+	}, nil
+}
+
+// SecureFromPKIDir sets TLS and authentication from a folder made by
+// `apiserver pki init` (pki.Init): serving pair, client CA, signing CA.
+func SecureFromPKIDir(cfg *Config, dir string) error {
+	t, err := ServingTLS(filepath.Join(dir, "apiserver.crt"), filepath.Join(dir, "apiserver.key"), filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		return err
+	}
+	ca, err := pki.LoadCA(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key"))
+	if err != nil {
+		return err
+	}
+	cfg.TLS = t
+	if cfg.Auth == nil {
+		cfg.Auth = &AuthConfig{}
+	}
+	cfg.Auth.SigningCA = ca
+	return nil
+}
