@@ -67,9 +67,13 @@ type Network struct {
 
 // New makes a test network on podCIDR (pick one no other test uses, e.g.
 // 10.244.200.0/24), with its default config written, and removes it on
-// cleanup. It skips tb (fails it under CI=true) if Check fails.
+// cleanup. It skips tb (fails it under CI=true) if Check fails, and skips
+// it with -short.
 func New(tb testing.TB, podCIDR string) *Network {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("needs root and CNI plugins; skipped with -short")
+	}
 	if err := Check(); err != nil {
 		if os.Getenv("CI") == "true" {
 			tb.Fatalf("%v (CI=true: not skipping)", err)

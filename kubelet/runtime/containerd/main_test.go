@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"net/netip"
 	"os"
@@ -39,7 +40,8 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
-	if skipReason = containerdtest.Check(); skipReason != nil {
+	flag.Parse() // for testing.Short
+	if skipReason = containerdtest.Check(); skipReason != nil || testing.Short() {
 		return m.Run() // each test skips (or fails in CI) with the reason
 	}
 	dir, err := os.MkdirTemp("", "tugboat-containerd-test")
@@ -88,6 +90,9 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs a private containerd, runc and CNI plugins; skipped with -short")
+	}
 	if skipReason != nil {
 		containerdtest.SkipOrFail(t, skipReason)
 	}

@@ -1,6 +1,8 @@
 package containerd
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -203,6 +205,14 @@ func TestImages(t *testing.T) {
 	if _, err := e.rt.ImportImage(ctx, strings.NewReader("not a tar")); err == nil {
 		t.Error("importing garbage succeeded")
 	}
+	// A docker-archive (`docker save`): the same tar without the OCI index.
+	imported, err := e.rt.ImportImage(ctx, bytes.NewReader(dockerArchiveOnly(t, busyboxArchive, "tugboat.local/busybox:docker")))
+	if err != nil || len(imported) != 1 || imported[0].Ref != "tugboat.local/busybox:docker" || imported[0].ID != st.ID {
+		t.Errorf("docker-archive import = %+v, %v", imported, err)
+	}
+	if err := e.rt.RemoveImage(ctx, "tugboat.local/busybox:docker"); err != nil {
+		t.Error(err)
+	}
 
 	p := e.runPod("noimage")
 	_, err = e.rt.CreateContainer(ctx, p.ID, runtime.ContainerConfig{Name: "c", Image: "tugboat.local/nothing:here", LogPath: filepath.Join(e.dir, "c.log")})
@@ -219,4 +229,40 @@ func TestImages(t *testing.T) {
 	if !errors.Is(err, runtime.ErrSandboxNotReady) {
 		t.Errorf("create in a stopped sandbox: %v, want ErrSandboxNotReady", err)
 	}
+}
+
+// dockerArchiveOnly rewrites an archive of e2e/images as `docker save`
+// would write it: no oci-layout or index.json, and the image named tag.
+func dockerArchiveOnly(t *testing.T, archive []byte, tag string) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	tw := tar.NewWriter(&out)
+	tr := tar.NewReader(bytes.NewReader(archive))
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(tr)
+		switch h.Name {
+		case "oci-layout", "index.json":
+			continue
+		case "manifest.json":
+			b = bytes.ReplaceAll(b, []byte(images.BusyboxRef), []byte(tag))
+			h.Size = int64(len(b))
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
 }

@@ -45,7 +45,10 @@ type Config struct {
 	// Address is containerd's gRPC socket (DefaultAddress).
 	Address string
 	// Namespace is the containerd namespace everything lives in
-	// (DefaultNamespace).
+	// (DefaultNamespace). A kubelet owns everything in its namespace (it
+	// adopts and garbage-collects by it), so kubelets sharing one containerd
+	// (the e2e harness) need one namespace each; images are per namespace
+	// too (their content is shared, so importing twice is cheap).
 	Namespace string
 	// Runtime is the containerd runtime (shim) name (DefaultRuntime).
 	Runtime string

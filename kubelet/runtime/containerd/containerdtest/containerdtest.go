@@ -51,9 +51,13 @@ func Check() error {
 // requirement is a failure, not a skip.
 func InCI() bool { return os.Getenv("CI") == "true" }
 
-// Require skips tb (or fails it in CI) if Check fails.
+// Require skips tb (or fails it in CI) if Check fails, and skips it with
+// -short.
 func Require(tb testing.TB) {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("needs a private containerd; skipped with -short")
+	}
 	if err := Check(); err != nil {
 		SkipOrFail(tb, err)
 	}
