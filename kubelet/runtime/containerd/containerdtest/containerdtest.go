@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -159,16 +160,27 @@ func Start(ctx context.Context, opts Options) (*Containerd, error) {
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
 	// If the test binary dies, containerd goes too. Shims it started are
 	// left for the next Stop of the same Dir, or for the e2e harness's
-	// stale-state cleanup.
+	// stale-state cleanup. Pdeathsig fires when the forking *thread* ends,
+	// so containerd is forked from a thread locked for its whole life (Go
+	// ends threads whose goroutine exits locked, as netns code does).
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := c.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("containerdtest: start containerd: %w", err)
-	}
-	c.PID = c.cmd.Process.Pid
+	started := make(chan error, 1)
 	go func() {
+		goruntime.LockOSThread()
+		defer goruntime.UnlockOSThread()
+		if err := c.cmd.Start(); err != nil {
+			started <- err
+			close(c.exited)
+			return
+		}
+		started <- nil
 		_ = c.cmd.Wait()
 		close(c.exited)
 	}()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("containerdtest: start containerd: %w", err)
+	}
+	c.PID = c.cmd.Process.Pid
 	logger.Info("started private containerd", "pid", c.PID, "address", c.Address, "dir", dir)
 
 	if err := c.waitReady(ctx, opts.StartTimeout); err != nil {
