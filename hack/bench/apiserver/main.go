@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tugboat/tugboat/api/client"
+	"github.com/tugboat/tugboat/api/pki"
 	v1 "github.com/tugboat/tugboat/api/v1"
 )
 
@@ -27,26 +28,47 @@ func main() {
 	creates := flag.Int("creates", 1000, "pods to create for the create latency")
 	events := flag.Int("events", 200, "changes per watcher-count step")
 	flag.Parse()
-	if err := run(*bin, *creates, *events); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
+	for _, secure := range []bool{false, true} {
+		mode := "insecure (no TLS, no auth)"
+		if secure {
+			mode = "secure (TLS 1.3, client certificate, RBAC)"
+		}
+		fmt.Printf("--- %s\n", mode)
+		if err := run(*bin, *creates, *events, secure); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
 	}
 }
 
-func run(bin string, creates, events int) error {
+func run(bin string, creates, events int, secure bool) error {
 	dir, err := os.MkdirTemp("", "tugboat-bench-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
 	addr := freeAddr()
-	cmd := exec.Command(bin, "--listen", addr, "--metrics-listen", "", "--data-dir", filepath.Join(dir, "etcd"), "--log-level", "warn")
+	args := []string{"--listen", addr, "--metrics-listen", "", "--data-dir", filepath.Join(dir, "etcd"), "--log-level", "warn"}
+	ccfg := client.Config{Server: addr}
+	if secure {
+		pkiDir := filepath.Join(dir, "pki")
+		if err := pki.Init(pki.InitOptions{Dir: pkiDir}); err != nil {
+			return err
+		}
+		args = append(args, "--pki-dir", pkiDir)
+		if ccfg.TLS, err = client.TLSFromFiles(filepath.Join(pkiDir, "ca.crt"), filepath.Join(pkiDir, "admin.crt"), filepath.Join(pkiDir, "admin.key")); err != nil {
+			return err
+		}
+	} else {
+		args = append(args, "--insecure")
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return err
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	c, err := client.New(client.Config{Server: addr})
+	c, err := client.New(ccfg)
 	if err != nil {
 		return err
 	}
