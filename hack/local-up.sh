@@ -33,22 +33,37 @@ wait_http() { # name url
   return 1
 }
 
+creds() { # certificate pair name -> client flags
+  echo --ca-file "$pki/ca.crt" --cert-file "$pki/$1.crt" --key-file "$pki/$1.key"
+}
+
 up() {
   mkdir -p "$state/logs" "$state/etcd"
   command -v curl >/dev/null || { echo "curl missing: run hack/install-deps.sh" >&2; exit 1; }
-  start apiserver --listen "$api" --metrics-listen 127.0.0.1:9443 --data-dir "$state/etcd"
+  node=$(hostname | tr '[:upper:]_' '[:lower:]-')
+  pki=$state/pki
+  if [[ ! -f $pki/ca.crt ]]; then
+    "$bin/apiserver" pki init --dir "$pki" --nodes "$node" >/dev/null
+    echo "made the cluster CA and certificates in .tugboat/pki"
+  fi
+  start apiserver --listen "$api" --metrics-listen 127.0.0.1:9443 --data-dir "$state/etcd" --pki-dir "$pki"
   wait_http apiserver http://127.0.0.1:9443/healthz
-  start scheduler --server "$api" --metrics-listen 127.0.0.1:10259
-  start controller-manager --server "$api" --metrics-listen 127.0.0.1:10257
+  start scheduler --server "$api" $(creds scheduler) --metrics-listen 127.0.0.1:10259
+  start controller-manager --server "$api" $(creds controller-manager) --metrics-listen 127.0.0.1:10257
   if [[ $(id -u) == 0 && -x $bin/kubelet ]]; then
-    start kubelet --server "$api" --root-dir "$state/kubelet" --metrics-listen 127.0.0.1:10248
+    start kubelet --server "$api" $(creds "node-$node") --node-name "$node" --root-dir "$state/kubelet" --metrics-listen 127.0.0.1:10248
   fi
   if [[ $(id -u) == 0 && -x $bin/proxy ]]; then
-    start proxy --server "$api" --metrics-listen 127.0.0.1:10249
+    start proxy --server "$api" $(creds proxy) --node-name "$node" --metrics-listen 127.0.0.1:10249
   fi
   mkdir -p "$HOME/.tugboat"
-  printf 'server: %s\n' "$api" >"$HOME/.tugboat/config"
-  echo "control plane up: $bin/tugctl get nodes (config written to ~/.tugboat/config)"
+  cat >"$HOME/.tugboat/config" <<CFG
+server: $api
+caFile: $pki/ca.crt
+certFile: $pki/admin.crt
+keyFile: $pki/admin.key
+CFG
+  echo "cluster up (TLS, RBAC on; you are admin): $bin/tugctl get nodes — config in ~/.tugboat/config"
 }
 
 down() {
