@@ -47,6 +47,12 @@ deps:
 bench:
 	hack/bench/run.sh
 
+# The test and example images as OCI archives (no registry, no docker).
+images:
+	@mkdir -p $(BIN)/images
+	$(GO) run ./hack/mkimage -o $(BIN)/images/busybox.tar busybox
+	$(GO) run ./hack/mkimage -o $(BIN)/images/echo.tar echo
+
 up: build
 	hack/local-up.sh up
 
