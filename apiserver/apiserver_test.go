@@ -376,3 +376,27 @@ func waitFor(t *testing.T, d time.Duration, cond func() bool) {
 }
 
 var _ = apiserver.FinalizerOrphan
+
+func TestEventsExpire(t *testing.T) {
+	s := apiservertest.Start(t, func(c *apiserver.Config) { c.EventTTL = time.Second })
+	ctx := ctxT(t)
+	events := client.For[*v1.Event](s.Client)
+	if _, err := events.Create(ctx, &v1.Event{
+		Metadata:       &v1.ObjectMeta{Name: "e1"},
+		InvolvedObject: &v1.ObjectReference{Kind: "Pod", Name: "p"}, Reason: "Test",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Other kinds do not expire.
+	if _, err := client.For[*v1.ConfigMap](s.Client).Create(ctx, &v1.ConfigMap{Metadata: &v1.ObjectMeta{Name: "stays"}}); err != nil {
+		t.Fatal(err)
+	}
+	// TTL 1s + a 1s lease reuse window: gone within a few seconds.
+	waitFor(t, 20*time.Second, func() bool {
+		_, err := events.Get(ctx, "default", "e1")
+		return apierrors.IsNotFound(err)
+	})
+	if _, err := client.For[*v1.ConfigMap](s.Client).Get(ctx, "default", "stays"); err != nil {
+		t.Fatalf("configmap expired too: %v", err)
+	}
+}

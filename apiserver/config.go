@@ -39,6 +39,8 @@ type Config struct {
 	Auth *AuthConfig
 	// Encryption, when set, encrypts Secrets at rest (storage.LoadEncryption).
 	Encryption *storage.Encryption
+	// EventTTL is how long an Event lives after its last update (default 1h).
+	EventTTL time.Duration
 	// ServiceCIDR is where ClusterIPs come from (default 10.96.0.0/16).
 	ServiceCIDR string
 	// NodePortRange is "LOW-HIGH" (default 30000-32767).
@@ -77,6 +79,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.EtcdListen == "" {
 		c.EtcdListen = "127.0.0.1:0"
+	}
+	if c.EventTTL == 0 {
+		c.EventTTL = time.Hour
 	}
 	if c.ServiceCIDR == "" {
 		c.ServiceCIDR = "10.96.0.0/16"

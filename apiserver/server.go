@@ -94,6 +94,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.metrics = newMetrics(s.reg)
 	s.store = storage.New(cli, storage.NewMetrics(s.reg), cfg.Encryption)
+	s.store.SetTTLs(storage.NewTTLs(cli, map[string]time.Duration{"events": cfg.EventTTL}))
 	wcm := watchcache.NewMetrics(s.reg)
 	for _, k := range kinds.All() {
 		s.caches[k] = watchcache.New(k, s.store, watchcache.Config{

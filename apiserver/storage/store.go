@@ -38,7 +38,11 @@ type Store struct {
 	cli     *clientv3.Client
 	metrics *Metrics
 	enc     *Encryption
+	ttls    *TTLs
 }
+
+// SetTTLs makes the kinds named in t expire (call before use).
+func (s *Store) SetTTLs(t *TTLs) { s.ttls = t }
 
 // New returns a store over an etcd client. metrics and enc may be nil (no
 // encryption at rest).
@@ -106,10 +110,14 @@ func (s *Store) Create(ctx context.Context, k *kinds.Kind, obj v1.Object) (v1.Ob
 	if err != nil {
 		return nil, err
 	}
+	putOpts, err := s.ttls.opts(ctx, k.Plural)
+	if err != nil {
+		return nil, err
+	}
 	defer s.observe("create", time.Now())
 	resp, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(val))).
+		Then(clientv3.OpPut(key, string(val), putOpts...)).
 		Commit()
 	if err != nil {
 		return nil, unavailable(err)
@@ -144,10 +152,14 @@ func (s *Store) Update(ctx context.Context, k *kinds.Kind, obj v1.Object, expect
 	if err != nil {
 		return nil, err
 	}
+	putOpts, err := s.ttls.opts(ctx, k.Plural)
+	if err != nil {
+		return nil, err
+	}
 	defer s.observe("update", time.Now())
 	resp, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(key), "=", expect)).
-		Then(clientv3.OpPut(key, string(val))).
+		Then(clientv3.OpPut(key, string(val), putOpts...)).
 		Else(clientv3.OpGet(key)).
 		Commit()
 	if err != nil {

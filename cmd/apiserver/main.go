@@ -36,6 +36,7 @@ func main() {
 	fs.IntVar(&cfg.WatchQueueSize, "watch-queue-size", 1000, "events a watcher may lag before it is cut off")
 	fs.StringVar(&cfg.ServiceCIDR, "service-cidr", "10.96.0.0/16", "range ClusterIPs are allocated from (.1 and .10 are reserved: API and DNS)")
 	fs.StringVar(&cfg.NodePortRange, "service-node-port-range", "30000-32767", "range nodePorts are allocated from")
+	fs.DurationVar(&cfg.EventTTL, "event-ttl", time.Hour, "how long an Event lives after its last update")
 	sec.register(fs)
 	logs.Register(fs)
 	_ = fs.Parse(os.Args[1:])
