@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -68,6 +69,9 @@ func (o *Options) runApply(ctx context.Context, f *fileFlags) error {
 	failed := false
 	for _, mo := range objs {
 		result, err := o.applyOne(ctx, mo)
+		if errors.Is(err, apierrors.ErrUnavailable) {
+			return err // the server is unreachable: the rest would fail the same way
+		}
 		if err != nil {
 			fmt.Fprintf(o.ErrOut, "error: %s (%s %s): %v\n", mo.Source, mo.Kind.Name, mo.Object.GetMetadata().GetName(), err)
 			failed = true
@@ -241,6 +245,9 @@ func keepAssigned(kind string, cur, next v1.Object) {
 		}
 		if n.ClusterIp == "" {
 			n.ClusterIp, n.ClusterIps = c.ClusterIp, c.ClusterIps
+		}
+		if n.Type != "NodePort" {
+			return // node ports go with the type
 		}
 		for _, np := range n.Ports {
 			for _, cp := range c.Ports {

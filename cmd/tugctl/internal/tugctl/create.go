@@ -2,6 +2,7 @@ package tugctl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -63,6 +64,9 @@ func (o *Options) runCreate(ctx context.Context, f *fileFlags) error {
 			return err
 		}
 		out, err := api.Create(ctx, mo.Object)
+		if errors.Is(err, apierrors.ErrUnavailable) {
+			return err
+		}
 		if err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				fmt.Fprintf(o.ErrOut, "Error from server (AlreadyExists): %s: %s %q already exists\n", mo.Source, qualifiedPlural(mo.Kind), mo.Object.GetMetadata().GetName())

@@ -2,6 +2,7 @@ package tugctl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -99,7 +100,11 @@ func (o *Options) runDelete(ctx context.Context, args []string, f *deleteFlags) 
 	}
 	failed := false
 	for _, t := range targets {
-		if err := o.deleteOne(ctx, t, opts, f); err != nil {
+		err := o.deleteOne(ctx, t, opts, f)
+		if errors.Is(err, apierrors.ErrUnavailable) {
+			return err
+		}
+		if err != nil {
 			fmt.Fprintf(o.ErrOut, "error: %v\n", err)
 			failed = true
 		}

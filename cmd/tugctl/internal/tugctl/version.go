@@ -35,7 +35,7 @@ func newVersionCommand(o *Options) *cobra.Command {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
 			defer cancel()
 			if _, err := api.Get(ctx, "", "default"); err != nil {
-				return fmt.Errorf("server %s (from %s): %w", s.Server, s.ServerFrom, err)
+				return err
 			}
 			fmt.Fprintf(o.Out, "Server: %s (from %s), reachable\n", s.Server, s.ServerFrom)
 			return nil

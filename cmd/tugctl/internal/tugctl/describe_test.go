@@ -1,0 +1,100 @@
+package tugctl
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/tugboat/tugboat/api/client"
+	v1 "github.com/tugboat/tugboat/api/v1"
+)
+
+func TestDescribe(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	pod := mustCreate(t, e.c, testPod("web", map[string]string{"app": "web"}))
+	setPodStatus(t, e.c, "web", &v1.PodStatus{
+		Phase:      "Pending",
+		Conditions: []*v1.Condition{{Type: "PodScheduled", Status: "True"}, {Type: "Ready", Status: "False"}},
+		ContainerStatuses: []*v1.ContainerStatus{{Name: "c", State: &v1.ContainerState{
+			Waiting: &v1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image \"busybox:1\""},
+		}}},
+	})
+	now := timestamppb.New(time.Now().Add(-time.Minute))
+	event := func(name, uid string) *v1.Event {
+		return &v1.Event{
+			Metadata:       &v1.ObjectMeta{Name: name, Namespace: "default"},
+			InvolvedObject: &v1.ObjectReference{Kind: "Pod", Name: "web", Namespace: "default", Uid: uid},
+			Reason:         "Failed", Message: "Failed to pull image " + name, Type: "Warning",
+			Source:         &v1.EventSource{Component: "kubelet"},
+			FirstTimestamp: timestamppb.New(time.Now().Add(-5 * time.Minute)), LastTimestamp: now, Count: 3,
+		}
+	}
+	mustCreate(t, e.c, event("mine", pod.Metadata.Uid))
+	mustCreate(t, e.c, event("stale", "an-earlier-pod-of-the-same-name"))
+
+	r := mustOK(t, e.run("describe", "pod", "web"))
+	assertContains(t, "describe pod", r.out,
+		"Name: web\n", "Namespace: default\n", "Labels: app=web\n", "Status: ImagePullBackOff\n",
+		"Containers:\n c:\n Container ID: \n Image: busybox:1\n",
+		"State: Waiting\n Reason: ImagePullBackOff\n",
+		"Conditions:\n Type Status\n ---- ------\n PodScheduled True\n Ready False\n",
+		"Events:\n Type Reason Age From Message\n",
+		" Warning Failed 60s (x3 over 5m) kubelet Failed to pull image mine\n",
+	)
+	if strings.Contains(r.out, "stale") {
+		t.Errorf("describe pod lists another incarnation's event:\n%s", r.out)
+	}
+
+	// A deployment names its new and old replica sets.
+	d := mustCreate(t, e.c, testDeployment("app", 2, "app:2"))
+	mustCreate(t, e.c, testReplicaSet(d, "app-one", "one", 1, 1, "app:1"))
+	mustCreate(t, e.c, testReplicaSet(d, "app-two", "two", 2, 2, "app:2"))
+	r = mustOK(t, e.run("describe", "deploy/app"))
+	assertContains(t, "describe deploy", r.out, "Replicas: 2 desired | 0 updated | 0 total | 0 available | 0 unavailable",
+		"OldReplicaSets: app-one (0/1 replicas created)\nNewReplicaSet: app-two (0/2 replicas created)", "Image: app:2")
+	r = mustOK(t, e.run("describe", "rs", "app-one"))
+	assertContains(t, "describe rs", r.out, "Controlled By: Deployment/app", "Replicas: 0 current / 1 desired",
+		"Pods Status: 0 Running / 0 Waiting / 0 Succeeded / 0 Failed", "pod-template-hash=one")
+
+	// A node lists its pods and conditions.
+	mustCreate(t, e.c, &v1.Node{Metadata: &v1.ObjectMeta{Name: "node1"}, Spec: &v1.NodeSpec{Taints: []*v1.Taint{{Key: "node.kubernetes.io/unreachable", Effect: "NoExecute"}}}})
+	if _, err := e.c.Bind(ctx, "default", "web", "node1", 0); err != nil {
+		t.Fatal(err)
+	}
+	r = mustOK(t, e.run("describe", "no", "node1"))
+	assertContains(t, "describe node", r.out, "Taints: node.kubernetes.io/unreachable:NoExecute", "Non-terminated Pods: (1 in total)", "\n default web 0 0 ")
+
+	// Kinds without a describer get the generic one; several objects are
+	// separated by a blank line.
+	mustCreate(t, e.c, &v1.Lease{Metadata: &v1.ObjectMeta{Name: "l1", Namespace: "default"}, Spec: &v1.LeaseSpec{HolderIdentity: "me", LeaseDurationSeconds: 15}})
+	mustCreate(t, e.c, &v1.Lease{Metadata: &v1.ObjectMeta{Name: "l2", Namespace: "default"}})
+	r = mustOK(t, e.run("describe", "leases"))
+	if !strings.Contains(r.out, "Name:               l1\n") || !strings.Contains(r.out, "Spec:\n  holderIdentity: me\n  leaseDurationSeconds: 15\n") || !strings.Contains(r.out, "\n\nName:") {
+		t.Errorf("describe leases:\n%s", r.out)
+	}
+	mustFail(t, e.run("describe", "pod", "nope"), `pods "nope" not found`)
+
+	// Every kind describes without error.
+	for _, k := range []string{"ns", "svc", "cm", "secrets", "ep", "ev"} {
+		mustOK(t, e.run("describe", k))
+	}
+	_ = client.For[*v1.Pod](e.c)
+}
+
+// assertContains checks that out, with runs of spaces collapsed to one,
+// contains every want: alignment is the tabwriter's business.
+func assertContains(t *testing.T, what, out string, want ...string) {
+	t.Helper()
+	norm := spaces.ReplaceAllString(out, " ")
+	for _, w := range want {
+		if !strings.Contains(norm, w) {
+			t.Errorf("%s lacks %q:\n%s", what, w, out)
+		}
+	}
+}
+
+var spaces = regexp.MustCompile(` +`)
