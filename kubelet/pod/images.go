@@ -136,6 +136,13 @@ func (p *imagePuller) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container) 
 
 	unlock := p.lockImage(image)
 	defer unlock()
+	if policy == "IfNotPresent" {
+		// Another pod may have pulled it while this one waited for the lock.
+		if _, err := p.images.ImageStatus(ctx, image); err == nil {
+			p.rec.Eventf(pod, eventNormal, "Pulled", "Container image %q already present on machine", image)
+			return nil
+		}
+	}
 	p.rec.Eventf(pod, eventNormal, "Pulling", "Pulling image %q", image)
 	start := p.now()
 	_, err = p.images.EnsureImage(ctx, image)

@@ -1,0 +1,134 @@
+package pod
+
+import (
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	v1 "github.com/tugboat/tugboat/api/v1"
+)
+
+// statusInput is everything buildStatus looks at.
+type statusInput struct {
+	pod  *v1.Pod
+	prev *v1.PodStatus // the status last computed (or the API's, at first)
+	now  time.Time
+	// accepted is when this kubelet first saw the pod.
+	accepted time.Time
+	hostIP   string
+	podIP    string
+
+	sandboxReady bool
+	// sandboxWaiting says why there is no sandbox (yet).
+	sandboxWaiting *waiting
+	// networkReleased: the pod is terminal and its sandbox was stopped.
+	networkReleased bool
+
+	initDone, initFailed bool
+	init, app            []containerView
+}
+
+var imageReasons = map[string]bool{
+	ReasonErrImagePull: true, ReasonImagePullBackOff: true, ReasonErrImageNeverPull: true, ReasonInvalidImageName: true,
+}
+
+// buildStatus computes the pod's status. It is a pure function of its
+// input; conditions the kubelet does not own (PodScheduled) are kept.
+func buildStatus(in statusInput) *v1.PodStatus {
+	prev := in.prev
+	if prev == nil {
+		prev = &v1.PodStatus{}
+	}
+	st := &v1.PodStatus{
+		HostIp:            in.hostIP,
+		PodIp:             in.podIP,
+		StartTime:         prev.StartTime,
+		QosClass:          qosClass(in.pod.GetSpec()),
+		NominatedNodeName: prev.NominatedNodeName,
+	}
+	if st.StartTime == nil {
+		st.StartTime = ts(in.accepted)
+	}
+	for _, v := range in.init {
+		st.InitContainerStatuses = append(st.InitContainerStatuses, containerStatus(v))
+	}
+	for _, v := range in.app {
+		st.ContainerStatuses = append(st.ContainerStatuses, containerStatus(v))
+	}
+	st.Phase = podPhase(in.pod.GetSpec().GetRestartPolicy(), in.initDone, in.initFailed, st.ContainerStatuses)
+	if IsTerminal(prev.Phase) {
+		st.Phase = prev.Phase // terminal is final
+	}
+
+	conds := make([]*v1.Condition, 0, len(prev.Conditions)+8)
+	for _, c := range prev.Conditions {
+		conds = append(conds, proto.Clone(c).(*v1.Condition))
+	}
+	now := in.now
+	conds = keepTrue(conds, CondAccepted, true, "", "", in.accepted)
+
+	// Images: a problem wins; True once every container was created.
+	all := append(append([]containerView{}, in.init...), in.app...)
+	var imageProblem *waiting
+	allCreated := true
+	for _, v := range all {
+		if v.waiting != nil && imageReasons[v.waiting.Reason] && imageProblem == nil {
+			imageProblem = v.waiting
+		}
+		if v.cur == nil {
+			allCreated = false
+		}
+	}
+	switch {
+	case imageProblem != nil:
+		conds = setCondition(conds, CondImagesReady, false, imageProblem.Reason, imageProblem.Message, now)
+	case allCreated && in.initDone:
+		conds = setCondition(conds, CondImagesReady, true, "", "", now)
+	}
+
+	switch {
+	case in.sandboxReady:
+		conds = setCondition(conds, CondPodReadyToStartContainers, true, "", "pod IP "+in.podIP, now)
+	case in.networkReleased:
+		conds = setCondition(conds, CondPodReadyToStartContainers, false, "PodCompleted", "the pod's sandbox and network were released", now)
+	case in.sandboxWaiting != nil:
+		conds = setCondition(conds, CondPodReadyToStartContainers, false, in.sandboxWaiting.Reason, in.sandboxWaiting.Message, now)
+	default:
+		conds = setCondition(conds, CondPodReadyToStartContainers, false, "SandboxNotReady", "the pod's sandbox is being created", now)
+	}
+
+	switch {
+	case in.initDone:
+		conds = setCondition(conds, CondInitialized, true, "", "", now)
+	default:
+		incomplete := names(st.InitContainerStatuses, func(cs *v1.ContainerStatus) bool {
+			return cs.GetState().GetTerminated().GetExitCode() != 0 || cs.GetState().GetTerminated() == nil
+		})
+		conds = setCondition(conds, CondInitialized, false, "ContainersNotInitialized", "containers with incomplete status: "+bracketList(incomplete), now)
+	}
+
+	notStarted := names(st.ContainerStatuses, func(cs *v1.ContainerStatus) bool {
+		return cs.GetState().GetRunning() == nil && cs.GetState().GetTerminated() == nil && cs.GetLastState().GetTerminated() == nil
+	})
+	if len(notStarted) == 0 {
+		conds = keepTrue(conds, CondContainersStarted, true, "", "", now)
+	} else {
+		conds = keepTrue(conds, CondContainersStarted, false, "ContainersNotStarted", "containers not started yet: "+bracketList(notStarted), now)
+	}
+
+	unready := names(st.ContainerStatuses, func(cs *v1.ContainerStatus) bool { return !cs.Ready })
+	switch {
+	case IsTerminal(st.Phase):
+		conds = setCondition(conds, CondContainersReady, false, "PodCompleted", "", now)
+		conds = setCondition(conds, CondReady, false, "PodCompleted", "", now)
+	case len(unready) == 0 && len(st.ContainerStatuses) > 0:
+		conds = setCondition(conds, CondContainersReady, true, "", "", now)
+		conds = setCondition(conds, CondReady, true, "", "", now)
+	default:
+		msg := "containers with unready status: " + bracketList(unready)
+		conds = setCondition(conds, CondContainersReady, false, "ContainersNotReady", msg, now)
+		conds = setCondition(conds, CondReady, false, "ContainersNotReady", msg, now)
+	}
+	st.Conditions = conds
+	return st
+}

@@ -1,0 +1,207 @@
+package pod
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+
+	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/kubelet/network"
+	"github.com/tugboat/tugboat/kubelet/runtime"
+)
+
+// A pod's sandbox is made in this order, so that a crash at any point
+// leaves something housekeeping can find and undo: the network namespace
+// (its name starts with the pod's UID), the runtime's sandbox record (which
+// names the namespace), CNI ADD (keyed by the sandbox ID), the /etc files.
+// Teardown is the reverse: stop the sandbox, CNI DEL, delete the
+// namespace, remove the sandbox record.
+
+// sandboxInfo is the current sandbox and the pod's address in it.
+type sandboxInfo struct {
+	runtime.SandboxStatus
+	IP netip.Addr
+}
+
+func podNetwork(id, nsPath string, pod runtime.PodRef, ports []network.PortMapping) network.PodNetwork {
+	return network.PodNetwork{ID: id, NetNSPath: nsPath, Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, PortMappings: ports}
+}
+
+func podRef(pod *v1.Pod) runtime.PodRef {
+	m := pod.GetMetadata()
+	return runtime.PodRef{Namespace: m.GetNamespace(), Name: m.GetName(), UID: m.GetUid()}
+}
+
+// hostPorts are the pod's hostPort mappings for the portmap plugin.
+func hostPorts(pod *v1.Pod) []network.PortMapping {
+	var out []network.PortMapping
+	for _, c := range pod.GetSpec().GetContainers() {
+		for _, p := range c.GetPorts() {
+			if p.HostPort == 0 {
+				continue
+			}
+			out = append(out, network.PortMapping{HostPort: p.HostPort, ContainerPort: p.ContainerPort, Protocol: strings.ToLower(p.Protocol), HostIP: p.HostIp})
+		}
+	}
+	return out
+}
+
+func podHostname(pod *v1.Pod) string {
+	h := pod.GetSpec().GetHostname()
+	if h == "" {
+		h = pod.GetMetadata().GetName()
+	}
+	if len(h) > 63 {
+		h = strings.TrimRight(h[:63], "-.")
+	}
+	return h
+}
+
+func randSuffix() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// netnsName is the pinned namespace's file name: the pod UID first, so
+// housekeeping can tell whose it is.
+func netnsName(uid string) string { return uid + "_" + randSuffix() }
+
+// uidOfNetNS returns the pod UID a namespace file name starts with.
+func uidOfNetNS(name string) string {
+	uid, _, _ := strings.Cut(name, "_")
+	return uid
+}
+
+// createSandbox makes the pod's sandbox and network.
+func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) (*sandboxInfo, error) {
+	m := w.m
+	ref := podRef(pod)
+	nsPath, err := m.net.CreateNetNS(netnsName(ref.UID))
+	if err != nil {
+		return nil, fmt.Errorf("network namespace: %w", err)
+	}
+	etcDir := m.cfg.etcDir(ref.UID)
+	cfg := runtime.SandboxConfig{
+		Pod:       ref,
+		Attempt:   attempt,
+		Hostname:  podHostname(pod),
+		NetNSPath: nsPath,
+		EtcFiles:  runtime.EtcFilesIn(etcDir),
+		Labels:    map[string]string{LabelNode: m.cfg.NodeName},
+	}
+	id, err := m.rt.RunPodSandbox(ctx, cfg)
+	if err != nil {
+		_ = m.net.DeleteNetNS(nsPath)
+		return nil, fmt.Errorf("runtime sandbox: %w", err)
+	}
+	ip, err := m.net.SetUpPod(ctx, podNetwork(id, nsPath, ref, hostPorts(pod)))
+	if err != nil {
+		w.teardownQuietly(ctx, runtime.SandboxStatus{ID: id, Config: cfg})
+		return nil, err
+	}
+	dns, err := m.dnsConfig(pod)
+	if err != nil {
+		w.teardownQuietly(ctx, runtime.SandboxStatus{ID: id, Config: cfg})
+		return nil, err
+	}
+	var aliases []runtime.HostAlias
+	if _, err := runtime.WriteEtcFiles(etcDir, runtime.PodEtc{Hostname: cfg.Hostname, IPs: []string{ip.String()}, DNS: dns, HostAliases: aliases}); err != nil {
+		w.teardownQuietly(ctx, runtime.SandboxStatus{ID: id, Config: cfg})
+		return nil, fmt.Errorf("pod /etc files: %w", err)
+	}
+	return &sandboxInfo{SandboxStatus: runtime.SandboxStatus{ID: id, Config: cfg, State: runtime.SandboxReady}, IP: ip}, nil
+}
+
+func (w *worker) teardownQuietly(ctx context.Context, sb runtime.SandboxStatus) {
+	if err := teardownSandbox(context.WithoutCancel(ctx), w.m.rt, w.m.net, sb); err != nil {
+		w.log.Warn("undoing a half-made sandbox", "sandbox", sb.ID, "err", err)
+	}
+}
+
+// teardownSandbox stops a sandbox (killing its containers), runs CNI DEL,
+// deletes its network namespace and removes the sandbox record with its
+// containers. Idempotent.
+func teardownSandbox(ctx context.Context, rt runtime.Runtime, net Network, sb runtime.SandboxStatus) error {
+	if err := releaseSandbox(ctx, rt, net, sb); err != nil {
+		return err
+	}
+	if err := rt.RemovePodSandbox(ctx, sb.ID); err != nil {
+		return fmt.Errorf("remove sandbox %s: %w", sb.ID, err)
+	}
+	return nil
+}
+
+// releaseSandbox stops a sandbox and gives back its network (CNI DEL,
+// netns), keeping the record and its exited containers (a terminal pod's
+// statuses and logs stay readable).
+func releaseSandbox(ctx context.Context, rt runtime.Runtime, net Network, sb runtime.SandboxStatus) error {
+	if err := rt.StopPodSandbox(ctx, sb.ID); err != nil {
+		return fmt.Errorf("stop sandbox %s: %w", sb.ID, err)
+	}
+	var errs []error
+	if err := net.TearDownPod(ctx, podNetwork(sb.ID, sb.Config.NetNSPath, sb.Config.Pod, nil)); err != nil {
+		errs = append(errs, fmt.Errorf("CNI DEL for sandbox %s: %w", sb.ID, err))
+	} else if sb.Config.NetNSPath != "" {
+		if err := net.DeleteNetNS(sb.Config.NetNSPath); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// dnsConfig is the pod's resolv.conf: the cluster DNS for ClusterFirst
+// (the default), the node's own resolv.conf for Default (or when no
+// cluster DNS is configured).
+func (m *Manager) dnsConfig(pod *v1.Pod) (runtime.DNSConfig, error) {
+	policy := pod.GetSpec().GetDnsPolicy()
+	if (policy == "" || policy == "ClusterFirst" || policy == "ClusterFirstWithHostNet") && len(m.cfg.ClusterDNS) > 0 {
+		ns := pod.GetMetadata().GetNamespace()
+		d := m.cfg.ClusterDomain
+		servers := make([]string, len(m.cfg.ClusterDNS))
+		for i, a := range m.cfg.ClusterDNS {
+			servers[i] = a.String()
+		}
+		return runtime.DNSConfig{
+			Servers:  servers,
+			Searches: []string{ns + ".svc." + d, "svc." + d, d},
+			Options:  []string{"ndots:5"},
+		}, nil
+	}
+	return hostResolvConf("/etc/resolv.conf")
+}
+
+// hostResolvConf reads the node's resolv.conf (for dnsPolicy Default).
+func hostResolvConf(path string) (runtime.DNSConfig, error) {
+	var d runtime.DNSConfig
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return d, nil
+	}
+	if err != nil {
+		return d, fmt.Errorf("reading %s: %w", path, err)
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) < 2 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		switch fields[0] {
+		case "nameserver":
+			d.Servers = append(d.Servers, fields[1])
+		case "search", "domain":
+			d.Searches = append(d.Searches, fields[1:]...)
+		case "options":
+			d.Options = append(d.Options, fields[1:]...)
+		}
+	}
+	return d, s.Err()
+}
