@@ -1,0 +1,172 @@
+package prober
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/kubelet/runtime"
+)
+
+type fakeExec struct{ code int }
+
+func (f fakeExec) Exec(_ context.Context, _ string, req runtime.ExecRequest) (int, error) {
+	if req.Cmd[0] == "missing" {
+		return 0, fmt.Errorf("exec: %q: executable file not found", req.Cmd[0])
+	}
+	fmt.Fprint(req.Stdout, "out")
+	return f.code, nil
+}
+
+func hostPort(t *testing.T, addr string) (string, string) {
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, p
+}
+
+func TestProbeHandlers(t *testing.T) {
+	var status atomic.Int32
+	status.Store(200)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" || r.Header.Get("X-Probe") != "yes" {
+			http.Error(w, "bad request "+r.URL.Path, 400)
+			return
+		}
+		w.WriteHeader(int(status.Load()))
+		fmt.Fprint(w, "body")
+	}))
+	defer srv.Close()
+	ip, port := hostPort(t, srv.Listener.Addr().String())
+	c := &v1.Container{Name: "c", Ports: []*v1.ContainerPort{{Name: "http", ContainerPort: mustAtoi(port)}}}
+	closed, _ := net.Listen("tcp", "127.0.0.1:0")
+	_, closedPort := hostPort(t, closed.Addr().String())
+	closed.Close()
+
+	for _, tc := range []struct {
+		name   string
+		probe  *v1.Probe
+		status int32
+		ok     bool
+		msg    string
+	}{
+		{"http ok by port name", &v1.Probe{HttpGet: &v1.HTTPGetAction{Path: "/healthz", Port: "http", HttpHeaders: []*v1.HTTPHeader{{Name: "X-Probe", Value: "yes"}}}}, 200, true, ""},
+		{"http redirect counts", &v1.Probe{HttpGet: &v1.HTTPGetAction{Path: "/healthz", Port: port, HttpHeaders: []*v1.HTTPHeader{{Name: "X-Probe", Value: "yes"}}}}, 302, true, ""},
+		{"http 500", &v1.Probe{HttpGet: &v1.HTTPGetAction{Path: "/healthz", Port: port, HttpHeaders: []*v1.HTTPHeader{{Name: "X-Probe", Value: "yes"}}}}, 500, false, "statuscode: 500"},
+		{"http unknown port name", &v1.Probe{HttpGet: &v1.HTTPGetAction{Port: "nope"}}, 200, false, `port "nope"`},
+		{"http refused", &v1.Probe{HttpGet: &v1.HTTPGetAction{Port: closedPort}}, 200, false, "refused"},
+		{"tcp ok", &v1.Probe{TcpSocket: &v1.TCPSocketAction{Port: port}}, 200, true, ""},
+		{"tcp refused", &v1.Probe{TcpSocket: &v1.TCPSocketAction{Port: closedPort}}, 200, false, "refused"},
+		{"exec ok", &v1.Probe{Exec: &v1.ExecAction{Command: []string{"true"}}}, 200, true, ""},
+		{"exec missing", &v1.Probe{Exec: &v1.ExecAction{Command: []string{"missing"}}}, 200, false, "not found"},
+		{"no handler", &v1.Probe{}, 200, false, "no handler"},
+	} {
+		status.Store(tc.status)
+		ok, msg := run(context.Background(), fakeExec{}, &v1.Pod{}, ip, c, "id", tc.probe, time.Second)
+		if ok != tc.ok || !strings.Contains(msg, tc.msg) {
+			t.Errorf("%s: ok %v msg %q, want %v containing %q", tc.name, ok, msg, tc.ok, tc.msg)
+		}
+	}
+	ok, msg := run(context.Background(), fakeExec{code: 2}, &v1.Pod{}, ip, c, "id", &v1.Probe{Exec: &v1.ExecAction{Command: []string{"check"}}}, time.Second)
+	if ok || !strings.Contains(msg, "exited with 2: out") {
+		t.Errorf("exec exit 2: %v %q", ok, msg)
+	}
+}
+
+func mustAtoi(s string) int32 {
+	var n int32
+	fmt.Sscan(s, &n)
+	return n
+}
+
+type events struct {
+	mu  sync.Mutex
+	msg []string
+}
+
+func (e *events) Eventf(_ v1.Object, typ, reason, format string, args ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.msg = append(e.msg, typ+" "+reason+": "+fmt.Sprintf(format, args...))
+}
+
+func (e *events) count() int { e.mu.Lock(); defer e.mu.Unlock(); return len(e.msg) }
+
+// TestThresholdsAndStartup runs real probe goroutines (period 1s) against
+// a server that fails on demand.
+func TestThresholdsAndStartup(t *testing.T) {
+	var healthy atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !healthy.Load() {
+			http.Error(w, "sick", 503)
+		}
+	}))
+	defer srv.Close()
+	ip, port := hostPort(t, srv.Listener.Addr().String())
+	changes := make(chan string, 100)
+	ev := &events{}
+	m := New(Config{Recorder: ev, OnChange: func(uid string) { changes <- uid }})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go m.Run(ctx)
+	waitFor(t, func() bool { m.mu.Lock(); defer m.mu.Unlock(); return m.ctx != nil })
+
+	get := &v1.HTTPGetAction{Port: port}
+	pod := &v1.Pod{Metadata: &v1.ObjectMeta{Name: "p", Namespace: "default", Uid: "u1"}, Spec: &v1.PodSpec{Containers: []*v1.Container{{
+		Name:           "c",
+		StartupProbe:   &v1.Probe{HttpGet: get, PeriodSeconds: 1, FailureThreshold: 30},
+		LivenessProbe:  &v1.Probe{HttpGet: get, PeriodSeconds: 1, FailureThreshold: 2},
+		ReadinessProbe: &v1.Probe{HttpGet: get, PeriodSeconds: 1, SuccessThreshold: 1, FailureThreshold: 1},
+	}}}}
+	m.UpdatePod(pod, ip, []Target{{Name: "c", ContainerID: "id1", StartedAt: time.Now()}})
+
+	if r := m.Result("u1", "c", Liveness); r.State != Success || r.ContainerID != "id1" {
+		t.Errorf("initial liveness %+v, want Success", r)
+	}
+	// Failing startup probe: liveness and readiness wait; nothing changes.
+	waitFor(t, func() bool { return ev.count() >= 2 }) // two failed startup probes
+	if r := m.Result("u1", "c", Readiness); r.State != Unknown {
+		t.Errorf("readiness %v while the startup probe has not succeeded", r.State)
+	}
+	healthy.Store(true)
+	waitFor(t, func() bool { return m.Result("u1", "c", Startup).State == Success })
+	waitFor(t, func() bool { return m.Result("u1", "c", Readiness).State == Success })
+	healthy.Store(false)
+	waitFor(t, func() bool { return m.Result("u1", "c", Readiness).State == Failure })
+	waitFor(t, func() bool { return m.Result("u1", "c", Liveness).State == Failure })
+	if r := m.Result("u1", "c", Liveness); !strings.Contains(r.Message, "503") {
+		t.Errorf("liveness message %q", r.Message)
+	}
+	// A new container ID starts over.
+	m.UpdatePod(pod, ip, []Target{{Name: "c", ContainerID: "id2", StartedAt: time.Now()}})
+	if r := m.Result("u1", "c", Liveness); r.State != Success || r.ContainerID != "id2" {
+		t.Errorf("liveness after restart %+v", r)
+	}
+	m.RemovePod("u1")
+	if r := m.Result("u1", "c", Liveness); r.State != Unknown {
+		t.Errorf("result after RemovePod: %+v", r)
+	}
+	if len(changes) == 0 {
+		t.Error("OnChange never called")
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
