@@ -207,8 +207,14 @@ func previousApplied(obj v1.Object) (labels, annotations map[string]string) {
 // lastAppliedJSON is the manifest as one line of Kubernetes-shaped JSON.
 func lastAppliedJSON(obj v1.Object) (string, error) {
 	c := proto.Clone(obj).(v1.Object)
-	if a := c.GetMetadata().GetAnnotations(); a != nil {
-		delete(a, LastAppliedAnnotation)
+	m := v1.Meta(c)
+	delete(m.Annotations, LastAppliedAnnotation)
+	// What the server owns is not part of what the user applies (input
+	// saved with get -o yaml has it).
+	m.Uid, m.ResourceVersion, m.Generation = "", 0, 0
+	m.CreationTimestamp, m.DeletionTimestamp, m.DeletionGracePeriodSeconds = nil, nil, 0
+	if fd := v1.Field(c, "status"); fd != nil {
+		c.ProtoReflect().Clear(fd)
 	}
 	j, err := manifest.Marshal(c, manifest.JSON)
 	if err != nil {

@@ -60,6 +60,13 @@ func TestApplyDocsPod(t *testing.T) {
 	if err != nil || p.Spec.Containers[0].Image != "nginx:1.16.1" {
 		t.Fatalf("pod after apply: %v %v", p, err)
 	}
+	// What get -o yaml prints applies back; the second time it is unchanged.
+	saved := mustOK(t, e.run("get", "pods", "-o", "yaml")).out
+	mustOK(t, e.runIn(saved, "apply", "-f", "-"))
+	saved = mustOK(t, e.run("get", "pod", "nginx", "-o", "yaml")).out
+	if r := mustOK(t, e.runIn(saved, "apply", "-f", "-")); r.out != "pod/nginx unchanged\n" {
+		t.Errorf("re-apply of get -o yaml printed %q", r.out)
+	}
 }
 
 // Apply of a deployment: unchanged when only the controller touched it,

@@ -1,0 +1,109 @@
+package tugctl
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/tugboat/tugboat/api/client"
+	v1 "github.com/tugboat/tugboat/api/v1"
+)
+
+func describeNode(ctx context.Context, d *describer, n *v1.Node) error {
+	m, sp, st := n.GetMetadata(), n.GetSpec(), n.GetStatus()
+	d.kv(0, "Name", m.GetName())
+	d.kv(0, "Roles", nodeRoles(n))
+	d.mapLines(0, "Labels", m.GetLabels(), "=")
+	d.mapLines(0, "Annotations", m.GetAnnotations(), ": ")
+	d.kv(0, "CreationTimestamp", timeString(m.GetCreationTimestamp()))
+	if len(sp.GetTaints()) == 0 {
+		d.kv(0, "Taints", "<none>")
+	}
+	for i, t := range sp.GetTaints() {
+		key := "Taints:"
+		if i > 0 {
+			key = ""
+		}
+		s := t.Key
+		if t.Value != "" {
+			s += "=" + t.Value
+		}
+		d.text(0, "%s\t%s:%s", key, s, t.Effect)
+	}
+	d.kv(0, "Unschedulable", sp.GetUnschedulable())
+	if lease, err := client.For[*v1.Lease](d.c).Get(ctx, "kube-node-lease", m.GetName()); err == nil {
+		d.text(0, "Lease:")
+		d.kv(1, "HolderIdentity", orDefault(lease.GetSpec().GetHolderIdentity(), "<unset>"))
+		d.kv(1, "AcquireTime", timeString(lease.GetSpec().GetAcquireTime()))
+		d.kv(1, "RenewTime", timeString(lease.GetSpec().GetRenewTime()))
+	}
+	if conds := st.GetConditions(); len(conds) > 0 {
+		d.text(0, "Conditions:")
+		d.text(1, "Type\tStatus\tLastHeartbeatTime\tLastTransitionTime\tReason\tMessage")
+		d.text(1, "----\t------\t-----------------\t------------------\t------\t-------")
+		for _, c := range conds {
+			d.text(1, "%s\t%s\t%s\t%s\t%s\t%s", c.Type, c.Status, timeString(c.LastHeartbeatTime), timeString(c.LastTransitionTime), c.Reason, c.Message)
+		}
+	}
+	d.text(0, "Addresses:")
+	for _, a := range st.GetAddresses() {
+		d.kv(1, a.Type, a.Address)
+	}
+	if len(st.GetCapacity()) > 0 {
+		d.text(0, "Capacity:")
+		d.quantities(1, st.GetCapacity())
+	}
+	if len(st.GetAllocatable()) > 0 {
+		d.text(0, "Allocatable:")
+		d.quantities(1, st.GetAllocatable())
+	}
+	if info := st.GetNodeInfo(); info != nil {
+		d.text(0, "System Info:")
+		d.kv(1, "Machine ID", info.MachineId)
+		d.kv(1, "Boot ID", info.BootId)
+		d.kv(1, "Kernel Version", info.KernelVersion)
+		d.kv(1, "OS Image", info.OsImage)
+		d.kv(1, "Operating System", info.OperatingSystem)
+		d.kv(1, "Architecture", info.Architecture)
+		d.kv(1, "Container Runtime Version", info.ContainerRuntimeVersion)
+		d.kv(1, "Kubelet Version", info.KubeletVersion)
+	}
+	if sp.GetPodCidr() != "" {
+		d.kv(0, "PodCIDR", sp.GetPodCidr())
+		d.kv(0, "PodCIDRs", strings.Join(sp.GetPodCidrs(), ","))
+	}
+	pods, _, err := client.For[*v1.Pod](d.c).List(ctx, client.ListOptions{FieldSelector: "spec.nodeName=" + m.GetName()})
+	if err != nil {
+		return err
+	}
+	var running []*v1.Pod
+	for _, p := range pods {
+		if ph := p.GetStatus().GetPhase(); ph != "Succeeded" && ph != "Failed" {
+			running = append(running, p)
+		}
+	}
+	d.kv(0, "Non-terminated Pods", fmt.Sprintf("(%d in total)", len(running)))
+	if len(running) > 0 {
+		d.text(1, "Namespace\tName\tCPU Requests\tMemory Requests\tAge")
+		d.text(1, "---------\t----\t------------\t---------------\t---")
+		for _, p := range running {
+			cpu, mem := podRequests(p)
+			d.text(1, "%s\t%s\t%s\t%s\t%s", p.Metadata.Namespace, p.Metadata.Name, cpu, mem, age(p.Metadata.CreationTimestamp, d.now))
+		}
+	}
+	return d.events(ctx, n)
+}
+
+// podRequests joins the containers' cpu and memory requests.
+func podRequests(p *v1.Pod) (cpu, mem string) {
+	var cs, ms []string
+	for _, c := range p.GetSpec().GetContainers() {
+		if v := c.GetResources().GetRequests()["cpu"]; v != "" {
+			cs = append(cs, v)
+		}
+		if v := c.GetResources().GetRequests()["memory"]; v != "" {
+			ms = append(ms, v)
+		}
+	}
+	return orDefault(strings.Join(cs, "+"), "0"), orDefault(strings.Join(ms, "+"), "0")
+}
