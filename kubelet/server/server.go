@@ -1,0 +1,133 @@
+// Package server is the kubelet's NodeAPI: container logs (follow,
+// previous, tail), exec (stdin, tty, resize), image import and listing,
+// and cpu/memory stats. The kubelet serves it on the tunnel it keeps open
+// to the apiserver (api/tunnel), which relays users' calls to the node
+// that runs the pod — so it works when the apiserver cannot dial the node.
+//
+// Every call resolves the pod by namespace/name from the kubelet's pod
+// cache and its containers through the runtime (by the pod-UID labels);
+// errors are gRPC status codes with a message naming the pod and container.
+package server
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+	"strings"
+
+	"google.golang.org/grpc"
+
+	"github.com/tugboat/tugboat/api/apierrors"
+	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/kubelet/runtime"
+)
+
+// Pods finds pods bound to this node by "namespace/name" (the kubelet's
+// pod informer).
+type Pods interface {
+	Get(key string) (*v1.Pod, bool)
+}
+
+// Config wires a Server.
+type Config struct {
+	NodeName string
+	Runtime  runtime.Runtime
+	Pods     Pods
+	// OnImport is called after images were imported (the pod workers
+	// waiting for an image retry at once).
+	OnImport func()
+	Logger   *slog.Logger
+}
+
+// Server implements v1.NodeAPIServer.
+type Server struct {
+	v1.UnimplementedNodeAPIServer
+	cfg   Config
+	log   *slog.Logger
+	stats *sampler
+}
+
+// New makes a Server.
+func New(cfg Config) *Server {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{cfg: cfg, log: log, stats: newSampler()}
+}
+
+// Register adds the NodeAPI service to g.
+func (s *Server) Register(g *grpc.Server) { v1.RegisterNodeAPIServer(g, s) }
+
+func namespaceOr(ns string) string {
+	if ns == "" {
+		return "default"
+	}
+	return ns
+}
+
+// pod returns the pod and the name of its container (the only one when
+// container is empty).
+func (s *Server) pod(ns, name, container string) (*v1.Pod, string, error) {
+	ns = namespaceOr(ns)
+	if name == "" {
+		return nil, "", apierrors.Invalid("pod", "required")
+	}
+	pod, ok := s.cfg.Pods.Get(ns + "/" + name)
+	if !ok {
+		return nil, "", apierrors.New(apierrors.ErrNotFound, "pod %s/%s not found on node %s", ns, name, s.cfg.NodeName)
+	}
+	var names []string
+	for _, c := range append(append([]*v1.Container{}, pod.GetSpec().GetInitContainers()...), pod.GetSpec().GetContainers()...) {
+		names = append(names, c.Name)
+		if c.Name == container {
+			return pod, container, nil
+		}
+	}
+	if container != "" {
+		return nil, "", apierrors.Invalid("container", "container %q is not in pod %s/%s; its containers: [%s]", container, ns, name, strings.Join(names, " "))
+	}
+	if cs := pod.GetSpec().GetContainers(); len(cs) == 1 {
+		return pod, cs[0].Name, nil
+	}
+	return nil, "", apierrors.Invalid("container", "a container name must be specified for pod %s/%s, choose one of: [%s]", ns, name, strings.Join(names, " "))
+}
+
+// attempts returns the pod's containers called name, newest first.
+func (s *Server) attempts(ctx context.Context, pod *v1.Pod, name string) ([]runtime.ContainerStatus, error) {
+	cs, err := s.cfg.Runtime.ListContainers(ctx, runtime.ContainerFilter{PodUID: pod.GetMetadata().GetUid()})
+	if err != nil {
+		return nil, apierrors.New(apierrors.ErrUnavailable, "listing containers of pod %s: %v", pod.GetMetadata().GetName(), err)
+	}
+	var out []runtime.ContainerStatus
+	for _, c := range cs {
+		if c.Name == name {
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Attempt != out[j].Attempt {
+			return out[i].Attempt > out[j].Attempt
+		}
+		return out[i].CreatedAt.After(out[j].CreatedAt)
+	})
+	return out, nil
+}
+
+// waitingReason is what the pod's status says a container waits for.
+func waitingReason(pod *v1.Pod, name string) string {
+	for _, cs := range append(append([]*v1.ContainerStatus{}, pod.GetStatus().GetInitContainerStatuses()...), pod.GetStatus().GetContainerStatuses()...) {
+		if cs.Name == name {
+			if w := cs.GetState().GetWaiting(); w != nil {
+				return w.Reason
+			}
+		}
+	}
+	return "ContainerCreating"
+}
+
+func grpcErr(err error) error { return apierrors.ToGRPC(err) }
+
+func errorf(kind error, format string, args ...any) error {
+	return apierrors.ToGRPC(apierrors.New(kind, format, args...))
+}
