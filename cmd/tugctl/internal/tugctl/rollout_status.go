@@ -2,7 +2,6 @@ package tugctl
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -113,7 +112,7 @@ func (o *Options) rolloutStatus(ctx context.Context, api *client.Typed[*v1.Deplo
 		}
 		w, err := api.Watch(ctx, client.WatchOptions{Namespace: ns, FieldSelector: "metadata.name=" + name, ResourceVersion: d.GetMetadata().GetResourceVersion()})
 		if err != nil {
-			if ctx.Err() != nil {
+			if ctxOver(ctx) {
 				return timeoutError(ctx, err, f.timeout)
 			}
 			sleepCtx(ctx, time.Second)
@@ -123,7 +122,7 @@ func (o *Options) rolloutStatus(ctx context.Context, api *client.Typed[*v1.Deplo
 			ev, err := w.Next()
 			if err != nil {
 				w.Stop()
-				if ctx.Err() != nil {
+				if ctxOver(ctx) {
 					return timeoutError(ctx, err, f.timeout)
 				}
 				break // re-read and re-watch
@@ -143,9 +142,21 @@ func (o *Options) rolloutStatus(ctx context.Context, api *client.Typed[*v1.Deplo
 	}
 }
 
+// timeoutError turns the error of a call cut short by --timeout into a
+// message that says so.
 func timeoutError(ctx context.Context, err error, timeout time.Duration) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) && timeout > 0 {
+	if timeout > 0 && ctxOver(ctx) && ctx.Err() != context.Canceled {
 		return fmt.Errorf("timed out after %v waiting for the rollout to finish", timeout)
 	}
 	return err
+}
+
+// ctxOver reports whether ctx is done or its deadline has passed: the
+// server may report the deadline before the local context fires.
+func ctxOver(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
