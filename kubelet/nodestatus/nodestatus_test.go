@@ -41,7 +41,7 @@ type netState struct {
 }
 
 func (n *netState) check(context.Context) error { n.mu.Lock(); defer n.mu.Unlock(); return n.err }
-func (n *netState) set(err error)                { n.mu.Lock(); n.err = err; n.mu.Unlock() }
+func (n *netState) set(err error)               { n.mu.Lock(); n.err = err; n.mu.Unlock() }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
