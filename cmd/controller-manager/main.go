@@ -1,0 +1,64 @@
+// Command controller-manager runs Tugboat's controllers (ReplicaSet,
+// Deployment, garbage collector, node lifecycle, node IPAM) against the
+// apiserver, with leader election so several replicas can run.
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tugboat/tugboat/api/component"
+	"github.com/tugboat/tugboat/controllers/manager"
+)
+
+func main() {
+	var cfg manager.Config
+	var cf component.ClientFlags
+	var logs component.LogFlags
+	var list string
+	fs := flag.NewFlagSet("controller-manager", flag.ExitOnError)
+	cf.Register(fs)
+	logs.Register(fs)
+	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "127.0.0.1:10257", "HTTP address for /metrics, /healthz and /debug/pprof (empty disables)")
+	fs.StringVar(&list, "controllers", "*", "controllers to run: * for all, a name to add one, -name to remove one ("+strings.Join(manager.Names(), ", ")+")")
+	fs.DurationVar(&cfg.ResyncPeriod, "resync-period", 30*time.Minute, "replay every cached object to the controllers at this interval (negative disables)")
+
+	fs.BoolVar(&cfg.LeaderElection.Enabled, "leader-elect", true, "act only while holding the lease kube-system/controller-manager")
+	fs.DurationVar(&cfg.LeaderElection.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits after the leader's last renewal before taking over")
+	fs.DurationVar(&cfg.LeaderElection.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing before it stops acting")
+	fs.DurationVar(&cfg.LeaderElection.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "interval between lease acquire and renew attempts")
+
+	fs.IntVar(&cfg.ReplicaSet.Workers, "concurrent-replicaset-syncs", 5, "ReplicaSets synced in parallel")
+	fs.IntVar(&cfg.Deployment.Workers, "concurrent-deployment-syncs", 5, "Deployments synced in parallel")
+	fs.IntVar(&cfg.GarbageCollector.Workers, "concurrent-gc-syncs", 20, "objects the garbage collector examines in parallel")
+
+	fs.DurationVar(&cfg.NodeLifecycle.GracePeriod, "node-monitor-grace-period", 15*time.Second, "a node whose lease is not renewed for this long becomes unreachable (Ready=Unknown, unreachable taint)")
+	fs.DurationVar(&cfg.NodeLifecycle.MonitorPeriod, "node-monitor-period", 5*time.Second, "how often every node's health is checked even without events")
+	fs.DurationVar(&cfg.NodeLifecycle.PodEvictionTimeout, "pod-eviction-timeout", 5*time.Second, "default toleration of the unreachable and not-ready taints (a pod's own tolerationSeconds wins)")
+	fs.Float64Var(&cfg.NodeLifecycle.EvictionRate, "node-eviction-rate", 10, "pods evicted per second, cluster-wide (also the burst)")
+	fs.Float64Var(&cfg.NodeLifecycle.SecondaryEvictionRate, "secondary-node-eviction-rate", 1, "eviction rate when a large cluster is partially disrupted")
+	fs.Float64Var(&cfg.NodeLifecycle.UnhealthyThreshold, "unhealthy-zone-threshold", 0.55, "fraction of unhealthy nodes (and more than 2) from which evictions slow down or stop")
+	fs.IntVar(&cfg.NodeLifecycle.LargeClusterThreshold, "large-cluster-size-threshold", 50, "clusters of at most this many nodes stop evicting when partially disrupted")
+
+	fs.StringVar(&cfg.NodeIPAM.ClusterCIDR, "cluster-cidr", "10.244.0.0/16", "CIDR split into node pod CIDRs")
+	fs.IntVar(&cfg.NodeIPAM.NodeCIDRMaskSize, "node-cidr-mask-size", 24, "prefix length of each node's pod CIDR")
+	_ = fs.Parse(os.Args[1:])
+	cfg.Controllers = strings.Split(list, ",")
+
+	component.Main("controller-manager", func(ctx context.Context) error {
+		log, err := logs.Logger("controller-manager")
+		if err != nil {
+			return err
+		}
+		c, err := cf.Client("controller-manager")
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		cfg.Client, cfg.Logger = c, log
+		return manager.Run(ctx, cfg)
+	})
+}

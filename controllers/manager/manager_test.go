@@ -1,0 +1,210 @@
+package manager_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tugboat/tugboat/api/apierrors"
+	"github.com/tugboat/tugboat/api/client"
+	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/apiserver/apiservertest"
+	"github.com/tugboat/tugboat/controllers/controller/controllertest"
+	"github.com/tugboat/tugboat/controllers/manager"
+)
+
+func TestConfigValidate(t *testing.T) {
+	c, _ := client.New(client.Config{Server: "127.0.0.1:1"})
+	le := manager.LeaderElection{Enabled: true, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+	cases := []struct {
+		name string
+		mod  func(*manager.Config)
+		want string
+	}{
+		{"defaults", func(*manager.Config) {}, ""},
+		{"no client", func(c *manager.Config) { c.Client = nil }, "--server"},
+		{"unknown controller", func(c *manager.Config) { c.Controllers = []string{"*", "-nodeipam", "cronjob"} }, `--controllers: unknown controller "cronjob"`},
+		{"subset", func(c *manager.Config) { c.Controllers = []string{"replicaset", "garbagecollector"} }, ""},
+		{"renew >= lease", func(c *manager.Config) { c.LeaderElection.RenewDeadline = 20 * time.Second }, "--leader-elect-renew-deadline"},
+		{"sub-second lease", func(c *manager.Config) { c.LeaderElection.LeaseDuration = 500 * time.Millisecond }, "--leader-elect-lease-duration"},
+		{"bad grace", func(c *manager.Config) { c.NodeLifecycle.GracePeriod = -time.Second }, "--node-monitor-grace-period"},
+		{"bad cidr", func(c *manager.Config) { c.NodeIPAM.ClusterCIDR = "10.244.0.0/33" }, "--cluster-cidr"},
+		{"bad mask", func(c *manager.Config) { c.NodeIPAM.NodeCIDRMaskSize = 8 }, "--node-cidr-mask-size"},
+		{"bad rate", func(c *manager.Config) { c.NodeLifecycle.EvictionRate = -1 }, "--node-eviction-rate"},
+		{"bad workers", func(c *manager.Config) { c.ReplicaSet.Workers = -1 }, "--concurrent-replicaset-syncs"},
+		{"bad metrics address", func(c *manager.Config) { c.MetricsListen = "10257" }, "--metrics-listen"},
+	}
+	for _, tc := range cases {
+		cfg := manager.Config{Client: c, LeaderElection: le}
+		tc.mod(&cfg)
+		err := cfg.Validate()
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: got %v, want an error mentioning %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+type replica struct {
+	id     string
+	client *client.Client
+	reg    *prometheus.Registry
+	done   chan error
+	cancel context.CancelFunc
+}
+
+// startReplica runs a controller-manager replica on its own connection,
+// so the test can cut it off as if the process died.
+func startReplica(t *testing.T, ctx context.Context, addr, id string) *replica {
+	c, err := client.New(client.Config{Server: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	r := &replica{id: id, client: c, reg: prometheus.NewRegistry(), done: make(chan error, 1), cancel: cancel}
+	go func() {
+		r.done <- manager.Run(ctx, manager.Config{
+			Client: c, Identity: id, Registry: r.reg, Logger: controllertest.Logger().With("replica", id),
+			LeaderElection: manager.LeaderElection{Enabled: true, LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond},
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-r.done; c.Close() })
+	return r
+}
+
+// syncs is how many syncs the replica's controllers have run.
+func (r *replica) syncs(t *testing.T) uint64 {
+	mfs, err := r.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, mf := range mfs {
+		if mf.GetName() == "tugboat_controller_manager_sync_duration_seconds" {
+			for _, m := range mf.GetMetric() {
+				n += histCount(m)
+			}
+		}
+	}
+	return n
+}
+
+func histCount(m *dto.Metric) uint64 { return m.GetHistogram().GetSampleCount() }
+
+func (r *replica) leader(t *testing.T) float64 {
+	mfs, _ := r.reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == "tugboat_controller_manager_leader" {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return 0
+}
+
+func holder(ctx context.Context, c *client.Client) string {
+	l, err := client.For[*v1.Lease](c).Get(ctx, "kube-system", "controller-manager")
+	if err != nil {
+		return ""
+	}
+	return l.GetSpec().GetHolderIdentity()
+}
+
+// TestOnlyLeaderActsAndHandsOver: of two controller-managers only the
+// lease holder runs controllers; when it dies (its connection is cut and
+// it never releases the lease) the other takes over and finishes the
+// work, every controller included.
+func TestOnlyLeaderActsAndHandsOver(t *testing.T) {
+	s := apiservertest.Start(t)
+	ctx := controllertest.Context(t, 90*time.Second)
+	controllertest.StartCluster(t, s.Client, controllertest.ClusterOptions{Nodes: []string{"n1", "n2"}})
+	a := startReplica(t, ctx, s.Addr(), "cm-a")
+	controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
+		return holder(ctx, s.Client) == "cm-a", "lease holder " + holder(ctx, s.Client)
+	})
+	b := startReplica(t, ctx, s.Addr(), "cm-b")
+
+	rss := client.For[*v1.ReplicaSet](s.Client)
+	lbl := map[string]string{"app": "web"}
+	if _, err := rss.Create(ctx, &v1.ReplicaSet{
+		Metadata: &v1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: &v1.ReplicaSetSpec{Replicas: proto.Int32(3), Selector: &v1.LabelSelector{MatchLabels: lbl},
+			Template: &v1.PodTemplateSpec{Metadata: &v1.ObjectMeta{Labels: lbl},
+				Spec: &v1.PodSpec{Containers: []*v1.Container{{Name: "c", Image: "nginx:1"}}}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitReady := func(n int32) {
+		t.Helper()
+		controllertest.Eventually(t, 30*time.Second, func() (bool, string) {
+			rs, err := rss.Get(ctx, "default", "web")
+			return err == nil && rs.GetStatus().GetReadyReplicas() == n && rs.GetStatus().GetReplicas() == n, fmt.Sprintf("status %v", rs.GetStatus())
+		})
+	}
+	waitReady(3)
+	// Both nodes got pod CIDRs: node IPAM runs too.
+	controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
+		n1, _ := client.For[*v1.Node](s.Client).Get(ctx, "", "n1")
+		n2, _ := client.For[*v1.Node](s.Client).Get(ctx, "", "n2")
+		return n1.GetSpec().GetPodCidr() != "" && n2.GetSpec().GetPodCidr() != "", "nodes without pod CIDRs"
+	})
+	if a.syncs(t) == 0 || b.syncs(t) != 0 || a.leader(t) != 1 || b.leader(t) != 0 {
+		t.Fatalf("while a leads: a ran %d syncs (leader %v), b ran %d (leader %v); want only a", a.syncs(t), a.leader(t), b.syncs(t), b.leader(t))
+	}
+
+	// a dies: it can no longer reach the apiserver and never releases the lease.
+	a.client.Close()
+	if _, err := rss.Mutate(ctx, "default", "web", false, func(rs *v1.ReplicaSet) error {
+		rs.Spec.Replicas = proto.Int32(6)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Eventually(t, 15*time.Second, func() (bool, string) {
+		return holder(ctx, s.Client) == "cm-b", "lease holder " + holder(ctx, s.Client)
+	})
+	waitReady(6)
+	if b.syncs(t) == 0 {
+		t.Fatal("b holds the lease but ran no sync")
+	}
+	select {
+	case err := <-a.done:
+		if err == nil || !strings.Contains(err.Error(), "leader") {
+			t.Errorf("the cut-off replica should stop with a lost-leadership error, got %v", err)
+		}
+		a.done <- err // for the cleanup
+	case <-time.After(5 * time.Second):
+		t.Error("the cut-off replica kept running")
+	}
+
+	// The new leader runs every controller: a Deployment rolls out and its
+	// deletion is collected.
+	deps := client.For[*v1.Deployment](s.Client)
+	if _, err := deps.Create(ctx, &v1.Deployment{
+		Metadata: &v1.ObjectMeta{Name: "api", Namespace: "default"},
+		Spec: &v1.DeploymentSpec{Replicas: proto.Int32(2), Selector: &v1.LabelSelector{MatchLabels: map[string]string{"app": "api"}},
+			Template: &v1.PodTemplateSpec{Metadata: &v1.ObjectMeta{Labels: map[string]string{"app": "api"}},
+				Spec: &v1.PodSpec{Containers: []*v1.Container{{Name: "c", Image: "nginx:1"}}}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Eventually(t, 20*time.Second, func() (bool, string) {
+		d, err := deps.Get(ctx, "default", "api")
+		return err == nil && d.GetStatus().GetAvailableReplicas() == 2, fmt.Sprintf("status %v", d.GetStatus())
+	})
+	if _, err := deps.Delete(ctx, "default", "api", client.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Eventually(t, 20*time.Second, func() (bool, string) {
+		pods, _, _ := client.For[*v1.Pod](s.Client).List(ctx, client.ListOptions{Namespace: "default", LabelSelector: "app=api"})
+		list, _, _ := rss.List(ctx, client.ListOptions{Namespace: "default", LabelSelector: "app=api"})
+		return len(pods) == 0 && len(list) == 0, fmt.Sprintf("%d pods, %d replica sets left", len(pods), len(list))
+	})
+	if _, err := deps.Get(ctx, "default", "api"); !apierrors.IsNotFound(err) {
+		t.Fatalf("deployment: %v", err)
+	}
+}
