@@ -62,6 +62,9 @@ func (o *Options) runApply(ctx context.Context, f *fileFlags) error {
 		return err
 	}
 	for _, mo := range objs {
+		if mo.Object.GetMetadata().GetName() == "" {
+			return fmt.Errorf("%s (%s): metadata.name: required (apply finds objects by name; create accepts metadata.generateName)", mo.Source, mo.Kind.Name)
+		}
 		if err := o.placeObject(mo); err != nil {
 			return err
 		}

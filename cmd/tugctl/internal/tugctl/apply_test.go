@@ -142,6 +142,7 @@ spec:
 	}
 	mustFail(t, e.run("apply", "-f", filepath.Join(dir, "missing.yaml")), "missing.yaml: no such file or directory")
 	mustFail(t, e.run("apply"), "-f: required")
+	mustFail(t, e.runIn("apiVersion: v1\nkind: Pod\nmetadata: {generateName: x-}\n", "apply", "-f", "-"), "<stdin>: document 1 (Pod): metadata.name: required")
 }
 
 // Server-side refusals name the document and the field; the other objects
