@@ -231,6 +231,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	return nil
 }
 
+// Node returns the Node as last read or written (nil before registration),
+// for events about the node.
+func (a *Agent) Node() *v1.Node {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.node
+}
+
 // Registered is closed once the Node exists.
 func (a *Agent) Registered() <-chan struct{} { return a.registered }
 

@@ -1,0 +1,212 @@
+package kubelet
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tugboat/tugboat/api/client"
+	"github.com/tugboat/tugboat/kubelet/network"
+	"github.com/tugboat/tugboat/kubelet/nodestatus"
+	"github.com/tugboat/tugboat/kubelet/pod"
+	"github.com/tugboat/tugboat/kubelet/runtime"
+	"github.com/tugboat/tugboat/kubelet/runtime/containerd"
+)
+
+// Version is the kubelet's version, reported in the Node's nodeInfo.
+const Version = "v0.1.0"
+
+// Defaults for Config (and the flags of cmd/kubelet).
+const (
+	DefaultRootDir       = "/var/lib/tugboat/kubelet"
+	DefaultMetricsListen = "127.0.0.1:10248"
+	DefaultClusterDNS    = "10.96.0.10"
+	DefaultCNIBinDir     = "/usr/lib/cni"
+)
+
+// Config is the kubelet's configuration; every field has a flag in
+// cmd/kubelet (named in Validate's errors).
+type Config struct {
+	// Client says how to reach the apiserver.
+	Client client.Config
+	// NodeName is this node's name (--node-name; default: the hostname).
+	NodeName string
+	// NodeIP is the InternalIP (--node-ip; default: the address of the
+	// default route's interface).
+	NodeIP string
+	// NodeLabels are added to the Node (--node-labels k=v,...).
+	NodeLabels map[string]string
+	// RootDir holds pods (etc files, volumes, logs), network namespaces,
+	// CNI state and the image import folder (--root-dir).
+	RootDir string
+
+	// ContainerdSocket is containerd's socket (--containerd-socket).
+	ContainerdSocket string
+	// ContainerdNamespace is the containerd namespace pods live in
+	// (--containerd-namespace, default "tugboat").
+	ContainerdNamespace string
+	// CgroupRoot is the cgroup under which pods get pod<uid>
+	// (--cgroup-root, default /tugboat).
+	CgroupRoot string
+	// RegistryInsecure are registry hosts pulled from over plain HTTP
+	// (--registry-insecure host:port,...).
+	RegistryInsecure []string
+
+	// CNIBinDirs are searched for CNI plugins (--cni-bin-dir, default
+	// /usr/lib/cni then /opt/cni/bin).
+	CNIBinDirs []string
+	// CNIConfDir holds the CNI config; the kubelet writes its default
+	// there unless the operator put one (--cni-conf-dir).
+	CNIConfDir string
+	// PodCIDR stands in for (or overrides) Node.spec.podCIDR (--pod-cidr).
+	PodCIDR string
+	// ClusterDNS are the pods' nameservers (--cluster-dns), ClusterDomain
+	// their DNS domain (--cluster-domain).
+	ClusterDNS    []string
+	ClusterDomain string
+
+	// MaxPods, CPU and Memory set the node's capacity (--max-pods,
+	// --cpu, --memory; default: the machine's).
+	MaxPods int
+	CPU     string
+	Memory  string
+
+	// LeaseInterval (--lease-interval) and NodeStatusInterval
+	// (--node-status-interval) pace the heartbeat and status.
+	LeaseInterval      time.Duration
+	NodeStatusInterval time.Duration
+
+	// Back-offs (--crash-backoff, --crash-backoff-max,
+	// --image-pull-backoff, --image-pull-backoff-max).
+	CrashBackoff        time.Duration
+	CrashBackoffMax     time.Duration
+	ImagePullBackoff    time.Duration
+	ImagePullBackoffMax time.Duration
+
+	// Container logs are rotated past LogMaxSize bytes, keeping
+	// LogMaxFiles files (--container-log-max-size, --container-log-max-files).
+	LogMaxSize  int64
+	LogMaxFiles int
+
+	// MetricsListen serves /metrics, /healthz and /debug/pprof
+	// (--metrics-listen; empty disables).
+	MetricsListen string
+
+	Logger *slog.Logger
+}
+
+// SetDefaults fills empty fields.
+func (c *Config) SetDefaults() {
+	if c.RootDir == "" {
+		c.RootDir = DefaultRootDir
+	}
+	if c.ContainerdSocket == "" {
+		c.ContainerdSocket = containerd.DefaultAddress
+	}
+	if c.ContainerdNamespace == "" {
+		c.ContainerdNamespace = containerd.DefaultNamespace
+	}
+	if c.CgroupRoot == "" {
+		c.CgroupRoot = containerd.DefaultCgroupParent
+	}
+	if len(c.CNIBinDirs) == 0 {
+		c.CNIBinDirs = network.DefaultBinDirs
+	}
+	if c.CNIConfDir == "" {
+		c.CNIConfDir = network.DefaultConfDir
+	}
+	if c.ClusterDomain == "" {
+		c.ClusterDomain = pod.DefaultClusterDomain
+	}
+	if c.MaxPods == 0 {
+		c.MaxPods = nodestatus.DefaultMaxPods
+	}
+	if c.LeaseInterval == 0 {
+		c.LeaseInterval = nodestatus.DefaultLeaseInterval
+	}
+	if c.NodeStatusInterval == 0 {
+		c.NodeStatusInterval = nodestatus.DefaultStatusInterval
+	}
+	if c.LogMaxSize == 0 {
+		c.LogMaxSize = runtime.DefaultLogMaxBytes
+	}
+	if c.LogMaxFiles == 0 {
+		c.LogMaxFiles = runtime.DefaultLogMaxFiles
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate names the first bad field by its flag.
+func (c Config) Validate() error {
+	switch {
+	case c.Client.Server == "":
+		return errors.New("--server: required")
+	case c.NodeName == "":
+		return errors.New("--node-name: required")
+	case c.NodeName != strings.ToLower(c.NodeName) || strings.ContainsAny(c.NodeName, " /_"):
+		return fmt.Errorf("--node-name %q: must be a lower-case DNS name", c.NodeName)
+	case c.RootDir != "" && !filepath.IsAbs(c.RootDir):
+		return fmt.Errorf("--root-dir %q: must be an absolute path", c.RootDir)
+	case c.CNIConfDir != "" && !filepath.IsAbs(c.CNIConfDir):
+		return fmt.Errorf("--cni-conf-dir %q: must be an absolute path", c.CNIConfDir)
+	case c.MaxPods < 0:
+		return fmt.Errorf("--max-pods %d: must not be negative", c.MaxPods)
+	case c.LeaseInterval < 0:
+		return fmt.Errorf("--lease-interval %s: must not be negative", c.LeaseInterval)
+	case c.NodeStatusInterval < 0:
+		return fmt.Errorf("--node-status-interval %s: must not be negative", c.NodeStatusInterval)
+	case c.CrashBackoff < 0 || c.CrashBackoffMax < 0:
+		return errors.New("--crash-backoff and --crash-backoff-max: must not be negative")
+	case c.CrashBackoffMax > 0 && c.CrashBackoff > c.CrashBackoffMax:
+		return fmt.Errorf("--crash-backoff %s: exceeds --crash-backoff-max %s", c.CrashBackoff, c.CrashBackoffMax)
+	case c.ImagePullBackoff < 0 || c.ImagePullBackoffMax < 0:
+		return errors.New("--image-pull-backoff and --image-pull-backoff-max: must not be negative")
+	case c.ImagePullBackoffMax > 0 && c.ImagePullBackoff > c.ImagePullBackoffMax:
+		return fmt.Errorf("--image-pull-backoff %s: exceeds --image-pull-backoff-max %s", c.ImagePullBackoff, c.ImagePullBackoffMax)
+	case c.LogMaxSize < 0 || c.LogMaxFiles < 0:
+		return errors.New("--container-log-max-size and --container-log-max-files: must not be negative")
+	}
+	for _, d := range c.CNIBinDirs {
+		if !filepath.IsAbs(d) {
+			return fmt.Errorf("--cni-bin-dir %q: must be an absolute path", d)
+		}
+	}
+	if c.NodeIP != "" {
+		if _, err := netip.ParseAddr(c.NodeIP); err != nil {
+			return fmt.Errorf("--node-ip %q: not an IP address", c.NodeIP)
+		}
+	}
+	if c.PodCIDR != "" {
+		p, err := netip.ParsePrefix(c.PodCIDR)
+		if err != nil || p.Masked() != p {
+			return fmt.Errorf("--pod-cidr %q: want a network prefix such as 10.244.1.0/24", c.PodCIDR)
+		}
+	}
+	for _, d := range c.ClusterDNS {
+		if _, err := netip.ParseAddr(d); err != nil {
+			return fmt.Errorf("--cluster-dns %q: not an IP address", d)
+		}
+	}
+	for _, h := range c.RegistryInsecure {
+		if h == "" || strings.Contains(h, "/") {
+			return fmt.Errorf("--registry-insecure %q: want a registry host[:port]", h)
+		}
+	}
+	if c.MetricsListen != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
+			return fmt.Errorf("--metrics-listen %q: %v", c.MetricsListen, err)
+		}
+	}
+	return nil
+}
+
+// Paths under the root dir.
+func (c Config) networkStateDir() string { return filepath.Join(c.RootDir, "network") }
+func (c Config) importDir() string       { return filepath.Join(c.RootDir, "images") }

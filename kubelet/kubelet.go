@@ -1,0 +1,284 @@
+// Package kubelet is Tugboat's node agent. Run wires its parts and runs
+// them until the context ends:
+//
+//   - nodestatus: registers the Node, renews its Lease, reports status and
+//     conditions (Ready with KubeletReady, ContainerRuntimeNotReady or
+//     NetworkPluginNotReady);
+//   - a pod informer with the server-side field selector
+//     spec.nodeName=<node>, feeding pod.Manager: one worker per pod, a
+//     state machine driven through the runtime.Runtime interface
+//     (containerd in kubelet/runtime/containerd), pod networks through CNI
+//     (kubelet/network), probes (kubelet/prober);
+//   - the NodeAPI (kubelet/server: logs, exec, image import and list,
+//     stats), served on a tunnel the kubelet opens to the apiserver;
+//   - the image import folder watcher (kubelet/imagedir), container log
+//     rotation, and /metrics, /healthz and /debug/pprof.
+//
+// The pod network is not ready until the node's pod CIDR is known
+// (--pod-cidr, or Node.spec.podCIDR from the node IPAM controller) unless
+// the operator supplied a CNI config; until then pods wait with
+// NetworkNotReady and the Node is NotReady with NetworkPluginNotReady.
+//
+// Everything the kubelet knows about running pods is in containerd (pod
+// labels on containers and sandboxes) and under the root dir, so a
+// restarted kubelet adopts running containers without restarting them,
+// and removes what belongs to pods that are gone (CNI DEL included).
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/grpc"
+
+	"github.com/tugboat/tugboat/api/client"
+	"github.com/tugboat/tugboat/api/informer"
+	"github.com/tugboat/tugboat/api/metricsserver"
+	"github.com/tugboat/tugboat/api/record"
+	"github.com/tugboat/tugboat/api/tunnel"
+	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/kubelet/imagedir"
+	"github.com/tugboat/tugboat/kubelet/network"
+	"github.com/tugboat/tugboat/kubelet/nodestatus"
+	"github.com/tugboat/tugboat/kubelet/pod"
+	"github.com/tugboat/tugboat/kubelet/prober"
+	"github.com/tugboat/tugboat/kubelet/runtime"
+	"github.com/tugboat/tugboat/kubelet/runtime/containerd"
+	"github.com/tugboat/tugboat/kubelet/server"
+)
+
+// Run runs the kubelet until ctx ends. It returns an error only for a bad
+// configuration or a setup step that cannot succeed (a root dir it cannot
+// create, a metrics address in use); an unreachable apiserver or
+// containerd is waited for and reported.
+func Run(ctx context.Context, cfg Config) error {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	log := cfg.Logger.With("node", cfg.NodeName)
+	nodeIP, err := resolveNodeIP(cfg.NodeIP)
+	if err != nil {
+		return err
+	}
+	for _, d := range []string{cfg.RootDir, cfg.importDir()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("--root-dir: %w", err)
+		}
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	if cfg.Client.UserAgent == "" {
+		cfg.Client.UserAgent = "kubelet/" + cfg.NodeName
+	}
+	c, err := client.New(cfg.Client)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	ctd, err := containerd.New(containerd.Config{
+		Address:             cfg.ContainerdSocket,
+		Namespace:           cfg.ContainerdNamespace,
+		CgroupParent:        cfg.CgroupRoot,
+		PlainHTTPRegistries: cfg.RegistryInsecure,
+	}, log)
+	if err != nil {
+		return err
+	}
+	defer ctd.Close()
+	rt, err := instrument(ctd, reg)
+	if err != nil {
+		return err
+	}
+
+	rec := record.New(c, "kubelet", cfg.NodeName, reg, log)
+	pcfg := podConfig(cfg, nodeIP, log, reg)
+	net := newNetGate(network.Config{
+		StateDir: cfg.networkStateDir(),
+		ConfDir:  cfg.CNIConfDir,
+		BinDirs:  cfg.CNIBinDirs,
+		NetNSDir: pcfg.NetNSDir(),
+	}, reg, log, min(5*time.Second, cfg.NodeStatusInterval))
+
+	agent, err := nodestatus.New(nodestatus.Config{
+		NodeName:       cfg.NodeName,
+		NodeIP:         nodeIP,
+		Labels:         cfg.NodeLabels,
+		CPU:            cfg.CPU,
+		Memory:         cfg.Memory,
+		MaxPods:        cfg.MaxPods,
+		PodCIDR:        cfg.PodCIDR,
+		LeaseInterval:  cfg.LeaseInterval,
+		StatusInterval: cfg.NodeStatusInterval,
+		KubeletVersion: Version,
+		RootDir:        cfg.RootDir,
+		Logger:         log,
+		Registry:       reg,
+	}, c, rt, net.Status)
+	if err != nil {
+		return err
+	}
+
+	var pods *pod.Manager
+	probes := prober.New(prober.Config{
+		Exec: rt, Recorder: rec, Logger: log, Registry: reg,
+		OnChange: func(uid string) { pods.Wake(uid) },
+	})
+	pods, err = pod.NewManager(pcfg, pod.Deps{
+		Runtime: rt, Network: net, Prober: probes, Recorder: rec,
+		API: client.For[*v1.Pod](c), Sources: apiSources{c},
+	})
+	if err != nil {
+		return err
+	}
+	podInformer := informer.New(client.For[*v1.Pod](c), informer.Options{
+		FieldSelector: "spec.nodeName=" + cfg.NodeName,
+		Logger:        log,
+	})
+	podInformer.AddHandler(informer.Handler[*v1.Pod]{
+		OnAdd:    pods.UpdatePod,
+		OnUpdate: func(_, p *v1.Pod) { pods.UpdatePod(p) },
+		OnDelete: pods.DeletePod,
+	})
+
+	api := server.New(server.Config{NodeName: cfg.NodeName, Runtime: rt, Pods: podInformer, OnImport: pods.WakeAll, Logger: log})
+	grpcServer := grpc.NewServer()
+	api.Register(grpcServer)
+
+	var wg sync.WaitGroup
+	errc := make(chan error, 4)
+	goRun := func(name string, fn func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(ctx); err != nil && ctx.Err() == nil {
+				errc <- fmt.Errorf("%s: %w", name, err)
+			}
+		}()
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ctx = runCtx
+
+	if cfg.MetricsListen != "" {
+		goRun("metrics server", func(ctx context.Context) error {
+			return metricsserver.Serve(ctx, cfg.MetricsListen, reg, nil)
+		})
+	}
+	goRun("events", func(ctx context.Context) error { rec.Run(ctx); return nil })
+	goRun("node status", agent.Run)
+	goRun("probes", probes.Run)
+	goRun("pod informer", podInformer.Run)
+	goRun("tunnel", func(ctx context.Context) error { return tunnel.Serve(ctx, c, cfg.NodeName, grpcServer, log) })
+	goRun("image import folder", (&imagedir.Watcher{
+		Dir: cfg.importDir(), Importer: rt, Recorder: rec, OnImport: pods.WakeAll, Logger: log, Node: agent.Node,
+	}).Run)
+	goRun("log rotation", (&runtime.LogRotator{Containers: rt, MaxBytes: cfg.LogMaxSize, MaxFiles: cfg.LogMaxFiles, Logger: log}).Run)
+	goRun("pod network", func(ctx context.Context) error {
+		cidr := cfg.PodCIDR
+		if cidr == "" && !net.operatorConfig() {
+			log.Info("waiting for the node's pod CIDR before starting pod networks")
+			if cidr, err = agent.PodCIDR(ctx); err != nil {
+				return nil // ctx ended
+			}
+		}
+		if err := net.init(ctx, cidr); err != nil {
+			return err
+		}
+		log.Info("pod network set up", "podCIDR", cidr, "confDir", cfg.CNIConfDir)
+		net.run(ctx)
+		return nil
+	})
+	goRun("pods", func(ctx context.Context) error {
+		if !podInformer.WaitForSync(ctx) {
+			return nil
+		}
+		log.Info("kubelet started", "ip", nodeIP, "root", cfg.RootDir, "containerd", cfg.ContainerdSocket)
+		return pods.Run(ctx)
+	})
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+		log.Error("kubelet stopping", "err", runErr)
+	}
+	cancel()
+	wg.Wait()
+	grpcServer.Stop()
+	return runErr
+}
+
+func podConfig(cfg Config, nodeIP netip.Addr, log *slog.Logger, reg prometheus.Registerer) pod.Config {
+	var dns []netip.Addr
+	for _, d := range cfg.ClusterDNS {
+		if a, err := netip.ParseAddr(d); err == nil {
+			dns = append(dns, a)
+		}
+	}
+	return pod.Config{
+		NodeName:                cfg.NodeName,
+		NodeIP:                  nodeIP,
+		RootDir:                 cfg.RootDir,
+		ImportDir:               cfg.importDir(),
+		ClusterDNS:              dns,
+		ClusterDomain:           cfg.ClusterDomain,
+		CrashBackoffInitial:     cfg.CrashBackoff,
+		CrashBackoffMax:         cfg.CrashBackoffMax,
+		ImagePullBackoffInitial: cfg.ImagePullBackoff,
+		ImagePullBackoffMax:     cfg.ImagePullBackoffMax,
+		Logger:                  log,
+		Registry:                reg,
+	}
+}
+
+func resolveNodeIP(flag string) (netip.Addr, error) {
+	if flag != "" {
+		return netip.ParseAddr(flag)
+	}
+	ip, err := nodestatus.DefaultNodeIP()
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("--node-ip: %w", err)
+	}
+	return ip, nil
+}
+
+// apiSources reads ConfigMaps and Secrets straight from the API when a pod
+// starts a container (and when its volumes are refreshed).
+type apiSources struct{ c *client.Client }
+
+func (s apiSources) ConfigMap(ctx context.Context, ns, name string) (*v1.ConfigMap, error) {
+	return client.For[*v1.ConfigMap](s.c).Get(ctx, ns, name)
+}
+
+func (s apiSources) Secret(ctx context.Context, ns, name string) (*v1.Secret, error) {
+	return client.For[*v1.Secret](s.c).Get(ctx, ns, name)
+}
+
+// ParseLabels parses "k=v,k2=v2" (--node-labels).
+func ParseLabels(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, errors.New("--node-labels: want key=value pairs separated by commas")
+		}
+		out[k] = v
+	}
+	return out, nil
+}
