@@ -131,18 +131,19 @@ func (c *Cache) removeIfEmpty(it *item) {
 }
 
 // AddNode adds or updates a node. It returns the node's previous facts
-// (nil if it is new), so callers can tell what changed.
-func (c *Cache) AddNode(n *v1.Node) *framework.Node {
+// (nil if it is new) and its new ones, so callers can tell what changed.
+func (c *Cache) AddNode(n *v1.Node) (prev, cur *framework.Node) {
+	cur = framework.NewNode(n)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	it := c.nodeItem(n.GetMetadata().GetName())
-	prev := it.info.Node
-	it.info.Node = framework.NewNode(n)
+	it := c.nodeItem(cur.Name)
+	prev = it.info.Node
+	it.info.Node = cur
 	if prev == nil {
 		c.nodeSetGen++
 	}
 	c.touch(it)
-	return prev
+	return prev, cur
 }
 
 // RemoveNode removes a node; pods still bound to it keep being accounted

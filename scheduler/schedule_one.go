@@ -1,0 +1,102 @@
+package scheduler
+
+import (
+	"context"
+	"time"
+
+	"github.com/tugboat/tugboat/api/apierrors"
+	"github.com/tugboat/tugboat/api/record"
+	"github.com/tugboat/tugboat/scheduler/framework"
+	"github.com/tugboat/tugboat/scheduler/queue"
+)
+
+// scheduleOne makes one decision: pop, decide against the snapshot,
+// assume, and hand the pod to the binder.
+func (s *Scheduler) scheduleOne(ctx context.Context) {
+	qp, err := s.queue.Pop(ctx)
+	if err != nil {
+		return
+	}
+	key := qp.Info.Key
+	pod, ok := s.pods.Get(key)
+	if !ok || !s.responsible(pod) || s.cache.IsAssumed(key) {
+		s.queue.Done(key) // gone, bound, being deleted, or being bound by us
+		return
+	}
+	if pod != qp.Info.Pod {
+		qp.Info = framework.NewPodInfo(pod) // the queue held an older version
+	}
+	start := time.Now()
+	s.cache.UpdateSnapshot(s.snapshot)
+	res, fitErr := s.pipeline.Schedule(qp.Info, s.snapshot.Nodes())
+	if fitErr != nil {
+		s.metrics.decision.Observe(time.Since(start).Seconds())
+		s.metrics.attempts.WithLabelValues("unschedulable").Inc()
+		s.queue.AddUnschedulable(qp, fitErr.Events)
+		msg := fitErr.Error()
+		s.log.Debug("unschedulable", "pod", key, "attempts", qp.Attempts, "reason", msg)
+		s.status.unschedulable(pod, msg)
+		return
+	}
+	node := res.Node.Name()
+	if err := s.cache.AssumePod(qp.Info, node); err != nil {
+		s.log.Error("assuming pod", "pod", key, "node", node, "err", err)
+		s.metrics.attempts.WithLabelValues("error").Inc()
+		s.queue.AddBackoff(qp)
+		return
+	}
+	s.queue.Done(key)
+	s.metrics.decision.Observe(time.Since(start).Seconds())
+	s.bind(ctx, qp, node)
+}
+
+// bind writes the binding asynchronously, waiting for a free slot first.
+func (s *Scheduler) bind(ctx context.Context, qp *queue.QueuedPod, node string) {
+	select {
+	case s.binds <- struct{}{}:
+	case <-ctx.Done():
+		s.cache.ForgetPod(qp.Info.Key)
+		return
+	}
+	s.bindWG.Add(1)
+	s.metrics.inFlight.Inc()
+	go func() {
+		defer func() {
+			s.metrics.inFlight.Dec()
+			<-s.binds
+			s.bindWG.Done()
+		}()
+		s.doBind(ctx, qp, node)
+	}()
+}
+
+func (s *Scheduler) doBind(ctx context.Context, qp *queue.QueuedPod, node string) {
+	key, meta := qp.Info.Key, qp.Info.Pod.GetMetadata()
+	start := time.Now()
+	_, err := s.client.Bind(ctx, meta.GetNamespace(), meta.GetName(), node, 0)
+	s.metrics.bind.Observe(time.Since(start).Seconds())
+	if err == nil {
+		s.cache.FinishBinding(key)
+		s.metrics.binds.WithLabelValues("ok").Inc()
+		s.metrics.attempts.WithLabelValues("scheduled").Inc()
+		s.metrics.e2e.Observe(time.Since(qp.Enqueued).Seconds())
+		s.recorder.Eventf(qp.Info.Pod, record.Normal, "Scheduled", "Successfully assigned %s to %s", key, node)
+		return
+	}
+	if s.cache.ForgetPod(key) {
+		s.queue.MoveAllToActive(framework.PodRemoved) // what we had assumed is free again
+	}
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		// Bound by someone else, being deleted, or gone: nothing to retry.
+		s.metrics.binds.WithLabelValues("conflict").Inc()
+		s.log.Debug("bind refused; forgetting the pod", "pod", key, "node", node, "err", err)
+		return
+	}
+	s.metrics.binds.WithLabelValues("error").Inc()
+	s.metrics.attempts.WithLabelValues("error").Inc()
+	if ctx.Err() != nil {
+		return
+	}
+	s.log.Warn("bind failed; retrying after backoff", "pod", key, "node", node, "err", err)
+	s.queue.AddBackoff(qp)
+}

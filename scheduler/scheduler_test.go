@@ -1,0 +1,309 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tugboat/tugboat/api/client"
+	"github.com/tugboat/tugboat/api/resource"
+	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/apiserver/apiservertest"
+)
+
+// checkNoOvercommit fails the test if the pods bound to any node request
+// more cpu, memory or pods than the node's allocatable.
+func checkNoOvercommit(t *testing.T, c *client.Client) (bound int) {
+	t.Helper()
+	nodes, _, err := client.For[*v1.Node](c).List(context.Background(), client.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type use struct{ cpu, mem, pods int64 }
+	used := map[string]*use{}
+	for _, p := range listPods(t, c) {
+		if p.Spec.NodeName == "" {
+			continue
+		}
+		bound++
+		u := used[p.Spec.NodeName]
+		if u == nil {
+			u = &use{}
+			used[p.Spec.NodeName] = u
+		}
+		for _, ctr := range p.Spec.Containers {
+			if q, ok := ctr.Resources.GetRequests()["cpu"]; ok {
+				u.cpu += resource.MustParse(q).MilliValue()
+			}
+			if q, ok := ctr.Resources.GetRequests()["memory"]; ok {
+				u.mem += resource.MustParse(q).Value()
+			}
+		}
+		u.pods++
+	}
+	for _, n := range nodes {
+		u := used[n.Metadata.Name]
+		if u == nil {
+			continue
+		}
+		a := n.Status.Allocatable
+		if u.cpu > resource.MustParse(a["cpu"]).MilliValue() || u.mem > resource.MustParse(a["memory"]).Value() || u.pods > resource.MustParse(a["pods"]).Value() {
+			t.Errorf("node %s overcommitted: %dm cpu, %d bytes, %d pods requested of %v", n.Metadata.Name, u.cpu, u.mem, u.pods, a)
+		}
+	}
+	return bound
+}
+
+func TestRandomPodsNeverOvercommit(t *testing.T) {
+	srv := apiservertest.Start(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 20; i++ {
+		createNode(t, srv.Client, makeNode(fmt.Sprintf("node-%02d", i), fmt.Sprint(2+rng.IntN(6)), fmt.Sprintf("%dGi", 4+rng.IntN(12))))
+	}
+	var pods []*v1.Pod
+	for i := 0; i < 500; i++ {
+		cpu := fmt.Sprintf("%dm", 50*(1+rng.IntN(10)))
+		mem := fmt.Sprintf("%dMi", 64*(1+rng.IntN(16)))
+		if rng.IntN(10) == 0 {
+			cpu, mem = "", "" // best-effort pods count towards pods only
+		}
+		pods = append(pods, makePod(fmt.Sprintf("pod-%03d", i), cpu, mem))
+	}
+	createPods(t, srv.Client, pods)
+	startScheduler(t, srv, Config{})
+	eventually(t, 60*time.Second, "every pod bound or unschedulable", func() (bool, string) {
+		return settled(listPods(t, srv.Client))
+	})
+	bound := checkNoOvercommit(t, srv.Client)
+	if bound < 200 || bound == 500 {
+		t.Errorf("%d of 500 pods bound: the test wants a cluster that fits many but not all", bound)
+	}
+	t.Logf("%d of 500 pods bound", bound)
+}
+
+func TestConstraintsHonoured(t *testing.T) {
+	srv := apiservertest.Start(t)
+	c := srv.Client
+	createNode(t, c, makeNode("hdd-1", "4", "8Gi", label("disk", "hdd")))
+	createNode(t, c, makeNode("hdd-2", "4", "8Gi", label("disk", "hdd")))
+	createNode(t, c, makeNode("ssd-1", "4", "8Gi", label("disk", "ssd")))
+	createNode(t, c, makeNode("ssd-cordoned", "4", "8Gi", label("disk", "ssd"), func(n *v1.Node) { n.Spec.Unschedulable = true }))
+	createNode(t, c, makeNode("gpu-1", "4", "8Gi", label("accelerator", "gpu"), taint("dedicated", "gpu", "NoSchedule")))
+	var pods []*v1.Pod
+	for i := 0; i < 6; i++ {
+		pods = append(pods, makePod(fmt.Sprintf("ssd-%d", i), "100m", "64Mi", nodeSelector("disk", "ssd")))
+		pods = append(pods, makePod(fmt.Sprintf("any-%d", i), "100m", "64Mi"))
+		pods = append(pods, makePod(fmt.Sprintf("gpu-%d", i), "100m", "64Mi", nodeSelector("accelerator", "gpu"), toleration("dedicated", "gpu")))
+	}
+	for i := 0; i < 4; i++ {
+		pods = append(pods, makePod(fmt.Sprintf("port-%d", i), "100m", "64Mi", hostPortOpt(8080), nodeSelector("disk", "hdd")))
+	}
+	pods = append(pods, makePod("needs-gpu-untolerated", "100m", "64Mi", nodeSelector("accelerator", "gpu")))
+	createPods(t, c, pods)
+	startScheduler(t, srv, Config{})
+	eventually(t, 30*time.Second, "every pod bound or unschedulable", func() (bool, string) {
+		return settled(listPods(t, c))
+	})
+	ports := map[string]int{}
+	for _, p := range listPods(t, c) {
+		name, node := p.Metadata.Name, p.Spec.NodeName
+		switch {
+		case node == "ssd-cordoned":
+			t.Errorf("pod %s bound to the cordoned node", name)
+		case strings.HasPrefix(name, "ssd-") && node != "ssd-1":
+			t.Errorf("pod %s with nodeSelector disk=ssd on %q", name, node)
+		case strings.HasPrefix(name, "gpu-") && node != "gpu-1":
+			t.Errorf("pod %s tolerating the gpu taint and selecting it on %q", name, node)
+		case strings.HasPrefix(name, "any-") && (node == "gpu-1" || node == ""):
+			t.Errorf("pod %s without toleration on %q", name, node)
+		case strings.HasPrefix(name, "port-"):
+			if node != "" {
+				ports[node]++
+			}
+		case name == "needs-gpu-untolerated":
+			// The cordoned node is refused for being cordoned: the first filter
+			// that refuses a node names the reason.
+			want := "0/5 nodes are available: 3 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: gpu}, 1 node(s) were unschedulable."
+			if node != "" {
+				t.Errorf("pod %s bound to %s despite the taint", name, node)
+			} else if cond := podScheduledCondition(p); cond.GetMessage() != want {
+				t.Errorf("pod %s condition %q, want %q", name, cond.GetMessage(), want)
+			}
+		}
+	}
+	// Two hdd nodes: two of the four pods wanting host port 8080 fit, one per node.
+	if len(ports) != 2 || ports["hdd-1"] != 1 || ports["hdd-2"] != 1 {
+		t.Errorf("host-port pods per node %v, want one on each hdd node", ports)
+	}
+	for _, p := range listPods(t, c) {
+		if strings.HasPrefix(p.Metadata.Name, "port-") && p.Spec.NodeName == "" {
+			want := "0/5 nodes are available: 2 node(s) didn't have free ports for the requested pod ports, 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: gpu}, 1 node(s) were unschedulable."
+			if got := podScheduledCondition(p).GetMessage(); got != want {
+				t.Errorf("pod %s: %q, want %q", p.Metadata.Name, got, want)
+			}
+		}
+	}
+}
+
+func TestUnschedulableExplainedThenScheduled(t *testing.T) {
+	srv := apiservertest.Start(t)
+	c := srv.Client
+	for i := 1; i <= 3; i++ {
+		createNode(t, c, makeNode(fmt.Sprintf("small-%d", i), "1", "4Gi", label("pool", "main")))
+	}
+	createNode(t, c, makeNode("other", "8", "16Gi", label("pool", "batch")))
+	createNode(t, c, makeNode("gpu", "8", "16Gi", label("pool", "main"), taint("dedicated", "gpu", "NoSchedule")))
+	s := startScheduler(t, srv, Config{})
+	createPods(t, c, []*v1.Pod{makePod("big", "2", "1Gi", nodeSelector("pool", "main"))})
+
+	want := "0/5 nodes are available: 3 Insufficient cpu, 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: gpu}."
+	eventually(t, 20*time.Second, "the unschedulable condition", func() (bool, string) {
+		cond := podScheduledCondition(getPod(t, c, "big"))
+		return cond != nil, fmt.Sprint(cond)
+	})
+	cond := podScheduledCondition(getPod(t, c, "big"))
+	if cond.Status != "False" || cond.Reason != "Unschedulable" || cond.Message != want {
+		t.Errorf("condition %s=%s reason %q message %q\nwant False, Unschedulable, %q", cond.Type, cond.Status, cond.Reason, cond.Message, want)
+	}
+	eventually(t, 20*time.Second, "a FailedScheduling event", func() (bool, string) {
+		evs := events(t, c, "big", "FailedScheduling")
+		return len(evs) > 0, fmt.Sprint(len(evs))
+	})
+	evs := events(t, c, "big", "FailedScheduling")
+	if len(evs) != 1 || evs[0].Message != want || evs[0].Type != "Warning" {
+		t.Errorf("FailedScheduling events %v, want one Warning with the message", evs)
+	}
+	if got := s.queue.Len().Unschedulable; got != 1 {
+		t.Errorf("%d pods wait in the unschedulable queue, want 1", got)
+	}
+
+	createNode(t, c, makeNode("large", "4", "8Gi", label("pool", "main")))
+	eventually(t, 20*time.Second, "the pod bound once a fitting node exists", func() (bool, string) {
+		p := getPod(t, c, "big")
+		return p.Spec.NodeName != "", p.Spec.NodeName
+	})
+	p := getPod(t, c, "big")
+	if p.Spec.NodeName != "large" {
+		t.Errorf("bound to %s, want large", p.Spec.NodeName)
+	}
+	if cond := podScheduledCondition(p); cond.Status != "True" {
+		t.Errorf("PodScheduled %s after binding, want True", cond.Status)
+	}
+	eventually(t, 20*time.Second, "a Scheduled event naming the node", func() (bool, string) {
+		evs := events(t, c, "big", "Scheduled")
+		return len(evs) == 1 && strings.HasSuffix(evs[0].Message, " to large"), fmt.Sprint(evs)
+	})
+}
+
+func TestRetriedUnschedulableEventIsAggregated(t *testing.T) {
+	srv := apiservertest.Start(t)
+	c := srv.Client
+	createNode(t, c, makeNode("small", "1", "1Gi"))
+	startScheduler(t, srv, Config{})
+	createPods(t, c, []*v1.Pod{makePod("big", "2", "")})
+	eventually(t, 20*time.Second, "a FailedScheduling event", func() (bool, string) {
+		return len(events(t, c, "big", "FailedScheduling")) == 1, ""
+	})
+	// Growing the node (not enough) retries the pod, which still does not
+	// fit; a label change would not retry it (labels cannot help).
+	nodes := client.For[*v1.Node](c)
+	for _, cpu := range []string{"1200m", "1500m"} {
+		if _, err := nodes.Mutate(context.Background(), "", "small", true, func(n *v1.Node) error {
+			n.Status.Allocatable["cpu"] = cpu
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 20*time.Second, "the retries aggregated into one event with a count", func() (bool, string) {
+		evs := events(t, c, "big", "FailedScheduling")
+		return len(evs) == 1 && evs[0].Count >= 2, fmt.Sprintf("%d events, %v", len(evs), evs)
+	})
+}
+
+func TestTwoSchedulersNeverDoubleBindNorOvercommit(t *testing.T) {
+	srv := apiservertest.Start(t)
+	c := srv.Client
+	for i := 0; i < 10; i++ {
+		createNode(t, c, makeNode(fmt.Sprintf("node-%d", i), "4", "8Gi"))
+	}
+	a := startScheduler(t, srv, Config{})
+	b := startScheduler(t, srv, Config{})
+	var pods []*v1.Pod
+	for i := 0; i < 300; i++ {
+		pods = append(pods, makePod(fmt.Sprintf("pod-%03d", i), "250m", "256Mi"))
+	}
+	createPods(t, c, pods) // 300 x 250m = 75 cores wanted, 40 offered
+	eventually(t, 60*time.Second, "every pod bound or unschedulable", func() (bool, string) {
+		return settled(listPods(t, c))
+	})
+	bound := checkNoOvercommit(t, c)
+	if bound != 160 {
+		t.Errorf("%d pods bound, want 160 (10 nodes x 16 pods of 250m)", bound)
+	}
+	okA := counter(t, a.Scheduler, "tugboat_scheduler_binds_total", "ok")
+	okB := counter(t, b.Scheduler, "tugboat_scheduler_binds_total", "ok")
+	if int(okA+okB) != bound {
+		t.Errorf("successful binds %v + %v != %d bound pods: a pod was bound twice", okA, okB, bound)
+	}
+	t.Logf("scheduler a bound %v, b bound %v; conflicts a %v, b %v", okA, okB,
+		counter(t, a.Scheduler, "tugboat_scheduler_binds_total", "conflict"), counter(t, b.Scheduler, "tugboat_scheduler_binds_total", "conflict"))
+}
+
+func TestLeaderHandsOverToStandby(t *testing.T) {
+	srv := apiservertest.Start(t)
+	c := srv.Client
+	createNode(t, c, makeNode("node-1", "4", "8Gi"))
+	le := Config{LeaderElect: true, LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond}
+	first, second := le, le
+	first.Identity, second.Identity = "first", "second"
+	a := startScheduler(t, srv, first)
+	leases := client.For[*v1.Lease](c)
+	eventually(t, 20*time.Second, "first to lead", func() (bool, string) {
+		l, err := leases.Get(context.Background(), "kube-system", "scheduler")
+		return err == nil && l.Spec.HolderIdentity == "first", fmt.Sprint(l, err)
+	})
+	b := startScheduler(t, srv, second)
+	createPods(t, c, []*v1.Pod{makePod("one", "100m", "")})
+	eventually(t, 20*time.Second, "pod one bound", func() (bool, string) {
+		return getPod(t, c, "one").Spec.NodeName != "", ""
+	})
+	if n := counter(t, b.Scheduler, "tugboat_scheduler_binds_total", "ok"); n != 0 {
+		t.Fatalf("the standby bound %v pods", n)
+	}
+	a.stop(t) // the leader dies
+	handover := time.Now()
+	createPods(t, c, []*v1.Pod{makePod("two", "100m", "")})
+	eventually(t, 20*time.Second, "pod two bound by the standby", func() (bool, string) {
+		return getPod(t, c, "two").Spec.NodeName != "", ""
+	})
+	if n := counter(t, b.Scheduler, "tugboat_scheduler_binds_total", "ok"); n != 1 {
+		t.Errorf("the standby bound %v pods, want 1", n)
+	}
+	t.Logf("standby bound the next pod %v after the leader stopped", time.Since(handover).Round(time.Millisecond))
+}
+
+// counter reads a counter of the scheduler's registry by label value.
+func counter(t *testing.T, s *Scheduler, name, labelValue string) float64 {
+	t.Helper()
+	mfs, err := s.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetValue() == labelValue {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
