@@ -1,0 +1,394 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tugboat/tugboat/api/client"
+	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/e2e/netlab"
+	"github.com/tugboat/tugboat/kubelet/network/networktest"
+	"github.com/tugboat/tugboat/kubelet/runtime/containerd/containerdtest"
+)
+
+// Options describe a cluster.
+type Options struct {
+	// Binaries to run (BuildBinaries). Required.
+	Binaries *Binaries
+	// Nodes is the number of nodes (default 1).
+	Nodes int
+	// Images are the test images (e2e/images names: "busybox", "echo")
+	// imported on every node before its kubelet starts (default busybox).
+	// Use []string{} for none.
+	Images []string
+	// KubeletArgs are appended to every kubelet's command line; a flag
+	// given here overrides the harness's value.
+	KubeletArgs []string
+	// NodeIPAM leaves the kubelets without --pod-cidr: the node IPAM
+	// controller of the controller-manager must set Node.spec.podCIDR.
+	NodeIPAM bool
+	// NoScheduler and NoControllerManager keep those binaries from being
+	// started even when they were built.
+	NoScheduler         bool
+	NoControllerManager bool
+	// BaseDir holds the run directories (default DefaultBaseDir).
+	BaseDir string
+	// LogDir receives every process's output (default: <run dir>/logs).
+	LogDir string
+	// Name is the run id (netlab.Config.Name); empty: random.
+	Name   string
+	Logger *slog.Logger
+}
+
+// DefaultBaseDir holds one directory per cluster run; short, so unix socket
+// paths under it stay short.
+const DefaultBaseDir = "/tmp/tugboat-cluster"
+
+// Cluster is a running test cluster.
+type Cluster struct {
+	// ID is the run id, also the netlab lab's ID.
+	ID string
+	// Dir is the run directory: etcd data, containerd, nodes' root dirs.
+	Dir    string
+	LogDir string
+	Lab    *netlab.Lab
+	// Containerd is the one private containerd all nodes share (each node
+	// in its own containerd namespace, "tugboat-<node>").
+	Containerd *containerdtest.Containerd
+	// Server is the apiserver's address (on the lab's root IP, so hosts
+	// reach it); Client a client of it.
+	Server string
+	Client *client.Client
+	// ClusterCIDR is split into the nodes' /24 pod CIDRs.
+	ClusterCIDR netip.Prefix
+	Nodes       []*Node
+	// Scheduler and ControllerManager tell whether those run.
+	Scheduler         bool
+	ControllerManager bool
+
+	opts   Options
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	lock   *os.File
+	procs  []*process // control plane, in start order
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Check says why a cluster cannot run here (not root; containerd, runc,
+// CNI plugins or iptables missing), or nil.
+func Check() error {
+	if err := containerdtest.Check(); err != nil {
+		return err
+	}
+	return networktest.Check()
+}
+
+// New starts a cluster: it removes what killed runs left behind, makes the
+// network lab, starts containerd, the apiserver (with embedded etcd),
+// the scheduler and controller-manager when built, and one kubelet per
+// node, and waits until every node is Ready. Close removes it all.
+func New(ctx context.Context, opts Options) (*Cluster, error) {
+	if opts.Binaries == nil {
+		return nil, errors.New("cluster: Options.Binaries is required")
+	}
+	if err := Check(); err != nil {
+		return nil, err
+	}
+	if opts.Nodes <= 0 {
+		opts.Nodes = 1
+	}
+	if opts.Images == nil {
+		opts.Images = []string{"busybox"}
+	}
+	if opts.BaseDir == "" {
+		opts.BaseDir = DefaultBaseDir
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	setup, err := lockSetup(opts.BaseDir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := cleanupStaleLocked(ctx, opts.BaseDir, opts.Logger); err != nil {
+		setup.Close()
+		return nil, fmt.Errorf("cluster: removing stale runs: %w", err)
+	}
+	lab, err := netlab.New(ctx, netlab.Config{Name: opts.Name, Hosts: opts.Nodes, Logger: opts.Logger})
+	if err != nil {
+		setup.Close()
+		return nil, err
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	c := &Cluster{ID: lab.ID, Dir: filepath.Join(opts.BaseDir, lab.ID), Lab: lab, opts: opts, log: opts.Logger.With("cluster", lab.ID), ctx: cctx, cancel: cancel}
+	c.LogDir = opts.LogDir
+	if c.LogDir == "" {
+		c.LogDir = filepath.Join(c.Dir, "logs")
+	}
+	c.lock, err = lockRun(c.Dir)
+	setup.Close()
+	if err != nil {
+		c.cancel()
+		lab.Close()
+		return nil, err
+	}
+	if err := c.start(ctx); err != nil {
+		if cerr := c.Close(); cerr != nil {
+			c.log.Warn("cleanup after a failed start", "err", cerr)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) start(ctx context.Context) error {
+	var err error
+	if err := os.MkdirAll(c.LogDir, 0o755); err != nil {
+		return err
+	}
+	// The lab's subnet is unique among concurrent runs; so is this.
+	third := c.Lab.Subnet.Addr().As4()[2]
+	c.ClusterCIDR = netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 200 + third%40, 0, 0}), 16)
+
+	if err := os.MkdirAll(filepath.Join(c.Dir, "containerd"), 0o755); err != nil {
+		return err
+	}
+	if c.Containerd, err = containerdtest.Start(ctx, containerdtest.Options{Dir: filepath.Join(c.Dir, "containerd"), Logger: c.log}); err != nil {
+		return err
+	}
+	if err := c.startAPIServer(ctx); err != nil {
+		return err
+	}
+	bins := c.opts.Binaries
+	if bins.Scheduler != "" && !c.opts.NoScheduler {
+		if _, err := c.startProcess("scheduler", bins.Scheduler, append(c.ClientArgs("scheduler"), "--metrics-listen", "127.0.0.1:0")...); err != nil {
+			return err
+		}
+		c.Scheduler = true
+	}
+	if bins.ControllerManager != "" && !c.opts.NoControllerManager {
+		if _, err := c.startProcess("controller-manager", bins.ControllerManager, append(c.ClientArgs("controller-manager"), "--metrics-listen", "127.0.0.1:0")...); err != nil {
+			return err
+		}
+		c.ControllerManager = true
+	}
+	for i, h := range c.Lab.Hosts {
+		c.Nodes = append(c.Nodes, c.newNode(i+1, h))
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(c.Nodes))
+	for i, n := range c.Nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = n.prepare(ctx)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, n := range c.Nodes {
+		if err := n.Start(); err != nil {
+			return err
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	return c.WaitNodesReady(wctx)
+}
+
+// process is a control-plane process in the root namespace.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+}
+
+func (c *Cluster) startProcess(name, bin string, args ...string) (*process, error) {
+	logPath := filepath.Join(c.LogDir, name+".log")
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("cluster: start %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(p.done)
+	}()
+	c.procs = append(c.procs, p)
+	c.log.Info("started", "process", name, "pid", cmd.Process.Pid, "log", logPath)
+	return p, nil
+}
+
+func (p *process) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+func freePort(ip netip.Addr) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// PKIDir holds the cluster CA and the certificates of every component
+// (apiserver pki init): admin, scheduler, controller-manager, proxy and
+// node-<name> for each node.
+func (c *Cluster) PKIDir() string { return filepath.Join(c.Dir, "pki") }
+
+// ClientArgs are the flags a component needs to reach the apiserver as
+// identity (a certificate pair in PKIDir: "admin", "node-node1", ...).
+func (c *Cluster) ClientArgs(identity string) []string {
+	return []string{"--server", c.Server,
+		"--ca-file", filepath.Join(c.PKIDir(), "ca.crt"),
+		"--cert-file", filepath.Join(c.PKIDir(), identity+".crt"),
+		"--key-file", filepath.Join(c.PKIDir(), identity+".key")}
+}
+
+// ClientAs returns a client presenting the certificate pair identity; the
+// caller closes it.
+func (c *Cluster) ClientAs(identity string) (*client.Client, error) {
+	tlsCfg, err := client.TLSFromFiles(filepath.Join(c.PKIDir(), "ca.crt"),
+		filepath.Join(c.PKIDir(), identity+".crt"), filepath.Join(c.PKIDir(), identity+".key"))
+	if err != nil {
+		return nil, err
+	}
+	return client.New(client.Config{Server: c.Server, TLS: tlsCfg, UserAgent: "e2e-" + identity})
+}
+
+func (c *Cluster) startAPIServer(ctx context.Context) error {
+	port, err := freePort(c.Lab.RootIP)
+	if err != nil {
+		return err
+	}
+	c.Server = net.JoinHostPort(c.Lab.RootIP.String(), strconv.Itoa(port))
+	nodes := make([]string, c.opts.Nodes)
+	for i := range nodes {
+		nodes[i] = "node" + strconv.Itoa(i+1)
+	}
+	pkiInit := exec.CommandContext(ctx, c.opts.Binaries.APIServer, "pki", "init", "--dir", c.PKIDir(),
+		"--server-ips", c.Lab.RootIP.String(), "--nodes", strings.Join(nodes, ","))
+	if out, err := pkiInit.CombinedOutput(); err != nil {
+		return fmt.Errorf("cluster: apiserver pki init: %v: %s", err, out)
+	}
+	p, err := c.startProcess("apiserver", c.opts.Binaries.APIServer,
+		"--listen", c.Server, "--metrics-listen", "127.0.0.1:0", "--pki-dir", c.PKIDir(),
+		"--data-dir", filepath.Join(c.Dir, "etcd"), "--bookmark-interval", "1s")
+	if err != nil {
+		return err
+	}
+	if c.Client, err = c.ClientAs("admin"); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := client.For[*v1.Namespace](c.Client).Get(rctx, "", "default")
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("cluster: the apiserver exited; see %s", p.log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cluster: the apiserver at %s is not ready after 30s: %v; see %s", c.Server, err, p.log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Close stops the kubelets, containerd (killing every container), the
+// control plane and the lab, and removes the run directory and cgroups.
+func (c *Cluster) Close() error {
+	c.closeOnce.Do(func() { c.closeErr = c.close() })
+	return c.closeErr
+}
+
+func (c *Cluster) close() error {
+	var errs []error
+	for _, n := range c.Nodes {
+		n.Stop()
+	}
+	if c.Containerd != nil {
+		if err := c.Containerd.Stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		c.procs[i].stop()
+	}
+	if c.Client != nil {
+		c.Client.Close()
+	}
+	c.cancel()
+	if err := c.Lab.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := removeRun(c.Dir, c.log); err != nil {
+		errs = append(errs, err)
+	}
+	if c.lock != nil {
+		c.lock.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// WaitNodesReady waits until every node is Ready.
+func (c *Cluster) WaitNodesReady(ctx context.Context) error {
+	for _, n := range c.Nodes {
+		if err := n.WaitReady(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Node returns the node called name, or nil.
+func (c *Cluster) Node(name string) *Node {
+	for _, n := range c.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}

@@ -1,0 +1,271 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tugboat/tugboat/api/client"
+	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/e2e/netlab"
+	"github.com/tugboat/tugboat/kubelet/runtime/containerd"
+)
+
+// Node is one host of the cluster and its kubelet.
+type Node struct {
+	// Name is the node's name ("node1", ...).
+	Name string
+	Host *netlab.Host
+	// IP is the host's address: the node's InternalIP.
+	IP netip.Addr
+	// PodCIDR is the node's pod CIDR (given as --pod-cidr unless
+	// Options.NodeIPAM).
+	PodCIDR netip.Prefix
+	// RootDir is the kubelet's --root-dir; ImportDir its image import
+	// folder; CNIConfDir its --cni-conf-dir.
+	RootDir    string
+	ImportDir  string
+	CNIConfDir string
+	// Namespace is the node's containerd namespace.
+	Namespace string
+	// CgroupRoot is the kubelet's --cgroup-root.
+	CgroupRoot string
+	// MetricsAddr serves the kubelet's /metrics and /debug/pprof.
+	MetricsAddr string
+	// LogPath is the kubelet's log (appended to across restarts).
+	LogPath string
+
+	c  *Cluster
+	mu sync.Mutex
+	// ExtraArgs are added to the kubelet's command line on its next
+	// start (tests change flags across a restart).
+	ExtraArgs []string
+	proc      *netlab.Proc
+}
+
+func (c *Cluster) newNode(i int, h *netlab.Host) *Node {
+	name := "node" + strconv.Itoa(i)
+	base := c.ClusterCIDR.Addr().As4()
+	root := filepath.Join(c.Dir, "nodes", name)
+	return &Node{
+		Name:        name,
+		Host:        h,
+		IP:          h.IP,
+		PodCIDR:     netip.PrefixFrom(netip.AddrFrom4([4]byte{base[0], base[1], byte(i), 0}), 24),
+		RootDir:     root,
+		ImportDir:   filepath.Join(root, "images"),
+		CNIConfDir:  filepath.Join(root, "cni", "net.d"),
+		Namespace:   "tugboat-" + name,
+		CgroupRoot:  cgroupRoot(c.ID, name),
+		MetricsAddr: h.IP.String() + ":10248",
+		LogPath:     filepath.Join(c.LogDir, name+"-kubelet.log"),
+		c:           c,
+	}
+}
+
+// prepare imports the cluster's images into the node's namespace.
+func (n *Node) prepare(ctx context.Context) error {
+	if len(n.c.opts.Images) == 0 {
+		return nil
+	}
+	rt, err := n.Runtime()
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	for _, name := range n.c.opts.Images {
+		if err := n.importImage(ctx, rt, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (n *Node) importImage(ctx context.Context, rt *containerd.Runtime, name string) error {
+	path, err := n.c.opts.Binaries.Image(ctx, name)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := rt.ImportImage(ctx, f); err != nil {
+		return fmt.Errorf("cluster: import %s on %s: %w", name, n.Name, err)
+	}
+	return nil
+}
+
+// ImportImage imports a test image (e2e/images name) into the node's
+// containerd namespace directly, as if it had always been there.
+func (n *Node) ImportImage(ctx context.Context, name string) error {
+	rt, err := n.Runtime()
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	return n.importImage(ctx, rt, name)
+}
+
+// Runtime is a runtime client on the node's containerd namespace, for
+// tests to look at containers and images; the caller closes it.
+func (n *Node) Runtime() (*containerd.Runtime, error) {
+	return containerd.New(containerd.Config{Address: n.c.Containerd.Address, Namespace: n.Namespace, CgroupParent: n.CgroupRoot}, nil)
+}
+
+// Args is the kubelet's command line (without the binary).
+func (n *Node) Args() []string {
+	c := n.c
+	args := append(c.ClientArgs("node-"+n.Name),
+		"--node-name", n.Name,
+		"--node-ip", n.IP.String(),
+		"--root-dir", n.RootDir,
+		"--containerd-socket", c.Containerd.Address,
+		"--containerd-namespace", n.Namespace,
+		"--cgroup-root", n.CgroupRoot,
+		"--cni-conf-dir", n.CNIConfDir,
+		"--metrics-listen", n.MetricsAddr,
+		"--lease-interval", "1s",
+		"--node-status-interval", "1s",
+		"--crash-backoff", "1s",
+		"--crash-backoff-max", "8s",
+		"--image-pull-backoff", "1s",
+		"--image-pull-backoff-max", "8s",
+		"--log-level", "debug",
+	)
+	if !c.opts.NodeIPAM {
+		args = append(args, "--pod-cidr", n.PodCIDR.String())
+	}
+	args = append(args, c.opts.KubeletArgs...)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append(args, n.ExtraArgs...)
+}
+
+// Start starts the node's kubelet (again, after Stop or Kill).
+func (n *Node) Start() error {
+	n.mu.Lock()
+	running := n.proc != nil && !n.proc.Exited()
+	n.mu.Unlock()
+	if running {
+		return fmt.Errorf("cluster: %s: the kubelet is running", n.Name)
+	}
+	f, err := os.OpenFile(n.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(f, "==== kubelet started %s ====\n", time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command(n.c.opts.Binaries.Kubelet, n.Args()...)
+	cmd.Stdout, cmd.Stderr = f, f
+	p, err := n.Host.Start(n.c.ctx, cmd)
+	f.Close() // the child has its own copy
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.proc = p
+	n.mu.Unlock()
+	return nil
+}
+
+// Kill kills the kubelet with SIGKILL (its containers keep running).
+func (n *Node) Kill() error {
+	n.mu.Lock()
+	p := n.proc
+	n.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	return p.Kill()
+}
+
+// Stop stops the kubelet with SIGTERM, SIGKILL after 10s.
+func (n *Node) Stop() {
+	n.mu.Lock()
+	p := n.proc
+	n.mu.Unlock()
+	if p == nil || p.Exited() {
+		return
+	}
+	_ = p.Signal(syscall.SIGTERM)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if p.Wait(ctx) != nil && !p.Exited() {
+		_ = p.Kill()
+	}
+}
+
+// PID is the kubelet's process id (0 if it never started).
+func (n *Node) PID() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.proc == nil {
+		return 0
+	}
+	return n.proc.PID()
+}
+
+// Exited reports whether the kubelet process has exited.
+func (n *Node) Exited() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.proc == nil || n.proc.Exited()
+}
+
+// WaitReady waits until the Node reports Ready=True.
+func (n *Node) WaitReady(ctx context.Context) error {
+	return n.waitCondition(ctx, "True", "")
+}
+
+// WaitCondition waits until the Node's Ready condition has status and
+// (if not empty) a message containing msg; it returns the condition.
+func (n *Node) waitCondition(ctx context.Context, status, msg string) error {
+	var last *v1.Condition
+	for {
+		node, err := client.For[*v1.Node](n.c.Client).Get(ctx, "", n.Name)
+		if err == nil {
+			for _, c := range node.GetStatus().GetConditions() {
+				if c.Type == "Ready" {
+					last = c
+					if c.Status == status && strings.Contains(c.Message, msg) {
+						return nil
+					}
+				}
+			}
+		}
+		if n.Exited() {
+			return fmt.Errorf("cluster: the kubelet of %s exited; see %s", n.Name, n.LogPath)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: %s: Ready is %v, want %s: %w; see %s", n.Name, last, status, ctx.Err(), n.LogPath)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// WaitReadyCondition waits for the Node's Ready condition to have status
+// and a message containing msg.
+func (n *Node) WaitReadyCondition(ctx context.Context, status, msg string) error {
+	return n.waitCondition(ctx, status, msg)
+}
+
+// RouteFromRoot routes the node's pod CIDR from the test process's
+// namespace through the node, so tests can reach its pods.
+func (n *Node) RouteFromRoot() error {
+	err := n.c.Lab.RouteFromRoot(n.PodCIDR, n.Host)
+	if err != nil && errors.Is(err, syscall.EEXIST) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,296 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A run owns: its directory under the base dir (etcd data, containerd's
+// root and state, the nodes' root dirs with their pod network namespace
+// mounts and pod files), and the cgroups under cgroupBase/<run id>. It holds
+// an flock on <dir>/lock for its life, which the kernel drops however the
+// process dies. The netlab lab (namespaces, root link) cleans up after
+// itself the same way (netlab.CleanupStale, run by New).
+
+// cgroupBase is the parent cgroup of every run's pods.
+const cgroupBase = "/tugboat-e2e"
+
+func cgroupRoot(runID, node string) string { return cgroupBase + "/" + runID + "/" + node }
+
+const lockName = "lock"
+
+// lockSetup serialises run setup (stale cleanup, making a run directory)
+// among the processes sharing base.
+func lockSetup(base string) (*os.File, error) {
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(base, ".setup.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// lockRun creates dir and takes its lock.
+func lockRun(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cluster: %s is in use by another run: %w", dir, err)
+	}
+	return f, nil
+}
+
+// CleanupStale removes the run directories under base (and their
+// processes, mounts and cgroups) whose run is dead, leaving live runs of
+// other processes alone. It returns the run ids it removed. (The lab's
+// namespaces are netlab's: netlab.CleanupStale.)
+func CleanupStale(ctx context.Context, base string, log *slog.Logger) ([]string, error) {
+	setup, err := lockSetup(base)
+	if err != nil {
+		return nil, err
+	}
+	defer setup.Close()
+	return cleanupStaleLocked(ctx, base, log)
+}
+
+func cleanupStaleLocked(ctx context.Context, base string, log *slog.Logger) ([]string, error) {
+	entries, err := os.ReadDir(base)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, cleanupStaleCgroups(nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	live := map[string]bool{}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(base, e.Name())
+		f, err := lockRun(dir)
+		if err != nil {
+			live[e.Name()] = true
+			continue
+		}
+		log.Info("removing a stale cluster run", "dir", dir)
+		if err := removeRun(dir, log); err != nil {
+			errs = append(errs, err)
+		} else {
+			removed = append(removed, e.Name())
+		}
+		f.Close()
+	}
+	errs = append(errs, cleanupStaleCgroups(live))
+	return removed, errors.Join(errs...)
+}
+
+// removeRun kills what still runs from dir (containerd shims, container
+// processes in the run's cgroups), unmounts everything under it, removes
+// it and the run's cgroups.
+func removeRun(dir string, log *slog.Logger) error {
+	runID := filepath.Base(dir)
+	var errs []error
+	for _, pid := range pidsUsing(dir) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		log.Debug("killed a stale process", "pid", pid, "dir", dir)
+	}
+	if err := killCgroup(cgroupBase + "/" + runID); err != nil {
+		errs = append(errs, err)
+	}
+	if err := unmountUnder(dir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := removeCgroup(cgroupBase + "/" + runID); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// pidsUsing lists processes whose command line or working directory names
+// dir (the containerd shims run in their bundle directories under it).
+func pidsUsing(dir string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self := os.Getpid()
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		cwd, _ := os.Readlink("/proc/" + e.Name() + "/cwd")
+		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if strings.HasPrefix(cwd, dir+"/") || cwd == dir || strings.Contains(string(cmdline), dir+"/") {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// cgroupDirs returns path in every cgroup hierarchy (v1 controllers and
+// the v2 tree) where it exists.
+func cgroupDirs(path string) []string {
+	var out []string
+	if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", path)); err == nil {
+		out = append(out, filepath.Join("/sys/fs/cgroup", path))
+	}
+	entries, _ := os.ReadDir("/sys/fs/cgroup")
+	for _, e := range entries {
+		p := filepath.Join("/sys/fs/cgroup", e.Name(), path)
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// killCgroup kills every process in the cgroup tree and waits briefly for
+// them to go.
+func killCgroup(path string) error {
+	for attempt := 0; attempt < 50; attempt++ {
+		pids := 0
+		for _, d := range cgroupDirs(path) {
+			_ = filepath.WalkDir(d, func(p string, de fs.DirEntry, err error) error {
+				if err != nil || !de.IsDir() {
+					return nil
+				}
+				b, _ := os.ReadFile(filepath.Join(p, "cgroup.procs"))
+				for _, f := range strings.Fields(string(b)) {
+					if pid, err := strconv.Atoi(f); err == nil {
+						_ = syscall.Kill(pid, syscall.SIGKILL)
+						pids++
+					}
+				}
+				return nil
+			})
+		}
+		if pids == 0 {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("cluster: processes left in cgroup %s", path)
+}
+
+// removeCgroup removes a cgroup tree, deepest first.
+func removeCgroup(path string) error {
+	var errs []error
+	for _, d := range cgroupDirs(path) {
+		var dirs []string
+		_ = filepath.WalkDir(d, func(p string, de fs.DirEntry, err error) error {
+			if err == nil && de.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
+		for _, p := range dirs {
+			if err := unix.Rmdir(p); err != nil && !errors.Is(err, unix.ENOENT) {
+				errs = append(errs, fmt.Errorf("remove cgroup %s: %w", p, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// cleanupStaleCgroups removes run cgroups under cgroupBase that belong to
+// no live run (a run whose directory was already removed).
+func cleanupStaleCgroups(live map[string]bool) error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, d := range cgroupDirs(cgroupBase) {
+		entries, _ := os.ReadDir(d)
+		for _, e := range entries {
+			if e.IsDir() && !live[e.Name()] && !seen[e.Name()] {
+				seen[e.Name()] = true
+				if err := killCgroup(cgroupBase + "/" + e.Name()); err != nil {
+					errs = append(errs, err)
+				}
+				if err := removeCgroup(cgroupBase + "/" + e.Name()); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// unmountUnder lazily unmounts every mount point under dir, deepest first.
+func unmountUnder(dir string) error {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var points []string
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		mp := unescape(fields[4])
+		if mp == dir || strings.HasPrefix(mp, dir+"/") {
+			points = append(points, mp)
+		}
+	}
+	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	var errs []error
+	for _, p := range points {
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// unescape undoes mountinfo's octal escapes (\040 for a space).
+func unescape(p string) string {
+	if !strings.Contains(p, `\`) {
+		return p
+	}
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if p[i] == '\\' && i+3 < len(p) {
+			if v, err := strconv.ParseUint(p[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String()
+}
