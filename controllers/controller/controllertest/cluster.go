@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -217,11 +218,12 @@ func (cl *Cluster) pickNode() string {
 	if len(names) == 0 {
 		return ""
 	}
+	sort.Strings(names)
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	cl.next++
-	// Sort-free round robin is fine: any spread will do.
-	return names[cl.next%len(names)]
+	return names[cl.next%len(names)] // round robin: pods spread evenly
+
 }
 
 // sync is the fake scheduler and the fake kubelets for one pod.
@@ -250,6 +252,19 @@ func (cl *Cluster) sync(ctx context.Context, key string) error {
 		return nil
 	case m.GetDeletionTimestamp() != nil:
 		_, err := client.For[*v1.Pod](cl.c).Delete(ctx, m.Namespace, m.Name, client.DeleteOptions{GracePeriodSeconds: new(int64)})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	case p.GetStatus().GetPhase() == "Running" && !controller.IsPodReady(p) && (cl.opts.NeverReady == nil || !cl.opts.NeverReady(p)):
+		// Someone (the node lifecycle controller) marked it not ready while
+		// the node was away: a live kubelet reports the truth again.
+		_, err := client.For[*v1.Pod](cl.c).Mutate(ctx, m.Namespace, m.Name, true, func(p *v1.Pod) error {
+			if p.Spec.NodeName == node && p.Metadata.DeletionTimestamp == nil {
+				runPod(p, true)
+			}
+			return nil
+		})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
