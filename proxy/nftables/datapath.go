@@ -1,0 +1,421 @@
+package nftables
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/proxy/internal/netnsutil"
+)
+
+// DefaultTable is the table the proxy owns.
+const DefaultTable = "tugboat"
+
+// Source is where the datapath reads what to program: the proxy's
+// informer caches. Objects are shared; the datapath never mutates them.
+type Source interface {
+	// Service returns the Service of key "namespace/name".
+	Service(key string) (*v1.Service, bool)
+	// Endpoints returns the Endpoints of key "namespace/name".
+	Endpoints(key string) (*v1.Endpoints, bool)
+	// ServiceKeys lists the keys of every Service.
+	ServiceKeys() []string
+}
+
+// Config configures a Datapath.
+type Config struct {
+	// Table is the nftables table (family ip) the datapath owns and
+	// rebuilds at will (DefaultTable).
+	Table string
+	// ClusterCIDR: Service traffic from outside it is masqueraded
+	// (--cluster-cidr). Required.
+	ClusterCIDR netip.Prefix
+	// NetNS is an open file descriptor of the network namespace to
+	// program; 0: the process's own.
+	NetNS int
+	// Source is read on every sync. Required.
+	Source Source
+	// FullSyncPeriod: the table is rebuilt from scratch this often, which
+	// repairs any change made to it behind the proxy's back (default 10m;
+	// negative: never).
+	FullSyncPeriod time.Duration
+	// Registry receives the datapath's metrics (nil: unregistered).
+	Registry prometheus.Registerer
+	Logger   *slog.Logger
+}
+
+// Validate names the first bad field.
+func (c *Config) Validate() error {
+	if !c.ClusterCIDR.IsValid() || !c.ClusterCIDR.Addr().Is4() {
+		return errors.New("--cluster-cidr: required, an IPv4 CIDR such as 10.244.0.0/16")
+	}
+	if c.Source == nil {
+		return errors.New("nftables datapath: Source: required")
+	}
+	if len(c.Table) > 255 {
+		return fmt.Errorf("nftables datapath: Table %q: longer than 255 bytes", c.Table)
+	}
+	if c.NetNS < 0 {
+		return fmt.Errorf("nftables datapath: NetNS %d: not a file descriptor", c.NetNS)
+	}
+	return nil
+}
+
+// Datapath keeps the nftables table equal to what the Source says. Tell it
+// what changed with Changed; Run programs it.
+type Datapath struct {
+	cfg     Config
+	tbl     *table
+	log     *slog.Logger
+	metrics *metrics
+
+	mu    sync.Mutex
+	dirty map[string]time.Time // service key -> first change not yet programmed
+	wake  chan struct{}
+
+	// Owned by Run.
+	applied     map[string]*Ruleset // service key -> its part of the table
+	ipOwner     map[IPPortKey]string
+	portOwner   map[PortKey]string
+	hairpinRefs map[netip.Addr]int
+}
+
+// New validates cfg and makes a Datapath.
+func New(cfg Config) (*Datapath, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Table == "" {
+		cfg.Table = DefaultTable
+	}
+	if cfg.FullSyncPeriod == 0 {
+		cfg.FullSyncPeriod = 10 * time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	m, err := newMetrics(cfg.Registry)
+	if err != nil {
+		return nil, err
+	}
+	return &Datapath{
+		cfg: cfg, tbl: &table{name: cfg.Table, netns: cfg.NetNS}, log: cfg.Logger.With("datapath", "nftables", "table", cfg.Table),
+		metrics: m, dirty: map[string]time.Time{}, wake: make(chan struct{}, 1),
+	}, nil
+}
+
+// Changed records that the Service or Endpoints of key changed now. It
+// never blocks.
+func (d *Datapath) Changed(key string) {
+	d.mu.Lock()
+	if _, ok := d.dirty[key]; !ok {
+		d.dirty[key] = time.Now()
+	}
+	d.mu.Unlock()
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (d *Datapath) takeDirty() map[string]time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := d.dirty
+	d.dirty = map[string]time.Time{}
+	return out
+}
+
+// putBack returns keys whose programming failed, keeping their first seen time.
+func (d *Datapath) putBack(keys map[string]time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for k, t := range keys {
+		if have, ok := d.dirty[k]; !ok || t.Before(have) {
+			d.dirty[k] = t
+		}
+	}
+}
+
+// Run programs the table until ctx ends. The Source must be synced first:
+// Run starts with a full sync of everything it holds (replacing whatever
+// the table held, from an earlier run or not), then applies changes as
+// they come, every batch one transaction. A failed batch is retried with
+// backoff as a full sync. The table is left in place when ctx ends (the
+// rules keep working while the proxy restarts); Cleanup removes it.
+func (d *Datapath) Run(ctx context.Context) error {
+	if err := d.ensureBridgeNetfilter(); err != nil {
+		d.log.Warn("br_netfilter is not available: a pod reaching a Service whose endpoint is on the same node bridge gets no reply (modprobe br_netfilter)", "err", err)
+	}
+	full, initial := true, true
+	backoff := 100 * time.Millisecond
+	var fullTimer <-chan time.Time
+	if d.cfg.FullSyncPeriod > 0 {
+		t := time.NewTicker(d.cfg.FullSyncPeriod)
+		defer t.Stop()
+		fullTimer = t.C
+	}
+	for {
+		keys := d.takeDirty()
+		var err error
+		switch {
+		case full:
+			err = d.fullSync(keys, !initial)
+		case len(keys) > 0:
+			err = d.partialSync(keys)
+		}
+		if err != nil {
+			d.putBack(keys)
+			d.log.Error("programming the table failed; retrying with a full sync", "err", err, "retryIn", backoff)
+			full = true
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, 10*time.Second)
+			continue
+		}
+		full, initial, backoff = false, false, 100*time.Millisecond
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-d.wake:
+		case <-fullTimer:
+			full = true
+		}
+	}
+}
+
+// build is the ruleset of one Service, nil if it is gone or has no rules.
+func (d *Datapath) build(key string) *Ruleset {
+	svc, ok := d.cfg.Source.Service(key)
+	if !ok {
+		return nil
+	}
+	eps, _ := d.cfg.Source.Endpoints(key)
+	sps, err := ServicePorts(svc, eps)
+	if err != nil {
+		d.log.Warn("skipping service", "service", key, "err", err)
+		return nil
+	}
+	if len(sps) == 0 {
+		return nil
+	}
+	return Build(sps, Options{ClusterCIDR: d.cfg.ClusterCIDR})
+}
+
+// claim drops from rs the keys another Service holds and records rs's keys
+// as key's. The apiserver allocates ClusterIPs and nodePorts uniquely, so
+// a conflict only lives while two Services swap an address.
+func (d *Datapath) claim(key string, rs *Ruleset) {
+	if rs == nil {
+		return
+	}
+	var lost []string
+	for k := range rs.ServiceIPs {
+		if o, ok := d.ipOwner[k]; ok && o != key {
+			lost = append(lost, k.String()+" (held by "+o+")")
+			delete(rs.ServiceIPs, k)
+		}
+	}
+	for k := range rs.RejectIPs {
+		if o, ok := d.ipOwner[k]; ok && o != key {
+			lost = append(lost, k.String()+" (held by "+o+")")
+			delete(rs.RejectIPs, k)
+		}
+	}
+	for k := range rs.NodePorts {
+		if o, ok := d.portOwner[k]; ok && o != key {
+			lost = append(lost, "nodePort "+k.String()+" (held by "+o+")")
+			delete(rs.NodePorts, k)
+		}
+	}
+	for k := range rs.RejectNodePorts {
+		if o, ok := d.portOwner[k]; ok && o != key {
+			lost = append(lost, "nodePort "+k.String()+" (held by "+o+")")
+			delete(rs.RejectNodePorts, k)
+		}
+	}
+	if len(lost) > 0 {
+		d.log.Warn("service shares addresses with another; skipping them", "service", key, "keys", lost)
+	}
+	for k := range rs.ServiceIPs {
+		d.ipOwner[k] = key
+	}
+	for k := range rs.RejectIPs {
+		d.ipOwner[k] = key
+	}
+	for k := range rs.NodePorts {
+		d.portOwner[k] = key
+	}
+	for k := range rs.RejectNodePorts {
+		d.portOwner[k] = key
+	}
+}
+
+// release forgets the keys of key's old ruleset.
+func (d *Datapath) release(key string, rs *Ruleset) {
+	if rs == nil {
+		return
+	}
+	for _, ks := range [][]IPPortKey{slices.Collect(maps.Keys(rs.ServiceIPs)), slices.Collect(maps.Keys(rs.RejectIPs))} {
+		for _, k := range ks {
+			if d.ipOwner[k] == key {
+				delete(d.ipOwner, k)
+			}
+		}
+	}
+	for _, ks := range [][]PortKey{slices.Collect(maps.Keys(rs.NodePorts)), slices.Collect(maps.Keys(rs.RejectNodePorts))} {
+		for _, k := range ks {
+			if d.portOwner[k] == key {
+				delete(d.portOwner, k)
+			}
+		}
+	}
+}
+
+func (d *Datapath) fullSync(dirty map[string]time.Time, observe bool) error {
+	start := time.Now()
+	d.applied = map[string]*Ruleset{}
+	d.ipOwner, d.portOwner, d.hairpinRefs = map[IPPortKey]string{}, map[PortKey]string{}, map[netip.Addr]int{}
+	all := NewRuleset()
+	keys := d.cfg.Source.ServiceKeys()
+	slices.Sort(keys)
+	for _, key := range keys {
+		rs := d.build(key)
+		if rs == nil {
+			continue
+		}
+		d.claim(key, rs)
+		all.Merge(rs)
+		d.applied[key] = rs
+		for ip := range rs.Hairpin {
+			d.hairpinRefs[ip]++
+		}
+	}
+	if err := d.tbl.recreate(all); err != nil {
+		d.metrics.syncErrors.WithLabelValues("full").Inc()
+		return fmt.Errorf("full sync of %d services: %w", len(keys), err)
+	}
+	d.done("full", start, dirty, observe, all)
+	return nil
+}
+
+func (d *Datapath) partialSync(dirty map[string]time.Time) error {
+	start := time.Now()
+	total := &Changes{}
+	for _, key := range slices.Sorted(maps.Keys(dirty)) {
+		old := d.applied[key]
+		d.release(key, old)
+		rs := d.build(key)
+		d.claim(key, rs)
+		ch := Diff(old, rs)
+		ch.AddHairpin, ch.DelHairpin = d.countHairpin(ch.AddHairpin, ch.DelHairpin)
+		total.Append(ch)
+		if rs == nil {
+			delete(d.applied, key)
+		} else {
+			d.applied[key] = rs
+		}
+	}
+	if !total.Empty() {
+		if err := d.tbl.apply(total); err != nil {
+			d.metrics.syncErrors.WithLabelValues("partial").Inc()
+			return fmt.Errorf("updating %d services: %w", len(dirty), err)
+		}
+	}
+	d.clearStaleUDP(total.StaleUDP)
+	d.done("partial", start, dirty, true, nil)
+	return nil
+}
+
+// countHairpin turns one Service's hairpin changes into the table's: an
+// address is in the set while any Service has it as an endpoint.
+func (d *Datapath) countHairpin(add, del []netip.Addr) (tableAdd, tableDel []netip.Addr) {
+	for _, a := range del {
+		d.hairpinRefs[a]--
+		if d.hairpinRefs[a] <= 0 {
+			delete(d.hairpinRefs, a)
+			tableDel = append(tableDel, a)
+		}
+	}
+	for _, a := range add {
+		d.hairpinRefs[a]++
+		if d.hairpinRefs[a] == 1 {
+			tableAdd = append(tableAdd, a)
+		}
+	}
+	return tableAdd, tableDel
+}
+
+// done records a successful sync: its duration, the programming latency
+// of every change it covered and the table's size.
+func (d *Datapath) done(mode string, start time.Time, dirty map[string]time.Time, observe bool, all *Ruleset) {
+	now := time.Now()
+	d.metrics.syncDuration.WithLabelValues(mode).Observe(now.Sub(start).Seconds())
+	if observe {
+		for _, seen := range dirty {
+			d.metrics.latency.Observe(now.Sub(seen).Seconds())
+		}
+	}
+	var ports, eps int
+	for _, rs := range d.applied {
+		ports += len(rs.ServiceIPs) + len(rs.RejectIPs)
+		for _, c := range rs.Chains {
+			eps += len(c.Endpoints)
+		}
+	}
+	d.metrics.servicePorts.Set(float64(ports))
+	d.metrics.endpoints.Set(float64(eps))
+	d.metrics.lastSync.SetToCurrentTime()
+	lvl := slog.LevelDebug
+	if mode == "full" {
+		lvl = slog.LevelInfo
+	}
+	d.log.Log(context.Background(), lvl, "table synced", "mode", mode, "services", len(dirty), "servicePorts", ports, "endpoints", eps, "took", now.Sub(start))
+}
+
+// ensureBridgeNetfilter turns on net.bridge.bridge-nf-call-iptables in
+// the datapath's namespace, so that replies bridged between two pods of
+// one node go through conntrack and are un-DNATed.
+func (d *Datapath) ensureBridgeNetfilter() error {
+	return netnsutil.Do(d.cfg.NetNS, func() error {
+		p := filepath.Join("/proc/sys/net/bridge", "bridge-nf-call-iptables")
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if len(b) > 0 && b[0] == '1' {
+			return nil
+		}
+		return os.WriteFile(p, []byte("1"), 0o644)
+	})
+}
+
+// Cleanup removes the table. It reports whether there was one.
+func Cleanup(tableName string, netnsFd int) (bool, error) {
+	if tableName == "" {
+		tableName = DefaultTable
+	}
+	return (&table{name: tableName, netns: netnsFd}).remove()
+}
+
+// TableExists reports whether the table is there (for tests and --cleanup).
+func TableExists(tableName string, netnsFd int) (bool, error) {
+	if tableName == "" {
+		tableName = DefaultTable
+	}
+	return (&table{name: tableName, netns: netnsFd}).exists()
+}

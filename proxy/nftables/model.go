@@ -1,0 +1,193 @@
+// Package nftables is the proxy's Service datapath: it programs ClusterIP
+// and NodePort load balancing into the kernel with nftables, over netlink
+// (github.com/google/nftables; no nft binary), in a table of its own
+// ("ip tugboat" by default) that it alone owns.
+//
+// # Model
+//
+// The datapath is a pure function of the Services and Endpoints it is shown:
+// ServicePorts turns one Service and its Endpoints into ServicePorts, Build
+// turns ServicePorts into a Ruleset (the chains, map elements and set
+// elements the table must hold), and Diff says what changed between two
+// Rulesets. Only the netlink layer (table.go) and the loop (datapath.go)
+// touch the kernel.
+//
+// # The table
+//
+//	table ip tugboat {
+//	  map service-ips        { ipv4_addr . inet_proto . inet_service : verdict }  ClusterIP:port -> goto svc-...
+//	  map service-nodeports  { inet_proto . inet_service : verdict }              nodePort -> goto svc-...
+//	  set reject-ips         { ipv4_addr . inet_proto . inet_service }            Services with no ready endpoint
+//	  set reject-nodeports   { inet_proto . inet_service }
+//	  set hairpin            { ipv4_addr . ipv4_addr }                            endpoint . endpoint
+//	  chain filter-prerouting { type filter hook prerouting priority dstnat - 10; ct state new jump reject-check }
+//	  chain filter-output     { type filter hook output priority dstnat - 10; ct state new jump reject-check }
+//	  chain reject-check      { ip daddr . meta l4proto . th dport @reject-ips goto reject; fib daddr type local ... @reject-nodeports goto reject }
+//	  chain reject            { meta l4proto tcp reject with tcp reset; reject }
+//	  chain nat-prerouting    { type nat hook prerouting priority dstnat; jump services }
+//	  chain nat-output        { type nat hook output priority dstnat; jump services }
+//	  chain services          { ip daddr . meta l4proto . th dport vmap @service-ips; fib daddr type local ... vmap @service-nodeports }
+//	  chain nat-postrouting   { type nat hook postrouting priority srcnat; hairpin and marked packets: masquerade }
+//	  chain svc-<ns>/<name>/<proto>/<port> {
+//	    ip saddr != <cluster CIDR> meta mark set meta mark | 0x4000
+//	    meta l4proto tcp dnat ip to numgen random mod N map { 0 : 10.244.1.5 . 8080, ... }
+//	  }
+//	}
+//
+// An endpoint is chosen with equal probability by numgen random mod N
+// mapped straight to the endpoint's address and port: one rule per
+// service port instead of a chain per endpoint, so an endpoint change
+// rewrites one chain in a handful of netlink messages. Traffic whose reply
+// would bypass the node is masqueraded: packets from outside the cluster
+// CIDR (other hosts through a NodePort, the node itself) are marked in the
+// service chain and masqueraded in postrouting; a pod that reaches itself
+// through its Service (hairpin) is matched after DNAT by the hairpin set
+// (saddr . daddr of every endpoint). Same-node pod-to-service-to-pod
+// traffic relies on br_netfilter, as kube-proxy does (the datapath turns
+// net.bridge.bridge-nf-call-iptables on in its namespace).
+//
+// # Updates
+//
+// The table is rebuilt whole at start (and after any failed update): one
+// netlink batch that adds, deletes and re-creates the table with all its
+// content, which the kernel applies as one transaction, so no stale rule
+// from an earlier run survives and no packet sees a half-built table.
+// After that, changes are incremental: the Services that changed since the
+// last sync are rebuilt (their chains flushed and refilled, their map
+// elements swapped) in one batch, again one transaction.
+package nftables
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	v1 "github.com/tugboat/tugboat/api/v1"
+)
+
+// Protocol is an IP protocol number the datapath balances.
+type Protocol uint8
+
+// Protocols.
+const (
+	TCP Protocol = 6
+	UDP Protocol = 17
+)
+
+func (p Protocol) String() string {
+	switch p {
+	case TCP:
+		return "tcp"
+	case UDP:
+		return "udp"
+	}
+	return strconv.Itoa(int(p))
+}
+
+// ParseProtocol maps a Service's protocol ("" means TCP).
+func ParseProtocol(s string) (Protocol, error) {
+	switch strings.ToUpper(s) {
+	case "", "TCP":
+		return TCP, nil
+	case "UDP":
+		return UDP, nil
+	}
+	return 0, fmt.Errorf("protocol %q: want TCP or UDP", s)
+}
+
+// Endpoint is one ready backend of a service port.
+type Endpoint struct {
+	IP   netip.Addr
+	Port uint16
+}
+
+func (e Endpoint) String() string { return netip.AddrPortFrom(e.IP, e.Port).String() }
+
+func compareEndpoints(a, b Endpoint) int {
+	if c := a.IP.Compare(b.IP); c != 0 {
+		return c
+	}
+	return int(a.Port) - int(b.Port)
+}
+
+// ServicePort is one port of one Service as the datapath sees it.
+type ServicePort struct {
+	// Service is the Service's key, "namespace/name".
+	Service string
+	// Name is the port's name ("" for a Service's only port).
+	Name      string
+	Protocol  Protocol
+	ClusterIP netip.Addr
+	Port      uint16
+	// NodePort is 0 unless the Service is of type NodePort.
+	NodePort uint16
+	// Endpoints are the ready endpoints, sorted, without duplicates.
+	Endpoints []Endpoint
+}
+
+// ChainName is the name of the port's service chain:
+// "svc-<namespace>/<name>/<proto>/<port>".
+func (sp ServicePort) ChainName() string {
+	return fmt.Sprintf("svc-%s/%s/%d", sp.Service, sp.Protocol, sp.Port)
+}
+
+// ServicePorts is the datapath's view of svc and its Endpoints (eps may be
+// nil): one ServicePort per port, each with the ready addresses of the
+// endpoint ports of the same name and protocol. A headless Service (no
+// ClusterIP) has none. Malformed fields (which validation refuses) are
+// reported, naming the field.
+func ServicePorts(svc *v1.Service, eps *v1.Endpoints) ([]ServicePort, error) {
+	spec := svc.GetSpec()
+	ipStr := spec.GetClusterIp()
+	if ipStr == "" || ipStr == "None" {
+		return nil, nil
+	}
+	key := v1.Key(svc)
+	ip, err := netip.ParseAddr(ipStr)
+	if err != nil || !ip.Is4() {
+		return nil, fmt.Errorf("service %s: spec.clusterIP %q: not an IPv4 address", key, ipStr)
+	}
+	nodePorts := spec.GetType() == "NodePort"
+	out := make([]ServicePort, 0, len(spec.GetPorts()))
+	for i, p := range spec.GetPorts() {
+		proto, err := ParseProtocol(p.GetProtocol())
+		if err != nil {
+			return nil, fmt.Errorf("service %s: spec.ports[%d].%v", key, i, err)
+		}
+		if p.GetPort() <= 0 || p.GetPort() > 65535 {
+			return nil, fmt.Errorf("service %s: spec.ports[%d].port %d: out of range", key, i, p.GetPort())
+		}
+		sp := ServicePort{Service: key, Name: p.GetName(), Protocol: proto, ClusterIP: ip, Port: uint16(p.GetPort())}
+		if nodePorts && p.GetNodePort() > 0 && p.GetNodePort() <= 65535 {
+			sp.NodePort = uint16(p.GetNodePort())
+		}
+		sp.Endpoints = readyEndpoints(eps, sp.Name, proto)
+		out = append(out, sp)
+	}
+	return out, nil
+}
+
+// readyEndpoints collects the ready addresses of the endpoint ports named
+// name with protocol proto, sorted and without duplicates.
+func readyEndpoints(eps *v1.Endpoints, name string, proto Protocol) []Endpoint {
+	var out []Endpoint
+	for _, ss := range eps.GetSubsets() {
+		for _, ep := range ss.GetPorts() {
+			epProto, err := ParseProtocol(ep.GetProtocol())
+			if err != nil || epProto != proto || ep.GetName() != name || ep.GetPort() <= 0 || ep.GetPort() > 65535 {
+				continue
+			}
+			for _, a := range ss.GetAddresses() {
+				ip, err := netip.ParseAddr(a.GetIp())
+				if err != nil || !ip.Is4() {
+					continue
+				}
+				out = append(out, Endpoint{IP: ip, Port: uint16(ep.GetPort())})
+			}
+		}
+	}
+	slices.SortFunc(out, compareEndpoints)
+	return slices.Compact(out)
+}
