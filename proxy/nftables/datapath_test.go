@@ -107,8 +107,36 @@ func TestDatapathInNamespaces(t *testing.T) {
 		}
 		return nil
 	})
-	if out := listTable(t, l.node); strings.Contains(out, "stale-from-last-run") {
-		t.Fatalf("full sync left the old table's chain:\n%s", out)
+	listing := listTable(t, l.node)
+	if strings.Contains(listing, "stale-from-last-run") {
+		t.Fatalf("full sync left the old table's chain:\n%s", listing)
+	}
+	// What nft(8) decodes from the kernel is what the rule builder meant.
+	for _, key := range src.ServiceKeys() {
+		s, _ := src.Service(key)
+		e, _ := src.Endpoints(key)
+		sps, _ := ServicePorts(s, e)
+		for _, c := range Build(sps, Options{ClusterCIDR: clusterCIDR}).Chains {
+			for _, r := range append([]string{"chain " + c.Name + " {"}, c.Rules()...) {
+				if !strings.Contains(listing, r) {
+					t.Errorf("listing lacks %q", r)
+				}
+			}
+		}
+	}
+	for _, want := range []string{
+		"10.96.0.20 . tcp . 80 : goto svc-default/web/tcp/80",
+		"tcp . 30080 : goto svc-default/np/tcp/80",
+		"ip daddr . meta l4proto . th dport @reject-ips goto reject",
+		"ct status dnat ip saddr . ip daddr @hairpin masquerade fully-random",
+		"meta mark & 0x00004000 == 0x00004000 meta mark set meta mark ^ 0x00004000 masquerade fully-random",
+	} {
+		if !strings.Contains(listing, want) {
+			t.Errorf("listing lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Fatalf("table:\n%s", listing)
 	}
 
 	t.Run("ClusterIP spreads over endpoints; client address kept; hairpin masqueraded", func(t *testing.T) {

@@ -194,6 +194,10 @@ func dnatOne(p Protocol, e Endpoint) []expr.Any {
 func dnatNumgen(p Protocol, n int, m *nftables.Set) []expr.Any {
 	return append(l4proto(p),
 		&expr.Numgen{Register: reg1, Modulus: uint32(n), Type: unix.NFT_NG_RANDOM},
+		// The library marks anonymous maps big-endian, so nft(8) would
+		// print host-order keys as 16777216...; keys are big-endian and
+		// the number is converted to match.
+		&expr.Byteorder{SourceRegister: reg1, DestRegister: reg1, Op: expr.ByteorderHton, Len: 4, Size: 4},
 		&expr.Lookup{SourceRegister: reg1, SetName: m.Name, SetID: m.ID, IsDestRegSet: true, DestRegister: reg1},
 		&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg1, RegProtoMin: reg9, Specified: true},
 	)

@@ -59,7 +59,7 @@ func (c ServiceChain) Rules() []string {
 		out = append(out, fmt.Sprintf("ip saddr != %s meta mark set meta mark | 0x%08x", c.MasqueradeUnless, MasqueradeMark))
 	}
 	if len(c.Endpoints) == 1 {
-		out = append(out, fmt.Sprintf("meta l4proto %s dnat ip to %s", c.Protocol, c.Endpoints[0]))
+		out = append(out, fmt.Sprintf("meta l4proto %s dnat to %s", c.Protocol, c.Endpoints[0]))
 	} else {
 		elems := make([]string, len(c.Endpoints))
 		for i, e := range c.Endpoints {

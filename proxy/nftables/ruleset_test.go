@@ -61,7 +61,7 @@ hairpin {
 		eps:  eps(&v1.EndpointSubset{Addresses: addrs("10.244.1.2"), Ports: []*v1.EndpointPort{{Port: 80, Protocol: "TCP"}}}),
 		want: `chain svc-default/np/tcp/80 {
 	ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000
-	meta l4proto tcp dnat ip to 10.244.1.2:80
+	meta l4proto tcp dnat to 10.244.1.2:80
 }
 service-ips {
 	10.96.0.21 . tcp . 80 : goto svc-default/np/tcp/80
@@ -104,7 +104,7 @@ reject-nodeports {
 }
 chain svc-default/multi/udp/53 {
 	ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000
-	meta l4proto udp dnat ip to 10.244.1.2:5353
+	meta l4proto udp dnat to 10.244.1.2:5353
 }
 service-ips {
 	10.96.0.24 . tcp . 80 : goto svc-default/multi/tcp/80
@@ -129,7 +129,7 @@ hairpin {
 		),
 		want: `chain svc-default/dup/tcp/80 {
 	ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000
-	meta l4proto tcp dnat ip to 10.244.1.2:80
+	meta l4proto tcp dnat to 10.244.1.2:80
 }
 service-ips {
 	10.96.0.25 . tcp . 80 : goto svc-default/dup/tcp/80

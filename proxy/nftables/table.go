@@ -295,10 +295,10 @@ func addServiceRules(c *nftables.Conn, ch *nftables.Chain, sc ServiceChain) erro
 		c.AddRule(&nftables.Rule{Table: tbl, Chain: ch, Exprs: dnatOne(sc.Protocol, sc.Endpoints[0])})
 	default:
 		m := &nftables.Set{Table: tbl, Anonymous: true, Constant: true, IsMap: true,
-			KeyType: nftables.TypeInteger, DataType: endpointType, KeyByteOrder: binaryutil.NativeEndian}
+			KeyType: nftables.TypeInteger, DataType: endpointType}
 		elems := make([]nftables.SetElement, n)
 		for i, e := range sc.Endpoints {
-			elems[i] = nftables.SetElement{Key: native32(uint32(i)), Val: endpointBytes(e)}
+			elems[i] = nftables.SetElement{Key: binaryutil.BigEndian.PutUint32(uint32(i)), Val: endpointBytes(e)}
 		}
 		if err := c.AddSet(m, elems); err != nil {
 			return fmt.Errorf("chain %s: endpoint map: %w", sc.Name, err)
