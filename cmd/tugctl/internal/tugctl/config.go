@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -16,30 +17,81 @@ import (
 // DefaultServer is the apiserver address when nothing else names one.
 const DefaultServer = "127.0.0.1:6443"
 
+// implicitContext names the one context of a config file in the flat form.
+const implicitContext = "default"
+
 // ConfigFile is the YAML of ~/.tugboat/config. Every field is optional;
 // relative file paths are relative to the config file's directory.
 //
-//	server: 10.0.0.1:6443
-//	namespace: web
-//	caFile: ca.crt
+// The kubeconfig-like form names clusters, users and contexts joining
+// them, and picks one with current-context (or --context):
 //
-// This is the one place the file is read: contexts (several clusters and
-// users, and a current-context) are to be added here.
+//	clusters:
+//	- {name: prod, server: 10.0.0.1:6443, caFile: prod/ca.crt}
+//	users:
+//	- {name: admin, certFile: prod/admin.crt, keyFile: prod/admin.key}
+//	contexts:
+//	- {name: prod, cluster: prod, user: admin, namespace: web}
+//	current-context: prod
+//
+// The flat form (server, namespace, caFile, ... at the top level) is one
+// implicit context named "default"; a file uses one form or the other.
+// This is the one place the file is read and written.
 type ConfigFile struct {
-	// Server is the apiserver address host:port.
+	// Server is the apiserver address host:port (flat form).
 	Server string `json:"server,omitempty"`
-	// Namespace is the default namespace of requests.
+	// Namespace is the default namespace of requests (flat form).
 	Namespace string `json:"namespace,omitempty"`
 	// CAFile, CertFile, KeyFile and TokenFile are as the flags of the same
-	// names.
+	// names (flat form).
 	CAFile    string `json:"caFile,omitempty"`
 	CertFile  string `json:"certFile,omitempty"`
 	KeyFile   string `json:"keyFile,omitempty"`
 	TokenFile string `json:"tokenFile,omitempty"`
+
+	Clusters       []ClusterEntry `json:"clusters,omitempty"`
+	Users          []UserEntry    `json:"users,omitempty"`
+	Contexts       []ContextEntry `json:"contexts,omitempty"`
+	CurrentContext string         `json:"current-context,omitempty"`
 }
 
-// LoadConfigFile reads a config file. A missing file is an empty config
-// when required is false (the default path), an error otherwise.
+// ClusterEntry is an apiserver and the CA that signed its certificate.
+type ClusterEntry struct {
+	Name   string `json:"name"`
+	Server string `json:"server,omitempty"`
+	CAFile string `json:"caFile,omitempty"`
+}
+
+// UserEntry is a set of credentials: a client certificate, a bearer token
+// in a file, or the token itself.
+type UserEntry struct {
+	Name      string `json:"name"`
+	CertFile  string `json:"certFile,omitempty"`
+	KeyFile   string `json:"keyFile,omitempty"`
+	TokenFile string `json:"tokenFile,omitempty"`
+	Token     string `json:"token,omitempty"`
+}
+
+// ContextEntry joins a cluster, a user and a default namespace.
+type ContextEntry struct {
+	Name      string `json:"name"`
+	Cluster   string `json:"cluster,omitempty"`
+	User      string `json:"user,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// Context is a context as used: its cluster's and user's settings, with
+// file paths made absolute.
+type Context struct {
+	Name                                 string
+	Server, Namespace                    string
+	CAFile, CertFile, KeyFile, TokenFile string
+	Token                                string
+}
+
+// LoadConfigFile reads a config file as written (relative paths stay
+// relative; Context resolves them). A missing file is an empty config when
+// required is false (the default path), an error otherwise.
 func LoadConfigFile(path string, required bool) (*ConfigFile, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) && !required {
@@ -52,73 +104,270 @@ func LoadConfigFile(path string, required bool) (*ConfigFile, error) {
 	if err := yaml.UnmarshalStrict(data, &cf); err != nil {
 		return nil, fmt.Errorf("config file %s: %v", path, err)
 	}
+	if err := cf.Validate(); err != nil {
+		return nil, fmt.Errorf("config file %s: %v", path, err)
+	}
+	return &cf, nil
+}
+
+// Validate checks names are set and unique and the two forms are not mixed.
+func (cf *ConfigFile) Validate() error {
+	if cf.flat() && (len(cf.Clusters)+len(cf.Users)+len(cf.Contexts) > 0 || cf.CurrentContext != "") {
+		return fmt.Errorf("server/namespace/caFile/certFile/keyFile/tokenFile: use either these top-level keys or clusters/users/contexts, not both")
+	}
+	check := func(list string, names []string) error {
+		seen := map[string]bool{}
+		for i, n := range names {
+			if n == "" {
+				return fmt.Errorf("%s[%d].name: required", list, i)
+			}
+			if seen[n] {
+				return fmt.Errorf("%s[%d].name: %q appears twice", list, i, n)
+			}
+			seen[n] = true
+		}
+		return nil
+	}
+	if err := check("clusters", names(cf.Clusters, func(c ClusterEntry) string { return c.Name })); err != nil {
+		return err
+	}
+	if err := check("users", names(cf.Users, func(u UserEntry) string { return u.Name })); err != nil {
+		return err
+	}
+	return check("contexts", cf.contextNames())
+}
+
+func names[T any](list []T, name func(T) string) []string {
+	out := make([]string, len(list))
+	for i, x := range list {
+		out[i] = name(x)
+	}
+	return out
+}
+
+func (cf *ConfigFile) contextNames() []string {
+	return names(cf.Contexts, func(c ContextEntry) string { return c.Name })
+}
+
+// flat reports whether the file uses the flat form.
+func (cf *ConfigFile) flat() bool {
+	return cf.Server != "" || cf.Namespace != "" || cf.CAFile != "" || cf.CertFile != "" || cf.KeyFile != "" || cf.TokenFile != ""
+}
+
+// Current is the name of the context in use: current-context, or
+// "default" for a file in the flat form.
+func (cf *ConfigFile) Current() string {
+	if cf.flat() {
+		return implicitContext
+	}
+	return cf.CurrentContext
+}
+
+// Context returns the named context (name "" is the current one) with the
+// paths of path's directory applied. No context at all is an empty one.
+func (cf *ConfigFile) Context(name, path string) (*Context, error) {
+	explicit := name != ""
+	if name == "" {
+		name = cf.Current()
+	}
+	if name == "" {
+		return &Context{}, nil
+	}
+	c := &Context{Name: name}
+	if cf.flat() {
+		if name != implicitContext {
+			return nil, fmt.Errorf("context %q not found: %s has no contexts, only the flat form (context %q)", name, path, implicitContext)
+		}
+		c.Server, c.Namespace, c.CAFile, c.CertFile, c.KeyFile, c.TokenFile = cf.Server, cf.Namespace, cf.CAFile, cf.CertFile, cf.KeyFile, cf.TokenFile
+	} else {
+		var ctx *ContextEntry
+		for i := range cf.Contexts {
+			if cf.Contexts[i].Name == name {
+				ctx = &cf.Contexts[i]
+			}
+		}
+		if ctx == nil {
+			what := "current-context"
+			if explicit {
+				what = "--context"
+			}
+			return nil, fmt.Errorf("%s %q: no such context in %s (have: %s)", what, name, path, orNone(strings.Join(cf.contextNames(), ", ")))
+		}
+		c.Namespace = ctx.Namespace
+		if ctx.Cluster != "" {
+			cl := cf.cluster(ctx.Cluster)
+			if cl == nil {
+				return nil, fmt.Errorf("context %q: cluster %q is not in %s", name, ctx.Cluster, path)
+			}
+			c.Server, c.CAFile = cl.Server, cl.CAFile
+		}
+		if ctx.User != "" {
+			u := cf.user(ctx.User)
+			if u == nil {
+				return nil, fmt.Errorf("context %q: user %q is not in %s", name, ctx.User, path)
+			}
+			c.CertFile, c.KeyFile, c.TokenFile, c.Token = u.CertFile, u.KeyFile, u.TokenFile, u.Token
+		}
+	}
 	dir := filepath.Dir(path)
-	for _, p := range []*string{&cf.CAFile, &cf.CertFile, &cf.KeyFile, &cf.TokenFile} {
+	for _, p := range []*string{&c.CAFile, &c.CertFile, &c.KeyFile, &c.TokenFile} {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)
 		}
 	}
-	return &cf, nil
+	return c, nil
+}
+
+func (cf *ConfigFile) cluster(name string) *ClusterEntry {
+	for i := range cf.Clusters {
+		if cf.Clusters[i].Name == name {
+			return &cf.Clusters[i]
+		}
+	}
+	return nil
+}
+
+func (cf *ConfigFile) user(name string) *UserEntry {
+	for i := range cf.Users {
+		if cf.Users[i].Name == name {
+			return &cf.Users[i]
+		}
+	}
+	return nil
+}
+
+func (cf *ConfigFile) context(name string) *ContextEntry {
+	for i := range cf.Contexts {
+		if cf.Contexts[i].Name == name {
+			return &cf.Contexts[i]
+		}
+	}
+	return nil
+}
+
+// explicit turns the flat form into a cluster, a user and a context named
+// "default" (the current one), so the file can gain more.
+func (cf *ConfigFile) explicit() {
+	if !cf.flat() {
+		return
+	}
+	cf.Clusters = []ClusterEntry{{Name: implicitContext, Server: cf.Server, CAFile: cf.CAFile}}
+	cf.Users = []UserEntry{{Name: implicitContext, CertFile: cf.CertFile, KeyFile: cf.KeyFile, TokenFile: cf.TokenFile}}
+	cf.Contexts = []ContextEntry{{Name: implicitContext, Cluster: implicitContext, User: implicitContext, Namespace: cf.Namespace}}
+	cf.CurrentContext = implicitContext
+	cf.Server, cf.Namespace, cf.CAFile, cf.CertFile, cf.KeyFile, cf.TokenFile = "", "", "", "", "", ""
+}
+
+// SaveConfigFile writes cf to path (0600, through a temporary file and a
+// rename), making its directory if needed.
+func SaveConfigFile(path string, cf *ConfigFile) error {
+	if err := cf.Validate(); err != nil {
+		return err
+	}
+	data, err := yaml.Marshal(cf)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("config file: %w", err)
+	}
+	return nil
 }
 
 // Settings are the resolved connection settings and where they came from.
 type Settings struct {
 	Server     string
-	ServerFrom string // "--server", "TUGBOAT_SERVER", the config file's path, or "default"
+	ServerFrom string // "--server", "TUGBOAT_SERVER", `context "x" in PATH`, or "default"
 	Namespace  string
 	ConfigPath string
+	Context    string
 	CAFile     string
 	CertFile   string
 	KeyFile    string
 	TokenFile  string
+	// Token is the context's inline token, used when no token file is set.
+	Token string
 }
 
-// resolveSettings applies the precedence flag > environment > config file >
-// default to each setting.
-func resolveSettings(f globalFlags, getenv func(string) string) (*Settings, error) {
-	path, required := f.configPath, true
-	if path == "" {
-		path = getenv("TUGBOAT_CONFIG")
+// configPath is the config file to use and whether it must exist:
+// --config, else $TUGBOAT_CONFIG, else ~/.tugboat/config (optional).
+func configPath(f globalFlags, getenv func(string) string) (string, bool, error) {
+	if f.configPath != "" {
+		return f.configPath, true, nil
 	}
-	if path == "" {
-		required = false
-		home := getenv("HOME")
-		if home == "" {
-			h, err := os.UserHomeDir()
-			if err != nil {
-				return nil, fmt.Errorf("config file: no home directory (set --config or TUGBOAT_CONFIG): %v", err)
-			}
-			home = h
+	if p := getenv("TUGBOAT_CONFIG"); p != "" {
+		return p, true, nil
+	}
+	home := getenv("HOME")
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return "", false, fmt.Errorf("config file: no home directory (set --config or TUGBOAT_CONFIG): %v", err)
 		}
-		path = filepath.Join(home, ".tugboat", "config")
+		home = h
 	}
-	cf, err := LoadConfigFile(path, required)
+	return filepath.Join(home, ".tugboat", "config"), false, nil
+}
+
+// resolveSettings applies the precedence flag > environment > the config
+// file's context (--context, else current-context) > default to each
+// setting.
+func resolveSettings(f globalFlags, getenv func(string) string) (*Settings, error) {
+	path, required, err := configPath(f, getenv)
 	if err != nil {
 		return nil, err
 	}
-	s := &Settings{ConfigPath: path}
+	cf, err := LoadConfigFile(path, required || f.context != "")
+	if err != nil {
+		return nil, err
+	}
+	c, err := cf.Context(f.context, path)
+	if err != nil {
+		return nil, err
+	}
+	s := &Settings{ConfigPath: path, Context: c.Name}
 	switch {
 	case f.server != "":
 		s.Server, s.ServerFrom = f.server, "--server"
 	case getenv("TUGBOAT_SERVER") != "":
 		s.Server, s.ServerFrom = getenv("TUGBOAT_SERVER"), "TUGBOAT_SERVER"
-	case cf.Server != "":
-		s.Server, s.ServerFrom = cf.Server, path
+	case c.Server != "" && cf.flat():
+		s.Server, s.ServerFrom = c.Server, path
+	case c.Server != "":
+		s.Server, s.ServerFrom = c.Server, fmt.Sprintf("context %q in %s", c.Name, path)
 	default:
 		s.Server, s.ServerFrom = DefaultServer, "default"
 	}
-	s.Namespace = first(f.namespace, cf.Namespace, "default")
-	s.CAFile = first(f.caFile, cf.CAFile)
-	s.CertFile = first(f.certFile, cf.CertFile)
-	s.KeyFile = first(f.keyFile, cf.KeyFile)
-	s.TokenFile = first(f.tokenFile, cf.TokenFile)
+	s.Namespace = first(f.namespace, c.Namespace, "default")
+	s.CAFile = first(f.caFile, c.CAFile)
+	s.CertFile = first(f.certFile, c.CertFile)
+	s.KeyFile = first(f.keyFile, c.KeyFile)
+	s.TokenFile = first(f.tokenFile, c.TokenFile)
+	if f.tokenFile == "" && c.TokenFile == "" {
+		s.Token = c.Token
+	}
 	return s, nil
 }
 
 // ClientConfig builds the client config, reading the TLS and token files.
 func (s *Settings) ClientConfig(userAgent string) (client.Config, error) {
 	cf := component.ClientFlags{Server: s.Server, CAFile: s.CAFile, CertFile: s.CertFile, KeyFile: s.KeyFile, TokenFile: s.TokenFile}
-	return cf.Config(userAgent)
+	cfg, err := cf.Config(userAgent)
+	if err != nil {
+		return cfg, err
+	}
+	if cfg.Token == "" {
+		cfg.Token = s.Token
+	}
+	return cfg, nil
 }
 
 func first(vals ...string) string {

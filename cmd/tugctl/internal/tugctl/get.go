@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,6 +28,7 @@ type getFlags struct {
 	fieldSelector string
 	showLabels    bool
 	noHeaders     bool
+	forObject     string
 }
 
 func newGetCommand(o *Options) *cobra.Command {
@@ -44,7 +46,8 @@ separated; "all" is pods, services, deployments and replicasets.`,
   tugctl get deploy nginx -o yaml
   tugctl get po,svc -l app=nginx -o wide
   tugctl get pods -A --field-selector spec.nodeName=node1
-  tugctl get pods -w`,
+  tugctl get pods -w
+  tugctl get events --for deploy/nginx -w`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.runGet(cmd.Context(), args, f)
 		},
@@ -56,6 +59,7 @@ separated; "all" is pods, services, deployments and replicasets.`,
 	fl.StringVar(&f.fieldSelector, "field-selector", "", "field selector on any scalar field by JSON path: spec.nodeName=n1,status.phase!=Running")
 	fl.BoolVar(&f.showLabels, "show-labels", false, "add a LABELS column")
 	fl.BoolVar(&f.noHeaders, "no-headers", false, "omit table headers")
+	fl.StringVar(&f.forObject, "for", "", "with events: only those about this object, KIND/NAME")
 	return cmd
 }
 
@@ -77,6 +81,16 @@ func (o *Options) runGet(ctx context.Context, args []string, f *getFlags) error 
 	}
 	if f.watch && (len(ra.kinds) > 1 || kindCount(ra.refs) > 1) {
 		return fmt.Errorf("--watch works on one kind at a time")
+	}
+	if f.forObject != "" {
+		if ra.named() || len(ra.kinds) != 1 || ra.kinds[0].Name != "Event" {
+			return fmt.Errorf("--for: only with get events")
+		}
+		sel, err := eventsForSelector(f.forObject)
+		if err != nil {
+			return err
+		}
+		f.fieldSelector = strings.Trim(f.fieldSelector+","+sel, ",")
 	}
 	var groups []*kindObjects
 	failed := false
@@ -232,6 +246,20 @@ func (o *Options) list(ctx context.Context, ra resourceArgs, f *getFlags) ([]*ki
 		groups = append(groups, g)
 	}
 	return groups, nil
+}
+
+// eventsForSelector is the field selector of --for KIND/NAME: events
+// whose involvedObject is that object.
+func eventsForSelector(arg string) (string, error) {
+	kind, name, ok := strings.Cut(arg, "/")
+	if !ok || kind == "" || name == "" {
+		return "", fmt.Errorf("--for %q: want KIND/NAME, e.g. pod/web or deploy/nginx", arg)
+	}
+	k, err := lookupKind(kind)
+	if err != nil {
+		return "", fmt.Errorf("--for %q: %v", arg, err)
+	}
+	return "involvedObject.kind=" + k.Name + ",involvedObject.name=" + name, nil
 }
 
 // sortForDisplay orders events by when they were last seen (oldest first,

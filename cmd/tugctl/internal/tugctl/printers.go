@@ -114,6 +114,17 @@ func (t *table) writeRow(w io.Writer, row []string) {
 	io.WriteString(w, b.String())
 }
 
+// writeRows prints rows (the first is usually the header) aligned.
+func writeRows(w io.Writer, rows [][]string) {
+	t := &table{}
+	for _, r := range rows {
+		t.fit(r)
+	}
+	for _, r := range rows {
+		t.writeRow(w, r)
+	}
+}
+
 // writeTable prints objects of one kind as a table and returns it for
 // further rows.
 func writeTable(w io.Writer, k *kinds.Kind, objs []v1.Object, p printOptions) *table {

@@ -1,6 +1,8 @@
 // Package tugctl is the Tugboat command line, shaped like kubectl: apply,
-// create, get, describe, delete, scale, rollout and version, over the
-// generic object API.
+// create, get, describe, delete, scale, rollout and version over the
+// generic object API; logs, exec and image over the NodeAPI the apiserver
+// relays to kubelets; token and auth over the Auth service; config for the
+// config file's contexts.
 //
 // Every command is a cobra command built by NewRootCommand around one
 // *Options, which holds the I/O streams and the global flags and dials the
@@ -53,6 +55,7 @@ type Options struct {
 type globalFlags struct {
 	server        string
 	configPath    string
+	context       string
 	namespace     string
 	allNamespaces bool
 	caFile        string
@@ -76,6 +79,10 @@ func (o *Options) Execute(ctx context.Context, args []string) int {
 	if err := root.ExecuteContext(ctx); err != nil {
 		if errors.Is(err, errReported) {
 			return 1
+		}
+		var ec exitCode
+		if errors.As(err, &ec) {
+			return int(ec)
 		}
 		fmt.Fprintln(o.ErrOut, "error: "+o.errorMessage(err))
 		return 1
@@ -122,6 +129,7 @@ The apiserver address comes from --server, else $TUGBOAT_SERVER, else the
 	f := root.PersistentFlags()
 	f.StringVar(&o.flags.server, "server", "", "apiserver address host:port (default: $TUGBOAT_SERVER, the config file, 127.0.0.1:6443)")
 	f.StringVar(&o.flags.configPath, "config", "", "config file (default: $TUGBOAT_CONFIG or ~/.tugboat/config)")
+	f.StringVar(&o.flags.context, "context", "", "context of the config file to use (default: its current-context)")
 	f.StringVarP(&o.flags.namespace, "namespace", "n", "", "namespace of the request (default: the config file's, else \"default\")")
 	f.BoolVarP(&o.flags.allNamespaces, "all-namespaces", "A", false, "list across all namespaces")
 	f.StringVar(&o.flags.caFile, "ca-file", "", "CA bundle that signed the apiserver's certificate; enables TLS")
@@ -138,9 +146,21 @@ The apiserver address comes from --server, else $TUGBOAT_SERVER, else the
 		newRolloutCommand(o),
 		newVersionCommand(o),
 		newAPIResourcesCommand(o),
+		newLogsCommand(o),
+		newExecCommand(o),
+		newImageCommand(o),
+		newTokenCommand(o),
+		newAuthCommand(o),
+		newConfigCommand(o),
 	)
 	return root
 }
+
+// exitCode is an error that only sets the exit status (exec passes the
+// remote command's on; auth can-i exits 1 for "no"): nothing is printed.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
 // Settings returns the resolved connection settings (flags, environment,
 // config file), reading the config file once.
