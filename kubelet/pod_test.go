@@ -1,0 +1,107 @@
+package kubelet_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tugboat/tugboat/api/client"
+	v1 "github.com/tugboat/tugboat/api/v1"
+)
+
+// TestPodServesFromItsIP: a busybox httpd pod on each node reaches Running
+// with an IP from its node's pod CIDR, and the test process fetches its
+// page (a configMap volume) at that IP. The pod also gets a secret as env,
+// the cluster DNS in resolv.conf and its step timeline in conditions.
+func TestPodServesFromItsIP(t *testing.T) {
+	c := sharedCluster(t)
+	t.Parallel()
+	api := c.Client
+	ns := "serve"
+	ensureNamespace(t, api, ns)
+	ctx := context.Background()
+	if _, err := client.For[*v1.ConfigMap](api).Create(ctx, &v1.ConfigMap{
+		Metadata: &v1.ObjectMeta{Name: "site", Namespace: ns},
+		Data:     map[string]string{"index.html": "hello from a configmap\n"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.For[*v1.Secret](api).Create(ctx, &v1.Secret{
+		Metadata: &v1.ObjectMeta{Name: "creds", Namespace: ns},
+		Data:     map[string][]byte{"password": []byte("s3cret")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.Nodes {
+		p := busyboxPod(ns, "web-"+n.Name, n.Name, "exec httpd -f -p 80 -h /www")
+		ctr := p.Spec.Containers[0]
+		ctr.VolumeMounts = []*v1.VolumeMount{{Name: "site", MountPath: "/www", ReadOnly: true}}
+		ctr.Env = []*v1.EnvVar{
+			{Name: "PASSWORD", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.KeySelector{Name: "creds", Key: "password"}}},
+			{Name: "MY_IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+		}
+		ctr.Ports = []*v1.ContainerPort{{ContainerPort: 80}}
+		p.Spec.Volumes = []*v1.Volume{{Name: "site", ConfigMap: &v1.ConfigMapVolumeSource{Name: "site"}}}
+		createPod(t, api, p)
+	}
+	for _, n := range c.Nodes {
+		name := "web-" + n.Name
+		p := waitPod(t, api, ns, name, 60*time.Second, "Running", running)
+		ip, err := netip.ParseAddr(p.Status.PodIp)
+		if err != nil || !n.PodCIDR.Contains(ip) {
+			t.Fatalf("%s: pod IP %q not in the node's pod CIDR %s", name, p.Status.PodIp, n.PodCIDR)
+		}
+		if p.Status.HostIp != n.IP.String() {
+			t.Errorf("%s: hostIP %s, want %s", name, p.Status.HostIp, n.IP)
+		}
+		for _, typ := range []string{"tugboat.io/Accepted", "tugboat.io/ImagesReady", "PodReadyToStartContainers", "Initialized", "tugboat.io/ContainersStarted", "ContainersReady", "Ready"} {
+			if cond := condition(p, typ); cond.GetStatus() != "True" || cond.GetLastTransitionTime() == nil {
+				t.Errorf("%s: condition %s = %v", name, typ, cond)
+			}
+		}
+		if err := n.RouteFromRoot(); err != nil {
+			t.Fatal(err)
+		}
+		body := fetch(t, "http://"+ip.String()+"/index.html")
+		if body != "hello from a configmap\n" {
+			t.Errorf("%s: GET = %q", name, body)
+		}
+		out, code := execIn(t, api, ns, name, "sh", "-c", `echo "$PASSWORD $MY_IP"; cat /etc/resolv.conf; hostname`)
+		for _, want := range []string{"s3cret " + ip.String(), "nameserver 10.96.0.10", "search serve.svc.cluster.local svc.cluster.local cluster.local", "options ndots:5", name} {
+			if code != 0 || !strings.Contains(out, want) {
+				t.Errorf("%s: exec output lacks %q (exit %d):\n%s", name, want, code, out)
+			}
+		}
+		evs := strings.Join(podEvents(t, api, ns, name), "\n")
+		for _, want := range []string{"Pulled: ", "Created: Created container main", "Started: Started container main"} {
+			if !strings.Contains(evs, want) {
+				t.Errorf("%s: no %q event in:\n%s", name, want, evs)
+			}
+		}
+	}
+}
+
+func fetch(t *testing.T, url string) string {
+	t.Helper()
+	hc := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := hc.Get(url)
+		if err == nil {
+			b, rerr := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if rerr == nil && resp.StatusCode == 200 {
+				return string(b)
+			}
+			err = rerr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
