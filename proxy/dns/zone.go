@@ -37,7 +37,7 @@ type servicePort struct {
 
 // service is what the zone knows of one Service.
 type service struct {
-	clusterIP netip.Addr   // invalid: headless
+	clusterIP netip.Addr // invalid: headless
 	ports     []servicePort
 	endpoints []netip.Addr // ready addresses (used for headless Services)
 }
