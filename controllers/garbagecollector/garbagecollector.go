@@ -1,7 +1,8 @@
 // Package garbagecollector deletes objects whose owners are gone, and
 // carries out foreground and orphan deletions, through ownerReferences.
 //
-// Loop (on the controller skeleton, over every kind but Event, keyed
+// Loop (on the controller skeleton, over every kind but Event or the
+// kinds configured, keyed
 // "Kind|ns/name"): an object is enqueued when it appears with owners, when
 // its owners change, when an owner of it is deleted, and when it is being
 // deleted with the "orphan" or "foregroundDeletion" finalizer. Sync then:
@@ -52,6 +53,10 @@ const (
 type Config struct {
 	// Workers is how many objects are examined at once (--concurrent-gc-syncs, default 20).
 	Workers int
+	// Kinds are the kinds watched as owners and dependents; empty means
+	// every kind but Event. The controller-manager passes the kinds its
+	// credentials may list.
+	Kinds []string
 }
 
 // Validate names the first bad field.
@@ -59,7 +64,24 @@ func (c *Config) Validate() error {
 	if c.Workers < 0 {
 		return fmt.Errorf("--concurrent-gc-syncs: must be >= 0, got %d", c.Workers)
 	}
+	for _, k := range c.Kinds {
+		if _, err := kinds.Lookup(k); err != nil {
+			return fmt.Errorf("garbage collector Kinds: %w", err)
+		}
+	}
 	return nil
+}
+
+// DefaultKinds is every kind but Event (events are never owners, and the
+// most numerous objects).
+func DefaultKinds() []string {
+	var out []string
+	for _, k := range kinds.All() {
+		if k.Name != "Event" {
+			out = append(out, k.Name)
+		}
+	}
+	return out
 }
 
 // Controller is the garbage collector.
@@ -72,7 +94,7 @@ type Controller struct {
 	actions *prometheus.CounterVec
 }
 
-// New builds the collector on shared informers for every kind but Event.
+// New builds the collector on shared informers of its kinds.
 func New(d controller.Deps, cfg Config) (*Controller, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -93,8 +115,13 @@ func New(d controller.Deps, cfg Config) (*Controller, error) {
 		}, []string{"action"})),
 	}
 	var synced []func() bool
-	for _, k := range kinds.All() {
-		if k.Name == "Event" {
+	names := cfg.Kinds
+	if len(names) == 0 {
+		names = DefaultKinds()
+	}
+	for _, name := range names {
+		k, _ := kinds.Lookup(name)
+		if _, dup := c.kinds[k.Name]; dup {
 			continue
 		}
 		src := d.Informers.ForKind(k)

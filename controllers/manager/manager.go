@@ -13,6 +13,7 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -20,7 +21,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tugboat/tugboat/api/apierrors"
+	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/component"
+	"github.com/tugboat/tugboat/api/kinds"
 	"github.com/tugboat/tugboat/api/leaderelection"
 	"github.com/tugboat/tugboat/api/metricsserver"
 	"github.com/tugboat/tugboat/api/record"
@@ -133,6 +137,11 @@ func runControllers(ctx context.Context, d controller.Deps, cfg *Config) error {
 	for _, n := range names {
 		enabled[n] = true
 	}
+	if enabled["garbagecollector"] && len(cfg.GarbageCollector.Kinds) == 0 {
+		gc := *cfg
+		gc.GarbageCollector.Kinds = listableKinds(ctx, d, garbagecollector.DefaultKinds())
+		cfg = &gc
+	}
 	var runners []controller.Runner
 	for _, e := range controllers() {
 		if !enabled[e.name] {
@@ -161,4 +170,29 @@ func runControllers(ctx context.Context, d controller.Deps, cfg *Config) error {
 		cancel() // one stops: stop all (with ctx ended, each returns nil)
 	}
 	return first
+}
+
+// listableKinds keeps the kinds this replica's credentials may list: the
+// garbage collector watches those, and an informer for a forbidden kind
+// would never sync. Other errors keep the kind (the informer retries).
+func listableKinds(ctx context.Context, d controller.Deps, names []string) []string {
+	var out, skipped []string
+	for _, name := range names {
+		k, err := kinds.Lookup(name)
+		if err != nil {
+			continue
+		}
+		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, _, err = client.ForKind(d.Client, k).List(lctx, client.ListOptions{Limit: 1})
+		cancel()
+		if errors.Is(err, apierrors.ErrForbidden) {
+			skipped = append(skipped, name)
+			continue
+		}
+		out = append(out, name)
+	}
+	if len(skipped) > 0 {
+		d.Logger.Warn("garbage collector: not allowed to list these kinds; their ownerReferences are not collected", "kinds", skipped)
+	}
+	return out
 }
