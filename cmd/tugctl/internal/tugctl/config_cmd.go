@@ -44,7 +44,7 @@ named "default".`,
 			Short: "Print the name of the current context",
 			Args:  cobra.NoArgs,
 			RunE: func(*cobra.Command, []string) error {
-				path, cf, err := o.loadConfig(true)
+				path, cf, err := o.loadConfig(false)
 				if err != nil {
 					return err
 				}

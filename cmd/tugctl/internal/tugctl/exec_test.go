@@ -1,0 +1,69 @@
+package tugctl
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestExec(t *testing.T) {
+	e := newEnv(t)
+	e.startFakeNode("n1")
+	boundPod(t, e, "web", "n1", "Running", nil)
+	mustCreate(t, e.c, testPod("pending", nil))
+
+	if r := mustOK(t, e.run("exec", "web", "--", "echo", "hi", "-n")); r.out != "n1/web/ tty=false: hi -n\n" {
+		t.Errorf("exec echo: %v", r)
+	}
+	if r := mustOK(t, e.runIn("hello\nworld\n", "exec", "-i", "web", "--", "cat")); r.out != "hello\nworld\n" {
+		t.Errorf("exec -i cat: %v", r)
+	}
+	// Without -i nothing of stdin is sent.
+	if r := mustOK(t, e.runIn("hello\n", "exec", "web", "--", "cat")); r.out != "" {
+		t.Errorf("exec cat without -i: %v", r)
+	}
+	// The remote exit status becomes tugctl's.
+	r := e.run("exec", "web", "--", "fail", "3")
+	if r.code != 3 || r.err != "failing\ncommand terminated with exit code 3\n" {
+		t.Errorf("exec fail 3: %v", r)
+	}
+	// -t without a terminal on stdin: a warning, then no TTY.
+	r = mustOK(t, e.runIn("x", "exec", "-it", "web", "--", "echo"))
+	if r.out != "n1/web/ tty=false: \n" || r.err != "Unable to use a TTY - input is not a terminal or the right kind of file\n" {
+		t.Errorf("exec -it without a terminal: %v", r)
+	}
+	mustFail(t, e.run("exec", "web", "--", "nope"), `start.command: "nope" not found`)
+	mustFail(t, e.run("exec", "pending", "--", "echo"), "not scheduled to a node yet")
+	mustFail(t, e.run("exec", "web"), "exec: no command")
+	mustFail(t, e.run("exec", "--", "echo"), "exec: name the pod")
+	mustFail(t, e.run("exec", "web", "other", "--", "echo"), "exec: one POD before --")
+}
+
+func TestExecArgs(t *testing.T) {
+	tests := []struct {
+		args []string
+		dash int
+		pod  string
+		cmd  string
+		err  string
+	}{
+		{[]string{"web", "ls", "-l"}, 1, "web", "ls -l", ""},
+		{[]string{"web", "ls"}, -1, "web", "ls", ""},
+		{[]string{"deploy/api", "sh", "-c", "a b"}, 1, "deploy/api", "sh -c a b", ""},
+		{[]string{"ls"}, 0, "", "", "name the pod"},
+		{nil, -1, "", "", "name the pod"},
+		{[]string{"web"}, 1, "", "", "no command"},
+		{[]string{"a", "b", "ls"}, 2, "", "", "one POD before --"},
+	}
+	for _, tc := range tests {
+		pod, cmd, err := execArgs(tc.args, tc.dash)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%v: err %v, want %q", tc.args, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || pod != tc.pod || strings.Join(cmd, " ") != tc.cmd {
+			t.Errorf("%v: got %q %q %v", tc.args, pod, cmd, err)
+		}
+	}
+}
