@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/tugboat/tugboat/proxy/internal/netnsutil"
 )
 
 // forwarder sends queries outside the zone to the upstreams. It starts
@@ -21,6 +23,7 @@ import (
 // unreachable) or the budget is spent, so the client gets SERVFAIL within
 // the budget instead of timing out itself.
 type forwarder struct {
+	netns     int // namespace the upstream sockets are made in (0: the process's)
 	upstreams []string
 	budget    time.Duration
 	preferred atomic.Int32 // index of the upstream that answered last
@@ -28,8 +31,8 @@ type forwarder struct {
 	log       *slog.Logger
 }
 
-func newForwarder(upstreams []string, budget time.Duration, m *metrics, log *slog.Logger) *forwarder {
-	return &forwarder{upstreams: upstreams, budget: budget, metrics: m, log: log}
+func newForwarder(netns int, upstreams []string, budget time.Duration, m *metrics, log *slog.Logger) *forwarder {
+	return &forwarder{netns: netns, upstreams: upstreams, budget: budget, metrics: m, log: log}
 }
 
 var errNoUpstream = errors.New("no upstream DNS server configured")
@@ -51,8 +54,7 @@ func (f *forwarder) exchange(r *dns.Msg, network string) (*dns.Msg, error) {
 			break
 		}
 		up := f.upstreams[idx]
-		c := &dns.Client{Net: network, Timeout: min(max(perTry, left/time.Duration(n-i)), left)}
-		resp, _, err := c.Exchange(r, up)
+		resp, err := f.exchangeOne(r, network, up, min(max(perTry, left/time.Duration(n-i)), left))
 		if err == nil {
 			if idx != first {
 				f.preferred.Store(int32(idx))
@@ -63,6 +65,27 @@ func (f *forwarder) exchange(r *dns.Msg, network string) (*dns.Msg, error) {
 		errs = append(errs, fmt.Errorf("%s: %w", up, err))
 	}
 	return nil, errors.Join(errs...)
+}
+
+// exchangeOne asks one upstream, from a socket made in the forwarder's
+// namespace.
+func (f *forwarder) exchangeOne(r *dns.Msg, network, upstream string, timeout time.Duration) (*dns.Msg, error) {
+	c := &dns.Client{Net: network, Timeout: timeout}
+	if f.netns == 0 {
+		resp, _, err := c.Exchange(r, upstream)
+		return resp, err
+	}
+	var conn net.Conn
+	err := netnsutil.Do(f.netns, func() (err error) {
+		conn, err = net.DialTimeout(network, upstream, timeout)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	resp, _, err := c.ExchangeWithConn(r, &dns.Conn{Conn: conn})
+	return resp, err
 }
 
 // ReadResolvConf returns the nameservers of a resolv.conf as "ip:53",

@@ -88,7 +88,7 @@ func NewServer(cfg Config) (*Server, error) {
 		soa: &dns.SOA{Hdr: dns.RR_Header{Name: d, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: TTL},
 			Ns: "ns.dns." + d, Mbox: "hostmaster." + d, Serial: uint32(time.Now().Unix()),
 			Refresh: 7200, Retry: 1800, Expire: 86400, Minttl: TTL}}
-	s.fwd = newForwarder(cfg.Upstreams, cfg.ForwardTimeout, m, s.log)
+	s.fwd = newForwarder(cfg.NetNS, cfg.Upstreams, cfg.ForwardTimeout, m, s.log)
 	return s, nil
 }
 

@@ -309,19 +309,23 @@ func (d *Datapath) fullSync(dirty map[string]time.Time, observe bool) error {
 		d.metrics.syncErrors.WithLabelValues("full").Inc()
 		return fmt.Errorf("full sync of %d services: %w", len(keys), err)
 	}
-	d.done("full", start, dirty, observe, all)
+	d.done("full", start, dirty, len(keys), observe)
 	return nil
 }
 
 func (d *Datapath) partialSync(dirty map[string]time.Time) error {
 	start := time.Now()
 	total := &Changes{}
+	changed := map[string]time.Time{} // keys whose rules had to change
 	for _, key := range slices.Sorted(maps.Keys(dirty)) {
 		old := d.applied[key]
 		d.release(key, old)
 		rs := d.build(key)
 		d.claim(key, rs)
 		ch := Diff(old, rs)
+		if !ch.Empty() {
+			changed[key] = dirty[key]
+		}
 		ch.AddHairpin, ch.DelHairpin = d.countHairpin(ch.AddHairpin, ch.DelHairpin)
 		total.Append(ch)
 		if rs == nil {
@@ -337,7 +341,7 @@ func (d *Datapath) partialSync(dirty map[string]time.Time) error {
 		}
 	}
 	d.clearStaleUDP(total.StaleUDP)
-	d.done("partial", start, dirty, true, nil)
+	d.done("partial", start, changed, len(dirty), true)
 	return nil
 }
 
@@ -361,12 +365,14 @@ func (d *Datapath) countHairpin(add, del []netip.Addr) (tableAdd, tableDel []net
 }
 
 // done records a successful sync: its duration, the programming latency
-// of every change it covered and the table's size.
-func (d *Datapath) done(mode string, start time.Time, dirty map[string]time.Time, observe bool, all *Ruleset) {
+// of every change it put in the kernel (changed: key -> when it was seen;
+// a change that needed no new rules, such as a resync, is not one) and the
+// table's size.
+func (d *Datapath) done(mode string, start time.Time, changed map[string]time.Time, services int, observe bool) {
 	now := time.Now()
 	d.metrics.syncDuration.WithLabelValues(mode).Observe(now.Sub(start).Seconds())
 	if observe {
-		for _, seen := range dirty {
+		for _, seen := range changed {
 			d.metrics.latency.Observe(now.Sub(seen).Seconds())
 		}
 	}
@@ -384,7 +390,8 @@ func (d *Datapath) done(mode string, start time.Time, dirty map[string]time.Time
 	if mode == "full" {
 		lvl = slog.LevelInfo
 	}
-	d.log.Log(context.Background(), lvl, "table synced", "mode", mode, "services", len(dirty), "servicePorts", ports, "endpoints", eps, "took", now.Sub(start))
+	d.log.Log(context.Background(), lvl, "table synced", "mode", mode, "services", services, "changed", len(changed),
+		"servicePorts", ports, "endpoints", eps, "took", now.Sub(start))
 }
 
 // ensureBridgeNetfilter turns on net.bridge.bridge-nf-call-iptables in

@@ -1,14 +1,9 @@
 package nftables
 
 import (
-	"bufio"
 	"context"
-	"fmt"
-	"io"
 	"maps"
-	"net"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,65 +12,19 @@ import (
 	"github.com/tugboat/tugboat/proxy/internal/nstest"
 )
 
-// lab is one node with a pod bridge and two pods, plus a peer host on the
-// node's "eth0" subnet, all in namespaces of the test's own:
-//
-//	peer (192.168.77.2) --- node eth0 192.168.77.1
-//	                        node cni0 10.244.1.1/24 --- pod1 10.244.1.2, pod2 10.244.1.3
 type lab struct {
 	node, peer, pod1, pod2 *nstest.NS
 }
 
+// newLab is nstest.NewLab with two pods: pod1 10.244.1.2, pod2 10.244.1.3.
 func newLab(t *testing.T) *lab {
-	l := &lab{node: nstest.New(t, "node"), peer: nstest.New(t, "peer"), pod1: nstest.New(t, "pod1"), pod2: nstest.New(t, "pod2")}
-	l.node.Sysctl("net/ipv4/ip_forward", "1")
-	l.node.Veth("eth0", l.peer, "eth0")
-	l.node.AddAddr("eth0", "192.168.77.1/24")
-	l.peer.AddAddr("eth0", "192.168.77.2/24")
-	l.peer.DefaultVia("192.168.77.1")
-	l.node.Bridge("cni0", "10.244.1.1/24")
-	for i, pod := range []*nstest.NS{l.pod1, l.pod2} {
-		hostEnd := fmt.Sprintf("veth%d", i+1)
-		l.node.Veth(hostEnd, pod, "eth0")
-		l.node.Enslave(hostEnd, "cni0")
-		pod.AddAddr("eth0", fmt.Sprintf("10.244.1.%d/24", i+2))
-		pod.DefaultVia("10.244.1.1")
-	}
-	return l
+	l := nstest.NewLab(t, 2)
+	return &lab{node: l.Node, peer: l.Peer, pod1: l.Pods[0], pod2: l.Pods[1]}
 }
 
-// serve answers every connection on addr inside ns with "<name> <remote
-// address as seen>\n", so tests see which endpoint answered and whether
-// the client was masqueraded.
-func serve(t *testing.T, ns *nstest.NS, name, addr string) {
-	ln := ns.Listen("tcp", addr)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
-			fmt.Fprintf(c, "%s %s\n", name, host)
-			c.Close()
-		}
-	}()
-}
+func serve(t *testing.T, ns *nstest.NS, name, addr string) { nstest.Serve(t, ns, name, addr) }
 
-// ask connects from ns to addr and returns the server's line.
-func ask(ns *nstest.NS, addr string) (string, error) {
-	c, err := ns.Dial("tcp", addr, 3*time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(3 * time.Second))
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil && err != io.EOF {
-		return "", err
-	}
-	return strings.TrimSpace(line), nil
-}
+func ask(ns *nstest.NS, addr string) (string, error) { return nstest.Ask(ns, addr) }
 
 // fakeSource is a Source over maps, safe for concurrent use.
 type fakeSource struct {

@@ -113,6 +113,9 @@ type NodeLister interface {
 type Config struct {
 	// NodeName is this node (--node-name). Required.
 	NodeName string
+	// SourceIP, if valid, is the preferred source address of the node's
+	// own traffic over the routes (--node-ip).
+	SourceIP netip.Addr
 	// Nodes lists the cluster's Nodes. Required.
 	Nodes NodeLister
 	// NetNS is an open file descriptor of the namespace whose routes to
@@ -243,11 +246,14 @@ func (m *Manager) reconcile() error {
 	installed := 0
 	for _, r := range want {
 		wanted[r.Dst] = true
-		if slices.ContainsFunc(have, func(h netlink.Route) bool { return sameRoute(h, r) }) {
+		if slices.ContainsFunc(have, func(h netlink.Route) bool { return sameRoute(h, r, m.cfg.SourceIP) }) {
 			installed++
 			continue
 		}
 		nr := &netlink.Route{Dst: ipNet(r.Dst), Gw: r.Via.AsSlice(), Protocol: RouteProtocol, Table: unix.RT_TABLE_MAIN}
+		if m.cfg.SourceIP.IsValid() {
+			nr.Src = m.cfg.SourceIP.AsSlice()
+		}
 		if err := h.RouteReplace(nr); err != nil {
 			m.errs.Inc()
 			errs = append(errs, fmt.Errorf("route %s via %s (node %s): %w", r.Dst, r.Via, r.Node, err))
@@ -272,9 +278,14 @@ func (m *Manager) reconcile() error {
 	return errors.Join(errs...)
 }
 
-func sameRoute(h netlink.Route, r Route) bool {
+func sameRoute(h netlink.Route, r Route, src netip.Addr) bool {
 	dst, ok := prefixOf(h.Dst)
 	gw, ok2 := netip.AddrFromSlice(h.Gw.To4())
+	if src.IsValid() {
+		if have, ok := netip.AddrFromSlice(h.Src.To4()); !ok || have != src {
+			return false
+		}
+	}
 	return ok && ok2 && dst == r.Dst && gw == r.Via
 }
 

@@ -7,11 +7,13 @@
 package nstest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -261,4 +263,82 @@ func (n *NS) Enslave(link, bridge string) {
 	if err := n.NL.LinkSetHairpin(l, true); err != nil {
 		n.t.Fatalf("%s: %s hairpin on: %v", n.Name, link, err)
 	}
+}
+
+// Lab is one node with a pod bridge and pods on it, plus a peer host on
+// the node's "eth0" subnet, all in namespaces of the test's own:
+//
+//	Peer (192.168.77.2) --- Node eth0 192.168.77.1
+//	                        Node cni0 10.244.1.1/24 --- Pods[i] 10.244.1.(i+2), default via 10.244.1.1
+type Lab struct {
+	Node, Peer *NS
+	Pods       []*NS
+}
+
+// Lab addresses.
+const (
+	NodeIP    = "192.168.77.1"
+	PeerIP    = "192.168.77.2"
+	BridgeIP  = "10.244.1.1"
+	PodCIDR   = "10.244.1.0/24"
+	LabSubnet = "192.168.77.0/24"
+)
+
+// PodIP is the address of Lab.Pods[i].
+func PodIP(i int) string { return fmt.Sprintf("10.244.1.%d", i+2) }
+
+// NewLab builds a Lab with n pods.
+func NewLab(t testing.TB, n int) *Lab {
+	t.Helper()
+	l := &Lab{Node: New(t, "node"), Peer: New(t, "peer")}
+	l.Node.Sysctl("net/ipv4/ip_forward", "1")
+	l.Node.Veth("eth0", l.Peer, "eth0")
+	l.Node.AddAddr("eth0", NodeIP+"/24")
+	l.Peer.AddAddr("eth0", PeerIP+"/24")
+	l.Peer.DefaultVia(NodeIP)
+	l.Node.Bridge("cni0", BridgeIP+"/24")
+	for i := 0; i < n; i++ {
+		pod := New(t, fmt.Sprintf("pod%d", i+1))
+		hostEnd := fmt.Sprintf("veth%d", i+1)
+		l.Node.Veth(hostEnd, pod, "eth0")
+		l.Node.Enslave(hostEnd, "cni0")
+		pod.AddAddr("eth0", PodIP(i)+"/24")
+		pod.DefaultVia(BridgeIP)
+		l.Pods = append(l.Pods, pod)
+	}
+	return l
+}
+
+// Serve answers every TCP connection on addr inside ns with "<name>
+// <client address as seen>\n", so tests see which endpoint answered and
+// whether the client was masqueraded.
+func Serve(t testing.TB, ns *NS, name, addr string) {
+	t.Helper()
+	ln := ns.Listen("tcp", addr)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+			fmt.Fprintf(c, "%s %s\n", name, host)
+			c.Close()
+		}
+	}()
+}
+
+// Ask connects from ns to addr and returns the line Serve wrote.
+func Ask(ns *NS, addr string) (string, error) {
+	c, err := ns.Dial("tcp", addr, 3*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(3 * time.Second))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil && err != io.EOF {
+		return "", err
+	}
+	return strings.TrimSpace(line), nil
 }
