@@ -262,7 +262,7 @@ func watch(svcs *informer.Informer[*v1.Service], eps *informer.Informer[*v1.Endp
 	})
 	nodeChanged := func(*v1.Node) { rt.Changed() }
 	nodes.AddHandler(informer.Handler[*v1.Node]{
-		OnAdd:    nodeChanged,
+		OnAdd: nodeChanged,
 		OnUpdate: func(old, n *v1.Node) {
 			if old.GetSpec().GetPodCidr() != n.GetSpec().GetPodCidr() || !slices.Equal(old.GetSpec().GetPodCidrs(), n.GetSpec().GetPodCidrs()) ||
 				!slices.EqualFunc(old.GetStatus().GetAddresses(), n.GetStatus().GetAddresses(), func(a, b *v1.NodeAddress) bool { return proto.Equal(a, b) }) {
