@@ -133,6 +133,9 @@ func removeRun(dir string, log *slog.Logger) error {
 	if err := removeCgroup(cgroupBase + "/" + runID); err != nil {
 		errs = append(errs, err)
 	}
+	for _, d := range cgroupDirs(cgroupBase) {
+		_ = unix.Rmdir(d) // the shared parent, once no run uses it
+	}
 	return errors.Join(errs...)
 }
 

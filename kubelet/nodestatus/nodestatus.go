@@ -182,7 +182,7 @@ func New(cfg Config, c *client.Client, rt Runtime, network func(ctx context.Cont
 	cfg.setDefaults()
 	a := &Agent{
 		cfg: cfg, nodes: client.For[*v1.Node](c), leases: client.For[*v1.Lease](c), rt: rt, network: network,
-		log: cfg.Logger.With("node", cfg.NodeName), now: time.Now,
+		log: cfg.Logger, now: time.Now,
 		cidrKnown: make(chan struct{}), registered: make(chan struct{}),
 		updates: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tugboat_kubelet_node_status_updates_total", Help: "Node status writes by result.",

@@ -171,7 +171,9 @@ func (p *imagePuller) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container) 
 	p.mu.Unlock()
 	p.rec.Eventf(pod, eventWarning, "Failed", "Failed to pull image %q: %v", image, err)
 	p.rec.Eventf(pod, eventWarning, "Failed", "Error: %s", ReasonErrImagePull)
-	return &waiting{Reason: ReasonErrImagePull, Message: msg, Until: p.now().Add(p.backoff.delay(key))}
+	// Sync again halfway through the back-off, so the status shows
+	// ImagePullBackOff between attempts (as in Kubernetes).
+	return &waiting{Reason: ReasonErrImagePull, Message: msg, Until: p.now().Add(min(p.backoff.delay(key)/2, 5*time.Second))}
 }
 
 func (p *imagePuller) registryFailedRecently(host string) bool {
