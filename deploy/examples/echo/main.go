@@ -5,7 +5,8 @@
 // stdout, and shuts down gracefully on SIGTERM.
 //
 // The pod name comes from env POD_NAME (the Downward API) or the hostname,
-// the IP from env POD_IP or the first non-loopback address.
+// the IP from env POD_IP or the first non-loopback address; env NODE_NAME,
+// if set, is added to the answer as node=NAME.
 package main
 
 import (
@@ -42,7 +43,7 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stdout, nil))
-	name, ip := podName(), podIP()
+	name, ip, node := podName(), podIP(), os.Getenv("NODE_NAME")
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -51,6 +52,10 @@ func run(ctx context.Context, args []string) error {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		logger.Info("request", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if node != "" {
+			fmt.Fprintf(w, "pod=%s ip=%s node=%s path=%s\n", name, ip, node, r.URL.Path)
+			return
+		}
 		fmt.Fprintf(w, "pod=%s ip=%s path=%s\n", name, ip, r.URL.Path)
 	})
 	srv := &http.Server{Addr: net.JoinHostPort("", *port), Handler: mux, ReadHeaderTimeout: 10 * time.Second}

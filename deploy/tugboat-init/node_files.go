@@ -1,0 +1,119 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// containerdConfig renders containerd's config (version 4, containerd
+// 2.1+) for a node container: the root on a volume, its own state folder
+// and socket, and the CRI plugins off (the kubelet drives containerd
+// through its Go client, not CRI, and CRI would only look for a CNI config
+// of its own).
+func containerdConfig(root, state string) string {
+	return fmt.Sprintf(`# Written by tugboat-init at every start; edits are lost.
+version = 4
+root = %q
+state = %q
+disabled_plugins = [
+  "io.containerd.grpc.v1.cri",
+  "io.containerd.cri.v1.images",
+  "io.containerd.cri.v1.runtime",
+  "io.containerd.podsandbox.controller.v1.podsandbox",
+]
+
+[plugins."io.containerd.server.v1.grpc"]
+  address = %q
+`, root, state, filepath.Join(state, "containerd.sock"))
+}
+
+func writeContainerdConfig(c nodeConfig) error {
+	for _, d := range []string{c.ContainerdRoot, c.ContainerdState} {
+		if err := os.MkdirAll(d, 0o711); err != nil {
+			return err
+		}
+	}
+	return writeFileAtomic(c.ContainerdConfig, []byte(containerdConfig(c.ContainerdRoot, c.ContainerdState)), 0o644)
+}
+
+// copyBundledImages copies the image archives (*.tar) shipped in the image
+// into the kubelet's import folder, skipping those already there with the
+// same size and modification time (what the kubelet's import folder
+// remembers an import by), and giving each copy its source's time. Each copy appears atomically (renamed from a hidden temporary
+// file), so the kubelet never reads half an archive. A missing source
+// folder is no error: the image has no bundled images.
+func copyBundledImages(src, dst string) (int, error) {
+	entries, err := os.ReadDir(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".tar") {
+			continue
+		}
+		in, out := filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())
+		si, err := os.Stat(in)
+		if err != nil {
+			return n, err
+		}
+		if di, err := os.Stat(out); err == nil && di.Size() == si.Size() && di.ModTime().Equal(si.ModTime()) {
+			continue
+		}
+		if err := copyFile(in, out, si.ModTime()); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+func copyFile(src, dst string, mtime time.Time) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp")
+	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	if err := out.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Chtimes(tmp, mtime, mtime); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, dst)
+}
+
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

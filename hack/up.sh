@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# up.sh brings up the docker-compose cluster (`make up`): checks docker,
+# compose and the host ports, builds the images (hack/build-images.sh, no
+# registry or base image needed), starts docker-compose.yaml, copies the
+# admin credentials out and writes a tugctl config, then waits until every
+# node is Ready. Idempotent: running it again rebuilds what changed and
+# recreates only those containers. Any failure stops with what went wrong,
+# how to fix it, and the failing container's last log lines.
+#
+# Settings: see hack/lib/compose.sh; TUGBOAT_NODES (nodes to wait for,
+# default 2), TUGBOAT_READY_TIMEOUT (seconds, default 240),
+# TUGBOAT_SKIP_BUILD=1 (use the images as they are).
+set -euo pipefail
+source "$(dirname "$0")/lib/compose.sh"
+cd "$top"
+nodes_wanted=${TUGBOAT_NODES:-2}
+ready_timeout=${TUGBOAT_READY_TIMEOUT:-240}
+t0=$SECONDS
+
+need_docker
+pick_compose
+
+# --- host ports ---------------------------------------------------------------
+# A port is fine if nothing listens on it, or if this project's own
+# containers publish it (make up on a running cluster).
+ours=$(docker ps --filter "label=com.docker.compose.project=$project" --format '{{.Ports}}' | tr ',' '\n')
+check_port() { # VAR PORT WHAT
+  local var=$1 port=$2 what=$3
+  [[ $port =~ ^[0-9]+$ ]] || fail "$var=$port is not a port number" "set $var to a free TCP port"
+  grep -q "127.0.0.1:$port->" <<<"$ours" && return 0
+  if timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null; then
+    local who=""
+    command -v ss >/dev/null && who=$(ss -Hltnp "sport = :$port" 2>/dev/null | grep -o 'users:(.*)' | head -n1)
+    fail "port $port on 127.0.0.1 ($what) is taken${who:+ by $who}" \
+      "stop what listens there, or pick another port: $var=<port> make up"
+  fi
+}
+check_port TUGBOAT_API_PORT "$TUGBOAT_API_PORT" "the apiserver"
+check_port TUGBOAT_REGISTRY_PORT "$TUGBOAT_REGISTRY_PORT" "the image registry"
+check_port TUGBOAT_NODEPORT_1 "$TUGBOAT_NODEPORT_1" "nodePort 30080 of worker-1"
+check_port TUGBOAT_NODEPORT_2 "$TUGBOAT_NODEPORT_2" "nodePort 30080 of worker-2"
+
+# --- images -------------------------------------------------------------------
+if [[ ${TUGBOAT_SKIP_BUILD:-} != 1 ]]; then
+  say "building images (the first time takes a few minutes: containerd, runc and the registry are compiled)"
+  hack/build-images.sh || fail "building the images failed (above)" "fix the error above; hack/build-images.sh runs the build alone"
+fi
+t_images=$((SECONDS - t0))
+
+# --- compose up ---------------------------------------------------------------
+say "starting the cluster (project $project, ${COMPOSE[*]:0:2})"
+if ! "${COMPOSE[@]}" up -d --remove-orphans; then
+  echo >&2
+  for s in pki etcd apiserver scheduler controller-manager registry worker-1 worker-2; do
+    id=$(container "$s")
+    [[ -z $id ]] && continue
+    st=$(docker inspect -f '{{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{end}} {{.State.ExitCode}}' "$id")
+    case $st in
+      running\ healthy* | running\ \ * | exited\ *\ 0) ;;
+      *) show_logs "$s" ;;
+    esac
+  done
+  fail "docker-compose up failed (the containers above are the ones not running or not healthy)" \
+    "read their logs above; 'make down' then 'make up' starts from scratch"
+fi
+t_compose=$((SECONDS - t0))
+
+# --- admin credentials and tugctl config --------------------------------------
+api=$(container apiserver)
+mkdir -p "$creds_dir"
+chmod 700 "$creds_dir"
+for f in ca.crt admin.crt admin.key; do
+  docker cp "$api:/pki/$f" "$creds_dir/$f" || fail "copying $f out of the apiserver container failed" "check 'docker logs $api'"
+done
+chmod 600 "$creds_dir/admin.key"
+marker="# Written by hack/up.sh (make up) for compose project $project; make down removes it."
+if [[ -f $config_path ]] && ! grep -qF "# Written by hack/up.sh" "$config_path"; then
+  mv "$config_path" "$config_path.bak"
+  say "moved your previous $config_path to $config_path.bak"
+fi
+mkdir -p "$(dirname "$config_path")"
+cat >"$config_path" <<CFG
+$marker
+server: 127.0.0.1:$TUGBOAT_API_PORT
+caFile: $creds_dir/ca.crt
+certFile: $creds_dir/admin.crt
+keyFile: $creds_dir/admin.key
+CFG
+
+# --- wait for Ready nodes -----------------------------------------------------
+tugctl=$top/bin/tugctl
+[[ -x $tugctl ]] || fail "bin/tugctl is missing" "run hack/build-images.sh (or make up without TUGBOAT_SKIP_BUILD)"
+say "waiting for $nodes_wanted Ready nodes (up to ${ready_timeout}s)"
+deadline=$((SECONDS + ready_timeout))
+ready=0
+while :; do
+  out=$("$tugctl" --config "$config_path" get nodes --no-headers 2>&1) || true
+  ready=$(awk '$2 ~ /^Ready/ {n++} END {print n+0}' <<<"$out")
+  ((ready >= nodes_wanted)) && break
+  # A node container that died will not come back by waiting.
+  for s in worker-1 worker-2; do
+    id=$(container "$s")
+    if [[ -n $id && $(docker inspect -f '{{.State.Status}}' "$id") != running ]]; then
+      show_logs "$s" 40
+      fail "node container $s is not running" "read its log above; 'make down && make up' starts from scratch"
+    fi
+  done
+  if ((SECONDS > deadline)); then
+    echo "nodes:" >&2
+    echo "$out" | sed 's/^/  /' >&2
+    for s in worker-1 worker-2; do
+      awk -v n="$s" '$1 == n && $2 ~ /^Ready/ {found=1} END {exit !found}' <<<"$out" || show_logs "$s" 40
+    done
+    show_logs controller-manager 15
+    fail "only $ready of $nodes_wanted nodes became Ready within ${ready_timeout}s" \
+      "read the node logs above ('$tugctl describe node worker-1' shows its conditions); a slow machine may need TUGBOAT_READY_TIMEOUT=600"
+  fi
+  sleep 1
+done
+t_ready=$((SECONDS - t0))
+
+cat >&2 <<EOF
+
+Tugboat is up: $ready nodes Ready in ${t_ready}s (images ${t_images}s, compose $((t_compose - t_images))s, nodes $((t_ready - t_compose))s).
+  TLS and RBAC are on; you are admin through $config_path.
+  $tugctl get nodes
+  $tugctl apply -f deploy/examples/web.yaml
+  curl http://127.0.0.1:$TUGBOAT_NODEPORT_1/      # nodePort 30080 on worker-1 (worker-2: $TUGBOAT_NODEPORT_2)
+  registry: 127.0.0.1:$TUGBOAT_REGISTRY_PORT (from pods' nodes: registry:5000, plain HTTP)
+  make down    removes the containers, networks and volumes
+EOF
