@@ -9,7 +9,7 @@ TEST_TIMEOUT ?= 25m
 
 export CGO_ENABLED ?= 0
 
-.PHONY: all build test unit fuzz lint generate deps up down clean bench images
+.PHONY: all build test unit fuzz lint generate deps up down compose-images static local-up local-down clean bench images
 
 all: build
 
@@ -53,10 +53,29 @@ images:
 	$(GO) run ./hack/mkimage -o $(BIN)/images/busybox.tar busybox
 	$(GO) run ./hack/mkimage -o $(BIN)/images/echo.tar echo
 
-up: build
-	hack/local-up.sh up
+# The docker-compose cluster (docker-compose.yaml): build every image on this
+# host (no registry, no base image), start it, wait for Ready nodes, write
+# ~/.tugboat/config. `make down` removes containers, networks and volumes
+# (IMAGES=1: the images too). Settings: hack/lib/compose.sh.
+up:
+	hack/up.sh
 
 down:
+	hack/down.sh
+
+# The compose images alone, and the static third-party binaries they need
+# (cached in ~/.cache/tugboat).
+compose-images:
+	hack/build-images.sh
+
+static:
+	hack/build-static.sh
+
+# The control plane (and, as root, a node) as processes on this machine.
+local-up: build
+	hack/local-up.sh up
+
+local-down:
 	hack/local-up.sh down
 
 clean:
