@@ -279,6 +279,11 @@ func (s *Server) update(ctx context.Context, k *kinds.Kind, in v1.Object, status
 		if err := k.Validate(next).Err(k.Name, m.Name); err != nil {
 			return nil, err
 		}
+		if k.ValidateUpdate != nil && !statusOnly {
+			if err := k.ValidateUpdate(cur, next).Err(k.Name, m.Name); err != nil {
+				return nil, err
+			}
+		}
 		if !statusOnly {
 			if err := s.admit(ctx, k, next, cur); err != nil {
 				return nil, err

@@ -28,6 +28,8 @@ type Kind struct {
 	New        func() v1.Object
 	Default    func(v1.Object)
 	Validate   func(v1.Object) apierrors.FieldErrors
+	// ValidateUpdate, if set, checks what may not change (old is stored).
+	ValidateUpdate func(old, new v1.Object) apierrors.FieldErrors
 }
 
 // HasStatus reports whether the kind has a status field that only
@@ -69,9 +71,17 @@ var table = []*Kind{
 	{Name: "Endpoints", Plural: "endpoints", Short: []string{"ep"}, APIVersion: "v1", Namespaced: true,
 		New: func() v1.Object { return &v1.Endpoints{} }, Default: typedDefault(defaultEndpoints), Validate: typed(validation.Endpoints)},
 	{Name: "ReplicaSet", Plural: "replicasets", Short: []string{"rs"}, APIVersion: "apps/v1", Namespaced: true,
-		New: func() v1.Object { return &v1.ReplicaSet{} }, Default: typedDefault(defaultReplicaSet), Validate: typed(validation.ReplicaSet)},
+		New: func() v1.Object { return &v1.ReplicaSet{} }, Default: typedDefault(defaultReplicaSet), Validate: typed(validation.ReplicaSet),
+		ValidateUpdate: func(o, n v1.Object) (errs apierrors.FieldErrors) {
+			validation.SelectorUnchanged(&errs, o.(*v1.ReplicaSet).GetSpec().GetSelector(), n.(*v1.ReplicaSet).GetSpec().GetSelector())
+			return errs
+		}},
 	{Name: "Deployment", Plural: "deployments", Short: []string{"deploy"}, APIVersion: "apps/v1", Namespaced: true,
-		New: func() v1.Object { return &v1.Deployment{} }, Default: typedDefault(defaultDeployment), Validate: typed(validation.Deployment)},
+		New: func() v1.Object { return &v1.Deployment{} }, Default: typedDefault(defaultDeployment), Validate: typed(validation.Deployment),
+		ValidateUpdate: func(o, n v1.Object) (errs apierrors.FieldErrors) {
+			validation.SelectorUnchanged(&errs, o.(*v1.Deployment).GetSpec().GetSelector(), n.(*v1.Deployment).GetSpec().GetSelector())
+			return errs
+		}},
 	{Name: "Role", Plural: "roles", APIVersion: "rbac.authorization.k8s.io/v1", Namespaced: true,
 		New: func() v1.Object { return &v1.Role{} }, Default: noDefault, Validate: typed(validation.Role)},
 	{Name: "ClusterRole", Plural: "clusterroles", APIVersion: "rbac.authorization.k8s.io/v1",

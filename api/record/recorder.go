@@ -10,6 +10,7 @@ package record
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -60,9 +61,24 @@ func New(c *client.Client, component, host string, reg prometheus.Registerer, lo
 		}, []string{"type", "reason"}),
 	}
 	if reg != nil {
-		reg.MustRegister(r.dropped, r.recorded)
+		r.dropped = register(reg, r.dropped)
+		r.recorded = register(reg, r.recorded)
 	}
 	return r
+}
+
+// register adds c to reg, or returns the collector already registered
+// under the same name (several recorders may share one registry).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+	}
+	return c
 }
 
 // Eventf records an event about obj.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/tugboat/tugboat/api/labels"
 	v1 "github.com/tugboat/tugboat/api/v1"
 )
@@ -185,6 +187,9 @@ func Deployment(d *v1.Deployment) Errs {
 	if s.Replicas != nil && *s.Replicas < 0 {
 		errs.Add("spec.replicas", "must be >= 0")
 	}
+	if s.MinReadySeconds < 0 {
+		errs.Add("spec.minReadySeconds", "must be >= 0")
+	}
 	selectorMatchesTemplate(&errs, s.Selector, s.Template)
 	PodTemplate(&errs, "spec.template", s.Template)
 	if st := s.Strategy; st != nil {
@@ -193,8 +198,8 @@ func Deployment(d *v1.Deployment) Errs {
 			if st.Type == "Recreate" {
 				errs.Add("spec.strategy.rollingUpdate", "must be empty when type is Recreate")
 			}
-			IntOrPercent(&errs, "spec.strategy.rollingUpdate.maxSurge", ru.MaxSurge)
-			IntOrPercent(&errs, "spec.strategy.rollingUpdate.maxUnavailable", ru.MaxUnavailable)
+			IntOrPercent(&errs, "spec.strategy.rollingUpdate.maxSurge", ru.MaxSurge, false)
+			IntOrPercent(&errs, "spec.strategy.rollingUpdate.maxUnavailable", ru.MaxUnavailable, true)
 			if isZero(ru.MaxSurge) && isZero(ru.MaxUnavailable) {
 				errs.Add("spec.strategy.rollingUpdate.maxUnavailable", "may not be 0 when maxSurge is 0")
 			}
@@ -210,6 +215,14 @@ func Deployment(d *v1.Deployment) Errs {
 }
 
 func isZero(v string) bool { return v == "0" || v == "0%" }
+
+// SelectorUnchanged refuses a change of an apps/v1 selector, which is
+// immutable (pods would be orphaned or adopted behind the user's back).
+func SelectorUnchanged(errs *Errs, old, new *v1.LabelSelector) {
+	if !proto.Equal(old, new) {
+		errs.Add("spec.selector", "field is immutable")
+	}
+}
 
 func selectorMatchesTemplate(errs *Errs, sel *v1.LabelSelector, t *v1.PodTemplateSpec) {
 	LabelSelector(errs, "spec.selector", sel)

@@ -73,16 +73,7 @@ func ObjectMeta(errs *Errs, m *v1.ObjectMeta, namespaced bool, name NameRule) {
 		errs.Add("metadata.namespace", "must be empty: this kind is not namespaced")
 	}
 	Labels(errs, "metadata.labels", m.Labels)
-	size := 0
-	for k, v := range m.Annotations {
-		if err := labels.ValidateKey(k); err != nil {
-			errs.Add(fmt.Sprintf("metadata.annotations[%s]", k), "%v", err)
-		}
-		size += len(k) + len(v)
-	}
-	if size > 256*1024 {
-		errs.Add("metadata.annotations", "total size %d exceeds 262144 bytes", size)
-	}
+	Annotations(errs, "metadata.annotations", m.Annotations)
 	for i, o := range m.OwnerReferences {
 		p := fmt.Sprintf("metadata.ownerReferences[%d]", i)
 		if o.Kind == "" {
@@ -115,6 +106,20 @@ func Labels(errs *Errs, path string, l map[string]string) {
 		if err := labels.ValidateValue(v); err != nil {
 			errs.Add(fmt.Sprintf("%s[%s]", path, k), "value %q: %v", v, err)
 		}
+	}
+}
+
+// Annotations checks annotation keys and their total size.
+func Annotations(errs *Errs, path string, a map[string]string) {
+	size := 0
+	for k, v := range a {
+		if err := labels.ValidateKey(k); err != nil {
+			errs.Add(fmt.Sprintf("%s[%s]", path, k), "%v", err)
+		}
+		size += len(k) + len(v)
+	}
+	if size > 256*1024 {
+		errs.Add(path, "total size %d exceeds 262144 bytes", size)
 	}
 }
 
@@ -162,15 +167,15 @@ func IntOrName(errs *Errs, path, v string) {
 	}
 }
 
-// IntOrPercent checks "1" or "25%".
-func IntOrPercent(errs *Errs, path, v string) {
+// IntOrPercent checks "1" or "25%"; capped limits percentages to 100%.
+func IntOrPercent(errs *Errs, path, v string, capped bool) {
 	s := strings.TrimSuffix(v, "%")
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 0 {
 		errs.Add(path, "%q must be a non-negative number or percentage such as 1 or 25%%", v)
 		return
 	}
-	if strings.HasSuffix(v, "%") && n > 100 {
+	if capped && strings.HasSuffix(v, "%") && n > 100 {
 		errs.Add(path, "%q must not exceed 100%%", v)
 	}
 }

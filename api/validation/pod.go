@@ -24,6 +24,7 @@ func PodTemplate(errs *Errs, path string, t *v1.PodTemplateSpec) {
 	}
 	if t.Metadata != nil {
 		Labels(errs, path+".metadata.labels", t.Metadata.Labels)
+		Annotations(errs, path+".metadata.annotations", t.Metadata.Annotations)
 	}
 	PodSpec(errs, path+".spec", t.Spec)
 	if t.Spec != nil && t.Spec.RestartPolicy != "" && t.Spec.RestartPolicy != "Always" {

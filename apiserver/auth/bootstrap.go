@@ -49,7 +49,9 @@ func DefaultPolicy() []v1.Object {
 			rule(anyGroup, []string{"replicasets", "deployments", "services"}, readVerbs)),
 		clusterRole("system:kube-controller-manager",
 			rule(anyGroup, []string{"pods", "pods/status", "replicasets", "replicasets/status", "deployments", "deployments/status",
-				"endpoints", "events", "nodes", "nodes/status", "leases", "namespaces", "services", "configmaps"}, all)),
+				"endpoints", "events", "nodes", "nodes/status", "leases", "namespaces", "services", "configmaps"}, all),
+			// The garbage collector deletes Secrets whose owner is gone.
+			rule(core, []string{"secrets"}, []string{"list", "watch", "delete"})),
 		clusterRole("system:kube-proxy",
 			rule(core, []string{"services", "endpoints", "nodes", "pods", "namespaces"}, readVerbs),
 			rule(core, []string{"events"}, []string{"create", "update", "get"})),
