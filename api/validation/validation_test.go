@@ -71,7 +71,11 @@ func TestValidation(t *testing.T) {
 			[]string{"spec.containers[0].resources.requests.cpu", "less than or equal"}},
 		{"unknown resource", func() v1.Object { p := pod(); p.Spec.Containers[0].Resources.Limits["gpu"] = "1"; return p }, []string{"unknown resource \"gpu\""}},
 		{"bad port", func() v1.Object { p := pod(); p.Spec.Containers[0].Ports[0].ContainerPort = 70000; return p }, []string{"spec.containers[0].ports[0].containerPort"}},
-		{"duplicate container", func() v1.Object { p := pod(); p.Spec.Containers = append(p.Spec.Containers, proto.Clone(p.Spec.Containers[0]).(*v1.Container)); return p },
+		{"duplicate container", func() v1.Object {
+			p := pod()
+			p.Spec.Containers = append(p.Spec.Containers, proto.Clone(p.Spec.Containers[0]).(*v1.Container))
+			return p
+		},
 			[]string{"spec.containers[1].name", "duplicated"}},
 		{"probe without handler", func() v1.Object { p := pod(); p.Spec.Containers[0].LivenessProbe = &v1.Probe{}; return p },
 			[]string{"spec.containers[0].livenessProbe", "exactly one"}},
