@@ -20,10 +20,11 @@ import (
 // pods run, changes things while it is down, and starts it again: running
 // containers are adopted (same container IDs, not restarted, status
 // unchanged), the pod deleted meanwhile is torn down with CNI DEL, and the
-// pod created meanwhile starts.
+// pod created meanwhile starts. The node joined with a join token, so the
+// restarted kubelet also finds its certificate again.
 func TestKubeletRestartKeepsContainers(t *testing.T) {
 	t.Parallel()
-	c := cluster.NewForTest(t, cluster.Options{Binaries: bins, NoScheduler: true, NoControllerManager: true})
+	c := cluster.NewForTest(t, cluster.Options{Binaries: bins, NoScheduler: true, NoControllerManager: true, Join: true})
 	n := c.Nodes[0]
 	ns := "adopt"
 	keep := busyboxPod(ns, "keep", n.Name, "mkdir -p /www && echo kept > /www/index.html && exec httpd -f -p 80 -h /www")

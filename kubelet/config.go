@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tugboat/tugboat/api/client"
+	"github.com/tugboat/tugboat/api/join"
 	"github.com/tugboat/tugboat/kubelet/network"
 	"github.com/tugboat/tugboat/kubelet/nodestatus"
 	"github.com/tugboat/tugboat/kubelet/pod"
@@ -34,6 +35,11 @@ const (
 type Config struct {
 	// Client says how to reach the apiserver.
 	Client client.Config
+	// Join, if set, is how the kubelet gets and keeps its client
+	// certificate: a join token spent once on a certificate kept in
+	// Join.Dir, renewed before it expires (api/join). Client.TLS is then
+	// built from it. Nil: Client carries static credentials.
+	Join *join.Config
 	// NodeName is this node's name (--node-name; default: the hostname).
 	NodeName string
 	// NodeIP is the InternalIP (--node-ip; default: the address of the
@@ -210,3 +216,6 @@ func (c Config) Validate() error {
 // Paths under the root dir.
 func (c Config) networkStateDir() string { return filepath.Join(c.RootDir, "network") }
 func (c Config) importDir() string       { return filepath.Join(c.RootDir, "images") }
+
+// DefaultCertDir is where a joining kubelet keeps its certificate.
+func DefaultCertDir(rootDir string) string { return filepath.Join(rootDir, "pki") }

@@ -40,8 +40,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
 
+	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/informer"
+	"github.com/tugboat/tugboat/api/join"
 	"github.com/tugboat/tugboat/api/metricsserver"
 	"github.com/tugboat/tugboat/api/record"
 	"github.com/tugboat/tugboat/api/tunnel"
@@ -80,6 +82,11 @@ func Run(ctx context.Context, cfg Config) error {
 
 	if cfg.Client.UserAgent == "" {
 		cfg.Client.UserAgent = "kubelet/" + cfg.NodeName
+	}
+	if cfg.Join != nil {
+		if err := joinCluster(ctx, &cfg, log); err != nil {
+			return err
+		}
 	}
 	c, err := client.New(cfg.Client)
 	if err != nil {
@@ -176,6 +183,9 @@ func Run(ctx context.Context, cfg Config) error {
 			return metricsserver.Serve(ctx, cfg.MetricsListen, reg, nil)
 		})
 	}
+	if cfg.Join != nil {
+		goRun("certificate renewal", func(ctx context.Context) error { return join.RunRenewal(ctx, c, *cfg.Join, log) })
+	}
 	goRun("events", func(ctx context.Context) error { rec.Run(ctx); return nil })
 	goRun("node status", agent.Run)
 	goRun("probes", probes.Run)
@@ -218,6 +228,44 @@ func Run(ctx context.Context, cfg Config) error {
 	wg.Wait()
 	grpcServer.Stop()
 	return runErr
+}
+
+// joinCluster makes sure the kubelet has a client certificate, spending
+// the join token if it has none (retrying while the apiserver is not
+// reachable), and points the client at it.
+func joinCluster(ctx context.Context, cfg *Config, log *slog.Logger) error {
+	j := *cfg.Join
+	j.Server, j.NodeName = cfg.Client.Server, cfg.NodeName
+	if j.Dir == "" {
+		j.Dir = DefaultCertDir(cfg.RootDir)
+	}
+	cfg.Join = &j
+	backoff := time.Second
+	for {
+		err := join.EnsureCertificate(ctx, j)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !errors.Is(err, apierrors.ErrUnavailable) {
+			return fmt.Errorf("joining the cluster: %w", err)
+		}
+		log.Warn("joining the cluster: apiserver unavailable; retrying", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+	t, err := join.TLSConfig(j)
+	if err != nil {
+		return err
+	}
+	cfg.Client.TLS = t
+	return nil
 }
 
 func podConfig(cfg Config, nodeIP netip.Addr, log *slog.Logger, reg prometheus.Registerer) pod.Config {

@@ -8,12 +8,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	ctdlog "github.com/containerd/log"
 
 	"github.com/tugboat/tugboat/api/component"
+	"github.com/tugboat/tugboat/api/join"
 	"github.com/tugboat/tugboat/kubelet"
 	"github.com/tugboat/tugboat/kubelet/pod"
 	"github.com/tugboat/tugboat/kubelet/runtime/containerd"
@@ -25,7 +27,7 @@ func main() {
 		clientFlags              component.ClientFlags
 		logFlags                 component.LogFlags
 		cniBin, dns, insecure    string
-		labels                   string
+		labels, token, certDir   string
 		logMaxSize               int64
 		showVersion              bool
 		defaultName, defaultNote = hostname()
@@ -58,6 +60,8 @@ func main() {
 	fs.Int64Var(&logMaxSize, "container-log-max-size", 10<<20, "container logs are rotated past this many bytes")
 	fs.IntVar(&cfg.LogMaxFiles, "container-log-max-files", 5, "container log files kept per container, the live one included")
 	fs.StringVar(&cfg.MetricsListen, "metrics-listen", kubelet.DefaultMetricsListen, "HTTP address for /metrics, /healthz and /debug/pprof (empty disables)")
+	fs.StringVar(&token, "bootstrap-token", "", "join token (tugctl token create) spent once on this node's client certificate; needs --ca-file")
+	fs.StringVar(&certDir, "cert-dir", "", "where a joined kubelet keeps its certificate, renewed before it expires (default <root-dir>/pki)")
 	fs.BoolVar(&showVersion, "version", false, "print the version and exit")
 	_ = fs.Parse(os.Args[1:])
 	if showVersion {
@@ -82,6 +86,17 @@ func main() {
 		}
 		if cfg.Client, err = clientFlags.Config("kubelet"); err != nil {
 			return err
+		}
+		// Join mode: a join token, or a certificate a previous join left,
+		// instead of a static --cert-file.
+		if certDir == "" {
+			certDir = kubelet.DefaultCertDir(cfg.RootDir)
+		}
+		_, statErr := os.Stat(filepath.Join(certDir, "node.crt"))
+		if clientFlags.CertFile == "" && clientFlags.CAFile != "" && (token != "" || statErr == nil) {
+			cfg.Join = &join.Config{CAFile: clientFlags.CAFile, Token: token, Dir: certDir}
+		} else if token != "" {
+			return fmt.Errorf("--bootstrap-token needs --ca-file (the cluster CA) and no --cert-file")
 		}
 		return kubelet.Run(ctx, cfg)
 	})

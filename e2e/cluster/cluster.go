@@ -39,6 +39,10 @@ type Options struct {
 	// NodeIPAM leaves the kubelets without --pod-cidr: the node IPAM
 	// controller of the controller-manager must set Node.spec.podCIDR.
 	NodeIPAM bool
+	// Join has kubelets join with a one-time join token (a bootstrap
+	// token Secret the harness creates) instead of a certificate from
+	// `apiserver pki init`.
+	Join bool
 	// NoScheduler and NoControllerManager keep those binaries from being
 	// started even when they were built.
 	NoScheduler         bool

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -50,6 +51,9 @@ type Node struct {
 	// start (tests change flags across a restart).
 	ExtraArgs []string
 	proc      *netlab.Proc
+	// token is the node's join token (Options.Join); starts after the
+	// first keep passing it, the kubelet then uses the certificate.
+	token string
 }
 
 func (c *Cluster) newNode(i int, h *netlab.Host) *Node {
@@ -72,8 +76,20 @@ func (c *Cluster) newNode(i int, h *netlab.Host) *Node {
 	}
 }
 
-// prepare imports the cluster's images into the node's namespace.
+// prepare imports the cluster's images into the node's namespace and, for
+// Options.Join, makes the node's join token.
 func (n *Node) prepare(ctx context.Context) error {
+	if n.c.opts.Join {
+		id, secret := randomAlnum(6), randomAlnum(16)
+		if _, err := client.For[*v1.Secret](n.c.Client).Create(ctx, &v1.Secret{
+			Metadata: &v1.ObjectMeta{Name: "bootstrap-token-" + id, Namespace: "kube-system"},
+			Type:     "bootstrap.kubernetes.io/token",
+			Data:     map[string][]byte{"token-secret": []byte(secret), "expiration": []byte(time.Now().Add(time.Hour).UTC().Format(time.RFC3339))},
+		}); err != nil {
+			return fmt.Errorf("cluster: join token for %s: %w", n.Name, err)
+		}
+		n.token = id + "." + secret
+	}
 	if len(n.c.opts.Images) == 0 {
 		return nil
 	}
@@ -126,7 +142,14 @@ func (n *Node) Runtime() (*containerd.Runtime, error) {
 // Args is the kubelet's command line (without the binary).
 func (n *Node) Args() []string {
 	c := n.c
-	args := append(c.ClientArgs("node-"+n.Name),
+	args := c.ClientArgs("node-" + n.Name)
+	if c.opts.Join {
+		args = []string{"--server", c.Server, "--ca-file", filepath.Join(c.PKIDir(), "ca.crt")}
+		if n.token != "" {
+			args = append(args, "--bootstrap-token", n.token)
+		}
+	}
+	args = append(args,
 		"--node-name", n.Name,
 		"--node-ip", n.IP.String(),
 		"--root-dir", n.RootDir,
@@ -150,6 +173,16 @@ func (n *Node) Args() []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return append(args, n.ExtraArgs...)
+}
+
+func randomAlnum(n int) string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
 }
 
 // Start starts the node's kubelet (again, after Stop or Kill).
