@@ -11,6 +11,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/controllers/deployment"
+	"github.com/tugboat/tugboat/controllers/endpoints"
 	"github.com/tugboat/tugboat/controllers/garbagecollector"
 	"github.com/tugboat/tugboat/controllers/nodeipam"
 	"github.com/tugboat/tugboat/controllers/nodelifecycle"
@@ -42,6 +43,7 @@ type Config struct {
 	GarbageCollector garbagecollector.Config
 	NodeLifecycle    nodelifecycle.Config
 	NodeIPAM         nodeipam.Config
+	Endpoints        endpoints.Config
 
 	Logger *slog.Logger
 }
@@ -85,7 +87,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("--leader-elect-renew-deadline (%s) must be shorter than --leader-elect-lease-duration (%s)", le.RenewDeadline, le.LeaseDuration)
 		}
 	}
-	for _, v := range []interface{ Validate() error }{&c.ReplicaSet, &c.Deployment, &c.GarbageCollector, &c.NodeLifecycle, &c.NodeIPAM} {
+	for _, v := range []interface{ Validate() error }{&c.ReplicaSet, &c.Deployment, &c.GarbageCollector, &c.NodeLifecycle, &c.NodeIPAM, &c.Endpoints} {
 		if err := v.Validate(); err != nil {
 			return err
 		}

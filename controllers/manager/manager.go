@@ -30,6 +30,7 @@ import (
 	"github.com/tugboat/tugboat/api/record"
 	"github.com/tugboat/tugboat/controllers/controller"
 	"github.com/tugboat/tugboat/controllers/deployment"
+	"github.com/tugboat/tugboat/controllers/endpoints"
 	"github.com/tugboat/tugboat/controllers/garbagecollector"
 	"github.com/tugboat/tugboat/controllers/nodeipam"
 	"github.com/tugboat/tugboat/controllers/nodelifecycle"
@@ -53,6 +54,7 @@ func controllers() []entry {
 			return nodelifecycle.New(d, c.NodeLifecycle)
 		}},
 		{"nodeipam", func(d controller.Deps, c *Config) (controller.Runner, error) { return nodeipam.New(d, c.NodeIPAM) }},
+		{"endpoints", func(d controller.Deps, c *Config) (controller.Runner, error) { return endpoints.New(d, c.Endpoints) }},
 	}
 }
 
