@@ -1,5 +1,6 @@
 // Command tugctl is the Tugboat command line: apply, get, describe, delete,
-// scale and rollout, shaped like kubectl. The commands live in
+// scale, rollout, logs, exec, image, token, auth and config, shaped like
+// kubectl. The commands live in
 // internal/tugctl; this main only wires the process to them.
 package main
 

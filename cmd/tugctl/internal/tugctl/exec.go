@@ -118,6 +118,9 @@ func (o *Options) runExec(ctx context.Context, podArg string, command []string, 
 	code, err := o.execOutput(ctx, raw)
 	restore()
 	restore = func() {}
+	if errors.Is(err, context.Canceled) {
+		return exitCode(130) // interrupted (^C without -t), as a shell reports it
+	}
 	if err != nil {
 		return err
 	}

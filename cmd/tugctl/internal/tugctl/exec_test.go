@@ -3,6 +3,7 @@ package tugctl
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestExec(t *testing.T) {
@@ -30,6 +31,13 @@ func TestExec(t *testing.T) {
 	r = mustOK(t, e.runIn("x", "exec", "-it", "web", "--", "echo"))
 	if r.out != "n1/web/ tty=false: \n" || r.err != "Unable to use a TTY - input is not a terminal or the right kind of file\n" {
 		t.Errorf("exec -it without a terminal: %v", r)
+	}
+	// Interrupted (^C without -t): exit 130, nothing more printed.
+	b := e.start("exec", "web", "--", "sleep")
+	eventually(t, 10*time.Second, "the command to start", func() bool { return b.out.String() == "sleeping\n" })
+	b.cancel()
+	if code := b.wait(t, 10*time.Second); code != 130 || b.err.String() != "" {
+		t.Errorf("interrupted exec: exit %d, stderr %q", code, b.err.String())
 	}
 	mustFail(t, e.run("exec", "web", "--", "nope"), `start.command: "nope" not found`)
 	mustFail(t, e.run("exec", "pending", "--", "echo"), "not scheduled to a node yet")

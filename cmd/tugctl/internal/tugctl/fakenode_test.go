@@ -87,8 +87,8 @@ func (n *fakeNode) Logs(req *v1.LogsRequest, s v1.NodeAPI_LogsServer) error {
 }
 
 // Exec runs a tiny shell: "echo ARGS", "cat" (stdin to stdout), "fail N"
-// (stderr, exit N), "size" (waits for stdin EOF, then prints the resizes
-// seen).
+// (stderr, exit N), "sleep" (until the caller goes away), "size" (waits
+// for stdin EOF, then prints the resizes seen).
 func (n *fakeNode) Exec(s v1.NodeAPI_ExecServer) error {
 	first, err := s.Recv()
 	if err != nil {
@@ -124,6 +124,12 @@ func (n *fakeNode) Exec(s v1.NodeAPI_ExecServer) error {
 		var code int32
 		fmt.Sscan(st.Command[1], &code)
 		return errors.Join(out(&v1.ExecOutput{Stderr: []byte("failing\n")}), out(&v1.ExecOutput{Exited: true, ExitCode: code}))
+	case "sleep":
+		if err := out(&v1.ExecOutput{Stdout: []byte("sleeping\n")}); err != nil {
+			return err
+		}
+		<-s.Context().Done()
+		return nil
 	case "size":
 		n.mu.Lock()
 		sizes := strings.Join(n.resizes, ",")

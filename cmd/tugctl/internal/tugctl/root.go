@@ -119,7 +119,8 @@ func NewRootCommand(o *Options) *cobra.Command {
 		Long: `tugctl controls a Tugboat cluster, the way kubectl controls Kubernetes.
 
 The apiserver address comes from --server, else $TUGBOAT_SERVER, else the
-"server" of the config file (~/.tugboat/config), else 127.0.0.1:6443.`,
+server of the config file's context (~/.tugboat/config; --context, else its
+current-context), else 127.0.0.1:6443.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
