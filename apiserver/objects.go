@@ -394,7 +394,8 @@ func (s *Server) Bind(ctx context.Context, req *v1.BindRequest) (*anypb.Any, err
 	if err := s.authorize(ctx, "create", podKind, "binding", ns, req.Name, ""); err != nil {
 		return nil, apierrors.ToGRPC(err)
 	}
-	out, err := s.store.GuaranteedUpdate(ctx, podKind, ns, req.Name, func(cur v1.Object) (v1.Object, error) {
+	b := storage.Binding{Node: req.NodeName, Binder: req.Binder, ObservedRevision: req.ObservedRevision}
+	out, err := s.store.UpdateBinding(ctx, podKind, ns, req.Name, b, func(cur v1.Object) (v1.Object, error) {
 		pod := cur.(*v1.Pod)
 		if req.ResourceVersion != 0 && req.ResourceVersion != pod.Metadata.ResourceVersion {
 			return nil, apierrors.Conflict("pods", ns, req.Name, req.ResourceVersion, pod.Metadata.ResourceVersion)

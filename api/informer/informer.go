@@ -16,8 +16,10 @@
 package informer
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -216,7 +218,14 @@ func (i *Informer[T]) replace(items []T, rv int64) {
 	i.rv = rv
 	handlers := i.handlers
 	i.mu.Unlock()
-	for k, o := range fresh {
+	// Adds and updates in the order they were written, as a watch would
+	// deliver them: a handler that tracks the newest version it has applied
+	// (the scheduler does) then knows everything older is applied too.
+	slices.SortStableFunc(items, func(a, b T) int {
+		return cmp.Compare(a.GetMetadata().GetResourceVersion(), b.GetMetadata().GetResourceVersion())
+	})
+	for _, o := range items {
+		k := v1.Key(o)
 		prev, had := old[k]
 		switch {
 		case !had:

@@ -561,8 +561,18 @@ type BindRequest struct {
 	NodeName  string                 `protobuf:"bytes,3,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
 	// Precondition on the pod's version; 0 means any.
 	ResourceVersion int64 `protobuf:"varint,4,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// observed_revision and binder keep schedulers that race on one node from
+	// overcommitting it. Every bind records, in the same etcd transaction as
+	// the pod, the node's last binding (its revision and binder). A bind with
+	// observed_revision > 0 fails with Aborted if a different binder bound a
+	// pod to the node after observed_revision: a binding the caller's view of
+	// the node (built from pods it has seen up to that revision, plus its own
+	// bindings) may not count. 0 skips the check.
+	ObservedRevision int64 `protobuf:"varint,5,opt,name=observed_revision,json=observedRevision,proto3" json:"observed_revision,omitempty"`
+	// binder names the caller's view: one scheduler replica.
+	Binder        string `protobuf:"bytes,6,opt,name=binder,proto3" json:"binder,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BindRequest) Reset() {
@@ -623,6 +633,20 @@ func (x *BindRequest) GetResourceVersion() int64 {
 	return 0
 }
 
+func (x *BindRequest) GetObservedRevision() int64 {
+	if x != nil {
+		return x.ObservedRevision
+	}
+	return 0
+}
+
+func (x *BindRequest) GetBinder() string {
+	if x != nil {
+		return x.Binder
+	}
+	return ""
+}
+
 var File_api_v1_objects_proto protoreflect.FileDescriptor
 
 const file_api_v1_objects_proto_rawDesc = "" +
@@ -667,12 +691,14 @@ const file_api_v1_objects_proto_rawDesc = "" +
 	"WatchEvent\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12,\n" +
 	"\x06object\x18\x02 \x01(\v2\x14.google.protobuf.AnyR\x06object\x12)\n" +
-	"\x10resource_version\x18\x03 \x01(\x03R\x0fresourceVersion\"\x87\x01\n" +
+	"\x10resource_version\x18\x03 \x01(\x03R\x0fresourceVersion\"\xcc\x01\n" +
 	"\vBindRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
 	"\tnode_name\x18\x03 \x01(\tR\bnodeName\x12)\n" +
-	"\x10resource_version\x18\x04 \x01(\x03R\x0fresourceVersion2\x87\x04\n" +
+	"\x10resource_version\x18\x04 \x01(\x03R\x0fresourceVersion\x12+\n" +
+	"\x11observed_revision\x18\x05 \x01(\x03R\x10observedRevision\x12\x16\n" +
+	"\x06binder\x18\x06 \x01(\tR\x06binder2\x87\x04\n" +
 	"\aObjects\x12=\n" +
 	"\x06Create\x12\x1d.tugboat.api.v1.CreateRequest\x1a\x14.google.protobuf.Any\x127\n" +
 	"\x03Get\x12\x1a.tugboat.api.v1.GetRequest\x1a\x14.google.protobuf.Any\x12A\n" +
