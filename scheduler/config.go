@@ -3,7 +3,9 @@ package scheduler
 import (
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,6 +41,9 @@ type Config struct {
 	// StatusWorkers write the PodScheduled=False condition of unschedulable
 	// pods (default 4).
 	StatusWorkers int
+	// EventWriters write Events (Scheduled, FailedScheduling) concurrently
+	// (default 4); the recorder drops events when they cannot keep up.
+	EventWriters int
 
 	// LeaderElect makes replicas elect one active scheduler through the
 	// Lease LeaseNamespace/LeaseName.
@@ -48,7 +53,8 @@ type Config struct {
 	LeaseDuration  time.Duration
 	RenewDeadline  time.Duration
 	RetryPeriod    time.Duration
-	// Identity names this replica in the lease (default hostname_pid).
+	// Identity names this replica in the lease and in its bindings; it must
+	// be unique among the replicas (default hostname_pid_random).
 	Identity string
 
 	// InitialBackoff, MaxBackoff: retry delays after failed attempts
@@ -81,6 +87,9 @@ func (c *Config) Validate() error {
 	}
 	if c.StatusWorkers < 0 {
 		return fmt.Errorf("StatusWorkers: %d must be at least 1", c.StatusWorkers)
+	}
+	if c.EventWriters < 0 {
+		return fmt.Errorf("--event-writers: %d must be at least 1", c.EventWriters)
 	}
 	if c.Filters != nil {
 		fs, err := plugins.NewFilters(c.Filters)
@@ -138,6 +147,9 @@ func (c *Config) setDefaults() {
 	if c.StatusWorkers == 0 {
 		c.StatusWorkers = 4
 	}
+	if c.EventWriters == 0 {
+		c.EventWriters = 4
+	}
 	if c.LeaseNamespace == "" {
 		c.LeaseNamespace = "kube-system"
 	}
@@ -145,7 +157,7 @@ func (c *Config) setDefaults() {
 		c.LeaseName = "scheduler"
 	}
 	if c.Identity == "" {
-		c.Identity = component.Identity()
+		c.Identity = component.Identity() + "_" + strconv.FormatUint(rand.Uint64()&0xffffff, 16)
 	}
 	if c.Registry == nil {
 		c.Registry = prometheus.NewRegistry()

@@ -37,6 +37,7 @@ func terminal(pod *v1.Pod) bool {
 }
 
 func (s *Scheduler) onPodAdd(pod *v1.Pod) {
+	defer s.cache.Observe(pod.GetMetadata().GetResourceVersion())
 	switch {
 	case pod.GetSpec().GetNodeName() != "":
 		if !terminal(pod) {
@@ -48,6 +49,7 @@ func (s *Scheduler) onPodAdd(pod *v1.Pod) {
 }
 
 func (s *Scheduler) onPodUpdate(old, pod *v1.Pod) {
+	defer s.cache.Observe(pod.GetMetadata().GetResourceVersion())
 	key := v1.Key(pod)
 	if pod.GetSpec().GetNodeName() != "" {
 		if old.GetSpec().GetNodeName() == "" {

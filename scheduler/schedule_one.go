@@ -6,6 +6,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/record"
+	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/scheduler/framework"
 	"github.com/tugboat/tugboat/scheduler/queue"
 )
@@ -47,11 +48,14 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 	}
 	s.queue.Done(key)
 	s.metrics.decision.Observe(time.Since(start).Seconds())
-	s.bind(ctx, qp, node)
+	s.bind(ctx, qp, node, s.snapshot.Observed())
 }
 
 // bind writes the binding asynchronously, waiting for a free slot first.
-func (s *Scheduler) bind(ctx context.Context, qp *queue.QueuedPod, node string) {
+// observed is the pod revision the decision's snapshot reflected: the
+// apiserver refuses the bind if another scheduler bound a pod to the node
+// after it (see v1.BindRequest), so racing schedulers never overcommit.
+func (s *Scheduler) bind(ctx context.Context, qp *queue.QueuedPod, node string, observed int64) {
 	select {
 	case s.binds <- struct{}{}:
 	case <-ctx.Done():
@@ -66,14 +70,18 @@ func (s *Scheduler) bind(ctx context.Context, qp *queue.QueuedPod, node string) 
 			<-s.binds
 			s.bindWG.Done()
 		}()
-		s.doBind(ctx, qp, node)
+		s.doBind(ctx, qp, node, observed)
 	}()
 }
 
-func (s *Scheduler) doBind(ctx context.Context, qp *queue.QueuedPod, node string) {
+func (s *Scheduler) doBind(ctx context.Context, qp *queue.QueuedPod, node string, observed int64) {
 	key, meta := qp.Info.Key, qp.Info.Pod.GetMetadata()
 	start := time.Now()
-	_, err := s.client.Bind(ctx, meta.GetNamespace(), meta.GetName(), node, 0)
+	_, err := s.client.Objects().Bind(ctx, &v1.BindRequest{
+		Namespace: meta.GetNamespace(), Name: meta.GetName(), NodeName: node,
+		ObservedRevision: observed, Binder: s.cfg.Identity,
+	})
+	err = apierrors.FromGRPC(err)
 	s.metrics.bind.Observe(time.Since(start).Seconds())
 	if err == nil {
 		s.cache.FinishBinding(key)
@@ -86,17 +94,23 @@ func (s *Scheduler) doBind(ctx context.Context, qp *queue.QueuedPod, node string
 	if s.cache.ForgetPod(key) {
 		s.queue.MoveAllToActive(framework.PodRemoved) // what we had assumed is free again
 	}
-	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-		// Bound by someone else, being deleted, or gone: nothing to retry.
+	switch {
+	case apierrors.IsNotFound(err):
 		s.metrics.binds.WithLabelValues("conflict").Inc()
-		s.log.Debug("bind refused; forgetting the pod", "pod", key, "node", node, "err", err)
-		return
+		return // deleted meanwhile
+	case apierrors.IsConflict(err):
+		// Bound by someone else or being deleted (the queue drops it when
+		// the informer shows that), or another scheduler bound a pod to the
+		// node that our snapshot did not count yet: decide again.
+		s.metrics.binds.WithLabelValues("conflict").Inc()
+		s.log.Debug("bind refused; deciding again", "pod", key, "node", node, "err", err)
+	default:
+		s.metrics.binds.WithLabelValues("error").Inc()
+		s.metrics.attempts.WithLabelValues("error").Inc()
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Warn("bind failed; retrying after backoff", "pod", key, "node", node, "err", err)
 	}
-	s.metrics.binds.WithLabelValues("error").Inc()
-	s.metrics.attempts.WithLabelValues("error").Inc()
-	if ctx.Err() != nil {
-		return
-	}
-	s.log.Warn("bind failed; retrying after backoff", "pod", key, "node", node, "err", err)
 	s.queue.AddBackoff(qp)
 }

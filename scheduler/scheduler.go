@@ -141,7 +141,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	goRun("node informer", s.nodes.Run)
 	goRun("queue", s.queue.Run)
 	goRun("cache", s.cache.Run)
-	goRun("event recorder", func(ctx context.Context) error { s.recorder.Run(ctx); return nil })
+	for i := 0; i < s.cfg.EventWriters; i++ {
+		goRun("event recorder", func(ctx context.Context) error { s.recorder.Run(ctx); return nil })
+	}
 	goRun("status writer", func(ctx context.Context) error { return s.status.Run(ctx, s.cfg.StatusWorkers) })
 	if lis != nil {
 		goRun("metrics server", func(ctx context.Context) error {

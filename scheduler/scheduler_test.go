@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/resource"
 	v1 "github.com/tugboat/tugboat/api/v1"
@@ -306,4 +307,47 @@ func counter(t *testing.T, s *Scheduler, name, labelValue string) float64 {
 		}
 	}
 	return 0
+}
+
+// TestBindRefusesUnseenBindings checks the apiserver's side of the
+// guarantee racing schedulers rely on (v1.BindRequest.observed_revision).
+func TestBindRefusesUnseenBindings(t *testing.T) {
+	srv := apiservertest.Start(t)
+	c := srv.Client
+	createNode(t, c, makeNode("n1", "4", "8Gi"))
+	createPods(t, c, []*v1.Pod{makePod("p1", "", ""), makePod("p2", "", ""), makePod("p3", "", ""), makePod("p4", "", "")})
+	bind := func(pod, binder string, observed int64) (int64, error) {
+		a, err := c.Objects().Bind(context.Background(), &v1.BindRequest{Namespace: "default", Name: pod, NodeName: "n1", Binder: binder, ObservedRevision: observed})
+		if err != nil {
+			return 0, apierrors.FromGRPC(err)
+		}
+		p := &v1.Pod{}
+		if err := a.UnmarshalTo(p); err != nil {
+			t.Fatal(err)
+		}
+		return p.Metadata.ResourceVersion, nil
+	}
+	r1, err := bind("p1", "a", 1)
+	if err != nil {
+		t.Fatalf("first binding to the node: %v", err)
+	}
+	if _, err := bind("p2", "b", r1-1); !apierrors.IsConflict(err) {
+		t.Fatalf("b bound although it had not seen a's binding: %v", err)
+	}
+	r2, err := bind("p2", "b", r1)
+	if err != nil {
+		t.Fatalf("b, having seen a's binding: %v", err)
+	}
+	if _, err := bind("p3", "b", r1); err != nil {
+		t.Fatalf("b after its own binding: %v", err)
+	}
+	if _, err := bind("p4", "a", r2-1); !apierrors.IsConflict(err) {
+		t.Fatalf("a bound although it had not seen b's bindings: %v", err)
+	}
+	if _, err := bind("p4", "a", 0); err != nil {
+		t.Fatalf("a bind without observed revision (no check): %v", err)
+	}
+	if _, err := bind("p4", "a", 0); !apierrors.IsConflict(err) {
+		t.Fatalf("second bind of a bound pod: %v", err)
+	}
 }

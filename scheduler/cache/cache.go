@@ -50,8 +50,12 @@ type Cache struct {
 	// nodeSetGen is bumped when the set of candidate nodes changes.
 	nodeSetGen int64
 	nodes      map[string]*item
+	numNodes   int // items with a Node
 	pods       map[string]*podState
 	assumed    int
+	// observed is the newest pod version applied to the cache; every pod
+	// change at or before it is applied (the informer delivers in order).
+	observed int64
 }
 
 // item is a node in the recency list.
@@ -141,6 +145,7 @@ func (c *Cache) AddNode(n *v1.Node) (prev, cur *framework.Node) {
 	it.info.Node = cur
 	if prev == nil {
 		c.nodeSetGen++
+		c.numNodes++
 	}
 	c.touch(it)
 	return prev, cur
@@ -157,6 +162,7 @@ func (c *Cache) RemoveNode(name string) {
 	}
 	it.info.Node = nil
 	c.nodeSetGen++
+	c.numNodes--
 	c.touch(it)
 	c.removeIfEmpty(it)
 }
@@ -201,6 +207,14 @@ func (c *Cache) removeLocked(key string, ps *podState) {
 		c.touch(it)
 		c.removeIfEmpty(it)
 	}
+}
+
+// Observe records that every pod change up to revision rv is applied to
+// the cache. Call it after applying the change with that revision.
+func (c *Cache) Observe(rv int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.observed = max(c.observed, rv)
 }
 
 // RemovePod forgets a pod that was deleted or finished (bound or assumed).
@@ -302,13 +316,7 @@ type Stats struct {
 func (c *Cache) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := 0
-	for _, it := range c.nodes {
-		if it.info.Node != nil {
-			n++
-		}
-	}
-	return Stats{Nodes: n, Pods: len(c.pods), Assumed: c.assumed}
+	return Stats{Nodes: c.numNodes, Pods: len(c.pods), Assumed: c.assumed}
 }
 
 // NodeInfo returns a copy of a node's current accounting.
@@ -331,6 +339,7 @@ type Snapshot struct {
 	list       []*framework.NodeInfo
 	gen        int64
 	nodeSetGen int64
+	observed   int64
 }
 
 // NewSnapshot makes an empty snapshot.
@@ -340,6 +349,10 @@ func NewSnapshot() *Snapshot {
 
 // Nodes are the candidate nodes (those with a Node object), in name order.
 func (s *Snapshot) Nodes() []*framework.NodeInfo { return s.list }
+
+// Observed is the newest pod revision the snapshot reflects: it counts
+// every pod bound at or before it (plus the pods assumed by this cache).
+func (s *Snapshot) Observed() int64 { return s.observed }
 
 // Get returns a node's info in the snapshot.
 func (s *Snapshot) Get(name string) *framework.NodeInfo { return s.infos[name] }
@@ -358,6 +371,7 @@ func (c *Cache) UpdateSnapshot(s *Snapshot) {
 		it.info.CopyInto(dst)
 	}
 	s.gen = c.gen
+	s.observed = c.observed
 	if s.nodeSetGen == c.nodeSetGen {
 		return
 	}

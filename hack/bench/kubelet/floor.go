@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/tugboat/tugboat/e2e/images"
+	"github.com/tugboat/tugboat/kubelet/runtime/containerd"
+)
+
+// The floor: what starting a pod costs without a kubelet, done by a shell
+// script in the node's network namespace with the same containerd: a
+// network namespace (ip netns add), CNI ADD (the bridge plugin with
+// host-local IPAM and ipMasq, as the kubelet's default config), and
+// `ctr run -d` of busybox httpd in it.
+
+const floorNS = "floor"
+
+const floorConf = `{
+  "cniVersion": "1.0.0",
+  "name": "floor",
+  "type": "bridge",
+  "bridge": "fl0",
+  "isGateway": true,
+  "ipMasq": true,
+  "hairpinMode": true,
+  "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.254.0.0/16"}]], "dataDir": "%s"}
+}`
+
+const floorScript = `
+set -e
+one() {
+  ip netns add "$PREFIX$1"
+  CNI_COMMAND=ADD CNI_CONTAINERID="$PREFIX$1" CNI_NETNS="/var/run/netns/$PREFIX$1" CNI_IFNAME=eth0 CNI_PATH=/usr/lib/cni \
+    /usr/lib/cni/bridge <"$CONF" >/dev/null
+  ctr -a "$SOCK" -n "$NS" run -d --with-ns "network:/var/run/netns/$PREFIX$1" "$IMAGE" "$PREFIX$1" httpd -f -p 80 >/dev/null
+}
+for i in $(seq "$FIRST" "$LAST"); do one "$i" & done
+wait
+`
+
+const floorCleanup = `
+for i in $(seq "$FIRST" "$LAST"); do
+  ctr -a "$SOCK" -n "$NS" task rm -f "$PREFIX$i" >/dev/null 2>&1 || true
+  ctr -a "$SOCK" -n "$NS" container rm "$PREFIX$i" >/dev/null 2>&1 || true
+  CNI_COMMAND=DEL CNI_CONTAINERID="$PREFIX$i" CNI_NETNS="/var/run/netns/$PREFIX$i" CNI_IFNAME=eth0 CNI_PATH=/usr/lib/cni \
+    /usr/lib/cni/bridge <"$CONF" >/dev/null 2>&1 || true
+  ip netns del "$PREFIX$i" 2>/dev/null || true
+done
+`
+
+// floor measures n single-pod runs and one burst of burst pods.
+func (b *bench) floor(ctx context.Context, n, burst int) ([]time.Duration, time.Duration, error) {
+	dir, err := os.MkdirTemp("", "tugboat-floor")
+	if err != nil {
+		return nil, 0, err
+	}
+	defer os.RemoveAll(dir)
+	conf := filepath.Join(dir, "floor.conf")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(floorConf, filepath.Join(dir, "ipam"))), 0o644); err != nil {
+		return nil, 0, err
+	}
+	if err := b.importFloorImage(ctx); err != nil {
+		return nil, 0, err
+	}
+	env := []string{
+		"CONF=" + conf, "SOCK=" + b.c.Containerd.Address, "NS=" + floorNS, "IMAGE=" + images.BusyboxRef,
+		"PREFIX=" + b.c.ID + "-fl", "PATH=" + os.Getenv("PATH"),
+	}
+	script := func(body string, first, last int) error {
+		cmd := exec.Command("bash", "-c", body)
+		cmd.Env = append(env, fmt.Sprintf("FIRST=%d", first), fmt.Sprintf("LAST=%d", last))
+		return b.node.Host.Run(ctx, cmd)
+	}
+	defer func() {
+		_ = script(floorCleanup, 0, burst+n)
+		_ = b.node.Host.Run(ctx, exec.Command("ip", "link", "del", "fl0"))
+	}()
+	var one []time.Duration
+	for i := 0; i < n; i++ {
+		start := time.Now()
+		if err := script(floorScript, i, i); err != nil {
+			return nil, 0, err
+		}
+		one = append(one, time.Since(start))
+		if err := script(floorCleanup, i, i); err != nil {
+			return nil, 0, err
+		}
+	}
+	start := time.Now()
+	if err := script(floorScript, n, n+burst-1); err != nil {
+		return nil, 0, err
+	}
+	return one, time.Since(start), nil
+}
+
+func (b *bench) importFloorImage(ctx context.Context) error {
+	rt, err := containerd.New(containerd.Config{Address: b.c.Containerd.Address, Namespace: floorNS}, nil)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	path, err := b.bins.Image(ctx, "busybox")
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = rt.ImportImage(ctx, f)
+	return err
+}

@@ -1,0 +1,323 @@
+// Command kubelet benchmarks the kubelet on a one-node test cluster
+// (e2e/cluster: real apiserver, containerd, runc, CNI plugins), image
+// already on the node:
+//
+//   - apply -> Running (as seen by a watch) for one pod, -runs times;
+//   - 30 pods created at once until all are Running;
+//   - the same work done by a plain shell script with containerd's ctr and
+//     the CNI plugins (netns, CNI ADD, ctr run -d), the floor, in the same
+//     run and the same node namespace;
+//   - the kubelet's RSS with 30 pods, its CPU time, and a CPU profile of
+//     the 30-pod burst (top functions printed; the profile is kept).
+//
+// Pods are bound by spec.nodeName (no scheduler), so the numbers are the
+// kubelet's. Run as root: go run ./hack/bench/kubelet
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tugboat/tugboat/api/apierrors"
+	"github.com/tugboat/tugboat/api/client"
+	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/e2e/cluster"
+	"github.com/tugboat/tugboat/e2e/images"
+	"github.com/tugboat/tugboat/kubelet/runtime"
+)
+
+const ns = "bench"
+
+func main() {
+	runs := flag.Int("runs", 20, "single-pod runs")
+	burst := flag.Int("burst", 30, "pods created at once")
+	out := flag.String("out", "", "directory for the CPU profile and kubelet binary (default: a temp dir, kept)")
+	verbose := flag.Bool("v", false, "log the cluster's setup")
+	flag.Parse()
+	if err := run(*runs, *burst, *out, *verbose); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type bench struct {
+	bins *cluster.Binaries
+	c    *cluster.Cluster
+	node *cluster.Node
+	api  *client.Typed[*v1.Pod]
+}
+
+func run(runs, burst int, out string, verbose bool) error {
+	ctx := context.Background()
+	if err := cluster.Check(); err != nil {
+		return err
+	}
+	if out == "" {
+		var err error
+		if out, err = os.MkdirTemp("", "tugboat-bench-kubelet"); err != nil {
+			return err
+		}
+	}
+	bins, err := cluster.BuildBinaries(ctx, filepath.Join(out, "bin"))
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.DiscardHandler)
+	if verbose {
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	c, err := cluster.New(ctx, cluster.Options{
+		Binaries: bins, Nodes: 1, NoScheduler: true, NoControllerManager: true, Logger: log,
+		LogDir:      filepath.Join(out, "logs"),
+		KubeletArgs: []string{"--log-level", "info", "--lease-interval", "10s", "--node-status-interval", "10s"},
+	})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	b := &bench{bins: bins, c: c, node: c.Nodes[0], api: client.For[*v1.Pod](c.Client)}
+	if _, err := client.For[*v1.Namespace](c.Client).Create(ctx, &v1.Namespace{Metadata: &v1.ObjectMeta{Name: ns}}); err != nil {
+		return err
+	}
+	fmt.Printf("kubelet benchmark: 1 node, %s, image present, pods bound by spec.nodeName\n", c.ID)
+
+	// Warm up (first pull attempt, caches), not measured.
+	if _, err := b.startAll(ctx, 1, "warm"); err != nil {
+		return err
+	}
+	if err := b.deleteAll(ctx); err != nil {
+		return err
+	}
+
+	var single []time.Duration
+	for i := 0; i < runs; i++ {
+		d, err := b.startAll(ctx, 1, fmt.Sprintf("one-%02d", i))
+		if err != nil {
+			return err
+		}
+		single = append(single, d)
+		if err := b.deleteAll(ctx); err != nil {
+			return err
+		}
+	}
+
+	pid := b.node.PID()
+	cpu0 := procCPU(pid)
+	profile := filepath.Join(out, "kubelet-burst.pprof")
+	profDone := make(chan error, 1)
+	go func() { profDone <- fetchProfile("http://"+b.node.MetricsAddr+"/debug/pprof/profile?seconds=8", profile) }()
+	time.Sleep(100 * time.Millisecond) // let the profile start before the burst
+	burstTime, err := b.startAll(ctx, burst, "burst")
+	if err != nil {
+		return err
+	}
+	cpu1 := procCPU(pid)
+	rss := procRSS(pid)
+	if err := <-profDone; err != nil {
+		fmt.Fprintln(os.Stderr, "profile:", err)
+	}
+	if err := b.deleteAll(ctx); err != nil {
+		return err
+	}
+
+	floorOne, floorBurst, err := b.floor(ctx, runs, burst)
+	if err != nil {
+		return err
+	}
+
+	fmt.Printf("\n%-44s %10s %10s %10s %10s\n", "", "p50", "p99", "min", "max")
+	printStats("kubelet: one pod, apply -> Running (watch)", single)
+	printStats("floor script: one pod (netns+CNI+ctr run)", floorOne)
+	fmt.Printf("\n%-44s %10s\n", fmt.Sprintf("kubelet: %d pods at once, all Running", burst), burstTime.Round(time.Millisecond))
+	fmt.Printf("%-44s %10s\n", fmt.Sprintf("floor script: %d pods at once", burst), floorBurst.Round(time.Millisecond))
+	fmt.Printf("\nkubelet RSS with %d pods: %.1f MiB; kubelet CPU for the burst: %s (%s per pod)\n",
+		burst, float64(rss)/(1<<20), (cpu1 - cpu0).Round(time.Millisecond), ((cpu1 - cpu0) / time.Duration(burst)).Round(time.Millisecond))
+	fmt.Printf("CPU profile of the burst: %s (go tool pprof %s %s)\n", profile, bins.Kubelet, profile)
+	if top, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=25", bins.Kubelet, profile).Output(); err == nil {
+		fmt.Printf("\n%s", top)
+	}
+	return nil
+}
+
+func printStats(name string, ds []time.Duration) {
+	if len(ds) == 0 {
+		return
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	pct := func(p float64) time.Duration { return s[min(len(s)-1, int(p*float64(len(s))))] }
+	r := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+	fmt.Printf("%-44s %10s %10s %10s %10s\n", name, r(pct(0.5)), r(pct(0.99)), r(s[0]), r(s[len(s)-1]))
+}
+
+func benchPod(name, node string) *v1.Pod {
+	return &v1.Pod{
+		Metadata: &v1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: &v1.PodSpec{
+			NodeName:                      node,
+			TerminationGracePeriodSeconds: proto.Int64(0),
+			Containers: []*v1.Container{{
+				Name:    "web",
+				Image:   images.BusyboxRef,
+				Command: []string{"httpd", "-f", "-p", "80"},
+			}},
+		},
+	}
+}
+
+// startAll creates n pods at once and returns the time from the first
+// create to the watch event that shows the last of them Running.
+func (b *bench) startAll(ctx context.Context, n int, prefix string) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	_, rv, err := b.api.List(ctx, client.ListOptions{Namespace: ns})
+	if err != nil {
+		return 0, err
+	}
+	w, err := b.api.Watch(ctx, client.WatchOptions{Namespace: ns, ResourceVersion: rv})
+	if err != nil {
+		return 0, err
+	}
+	defer w.Stop()
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := b.api.Create(ctx, benchPod(fmt.Sprintf("%s-%02d", prefix, i), b.node.Name)); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		return 0, err
+	}
+	up := map[string]bool{}
+	for len(up) < n {
+		ev, err := w.Next()
+		if err != nil {
+			return 0, fmt.Errorf("watch: %w (%d of %d running)", err, len(up), n)
+		}
+		if ev.Type == "MODIFIED" && isRunning(ev.Object) {
+			up[ev.Object.Metadata.Name] = true
+		}
+	}
+	return time.Since(start), nil
+}
+
+func isRunning(p *v1.Pod) bool {
+	if p.GetStatus().GetPhase() != "Running" {
+		return false
+	}
+	for _, cs := range p.GetStatus().GetContainerStatuses() {
+		if cs.GetState().GetRunning() == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// deleteAll deletes the namespace's pods and waits until the node runs no
+// container.
+func (b *bench) deleteAll(ctx context.Context) error {
+	pods, _, err := b.api.List(ctx, client.ListOptions{Namespace: ns})
+	if err != nil {
+		return err
+	}
+	for _, p := range pods {
+		if _, err := b.api.Delete(ctx, ns, p.Metadata.Name, client.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	rt, err := b.node.Runtime()
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		sbs, err := rt.ListPodSandbox(ctx, runtime.SandboxFilter{})
+		if err != nil {
+			return err
+		}
+		left, _, err := b.api.List(ctx, client.ListOptions{Namespace: ns})
+		if err != nil {
+			return err
+		}
+		if len(sbs) == 0 && len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d sandboxes and %d pods left after deleting", len(sbs), len(left))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func fetchProfile(url, path string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("%s: %s", resp.Status, b)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
+}
+
+// procCPU is the user+system CPU time of pid.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	k, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+k) * time.Second / 100
+}
+
+// procRSS is the resident set size of pid in bytes.
+func procRSS(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}

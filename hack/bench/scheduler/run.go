@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tugboat/tugboat/api/client"
+	v1 "github.com/tugboat/tugboat/api/v1"
+)
+
+// result is one run's measurements.
+type result struct {
+	nodes, pods    int
+	createPods     time.Duration
+	wall           time.Duration // scheduler start -> every pod bound
+	firstBind      time.Duration // scheduler start -> first bind
+	samples        []float64     // pods bound in each second since the scheduler started
+	decisionP50    float64
+	decisionP99    float64
+	e2eP50, e2eP99 float64
+	cpuScheduler   float64 // CPU seconds while scheduling
+	cpuAPIServer   float64
+	rssScheduler   float64 // MiB at the end
+	peakScheduler  float64
+	rssAPIServer   float64
+	peakAPIServer  float64
+	conflicts      float64
+	unschedulable  float64
+	bindP50        float64
+	bindP99        float64
+	eventsDropped  float64
+}
+
+func runOnce(ctx context.Context, o options, nodes int, log *slog.Logger) (*result, error) {
+	dir := filepath.Join(o.workDir, fmt.Sprintf("nodes-%d", nodes))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	apiAddr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	apiMetrics, _ := freePort()
+	schedMetrics, _ := freePort()
+	api, err := start("apiserver", filepath.Join(o.binDir, "apiserver"), filepath.Join(dir, "apiserver.log"), nil,
+		"--insecure", "--listen", apiAddr, "--metrics-listen", apiMetrics, "--data-dir", filepath.Join(dir, "etcd"), "--log-level", "warn")
+	if err != nil {
+		return nil, err
+	}
+	defer api.stop()
+	c, err := client.New(client.Config{Server: apiAddr, UserAgent: "scheduler-bench"})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	if err := waitReady(ctx, c, api); err != nil {
+		return nil, err
+	}
+	log.Info("creating load", "nodes", nodes, "pods", o.pods)
+	r := &result{nodes: nodes, pods: o.pods}
+	if r.createPods, err = createLoad(ctx, c, nodes, o.pods); err != nil {
+		return nil, err
+	}
+	apiCPU0, err := api.cpuSeconds()
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"--server", apiAddr, "--metrics-listen", schedMetrics, "--log-level", "warn"}, o.schedulerArgs...)
+	t0 := time.Now()
+	sched, err := start("scheduler", filepath.Join(o.binDir, "scheduler"), filepath.Join(dir, "scheduler.log"), o.schedulerEnv, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer sched.stop()
+	log.Info("scheduler started", "nodes", nodes)
+	if o.profile != "" {
+		go profile(o.profile, nodes, apiMetrics, schedMetrics, log)
+	}
+	if err := r.watch(ctx, o, sched, api, schedMetrics, t0); err != nil {
+		return nil, err
+	}
+	r.wall = time.Since(t0)
+	if o.profile != "" {
+		saveURL(filepath.Join(o.profile, fmt.Sprintf("scheduler-heap-%d.pprof", nodes)), "http://"+schedMetrics+"/debug/pprof/heap", log)
+	}
+	schedCPU, _ := sched.cpuSeconds()
+	apiCPU1, _ := api.cpuSeconds()
+	r.cpuScheduler, r.cpuAPIServer = schedCPU, apiCPU1-apiCPU0
+	r.rssScheduler, r.peakScheduler, _ = sched.memory()
+	r.rssAPIServer, r.peakAPIServer, _ = api.memory()
+	m, err := scrape(ctx, schedMetrics)
+	if err != nil {
+		return nil, err
+	}
+	r.decisionP50 = m.quantile("tugboat_scheduler_decision_duration_seconds", 0.5)
+	r.decisionP99 = m.quantile("tugboat_scheduler_decision_duration_seconds", 0.99)
+	r.e2eP50 = m.quantile("tugboat_scheduler_e2e_scheduling_duration_seconds", 0.5)
+	r.e2eP99 = m.quantile("tugboat_scheduler_e2e_scheduling_duration_seconds", 0.99)
+	r.bindP50 = m.quantile("tugboat_scheduler_bind_duration_seconds", 0.5)
+	r.bindP99 = m.quantile("tugboat_scheduler_bind_duration_seconds", 0.99)
+	r.eventsDropped = m["tugboat_events_dropped_total"]
+	r.conflicts = m[`tugboat_scheduler_binds_total{result="conflict"}`]
+	r.unschedulable = m[`tugboat_scheduler_schedule_attempts_total{result="unschedulable"}`]
+	if err := verify(ctx, c, o.pods); err != nil {
+		return nil, fmt.Errorf("verification: %w", err)
+	}
+	return r, nil
+}
+
+func waitReady(ctx context.Context, c *client.Client, api *proc) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := client.For[*v1.Namespace](c).Get(cctx, "", "default")
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if e := api.exited(); e != nil {
+			return e
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("apiserver not ready after 60s: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// watch samples the scheduler's successful binds every second until all
+// pods are bound.
+func (r *result) watch(ctx context.Context, o options, sched, api *proc, addr string, t0 time.Time) error {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	poll := time.NewTicker(100 * time.Millisecond)
+	defer poll.Stop()
+	deadline := t0.Add(o.timeout)
+	var last float64
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-poll.C:
+		case <-tick.C:
+		}
+		if err := sched.exited(); err != nil {
+			return err
+		}
+		if err := api.exited(); err != nil {
+			return err
+		}
+		m, err := scrape(ctx, addr)
+		if err != nil {
+			if time.Now().After(deadline) {
+				return err
+			}
+			continue // not listening yet
+		}
+		bound := m[`tugboat_scheduler_binds_total{result="ok"}`]
+		if bound > 0 && r.firstBind == 0 {
+			r.firstBind = time.Since(t0)
+		}
+		// One sample per whole second since start.
+		for sec := int(time.Since(t0) / time.Second); len(r.samples) < sec; {
+			r.samples = append(r.samples, bound-last)
+			last = bound
+		}
+		if int(bound) >= r.pods {
+			r.samples = append(r.samples, bound-last) // the last, partial second
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("only %v of %d pods bound after %v", bound, r.pods, o.timeout)
+		}
+	}
+}
+
+// profile saves 4s CPU profiles of both processes, 1s into scheduling.
+func profile(dir string, nodes int, apiMetrics, schedMetrics string, log *slog.Logger) {
+	time.Sleep(time.Second)
+	_ = os.MkdirAll(dir, 0o755)
+	done := make(chan struct{}, 2)
+	for name, addr := range map[string]string{"apiserver": apiMetrics, "scheduler": schedMetrics} {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			path := filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", name, nodes))
+			resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds=4")
+			if err != nil {
+				log.Warn("profile", "process", name, "err", err)
+				return
+			}
+			defer resp.Body.Close()
+			f, err := os.Create(path)
+			if err != nil {
+				return
+			}
+			defer f.Close()
+			_, _ = io.Copy(f, resp.Body)
+			log.Info("profile written", "path", path)
+		}()
+	}
+	<-done
+	<-done
+}
+
+func saveURL(path, url string, log *slog.Logger) {
+	resp, err := http.Get(url)
+	if err != nil {
+		log.Warn("fetching", "url", url, "err", err)
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = io.Copy(f, resp.Body)
+}
+
+func (r *result) print(w io.Writer) {
+	fmt.Fprintf(w, "\n== %d nodes, %d pods (created in %v before the scheduler started)\n", r.nodes, r.pods, r.createPods.Round(time.Millisecond))
+	fmt.Fprintf(w, "all bound %v after the scheduler started; first bind after %v\n", r.wall.Round(time.Millisecond), r.firstBind.Round(time.Millisecond))
+	fmt.Fprintf(w, "throughput: %.0f pods/s from scheduler start, %.0f pods/s from the first bind\n",
+		float64(r.pods)/r.wall.Seconds(), float64(r.pods)/(r.wall-r.firstBind).Seconds())
+	var s []string
+	for _, v := range r.samples {
+		s = append(s, fmt.Sprintf("%.0f", v))
+	}
+	fmt.Fprintf(w, "per-second samples: %s\n", strings.Join(s, " "))
+	fmt.Fprintf(w, "decision latency p50 %s p99 %s; queue->bound p50 %s p99 %s\n", dur(r.decisionP50), dur(r.decisionP99), dur(r.e2eP50), dur(r.e2eP99))
+	fmt.Fprintf(w, "bind call latency p50 %s p99 %s; Scheduled events dropped by the recorder: %.0f\n", dur(r.bindP50), dur(r.bindP99), r.eventsDropped)
+	fmt.Fprintf(w, "CPU per pod: scheduler %.0f µs, apiserver+etcd %.0f µs (%.1f s and %.1f s in total)\n",
+		r.cpuScheduler/float64(r.pods)*1e6, r.cpuAPIServer/float64(r.pods)*1e6, r.cpuScheduler, r.cpuAPIServer)
+	fmt.Fprintf(w, "RSS: scheduler %.0f MiB (peak %.0f), apiserver+etcd %.0f MiB (peak %.0f)\n", r.rssScheduler, r.peakScheduler, r.rssAPIServer, r.peakAPIServer)
+	fmt.Fprintf(w, "bind conflicts %.0f, unschedulable attempts %.0f; verified: every pod bound, no node overcommitted\n", r.conflicts, r.unschedulable)
+}
+
+func printSummary(w io.Writer, o options, rs []*result) {
+	fmt.Fprintf(w, "\n| nodes | pods/s (from start) | pods/s (from first bind) | decision p50 | decision p99 | sched CPU/pod | apiserver CPU/pod | sched RSS peak | apiserver RSS peak |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rs {
+		fmt.Fprintf(w, "| %d | %.0f | %.0f | %s | %s | %.0f µs | %.0f µs | %.0f MiB | %.0f MiB |\n", r.nodes,
+			float64(r.pods)/r.wall.Seconds(), float64(r.pods)/(r.wall-r.firstBind).Seconds(), dur(r.decisionP50), dur(r.decisionP99),
+			r.cpuScheduler/float64(r.pods)*1e6, r.cpuAPIServer/float64(r.pods)*1e6, r.peakScheduler, r.peakAPIServer)
+	}
+	_ = o
+}
+
+func dur(sec float64) string {
+	if math.IsNaN(sec) {
+		return "n/a"
+	}
+	return time.Duration(sec * float64(time.Second)).Round(time.Microsecond).String()
+}
