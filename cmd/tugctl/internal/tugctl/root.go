@@ -131,7 +131,7 @@ current-context), else 127.0.0.1:6443.`,
 	f.StringVar(&o.flags.server, "server", "", "apiserver address host:port (default: $TUGBOAT_SERVER, the config file, 127.0.0.1:6443)")
 	f.StringVar(&o.flags.configPath, "config", "", "config file (default: $TUGBOAT_CONFIG or ~/.tugboat/config)")
 	f.StringVar(&o.flags.context, "context", "", "context of the config file to use (default: its current-context)")
-	f.StringVarP(&o.flags.namespace, "namespace", "n", "", "namespace of the request (default: the config file's, else \"default\")")
+	f.StringVarP(&o.flags.namespace, "namespace", "n", "", "namespace of the request (default: the context's, else \"default\")")
 	f.BoolVarP(&o.flags.allNamespaces, "all-namespaces", "A", false, "list across all namespaces")
 	f.StringVar(&o.flags.caFile, "ca-file", "", "CA bundle that signed the apiserver's certificate; enables TLS")
 	f.StringVar(&o.flags.certFile, "cert-file", "", "client certificate presented to the apiserver")

@@ -14,16 +14,17 @@ import (
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/apiserver/auth"
 )
 
 // Token Secrets, as the apiserver's authenticator reads them
 // (apiserver/auth): join tokens are spent by JoinNode, user tokens are
 // bearer tokens until their Secret is deleted.
 const (
-	tokenNamespace   = "kube-system"
-	joinTokenType    = "bootstrap.kubernetes.io/token"
+	tokenNamespace   = auth.TokenNamespace
+	joinTokenType    = auth.BootstrapTokenType
 	joinTokenPrefix  = "bootstrap-token-"
-	userTokenType    = "tugboat.io/user-token"
+	userTokenType    = auth.UserTokenType
 	userTokenPrefix  = "token-"
 	tokenAlphabet    = "abcdefghijklmnopqrstuvwxyz0123456789"
 	defaultJoinTTL   = time.Hour
