@@ -89,6 +89,9 @@ type Datapath struct {
 	ipOwner     map[IPPortKey]string
 	portOwner   map[PortKey]string
 	hairpinRefs map[netip.Addr]int
+
+	// onSync, if set (tests), is called after every successful sync.
+	onSync func()
 }
 
 // New validates cfg and makes a Datapath.
@@ -188,6 +191,9 @@ func (d *Datapath) Run(ctx context.Context) error {
 			continue
 		}
 		full, initial, backoff = false, false, 100*time.Millisecond
+		if d.onSync != nil {
+			d.onSync()
+		}
 		select {
 		case <-ctx.Done():
 			return nil
