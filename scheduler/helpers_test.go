@@ -54,6 +54,12 @@ func startScheduler(t *testing.T, srv *apiservertest.Server, cfg Config) *runnin
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startSchedulerWith(t, c, cfg)
+}
+
+// startSchedulerWith runs a scheduler on connection c.
+func startSchedulerWith(t *testing.T, c *client.Client, cfg Config) *running {
+	t.Helper()
 	if cfg.InitialBackoff == 0 {
 		cfg.InitialBackoff = 50 * time.Millisecond
 		cfg.MaxBackoff = 500 * time.Millisecond

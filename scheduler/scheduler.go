@@ -29,7 +29,6 @@ import (
 	"log/slog"
 	"net"
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -196,17 +195,4 @@ func (s *Scheduler) healthz(context.Context) error {
 		return errors.New("informers not synced")
 	}
 	return nil
-}
-
-// waitIdle is for tests: it reports whether, before the deadline, no pod
-// is active and no bind is in flight.
-func (s *Scheduler) waitIdle(d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if s.queue.Len().Active == 0 && len(s.binds) == 0 {
-			return true
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return false
 }

@@ -351,3 +351,22 @@ func TestBindRefusesUnseenBindings(t *testing.T) {
 		t.Fatalf("second bind of a bound pod: %v", err)
 	}
 }
+
+// TestWorksWithItsRBACRole runs the scheduler with its own certificate
+// against an apiserver with TLS and RBAC on: its role must allow every call
+// it makes (lease, bind, pod status, events).
+func TestWorksWithItsRBACRole(t *testing.T) {
+	srv := apiservertest.StartSecure(t)
+	admin := srv.Client
+	createNode(t, admin, makeNode("n1", "2", "4Gi"))
+	startSchedulerWith(t, srv.ClientAs("scheduler"), Config{LeaderElect: true, RetryPeriod: 200 * time.Millisecond})
+	createPods(t, admin, []*v1.Pod{makePod("fits", "1", "1Gi"), makePod("too-big", "4", "")})
+	eventually(t, 20*time.Second, "one pod bound, one explained", func() (bool, string) {
+		fits, big := getPod(t, admin, "fits"), getPod(t, admin, "too-big")
+		cond := podScheduledCondition(big)
+		return fits.Spec.NodeName == "n1" && cond != nil && cond.Reason == "Unschedulable", fmt.Sprint(fits.Spec.NodeName, cond)
+	})
+	eventually(t, 20*time.Second, "both events", func() (bool, string) {
+		return len(events(t, admin, "fits", "Scheduled")) == 1 && len(events(t, admin, "too-big", "FailedScheduling")) == 1, ""
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/tugboat/tugboat/api/component"
@@ -41,6 +42,13 @@ func main() {
 	cfg.Scores = strings.Split(scores, ",")
 	if scores == "" {
 		cfg.Scores = []string{}
+	}
+	if os.Getenv("GOGC") == "" {
+		// The heap is mostly the informers' long-lived objects and the
+		// allocation rate is low, so collecting at +50% instead of +100%
+		// costs little CPU and keeps RSS under 100 MiB at 5,000 nodes and
+		// 10,000 pods (see scheduler/README.md). GOGC overrides it.
+		debug.SetGCPercent(50)
 	}
 	component.Main("scheduler", func(ctx context.Context) error {
 		log, err := logs.Logger("scheduler")

@@ -182,12 +182,22 @@ func (c *Cache) AddPod(pod *v1.Pod) {
 			c.assumed--
 			ps.assumed, ps.bound = false, false
 		}
-		if ps.node == node && ps.pi.Pod.GetMetadata().GetUid() == pod.GetMetadata().GetUid() {
+		if ps.node == node && ps.pi.UID == pod.GetMetadata().GetUid() {
 			return // requests and ports of a bound pod never change
 		}
 		c.removeLocked(key, ps)
 	}
-	c.addLocked(key, &podState{pi: framework.NewPodInfo(pod), node: node})
+	c.addLocked(key, &podState{pi: slim(framework.NewPodInfo(pod)), node: node})
+}
+
+// slim keeps what accounting needs of a PodInfo and drops the pod object,
+// which the informer holds already (its newest version; keeping the one a
+// PodInfo was built from would double the memory of every bound pod).
+func slim(pi *framework.PodInfo) *framework.PodInfo {
+	return &framework.PodInfo{
+		Key: pi.Key, Request: pi.Request, NonZeroRequest: pi.NonZeroRequest, Ports: pi.Ports, Owner: pi.Owner,
+		UID: pi.UID,
+	}
 }
 
 func (c *Cache) addLocked(key string, ps *podState) {
@@ -239,7 +249,7 @@ func (c *Cache) AssumePod(pi *framework.PodInfo, node string) error {
 	if ps := c.pods[pi.Key]; ps != nil {
 		return fmt.Errorf("pod %s is already on node %s in the cache", pi.Key, ps.node)
 	}
-	c.addLocked(pi.Key, &podState{pi: pi, node: node, assumed: true})
+	c.addLocked(pi.Key, &podState{pi: slim(pi), node: node, assumed: true})
 	c.assumed++
 	return nil
 }

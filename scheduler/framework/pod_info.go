@@ -69,6 +69,7 @@ const anyIP = "0.0.0.0"
 type PodInfo struct {
 	Pod *v1.Pod // shared with the informer: read only
 	Key string  // "namespace/name"
+	UID string
 	// Request is what the pod asks for: the sum over its containers, or the
 	// largest init container if that is more (they run one at a time).
 	Request Resources
@@ -91,7 +92,7 @@ type PodInfo struct {
 
 // NewPodInfo computes a pod's scheduling facts.
 func NewPodInfo(pod *v1.Pod) *PodInfo {
-	pi := &PodInfo{Pod: pod, Key: v1.Key(pod)}
+	pi := &PodInfo{Pod: pod, Key: v1.Key(pod), UID: pod.GetMetadata().GetUid()}
 	spec := pod.GetSpec()
 	var sum Resources
 	for _, c := range spec.GetContainers() {

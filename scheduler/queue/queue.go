@@ -83,6 +83,7 @@ type Queue struct {
 	cycle         int64 // bumped by every Pop
 	moveCycle     int64 // cycle of the last move event
 	closed        bool
+	lastTimeout   time.Time // when Flush last looked for timed-out unschedulable pods
 }
 
 // New makes an empty queue.
@@ -305,6 +306,12 @@ func (q *Queue) Flush() {
 	for q.backoff.Len() > 0 && !now.Before(backoffEnd(q.cfg, q.backoff.items[0])) {
 		q.toActiveLocked(heap.Pop(&q.backoff).(*QueuedPod), now)
 	}
+	// Timeouts are coarse (minutes): look at most once a second, not on
+	// every 100ms flush, since it walks every unschedulable pod.
+	if now.Sub(q.lastTimeout) < time.Second {
+		return
+	}
+	q.lastTimeout = now
 	for key, qp := range q.unschedulable {
 		if now.Sub(qp.failedAt) >= q.cfg.UnschedulableTimeout {
 			delete(q.unschedulable, key)

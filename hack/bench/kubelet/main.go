@@ -47,8 +47,9 @@ func main() {
 	burst := flag.Int("burst", 30, "pods created at once")
 	out := flag.String("out", "", "directory for the CPU profile and kubelet binary (default: a temp dir, kept)")
 	verbose := flag.Bool("v", false, "log the cluster's setup")
+	cniConf := flag.String("cni-conf", "", "an operator CNI config file to use instead of the kubelet's default (experiments)")
 	flag.Parse()
-	if err := run(*runs, *burst, *out, *verbose); err != nil {
+	if err := run(*runs, *burst, *out, *cniConf, *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -61,7 +62,7 @@ type bench struct {
 	api  *client.Typed[*v1.Pod]
 }
 
-func run(runs, burst int, out string, verbose bool) error {
+func run(runs, burst int, out, cniConf string, verbose bool) error {
 	ctx := context.Background()
 	if err := cluster.Check(); err != nil {
 		return err
@@ -93,6 +94,17 @@ func run(runs, burst int, out string, verbose bool) error {
 	if _, err := client.For[*v1.Namespace](c.Client).Create(ctx, &v1.Namespace{Metadata: &v1.ObjectMeta{Name: ns}}); err != nil {
 		return err
 	}
+	if cniConf != "" {
+		data, err := os.ReadFile(cniConf)
+		if err != nil {
+			return err
+		}
+		// Sorted before the kubelet's 10-tugboat.conflist, so it wins.
+		if err := os.WriteFile(filepath.Join(b.node.CNIConfDir, "05-"+filepath.Base(cniConf)), data, 0o644); err != nil {
+			return err
+		}
+		fmt.Printf("CNI config: %s\n", cniConf)
+	}
 	fmt.Printf("kubelet benchmark: 1 node, %s, image present, pods bound by spec.nodeName\n", c.ID)
 
 	// Warm up (first pull attempt, caches), not measured.
@@ -117,9 +129,16 @@ func run(runs, burst int, out string, verbose bool) error {
 
 	pid := b.node.PID()
 	cpu0 := procCPU(pid)
+	metricsURL := "http://" + b.node.MetricsAddr + "/metrics"
+	before, err := histograms(metricsURL)
+	if err != nil {
+		return err
+	}
 	profile := filepath.Join(out, "kubelet-burst.pprof")
 	profDone := make(chan error, 1)
-	go func() { profDone <- fetchProfile("http://"+b.node.MetricsAddr+"/debug/pprof/profile?seconds=8", profile) }()
+	go func() {
+		profDone <- fetchProfile("http://"+b.node.MetricsAddr+"/debug/pprof/profile?seconds=8", profile)
+	}()
 	time.Sleep(100 * time.Millisecond) // let the profile start before the burst
 	burstTime, err := b.startAll(ctx, burst, "burst")
 	if err != nil {
@@ -127,6 +146,10 @@ func run(runs, burst int, out string, verbose bool) error {
 	}
 	cpu1 := procCPU(pid)
 	rss := procRSS(pid)
+	after, err := histograms(metricsURL)
+	if err != nil {
+		return err
+	}
 	if err := <-profDone; err != nil {
 		fmt.Fprintln(os.Stderr, "profile:", err)
 	}
@@ -146,7 +169,8 @@ func run(runs, burst int, out string, verbose bool) error {
 	fmt.Printf("%-44s %10s\n", fmt.Sprintf("floor script: %d pods at once", burst), floorBurst.Round(time.Millisecond))
 	fmt.Printf("\nkubelet RSS with %d pods: %.1f MiB; kubelet CPU for the burst: %s (%s per pod)\n",
 		burst, float64(rss)/(1<<20), (cpu1 - cpu0).Round(time.Millisecond), ((cpu1 - cpu0) / time.Duration(burst)).Round(time.Millisecond))
-	fmt.Printf("CPU profile of the burst: %s (go tool pprof %s %s)\n", profile, bins.Kubelet, profile)
+	printBreakdown(before, after)
+	fmt.Printf("\nCPU profile of the burst: %s (go tool pprof %s %s)\n", profile, bins.Kubelet, profile)
 	if top, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=25", bins.Kubelet, profile).Output(); err == nil {
 		fmt.Printf("\n%s", top)
 	}
