@@ -1,6 +1,8 @@
 package plugins
 
 import (
+	"strings"
+
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/scheduler/framework"
 )
@@ -107,4 +109,12 @@ func ownedBy(uid string) func(*v1.Pod) {
 	return func(p *v1.Pod) {
 		p.Metadata.OwnerReferences = []*v1.OwnerReference{{Kind: "ReplicaSet", Name: "rs", Uid: uid, Controller: true}}
 	}
+}
+
+// describe is the reasons of a status, or "fits".
+func describe(s *framework.Status) string {
+	if s == nil {
+		return "fits"
+	}
+	return strings.Join(s.Reasons(), "; ")
 }

@@ -1,10 +1,6 @@
 package plugins
 
-import (
-	"strings"
-
-	"github.com/tugboat/tugboat/scheduler/framework"
-)
+import "github.com/tugboat/tugboat/scheduler/framework"
 
 // NodePorts refuses nodes where a host port the pod wants is taken.
 type NodePorts struct{ refused *framework.Status }
@@ -90,12 +86,4 @@ func (f *NodeResourcesFit) Filter(pi *framework.PodInfo, ni *framework.NodeInfo)
 		mask |= 4
 	}
 	return f.refused[mask] // nil for mask 0
-}
-
-// describe is for tests and logs: the reasons of a status, or "fits".
-func describe(s *framework.Status) string {
-	if s == nil {
-		return "fits"
-	}
-	return strings.Join(s.Reasons(), "; ")
 }
