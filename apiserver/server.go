@@ -110,6 +110,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.services = alloc
 	s.admission["Service"] = append(s.admission["Service"], alloc)
+	s.admission["Node"] = append(s.admission["Node"], nodeBindingsCleaner{s.store})
 	if err := s.setupAuth(); err != nil {
 		cli.Close()
 		s.closeEtcd()

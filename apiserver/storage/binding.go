@@ -88,3 +88,8 @@ func (s *Store) UpdateBinding(ctx context.Context, k *kinds.Kind, ns, name strin
 		return out, nil
 	}
 }
+
+// ForgetNodeBindings drops a deleted node's bindings key.
+func (s *Store) ForgetNodeBindings(ctx context.Context, node string) {
+	_, _ = s.cli.Delete(ctx, NodeBindingsPrefix+node)
+}
