@@ -1,0 +1,128 @@
+package install
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tugboat/tugboat/e2e/netlab"
+)
+
+// hostDirs are a host's install locations (the hosts share one file
+// system): --prefix, --etc-dir, --data-dir.
+func (r *run) hostDirs(h *netlab.Host) (prefix, etc, data string) {
+	base := filepath.Join(r.dir, h.Name)
+	return filepath.Join(base, "usr"), filepath.Join(base, "etc"), filepath.Join(base, "var")
+}
+
+// common are the install.sh options every step of the test gives: this
+// host's folders, no systemd, no packages (the machine has them).
+func (r *run) common(h *netlab.Host) []string {
+	prefix, etc, data := r.hostDirs(h)
+	return []string{"--no-systemd", "--skip-packages", "--bin-dir", built.binDir,
+		"--prefix", prefix, "--etc-dir", etc, "--data-dir", data}
+}
+
+// TestInstallScript installs a control plane and two workers with
+// hack/install.sh into three lab hosts, starts each component as its
+// systemd unit would, joins the workers with one-time tokens, and runs
+// the quick-start workload.
+func TestInstallScript(t *testing.T) {
+	r := newRun(t, 3)
+	cp, workers := r.lab.Hosts[0], r.lab.Hosts[1:]
+	start := time.Now()
+
+	r.installSh(append([]string{"control-plane", "--advertise-address", cp.IP.String()}, r.common(cp)...)...)
+	cpPrefix, cpEtc, _ := r.hostDirs(cp)
+	for _, c := range []string{"apiserver", "scheduler", "controller-manager"} {
+		r.startEnv(cp, cpPrefix, cpEtc, c)
+	}
+	admin := filepath.Join(cpEtc, "admin.config")
+	eventually(t, time.Minute, "the apiserver answers the admin", func() error {
+		_, err := tugctl(r.ctx, admin, "get", "ns", "default")
+		return err
+	})
+
+	var nodeIPs []string
+	for i, h := range workers {
+		name := fmt.Sprintf("worker-%d", i+1)
+		join := joinArgs(t, r.installSh(append([]string{"join-command"}, r.common(cp)...)...))
+		prefix, etc, data := r.hostDirs(h)
+		args := append([]string{"worker"}, join...)
+		args = append(args, r.common(h)...)
+		args = append(args, "--node-name", name, "--node-ip", h.IP.String(), "--containerd-socket", r.ctd.Address,
+			"--kubelet-arg", "--containerd-namespace=tugboat-"+name,
+			"--kubelet-arg", "--cgroup-root="+r.cgroupRoot(name),
+			"--kubelet-arg", "--cni-conf-dir="+filepath.Join(data, "cni"),
+			"--kubelet-arg", "--node-status-interval=1s")
+		r.installSh(args...)
+		// What the README says for an air-gapped lab: the example images
+		// into the node's import folder.
+		for _, img := range []string{"busybox.tar", "echo.tar"} {
+			copyInto(t, filepath.Join(built.imagesDir, img), filepath.Join(data, "kubelet", "images"))
+		}
+		r.startEnv(h, prefix, etc, "kubelet")
+		// systemd restarts the proxy until the kubelet has joined (its
+		// certificate is the node's); here we wait for the certificate.
+		cert := filepath.Join(data, "kubelet", "pki", "node.crt")
+		eventually(t, time.Minute, name+" joined (node certificate written)", func() error {
+			_, err := os.Stat(cert)
+			return err
+		})
+		r.startEnv(h, prefix, etc, "proxy")
+		nodeIPs = append(nodeIPs, h.IP.String())
+	}
+	eventually(t, 2*time.Minute, "two Ready workers", func() error {
+		out, err := tugctl(r.ctx, admin, "get", "nodes", "--no-headers")
+		if err != nil {
+			return err
+		}
+		if n := strings.Count(out, " Ready "); n != 2 {
+			return fmt.Errorf("nodes:\n%s", out)
+		}
+		return nil
+	})
+	t.Logf("control plane and two workers Ready %s after install.sh control-plane", time.Since(start).Round(100*time.Millisecond))
+
+	// The kubelet joined with a one-time token (no node key left the control plane).
+	env, err := os.ReadFile(filepath.Join(r.dir, workers[0].Name, "etc", "kubelet.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(env), "--bootstrap-token") {
+		t.Errorf("kubelet.env does not join with a token:\n%s", env)
+	}
+
+	quickStart(t, r.ctx, admin, nodeIPs)
+}
+
+// joinArgs finds the worker command line join-command printed and returns
+// its options (after "worker").
+func joinArgs(t *testing.T, out string) []string {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if i := strings.Index(line, "install.sh worker "); i >= 0 {
+			return strings.Fields(line[i+len("install.sh worker "):])
+		}
+	}
+	t.Fatalf("join-command printed no worker command:\n%s", out)
+	return nil
+}
+
+// copyInto copies a file into a folder (created if missing).
+func copyInto(t *testing.T, src, dir string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, filepath.Base(src)), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

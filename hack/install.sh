@@ -1,0 +1,330 @@
+#!/usr/bin/env bash
+# install.sh installs Tugboat on Debian/Ubuntu VMs, from the distribution's
+# packages and the binaries built by `make build` (bin/), with systemd.
+#
+#   install.sh control-plane [--advertise-address IP] [--etcd embedded|local]
+#       apiserver (TLS + RBAC, embedded etcd or Debian's etcd-server on
+#       localhost), scheduler, controller-manager; makes the cluster CA and
+#       certificates in /etc/tugboat/pki and an admin tugctl config
+#       /etc/tugboat/admin.config; prints the command that joins a worker.
+#   install.sh join-command
+#       (on the control plane) a fresh one-time join token and the exact
+#       worker command line that uses it.
+#   install.sh worker --server IP:6443 --token TOKEN (--ca-data B64 | --ca-file F)
+#       containerd, runc, the CNI plugins (Debian packages), the kubelet
+#       (joins with the token; its key never leaves the node) and the proxy.
+#   install.sh all-in-one
+#       bin/tugboat as one service: a single-node cluster.
+#   install.sh uninstall
+#       stop and remove the units, binaries, configuration and state.
+#
+# Common options:
+#   --bin-dir DIR       built binaries (default: bin/ next to this script's repo)
+#   --prefix DIR        install binaries into DIR/bin (default /usr/local)
+#   --etc-dir DIR       configuration (default /etc/tugboat)
+#   --data-dir DIR      state (default /var/lib/tugboat)
+#   --no-systemd        install files only; print the command lines instead
+#                       of writing units and starting them (the e2e test runs
+#                       the same files without systemd)
+#   --skip-packages     do not apt-get install anything
+#
+# Each component's command line lives in <etc-dir>/<component>.env as
+# ARGS="..."; its unit runs `<prefix>/bin/<component> $ARGS`. Edit the file
+# and `systemctl restart tugboat-<component>` to change a flag.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+bin_dir=$repo/bin
+prefix=/usr/local
+etc_dir=/etc/tugboat
+data_dir=/var/lib/tugboat
+systemd_dir=/etc/systemd/system
+units_src=$repo/deploy/systemd
+use_systemd=1
+packages=1
+advertise=""
+api_port=6443
+etcd=embedded
+cluster_cidr=10.244.0.0/16
+service_cidr=10.96.0.0/16
+server=""
+token=""
+ca_data=""
+ca_file=""
+node_name=$(hostname | tr '[:upper:]_' '[:lower:]-')
+node_ip=""
+containerd_socket=/run/containerd/containerd.sock
+registry_insecure=""
+token_ttl=24h
+kubelet_extra=()
+proxy_extra=()
+
+say() { echo "install: $*" >&2; }
+die() { echo "install: ERROR: $*" >&2; exit 1; }
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
+
+cmd=${1:-}
+[[ -z $cmd || $cmd == -h || $cmd == --help ]] && usage
+shift
+while (($#)); do
+  case $1 in
+    --bin-dir) bin_dir=$2; shift ;;
+    --prefix) prefix=$2; shift ;;
+    --etc-dir) etc_dir=$2; shift ;;
+    --data-dir) data_dir=$2; shift ;;
+    --systemd-dir) systemd_dir=$2; shift ;;
+    --no-systemd) use_systemd=0 ;;
+    --skip-packages) packages=0 ;;
+    --advertise-address) advertise=$2; shift ;;
+    --port) api_port=$2; shift ;;
+    --etcd) etcd=$2; shift ;;
+    --cluster-cidr) cluster_cidr=$2; shift ;;
+    --service-cidr) service_cidr=$2; shift ;;
+    --server) server=$2; shift ;;
+    --token) token=$2; shift ;;
+    --token-ttl) token_ttl=$2; shift ;;
+    --ca-data) ca_data=$2; shift ;;
+    --ca-file) ca_file=$2; shift ;;
+    --node-name) node_name=$2; shift ;;
+    --node-ip) node_ip=$2; shift ;;
+    --containerd-socket) containerd_socket=$2; shift ;;
+    --registry-insecure) registry_insecure=$2; shift ;;
+    --kubelet-arg) kubelet_extra+=("$2"); shift ;;
+    --proxy-arg) proxy_extra+=("$2"); shift ;;
+    -h | --help) usage ;;
+    *) die "unknown option $1 (install.sh --help)" ;;
+  esac
+  shift
+done
+bin=$prefix/bin
+pki=$etc_dir/pki
+
+# --- steps -------------------------------------------------------------------
+
+need_root() {
+  [[ $(id -u) == 0 ]] || die "run as root (sudo $0 $cmd ...)"
+}
+
+# install_packages PKG...: from the distribution, only what is missing.
+install_packages() {
+  ((packages)) || { say "skipping packages (--skip-packages): $*"; return 0; }
+  command -v apt-get >/dev/null || die "no apt-get: install $* with your distribution's tools, then rerun with --skip-packages"
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  ((${#missing[@]})) || return 0
+  say "apt-get install ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# install_binaries NAME...: copy built binaries into $bin.
+install_binaries() {
+  local b
+  mkdir -p "$bin"
+  for b in "$@"; do
+    [[ -x $bin_dir/$b ]] || die "$bin_dir/$b not found: build with 'make build' (or pass --bin-dir)"
+    install -m 0755 "$bin_dir/$b" "$bin/$b.new"
+    mv -f "$bin/$b.new" "$bin/$b"
+  done
+  say "installed ${*} into $bin"
+}
+
+# write_env COMPONENT ARGS...: the component's command line.
+write_env() {
+  local c=$1
+  shift
+  mkdir -p "$etc_dir"
+  {
+    echo "# Written by hack/install.sh. The command line of $c: edit, then"
+    echo "# systemctl restart tugboat-$c"
+    echo "ARGS=\"$*\""
+  } >"$etc_dir/$c.env"
+}
+
+# install_units UNIT...: units from deploy/systemd, with this install's paths.
+install_units() {
+  ((use_systemd)) || return 0
+  command -v systemctl >/dev/null || die "no systemctl: rerun with --no-systemd and start the components yourself"
+  local u
+  for u in "$@"; do
+    sed -e "s|/usr/local/bin/|$bin/|g" -e "s|/etc/tugboat/|$etc_dir/|g" -e "s|/var/lib/tugboat/|$data_dir/|g" \
+      "$units_src/$u" >"$systemd_dir/$u"
+  done
+  systemctl daemon-reload
+}
+
+start_units() {
+  local u
+  if ((use_systemd)); then
+    systemctl enable --now "$@" >/dev/null
+    for u in "$@"; do
+      [[ $u == *.path ]] || systemctl restart "$u"
+    done
+    say "started $*"
+  else
+    say "--no-systemd: start these (each with its env file's ARGS):"
+    for u in "$@"; do
+      u=${u%.service}
+      u=${u#tugboat-}
+      if [[ -f $etc_dir/$u.env ]]; then
+        echo "  $bin/$u \$ARGS   # ARGS from $etc_dir/$u.env" >&2
+      fi
+    done
+  fi
+}
+
+default_ip() {
+  ip -4 route get 1.1.1.1 2>/dev/null | awk '{for (i = 1; i < NF; i++) if ($i == "src") {print $(i+1); exit}}'
+}
+
+# wait_apiserver: until the admin can read the default namespace.
+wait_apiserver() {
+  local i
+  for i in $(seq 1 120); do
+    "$bin/tugctl" --config "$etc_dir/admin.config" get ns default >/dev/null 2>&1 && return 0
+    sleep 0.5
+  done
+  die "the apiserver does not answer at $(grep '^server:' "$etc_dir/admin.config"); see: journalctl -u tugboat-apiserver"
+}
+
+# join_command: a fresh join token and the worker's command line.
+join_command() {
+  [[ -f $etc_dir/admin.config ]] || die "$etc_dir/admin.config not found: run this on the control plane after 'install.sh control-plane'"
+  local t srv
+  t=$("$bin/tugctl" --config "$etc_dir/admin.config" token create --ttl "$token_ttl" --description "install.sh join-command") ||
+    die "tugctl token create failed (is the apiserver up? journalctl -u tugboat-apiserver)"
+  srv=$(awk '$1 == "server:" {print $2}' "$etc_dir/admin.config")
+  echo "sudo hack/install.sh worker --server $srv --token $t --ca-data $(base64 -w0 "$pki/ca.crt")"
+}
+
+# --- commands ----------------------------------------------------------------
+
+control_plane() {
+  need_root
+  [[ -n $advertise ]] || advertise=$(default_ip)
+  [[ -n $advertise ]] || die "no default route to guess the address workers reach the apiserver at: pass --advertise-address IP"
+  case $etcd in
+    embedded) install_packages ca-certificates ;;
+    local) install_packages ca-certificates etcd-server ;;
+    *) die "--etcd $etcd: want embedded (inside the apiserver) or local (Debian's etcd-server on 127.0.0.1:2379)" ;;
+  esac
+  install_binaries apiserver scheduler controller-manager tugctl
+  mkdir -p "$etc_dir" "$data_dir"
+  chmod 700 "$data_dir"
+  if [[ ! -f $pki/ca.crt ]]; then
+    "$bin/apiserver" pki init --dir "$pki" --server-ips "$advertise" --server-names "$(hostname)" >/dev/null
+    say "made the cluster CA and certificates in $pki"
+  fi
+  if [[ ! -f $pki/encryption.key ]]; then
+    (umask 077 && echo "key1:$(head -c 32 /dev/urandom | base64 -w0)" >"$pki/encryption.key")
+  fi
+  local etcd_flags="--data-dir $data_dir/etcd"
+  [[ $etcd == local ]] && etcd_flags="--etcd-servers http://127.0.0.1:2379"
+  write_env apiserver --listen "0.0.0.0:$api_port" --metrics-listen 127.0.0.1:9443 --pki-dir "$pki" \
+    --encryption-key-file "$pki/encryption.key" --service-cidr "$service_cidr" $etcd_flags
+  local local_api="127.0.0.1:$api_port"
+  write_env scheduler --server "$local_api" --ca-file "$pki/ca.crt" --cert-file "$pki/scheduler.crt" \
+    --key-file "$pki/scheduler.key" --metrics-listen 127.0.0.1:10259
+  write_env controller-manager --server "$local_api" --ca-file "$pki/ca.crt" --cert-file "$pki/controller-manager.crt" \
+    --key-file "$pki/controller-manager.key" --metrics-listen 127.0.0.1:10257 --cluster-cidr "$cluster_cidr"
+  (umask 077 && cat >"$etc_dir/admin.config" <<CFG
+# Written by hack/install.sh: admin (system:masters). Use it with
+#   tugctl --config $etc_dir/admin.config ...   or   export TUGBOAT_CONFIG=$etc_dir/admin.config
+server: $advertise:$api_port
+caFile: $pki/ca.crt
+certFile: $pki/admin.crt
+keyFile: $pki/admin.key
+CFG
+  )
+  install_units tugboat-apiserver.service tugboat-scheduler.service tugboat-controller-manager.service
+  start_units tugboat-apiserver.service tugboat-scheduler.service tugboat-controller-manager.service
+  if ((use_systemd)); then
+    wait_apiserver
+    say "control plane up at $advertise:$api_port (TLS, RBAC). Admin: export TUGBOAT_CONFIG=$etc_dir/admin.config"
+    say "join a worker (one token per worker; 'install.sh join-command' makes another):"
+    join_command
+  fi
+}
+
+worker() {
+  need_root
+  [[ -n $server ]] || die "--server HOST:PORT required (the control plane's apiserver)"
+  [[ -n $token ]] || die "--token required: on the control plane run 'install.sh join-command' (or tugctl token create)"
+  install_packages ca-certificates containerd runc containernetworking-plugins iptables nftables conntrack
+  install_binaries kubelet proxy
+  mkdir -p "$pki" "$data_dir"
+  chmod 700 "$data_dir"
+  if [[ -n $ca_data ]]; then
+    base64 -d <<<"$ca_data" >"$pki/ca.crt.new" || die "--ca-data is not base64"
+    mv -f "$pki/ca.crt.new" "$pki/ca.crt"
+  elif [[ -n $ca_file ]]; then
+    cp "$ca_file" "$pki/ca.crt"
+  elif [[ ! -f $pki/ca.crt ]]; then
+    die "the cluster CA is needed to trust the apiserver: --ca-data (printed by join-command) or --ca-file"
+  fi
+  grep -q "BEGIN CERTIFICATE" "$pki/ca.crt" || die "$pki/ca.crt is not a PEM certificate"
+  if ((use_systemd)); then
+    systemctl enable --now containerd >/dev/null 2>&1 || true
+  fi
+  local root=$data_dir/kubelet certs=$data_dir/kubelet/pki
+  local ip_flag=() reg_flag=()
+  [[ -n $node_ip ]] && ip_flag=(--node-ip "$node_ip")
+  [[ -n $registry_insecure ]] && reg_flag=(--registry-insecure "$registry_insecure")
+  # The token is spent once on the node's certificate (kept in $certs,
+  # renewed by the kubelet); it stays in the env file only until then.
+  write_env kubelet --server "$server" --ca-file "$pki/ca.crt" --bootstrap-token "$token" --cert-dir "$certs" \
+    --node-name "$node_name" "${ip_flag[@]}" --root-dir "$root" --containerd-socket "$containerd_socket" \
+    "${reg_flag[@]}" --metrics-listen 127.0.0.1:10248 "${kubelet_extra[@]}"
+  chmod 600 "$etc_dir/kubelet.env"
+  # The proxy uses the node's own certificate (nodes may read services,
+  # endpoints and nodes); tugboat-proxy-cert.path restarts it when the
+  # kubelet renews the certificate.
+  write_env proxy --server "$server" --ca-file "$pki/ca.crt" --cert-file "$certs/node.crt" --key-file "$certs/node.key" \
+    --node-name "$node_name" "${ip_flag[@]}" --metrics-listen 127.0.0.1:10249 "${proxy_extra[@]}"
+  install_units tugboat-kubelet.service tugboat-proxy.service tugboat-proxy-cert.path tugboat-proxy-restart.service
+  start_units tugboat-kubelet.service tugboat-proxy.service tugboat-proxy-cert.path
+  say "worker $node_name: the kubelet joins $server with the token; watch it with: tugctl get nodes"
+}
+
+all_in_one() {
+  need_root
+  install_packages ca-certificates containerd runc containernetworking-plugins iptables nftables conntrack
+  install_binaries tugboat tugctl
+  mkdir -p "$data_dir"
+  write_env tugboat up --data-dir "$data_dir" --admin-config "$etc_dir/admin.config" \
+    --containerd-socket "$containerd_socket" "${kubelet_extra[@]}"
+  install_units tugboat.service
+  start_units tugboat.service
+  say "single-node cluster starting; admin: export TUGBOAT_CONFIG=$etc_dir/admin.config"
+}
+
+uninstall() {
+  need_root
+  local u
+  if ((use_systemd)) && command -v systemctl >/dev/null; then
+    for u in tugboat.service tugboat-kubelet.service tugboat-proxy.service tugboat-proxy-cert.path \
+      tugboat-proxy-restart.service tugboat-scheduler.service tugboat-controller-manager.service tugboat-apiserver.service; do
+      systemctl disable --now "$u" >/dev/null 2>&1 || true
+      rm -f "$systemd_dir/$u"
+    done
+    systemctl daemon-reload
+  fi
+  [[ -x $bin/proxy ]] && "$bin/proxy" --cleanup >/dev/null 2>&1 || true
+  for u in apiserver scheduler controller-manager kubelet proxy tugctl tugboat; do rm -f "$bin/$u"; done
+  # Pod network namespaces are bind mounts under the data dir.
+  awk -v d="$data_dir/" 'index($2, d) == 1 {print $2}' /proc/mounts | sort -r | xargs -r umount -l
+  rm -rf "$etc_dir" "$data_dir"
+  say "removed Tugboat (units, binaries, $etc_dir, $data_dir); containerd and the packages stay"
+}
+
+case $cmd in
+  control-plane) control_plane ;;
+  worker) worker ;;
+  join-command) join_command ;;
+  all-in-one) all_in_one ;;
+  uninstall) uninstall ;;
+  *) die "unknown command $cmd (install.sh --help)" ;;
+esac
