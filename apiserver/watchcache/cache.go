@@ -160,13 +160,21 @@ func (c *Cache) watch(ctx context.Context, from int64) (int64, error) {
 	defer w.Close()
 	ch := w.Watch(wctx, storage.KindPrefix(c.kind, ""), clientv3.WithPrefix(), clientv3.WithPrevKV(), clientv3.WithRev(from), clientv3.WithCreatedNotify())
 	go func() {
-		t := time.NewTicker(c.cfg.BookmarkInterval)
-		defer t.Stop()
 		for {
+			// Until the cache is ready, ask often: etcd does not answer a
+			// progress request made before the watch has caught up, and
+			// waiting a whole BookmarkInterval for the next one delayed
+			// every apiserver start by that much.
+			wait := c.cfg.BookmarkInterval
+			select {
+			case <-c.ready:
+			default:
+				wait = min(wait, 100*time.Millisecond)
+			}
 			select {
 			case <-wctx.Done():
 				return
-			case <-t.C:
+			case <-time.After(wait):
 				_ = w.RequestProgress(wctx)
 			}
 		}
