@@ -1,0 +1,266 @@
+package compose
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestComposeCluster is the CI end-to-end test of `make up`.
+func TestComposeCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds images and runs a cluster; skipped with -short")
+	}
+	requireDocker(t)
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := exec.Command("docker", "ps", "-a", "--filter", "label=com.docker.compose.project="+e.project).CombinedOutput()
+			t.Logf("containers:\n%s", out)
+			for _, s := range []string{"apiserver", "controller-manager", "scheduler", "worker-1", "worker-2", "registry"} {
+				if id := e.container(s); id != "" {
+					out, _ := exec.Command("docker", "logs", "--tail", "30", id).CombinedOutput()
+					t.Logf("--- %s:\n%s", s, out)
+				}
+			}
+		}
+		// make down, with the test's images (their tag is the test's own).
+		if out, err := e.script(context.Background(), nil, "down.sh", "--images"); err != nil {
+			t.Errorf("make down: %v\n%s", err, out)
+		}
+		if left := e.leftovers(); len(left) > 0 {
+			t.Errorf("make down left %v", left)
+		}
+	})
+
+	start := time.Now()
+	out, err := e.script(ctx, nil, "up.sh")
+	if err != nil {
+		t.Fatalf("make up: %v\n%s", err, out)
+	}
+	t.Logf("make up: %s\n%s", time.Since(start).Round(time.Second), lastLines(out, 8))
+
+	nodes, err := e.tugctl(ctx, "get", "nodes", "--no-headers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(nodes, " Ready "); n != 2 {
+		t.Fatalf("after make up, nodes:\n%s", nodes)
+	}
+
+	// The quick start.
+	if _, err := e.tugctl(ctx, "apply", "-f", filepath.Join(e.module, "deploy", "examples", "web.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	applied := time.Now()
+	waitAvailable(t, ctx, e, 4)
+	t.Logf("Deployment web available %s after apply", time.Since(applied).Round(100*time.Millisecond))
+	pods := webPods(t, ctx, e)
+	want := map[string]bool{}
+	for _, n := range pods {
+		want[n] = true
+	}
+	if len(want) != 2 {
+		t.Errorf("web pods on %v, want both nodes (the scheduler spreads 4 replicas)", pods)
+	}
+	for i, port := range e.nodePort {
+		seen := answers(t, "127.0.0.1:"+strconv.Itoa(port), want)
+		t.Logf("nodePort 30080 of worker-%d (host port %d): answers from pods on %v", i+1, port, seen)
+	}
+
+	// tugctl logs through the apiserver and the kubelet's tunnel.
+	var pod string
+	for p := range pods {
+		pod = p
+		break
+	}
+	logs, err := e.tugctl(ctx, "logs", pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs, "listening") || !strings.Contains(logs, "request") {
+		t.Errorf("tugctl logs %s = %q, want the start line and the requests", pod, logs)
+	}
+
+	// A pod whose image the node pulls from the cluster's registry.
+	if _, err := e.tugctl(ctx, "apply", "-f", filepath.Join(e.module, "deploy", "examples", "registry-pod.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "registry-check pulled and ran", func() error {
+		out, err := e.tugctl(ctx, "logs", "registry-check")
+		if err != nil || !strings.Contains(out, "pulled from the cluster registry") {
+			desc, _ := e.tugctl(ctx, "describe", "pod", "registry-check")
+			return fmt.Errorf("logs %q (%v)\n%s", out, err, lastLines(desc, 12))
+		}
+		return nil
+	})
+
+	// A node container dies: its pods come back on the other node.
+	stopped := time.Now()
+	if out, err := exec.CommandContext(ctx, "docker", "stop", e.container("worker-2")).CombinedOutput(); err != nil {
+		t.Fatalf("docker stop worker-2: %v: %s", err, out)
+	}
+	eventually(t, 3*time.Minute, "the web pods replaced on worker-1", func() error {
+		pods := webPods(t, ctx, e)
+		ready, err := e.tugctl(ctx, "get", "deploy", "web", "--no-headers")
+		if err != nil {
+			return err
+		}
+		on1 := 0
+		for _, n := range pods {
+			if n == "worker-1" {
+				on1++
+			}
+		}
+		if f := strings.Fields(ready); on1 < 4 || len(f) < 4 || f[3] != "4" {
+			return fmt.Errorf("pods %v; deployment %s", pods, strings.TrimSpace(ready))
+		}
+		return nil
+	})
+	t.Logf("pods of the stopped node replaced on worker-1 %s after docker stop", time.Since(stopped).Round(100*time.Millisecond))
+	answers(t, "127.0.0.1:"+strconv.Itoa(e.nodePort[0]), map[string]bool{"worker-1": true})
+}
+
+// waitAvailable waits until the web Deployment has n available replicas.
+func waitAvailable(t *testing.T, ctx context.Context, e *env, n int) {
+	t.Helper()
+	eventually(t, 3*time.Minute, "Deployment web available", func() error {
+		out, err := e.tugctl(ctx, "get", "deploy", "web", "--no-headers")
+		if err != nil {
+			return err
+		}
+		if f := strings.Fields(out); len(f) < 4 || f[3] != strconv.Itoa(n) {
+			pods, _ := e.tugctl(ctx, "get", "pods", "-o", "wide")
+			return fmt.Errorf("deployment %s\n%s", strings.TrimSpace(out), pods)
+		}
+		return nil
+	})
+}
+
+// webPods maps the running web pods to their nodes.
+func webPods(t *testing.T, ctx context.Context, e *env) map[string]string {
+	t.Helper()
+	out, err := e.tugctl(ctx, "get", "pods", "-l", "app=web", "-o", "wide", "--no-headers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if f := strings.Fields(line); len(f) >= 7 && f[2] == "Running" {
+			pods[f[0]] = f[6]
+		}
+	}
+	return pods
+}
+
+// answers fetches addr (new connection each time) until pods on every
+// node of want have answered; it returns the nodes seen.
+func answers(t *testing.T, addr string, want map[string]bool) []string {
+	t.Helper()
+	nodeRE := regexp.MustCompile(`node=(\S+)`)
+	hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	seen := map[string]bool{}
+	eventually(t, time.Minute, "answers through "+addr+" from pods on every node", func() error {
+		resp, err := hc.Get("http://" + addr + "/")
+		if err != nil {
+			return err
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if m := nodeRE.FindSubmatch(body); m != nil {
+			seen[string(m[1])] = true
+		}
+		for n := range want {
+			if !seen[n] {
+				return fmt.Errorf("pods on %v answered so far (last %q)", seen, body)
+			}
+		}
+		return nil
+	})
+	var out []string
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestUpExplainsFailures: make up stops early, saying what and how to fix
+// it, when compose is missing or a host port is taken.
+func TestUpExplainsFailures(t *testing.T) {
+	requireDocker(t)
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	skip := []string{"TUGBOAT_SKIP_BUILD=1"}
+
+	out, err := e.script(ctx, append(skip, "TUGBOAT_COMPOSE=tugboat-no-such-compose"), "up.sh")
+	if err == nil || !strings.Contains(out, "TUGBOAT_COMPOSE=tugboat-no-such-compose does not run") {
+		t.Errorf("compose missing: err=%v, output:\n%s", err, out)
+	}
+
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(e.apiPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	out, err = e.script(ctx, skip, "up.sh")
+	want := fmt.Sprintf("port %d on 127.0.0.1 (the apiserver) is taken", e.apiPort)
+	if err == nil || !strings.Contains(out, want) || !strings.Contains(out, "TUGBOAT_API_PORT=<port> make up") {
+		t.Errorf("port taken: err=%v, want %q and the fix in:\n%s", err, want, out)
+	}
+	if left := e.leftovers(); len(left) > 0 {
+		t.Errorf("a refused make up left %v", left)
+	}
+}
+
+// TestComposeFileValid: docker-compose.yaml parses with every compose
+// installed here (v1 and v2), without images or build contexts.
+func TestComposeFileValid(t *testing.T) {
+	requireDocker(t)
+	e := newEnv(t)
+	tried := 0
+	for _, c := range [][]string{{"docker-compose"}, {"docker", "compose"}} {
+		if exec.Command(c[0], append(c[1:], "version")...).Run() != nil {
+			continue
+		}
+		tried++
+		args := append(c[1:], "-p", e.project, "-f", filepath.Join(e.module, "docker-compose.yaml"), "config", "--services")
+		cmd := exec.Command(c[0], args...)
+		cmd.Env = e.vars()
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("%s config: %v\n%s", strings.Join(c, " "), err, out)
+			continue
+		}
+		got := strings.Fields(string(out))
+		sort.Strings(got)
+		want := []string{"apiserver", "controller-manager", "etcd", "pki", "registry", "scheduler", "worker-1", "worker-2"}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("%s config --services = %v, want %v", strings.Join(c, " "), got, want)
+		}
+	}
+	if tried == 0 {
+		t.Skip("no compose installed")
+	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,165 @@
+package compose
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tugboat/tugboat/e2e/cluster"
+)
+
+// requireDocker skips t (fails it under CI=true) unless docker answers and
+// a compose (v2 plugin or v1) is installed.
+func requireDocker(t *testing.T) {
+	t.Helper()
+	why := ""
+	if _, err := exec.LookPath("docker"); err != nil {
+		why = "docker is not installed"
+	} else if out, err := exec.Command("docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
+		why = "the docker daemon does not answer: " + strings.TrimSpace(string(out))
+	} else if exec.Command("docker", "compose", "version").Run() != nil && exec.Command("docker-compose", "version").Run() != nil {
+		why = "neither docker compose (v2) nor docker-compose (v1) is installed"
+	}
+	if why == "" {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s (CI=true: not skipping)", why)
+	}
+	t.Skipf("%s; skipping the compose cluster test", why)
+}
+
+// env is one test cluster's settings: a project of its own, an image tag
+// of its own, free host ports, a tugctl config in a temp dir.
+type env struct {
+	t        *testing.T
+	module   string
+	project  string
+	tag      string
+	config   string
+	apiPort  int
+	regPort  int
+	nodePort [2]int
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	mod, err := cluster.ModuleDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	id := hex.EncodeToString(b)
+	e := &env{t: t, module: mod, project: "tugboat-e2e-" + id, tag: "e2e-" + id, config: filepath.Join(t.TempDir(), "config")}
+	ports := freePorts(t, 4)
+	e.apiPort, e.regPort, e.nodePort[0], e.nodePort[1] = ports[0], ports[1], ports[2], ports[3]
+	return e
+}
+
+// vars are the environment of hack/up.sh and hack/down.sh for this env.
+func (e *env) vars() []string {
+	return append(os.Environ(),
+		"TUGBOAT_PROJECT="+e.project,
+		"TUGBOAT_TAG="+e.tag,
+		"TUGBOAT_CONFIG="+e.config,
+		"TUGBOAT_API_PORT="+strconv.Itoa(e.apiPort),
+		"TUGBOAT_REGISTRY_PORT="+strconv.Itoa(e.regPort),
+		"TUGBOAT_NODEPORT_1="+strconv.Itoa(e.nodePort[0]),
+		"TUGBOAT_NODEPORT_2="+strconv.Itoa(e.nodePort[1]),
+	)
+}
+
+// script runs a hack/ script with the env's settings (plus extra
+// variables) and returns its combined output.
+func (e *env) script(ctx context.Context, extra []string, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(e.module, "hack", name), args...)
+	cmd.Dir = e.module
+	cmd.Env = append(e.vars(), extra...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// tugctl runs bin/tugctl (built by make up) with the env's config.
+func (e *env) tugctl(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(e.module, "bin", "tugctl"), append([]string{"--config", e.config}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), fmt.Errorf("tugctl %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return string(out), nil
+}
+
+// container is the id of a service's container in this project.
+func (e *env) container(service string) string {
+	out, _ := exec.Command("docker", "ps", "-aq",
+		"--filter", "label=com.docker.compose.project="+e.project,
+		"--filter", "label=com.docker.compose.service="+service).Output()
+	return strings.TrimSpace(string(out))
+}
+
+// leftovers lists what of this project docker still has.
+func (e *env) leftovers() []string {
+	var left []string
+	for _, what := range []string{"ps -aq", "network ls -q", "volume ls -q"} {
+		args := append(strings.Fields(what), "--filter", "label=com.docker.compose.project="+e.project)
+		out, _ := exec.Command("docker", args...).Output()
+		for _, id := range strings.Fields(string(out)) {
+			left = append(left, strings.Fields(what)[0]+" "+id)
+		}
+	}
+	out, _ := exec.Command("docker", "images", "-q", "--filter", "reference=tugboat/*:"+e.tag).Output()
+	for _, id := range strings.Fields(string(out)) {
+		left = append(left, "image "+id)
+	}
+	return left
+}
+
+// freePorts returns n distinct free TCP ports on 127.0.0.1.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ls []net.Listener
+	var ports []int
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return ports
+}
+
+// eventually polls cond until it returns nil or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not done after %s: %v", what, timeout, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
