@@ -167,4 +167,7 @@ for img in control-plane registry node; do
     die "docker build of tugboat/$img:$tag failed (above)"
   }
 done
+# Replaced images (a previous build's, now untagged) go, unless a container
+# still uses them.
+"$DOCKER" image prune -f --filter label=io.tugboat.image >/dev/null 2>&1 || true
 step "images built: $("$DOCKER" images --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep "^tugboat/.*:$tag " | tr '\n' ' ')"
