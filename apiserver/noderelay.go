@@ -190,3 +190,11 @@ func (r *nodeRelay) Stats(ctx context.Context, req *v1.StatsRequest) (*v1.StatsR
 	}
 	return nc.Stats(ctx, req)
 }
+
+func (r *nodeRelay) CheckService(ctx context.Context, req *v1.CheckServiceRequest) (*v1.CheckServiceResponse, error) {
+	nc, err := r.named(ctx, "get", "servicecheck", req.NodeName)
+	if err != nil {
+		return nil, apierrors.ToGRPC(err)
+	}
+	return nc.CheckService(ctx, req)
+}

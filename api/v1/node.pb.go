@@ -990,6 +990,344 @@ func (x *StatsResponse) GetPods() []*PodStats {
 	return nil
 }
 
+type CheckServiceRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	NodeName string                 `protobuf:"bytes,1,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	// dns_name is asked (type A) of the node's cluster DNS; empty: no DNS
+	// check.
+	DnsName string `protobuf:"bytes,2,opt,name=dns_name,json=dnsName,proto3" json:"dns_name,omitempty"`
+	// cluster_ip and ports: the node's rules for each ClusterIP port are
+	// looked up; empty cluster_ip: no rule check.
+	ClusterIp     string            `protobuf:"bytes,3,opt,name=cluster_ip,json=clusterIp,proto3" json:"cluster_ip,omitempty"`
+	Ports         []*ServicePortRef `protobuf:"bytes,4,rep,name=ports,proto3" json:"ports,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckServiceRequest) Reset() {
+	*x = CheckServiceRequest{}
+	mi := &file_api_v1_node_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckServiceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckServiceRequest) ProtoMessage() {}
+
+func (x *CheckServiceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_node_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckServiceRequest.ProtoReflect.Descriptor instead.
+func (*CheckServiceRequest) Descriptor() ([]byte, []int) {
+	return file_api_v1_node_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *CheckServiceRequest) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
+	}
+	return ""
+}
+
+func (x *CheckServiceRequest) GetDnsName() string {
+	if x != nil {
+		return x.DnsName
+	}
+	return ""
+}
+
+func (x *CheckServiceRequest) GetClusterIp() string {
+	if x != nil {
+		return x.ClusterIp
+	}
+	return ""
+}
+
+func (x *CheckServiceRequest) GetPorts() []*ServicePortRef {
+	if x != nil {
+		return x.Ports
+	}
+	return nil
+}
+
+type ServicePortRef struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TCP, UDP or SCTP.
+	Protocol      string `protobuf:"bytes,1,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	Port          int32  `protobuf:"varint,2,opt,name=port,proto3" json:"port,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServicePortRef) Reset() {
+	*x = ServicePortRef{}
+	mi := &file_api_v1_node_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServicePortRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServicePortRef) ProtoMessage() {}
+
+func (x *ServicePortRef) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_node_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServicePortRef.ProtoReflect.Descriptor instead.
+func (*ServicePortRef) Descriptor() ([]byte, []int) {
+	return file_api_v1_node_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ServicePortRef) GetProtocol() string {
+	if x != nil {
+		return x.Protocol
+	}
+	return ""
+}
+
+func (x *ServicePortRef) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+type DNSCheck struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// server is the address asked (ip:port).
+	Server string `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	// rcode is the answer's response code (NOERROR, NXDOMAIN, SERVFAIL...);
+	// empty when no answer came (error says why).
+	Rcode         string   `protobuf:"bytes,2,opt,name=rcode,proto3" json:"rcode,omitempty"`
+	Addresses     []string `protobuf:"bytes,3,rep,name=addresses,proto3" json:"addresses,omitempty"`
+	Error         string   `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DNSCheck) Reset() {
+	*x = DNSCheck{}
+	mi := &file_api_v1_node_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DNSCheck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DNSCheck) ProtoMessage() {}
+
+func (x *DNSCheck) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_node_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DNSCheck.ProtoReflect.Descriptor instead.
+func (*DNSCheck) Descriptor() ([]byte, []int) {
+	return file_api_v1_node_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *DNSCheck) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *DNSCheck) GetRcode() string {
+	if x != nil {
+		return x.Rcode
+	}
+	return ""
+}
+
+func (x *DNSCheck) GetAddresses() []string {
+	if x != nil {
+		return x.Addresses
+	}
+	return nil
+}
+
+func (x *DNSCheck) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+type ServiceRuleCheck struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Protocol string                 `protobuf:"bytes,1,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	Port     int32                  `protobuf:"varint,2,opt,name=port,proto3" json:"port,omitempty"`
+	// verdict: "forward" (DNAT to endpoints), "reject" (the Service has no
+	// ready endpoint: connections are refused) or "missing" (no rule).
+	Verdict string `protobuf:"bytes,3,opt,name=verdict,proto3" json:"verdict,omitempty"`
+	// endpoints is how many endpoints the forwarding rule balances over.
+	Endpoints     int32 `protobuf:"varint,4,opt,name=endpoints,proto3" json:"endpoints,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServiceRuleCheck) Reset() {
+	*x = ServiceRuleCheck{}
+	mi := &file_api_v1_node_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServiceRuleCheck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServiceRuleCheck) ProtoMessage() {}
+
+func (x *ServiceRuleCheck) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_node_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServiceRuleCheck.ProtoReflect.Descriptor instead.
+func (*ServiceRuleCheck) Descriptor() ([]byte, []int) {
+	return file_api_v1_node_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ServiceRuleCheck) GetProtocol() string {
+	if x != nil {
+		return x.Protocol
+	}
+	return ""
+}
+
+func (x *ServiceRuleCheck) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *ServiceRuleCheck) GetVerdict() string {
+	if x != nil {
+		return x.Verdict
+	}
+	return ""
+}
+
+func (x *ServiceRuleCheck) GetEndpoints() int32 {
+	if x != nil {
+		return x.Endpoints
+	}
+	return 0
+}
+
+type CheckServiceResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	NodeName string                 `protobuf:"bytes,1,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	// dns is unset when no name was asked.
+	Dns   *DNSCheck           `protobuf:"bytes,2,opt,name=dns,proto3" json:"dns,omitempty"`
+	Rules []*ServiceRuleCheck `protobuf:"bytes,3,rep,name=rules,proto3" json:"rules,omitempty"`
+	// rules_error says why the rules could not be read (no table: the proxy
+	// never ran on the node).
+	RulesError    string `protobuf:"bytes,4,opt,name=rules_error,json=rulesError,proto3" json:"rules_error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckServiceResponse) Reset() {
+	*x = CheckServiceResponse{}
+	mi := &file_api_v1_node_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckServiceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckServiceResponse) ProtoMessage() {}
+
+func (x *CheckServiceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_node_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckServiceResponse.ProtoReflect.Descriptor instead.
+func (*CheckServiceResponse) Descriptor() ([]byte, []int) {
+	return file_api_v1_node_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *CheckServiceResponse) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
+	}
+	return ""
+}
+
+func (x *CheckServiceResponse) GetDns() *DNSCheck {
+	if x != nil {
+		return x.Dns
+	}
+	return nil
+}
+
+func (x *CheckServiceResponse) GetRules() []*ServiceRuleCheck {
+	if x != nil {
+		return x.Rules
+	}
+	return nil
+}
+
+func (x *CheckServiceResponse) GetRulesError() string {
+	if x != nil {
+		return x.RulesError
+	}
+	return ""
+}
+
 var File_api_v1_node_proto protoreflect.FileDescriptor
 
 const file_api_v1_node_proto_rawDesc = "" +
@@ -1068,17 +1406,43 @@ const file_api_v1_node_proto_rawDesc = "" +
 	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12.\n" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x121\n" +
 	"\x04node\x18\x03 \x01(\v2\x1d.tugboat.api.v1.ResourceUsageR\x04node\x12,\n" +
-	"\x04pods\x18\x04 \x03(\v2\x18.tugboat.api.v1.PodStatsR\x04pods2U\n" +
+	"\x04pods\x18\x04 \x03(\v2\x18.tugboat.api.v1.PodStatsR\x04pods\"\xa2\x01\n" +
+	"\x13CheckServiceRequest\x12\x1b\n" +
+	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12\x19\n" +
+	"\bdns_name\x18\x02 \x01(\tR\adnsName\x12\x1d\n" +
+	"\n" +
+	"cluster_ip\x18\x03 \x01(\tR\tclusterIp\x124\n" +
+	"\x05ports\x18\x04 \x03(\v2\x1e.tugboat.api.v1.ServicePortRefR\x05ports\"@\n" +
+	"\x0eServicePortRef\x12\x1a\n" +
+	"\bprotocol\x18\x01 \x01(\tR\bprotocol\x12\x12\n" +
+	"\x04port\x18\x02 \x01(\x05R\x04port\"l\n" +
+	"\bDNSCheck\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x14\n" +
+	"\x05rcode\x18\x02 \x01(\tR\x05rcode\x12\x1c\n" +
+	"\taddresses\x18\x03 \x03(\tR\taddresses\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"z\n" +
+	"\x10ServiceRuleCheck\x12\x1a\n" +
+	"\bprotocol\x18\x01 \x01(\tR\bprotocol\x12\x12\n" +
+	"\x04port\x18\x02 \x01(\x05R\x04port\x12\x18\n" +
+	"\averdict\x18\x03 \x01(\tR\averdict\x12\x1c\n" +
+	"\tendpoints\x18\x04 \x01(\x05R\tendpoints\"\xb8\x01\n" +
+	"\x14CheckServiceResponse\x12\x1b\n" +
+	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12*\n" +
+	"\x03dns\x18\x02 \x01(\v2\x18.tugboat.api.v1.DNSCheckR\x03dns\x126\n" +
+	"\x05rules\x18\x03 \x03(\v2 .tugboat.api.v1.ServiceRuleCheckR\x05rules\x12\x1f\n" +
+	"\vrules_error\x18\x04 \x01(\tR\n" +
+	"rulesError2U\n" +
 	"\n" +
 	"NodeTunnel\x12G\n" +
-	"\aConnect\x12\x1b.tugboat.api.v1.TunnelFrame\x1a\x1b.tugboat.api.v1.TunnelFrame(\x010\x012\xf9\x02\n" +
+	"\aConnect\x12\x1b.tugboat.api.v1.TunnelFrame\x1a\x1b.tugboat.api.v1.TunnelFrame(\x010\x012\xd4\x03\n" +
 	"\aNodeAPI\x12@\n" +
 	"\x04Logs\x12\x1b.tugboat.api.v1.LogsRequest\x1a\x19.tugboat.api.v1.LogsChunk0\x01\x12A\n" +
 	"\x04Exec\x12\x19.tugboat.api.v1.ExecInput\x1a\x1a.tugboat.api.v1.ExecOutput(\x010\x01\x12N\n" +
 	"\vImportImage\x12\x1b.tugboat.api.v1.ImageUpload\x1a\x1e.tugboat.api.v1.ImportProgress(\x010\x01\x12S\n" +
 	"\n" +
 	"ListImages\x12!.tugboat.api.v1.ListImagesRequest\x1a\".tugboat.api.v1.ListImagesResponse\x12D\n" +
-	"\x05Stats\x12\x1c.tugboat.api.v1.StatsRequest\x1a\x1d.tugboat.api.v1.StatsResponseB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
+	"\x05Stats\x12\x1c.tugboat.api.v1.StatsRequest\x1a\x1d.tugboat.api.v1.StatsResponse\x12Y\n" +
+	"\fCheckService\x12#.tugboat.api.v1.CheckServiceRequest\x1a$.tugboat.api.v1.CheckServiceResponseB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
 
 var (
 	file_api_v1_node_proto_rawDescOnce sync.Once
@@ -1092,7 +1456,7 @@ func file_api_v1_node_proto_rawDescGZIP() []byte {
 	return file_api_v1_node_proto_rawDescData
 }
 
-var file_api_v1_node_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_api_v1_node_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_api_v1_node_proto_goTypes = []any{
 	(*TunnelFrame)(nil),           // 0: tugboat.api.v1.TunnelFrame
 	(*LogsRequest)(nil),           // 1: tugboat.api.v1.LogsRequest
@@ -1110,36 +1474,46 @@ var file_api_v1_node_proto_goTypes = []any{
 	(*ResourceUsage)(nil),         // 13: tugboat.api.v1.ResourceUsage
 	(*PodStats)(nil),              // 14: tugboat.api.v1.PodStats
 	(*StatsResponse)(nil),         // 15: tugboat.api.v1.StatsResponse
-	nil,                           // 16: tugboat.api.v1.PodStats.ContainersEntry
-	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
+	(*CheckServiceRequest)(nil),   // 16: tugboat.api.v1.CheckServiceRequest
+	(*ServicePortRef)(nil),        // 17: tugboat.api.v1.ServicePortRef
+	(*DNSCheck)(nil),              // 18: tugboat.api.v1.DNSCheck
+	(*ServiceRuleCheck)(nil),      // 19: tugboat.api.v1.ServiceRuleCheck
+	(*CheckServiceResponse)(nil),  // 20: tugboat.api.v1.CheckServiceResponse
+	nil,                           // 21: tugboat.api.v1.PodStats.ContainersEntry
+	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
 }
 var file_api_v1_node_proto_depIdxs = []int32{
 	3,  // 0: tugboat.api.v1.ExecInput.start:type_name -> tugboat.api.v1.ExecStart
 	4,  // 1: tugboat.api.v1.ExecInput.resize:type_name -> tugboat.api.v1.TerminalSize
 	10, // 2: tugboat.api.v1.ListImagesResponse.images:type_name -> tugboat.api.v1.ImageInfo
 	13, // 3: tugboat.api.v1.PodStats.usage:type_name -> tugboat.api.v1.ResourceUsage
-	16, // 4: tugboat.api.v1.PodStats.containers:type_name -> tugboat.api.v1.PodStats.ContainersEntry
-	17, // 5: tugboat.api.v1.StatsResponse.time:type_name -> google.protobuf.Timestamp
+	21, // 4: tugboat.api.v1.PodStats.containers:type_name -> tugboat.api.v1.PodStats.ContainersEntry
+	22, // 5: tugboat.api.v1.StatsResponse.time:type_name -> google.protobuf.Timestamp
 	13, // 6: tugboat.api.v1.StatsResponse.node:type_name -> tugboat.api.v1.ResourceUsage
 	14, // 7: tugboat.api.v1.StatsResponse.pods:type_name -> tugboat.api.v1.PodStats
-	13, // 8: tugboat.api.v1.PodStats.ContainersEntry.value:type_name -> tugboat.api.v1.ResourceUsage
-	0,  // 9: tugboat.api.v1.NodeTunnel.Connect:input_type -> tugboat.api.v1.TunnelFrame
-	1,  // 10: tugboat.api.v1.NodeAPI.Logs:input_type -> tugboat.api.v1.LogsRequest
-	5,  // 11: tugboat.api.v1.NodeAPI.Exec:input_type -> tugboat.api.v1.ExecInput
-	7,  // 12: tugboat.api.v1.NodeAPI.ImportImage:input_type -> tugboat.api.v1.ImageUpload
-	9,  // 13: tugboat.api.v1.NodeAPI.ListImages:input_type -> tugboat.api.v1.ListImagesRequest
-	12, // 14: tugboat.api.v1.NodeAPI.Stats:input_type -> tugboat.api.v1.StatsRequest
-	0,  // 15: tugboat.api.v1.NodeTunnel.Connect:output_type -> tugboat.api.v1.TunnelFrame
-	2,  // 16: tugboat.api.v1.NodeAPI.Logs:output_type -> tugboat.api.v1.LogsChunk
-	6,  // 17: tugboat.api.v1.NodeAPI.Exec:output_type -> tugboat.api.v1.ExecOutput
-	8,  // 18: tugboat.api.v1.NodeAPI.ImportImage:output_type -> tugboat.api.v1.ImportProgress
-	11, // 19: tugboat.api.v1.NodeAPI.ListImages:output_type -> tugboat.api.v1.ListImagesResponse
-	15, // 20: tugboat.api.v1.NodeAPI.Stats:output_type -> tugboat.api.v1.StatsResponse
-	15, // [15:21] is the sub-list for method output_type
-	9,  // [9:15] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	17, // 8: tugboat.api.v1.CheckServiceRequest.ports:type_name -> tugboat.api.v1.ServicePortRef
+	18, // 9: tugboat.api.v1.CheckServiceResponse.dns:type_name -> tugboat.api.v1.DNSCheck
+	19, // 10: tugboat.api.v1.CheckServiceResponse.rules:type_name -> tugboat.api.v1.ServiceRuleCheck
+	13, // 11: tugboat.api.v1.PodStats.ContainersEntry.value:type_name -> tugboat.api.v1.ResourceUsage
+	0,  // 12: tugboat.api.v1.NodeTunnel.Connect:input_type -> tugboat.api.v1.TunnelFrame
+	1,  // 13: tugboat.api.v1.NodeAPI.Logs:input_type -> tugboat.api.v1.LogsRequest
+	5,  // 14: tugboat.api.v1.NodeAPI.Exec:input_type -> tugboat.api.v1.ExecInput
+	7,  // 15: tugboat.api.v1.NodeAPI.ImportImage:input_type -> tugboat.api.v1.ImageUpload
+	9,  // 16: tugboat.api.v1.NodeAPI.ListImages:input_type -> tugboat.api.v1.ListImagesRequest
+	12, // 17: tugboat.api.v1.NodeAPI.Stats:input_type -> tugboat.api.v1.StatsRequest
+	16, // 18: tugboat.api.v1.NodeAPI.CheckService:input_type -> tugboat.api.v1.CheckServiceRequest
+	0,  // 19: tugboat.api.v1.NodeTunnel.Connect:output_type -> tugboat.api.v1.TunnelFrame
+	2,  // 20: tugboat.api.v1.NodeAPI.Logs:output_type -> tugboat.api.v1.LogsChunk
+	6,  // 21: tugboat.api.v1.NodeAPI.Exec:output_type -> tugboat.api.v1.ExecOutput
+	8,  // 22: tugboat.api.v1.NodeAPI.ImportImage:output_type -> tugboat.api.v1.ImportProgress
+	11, // 23: tugboat.api.v1.NodeAPI.ListImages:output_type -> tugboat.api.v1.ListImagesResponse
+	15, // 24: tugboat.api.v1.NodeAPI.Stats:output_type -> tugboat.api.v1.StatsResponse
+	20, // 25: tugboat.api.v1.NodeAPI.CheckService:output_type -> tugboat.api.v1.CheckServiceResponse
+	19, // [19:26] is the sub-list for method output_type
+	12, // [12:19] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_node_proto_init() }
@@ -1153,7 +1527,7 @@ func file_api_v1_node_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_node_proto_rawDesc), len(file_api_v1_node_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -127,11 +127,12 @@ var NodeTunnel_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	NodeAPI_Logs_FullMethodName        = "/tugboat.api.v1.NodeAPI/Logs"
-	NodeAPI_Exec_FullMethodName        = "/tugboat.api.v1.NodeAPI/Exec"
-	NodeAPI_ImportImage_FullMethodName = "/tugboat.api.v1.NodeAPI/ImportImage"
-	NodeAPI_ListImages_FullMethodName  = "/tugboat.api.v1.NodeAPI/ListImages"
-	NodeAPI_Stats_FullMethodName       = "/tugboat.api.v1.NodeAPI/Stats"
+	NodeAPI_Logs_FullMethodName         = "/tugboat.api.v1.NodeAPI/Logs"
+	NodeAPI_Exec_FullMethodName         = "/tugboat.api.v1.NodeAPI/Exec"
+	NodeAPI_ImportImage_FullMethodName  = "/tugboat.api.v1.NodeAPI/ImportImage"
+	NodeAPI_ListImages_FullMethodName   = "/tugboat.api.v1.NodeAPI/ListImages"
+	NodeAPI_Stats_FullMethodName        = "/tugboat.api.v1.NodeAPI/Stats"
+	NodeAPI_CheckService_FullMethodName = "/tugboat.api.v1.NodeAPI/CheckService"
 )
 
 // NodeAPIClient is the client API for NodeAPI service.
@@ -153,6 +154,11 @@ type NodeAPIClient interface {
 	ListImages(ctx context.Context, in *ListImagesRequest, opts ...grpc.CallOption) (*ListImagesResponse, error)
 	// Stats reports cpu and memory use of the node and its pods (for top).
 	Stats(ctx context.Context, in *StatsRequest, opts ...grpc.CallOption) (*StatsResponse, error)
+	// CheckService checks a Service's path as the node sees it (for tugctl
+	// trace service): its DNS name asked of the node's cluster DNS, and the
+	// node's Service rules (the proxy's nftables table) for its ClusterIP
+	// ports.
+	CheckService(ctx context.Context, in *CheckServiceRequest, opts ...grpc.CallOption) (*CheckServiceResponse, error)
 }
 
 type nodeAPIClient struct {
@@ -228,6 +234,16 @@ func (c *nodeAPIClient) Stats(ctx context.Context, in *StatsRequest, opts ...grp
 	return out, nil
 }
 
+func (c *nodeAPIClient) CheckService(ctx context.Context, in *CheckServiceRequest, opts ...grpc.CallOption) (*CheckServiceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CheckServiceResponse)
+	err := c.cc.Invoke(ctx, NodeAPI_CheckService_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // NodeAPIServer is the server API for NodeAPI service.
 // All implementations must embed UnimplementedNodeAPIServer
 // for forward compatibility.
@@ -247,6 +263,11 @@ type NodeAPIServer interface {
 	ListImages(context.Context, *ListImagesRequest) (*ListImagesResponse, error)
 	// Stats reports cpu and memory use of the node and its pods (for top).
 	Stats(context.Context, *StatsRequest) (*StatsResponse, error)
+	// CheckService checks a Service's path as the node sees it (for tugctl
+	// trace service): its DNS name asked of the node's cluster DNS, and the
+	// node's Service rules (the proxy's nftables table) for its ClusterIP
+	// ports.
+	CheckService(context.Context, *CheckServiceRequest) (*CheckServiceResponse, error)
 	mustEmbedUnimplementedNodeAPIServer()
 }
 
@@ -271,6 +292,9 @@ func (UnimplementedNodeAPIServer) ListImages(context.Context, *ListImagesRequest
 }
 func (UnimplementedNodeAPIServer) Stats(context.Context, *StatsRequest) (*StatsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Stats not implemented")
+}
+func (UnimplementedNodeAPIServer) CheckService(context.Context, *CheckServiceRequest) (*CheckServiceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CheckService not implemented")
 }
 func (UnimplementedNodeAPIServer) mustEmbedUnimplementedNodeAPIServer() {}
 func (UnimplementedNodeAPIServer) testEmbeddedByValue()                 {}
@@ -354,6 +378,24 @@ func _NodeAPI_Stats_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _NodeAPI_CheckService_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CheckServiceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeAPIServer).CheckService(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NodeAPI_CheckService_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeAPIServer).CheckService(ctx, req.(*CheckServiceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // NodeAPI_ServiceDesc is the grpc.ServiceDesc for NodeAPI service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -368,6 +410,10 @@ var NodeAPI_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Stats",
 			Handler:    _NodeAPI_Stats_Handler,
+		},
+		{
+			MethodName: "CheckService",
+			Handler:    _NodeAPI_CheckService_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
