@@ -382,15 +382,17 @@ func (d *Datapath) done(mode string, start time.Time, changed map[string]time.Ti
 			d.metrics.latency.Observe(now.Sub(seen).Seconds())
 		}
 	}
-	var ports, eps int
+	var ports, eps, rejected int
 	for _, rs := range d.applied {
 		ports += len(rs.ServiceIPs) + len(rs.RejectIPs)
+		rejected += len(rs.RejectIPs)
 		for _, c := range rs.Chains {
 			eps += len(c.Endpoints)
 		}
 	}
 	d.metrics.servicePorts.Set(float64(ports))
 	d.metrics.endpoints.Set(float64(eps))
+	d.metrics.rejecting.Set(float64(rejected))
 	d.metrics.lastSync.SetToCurrentTime()
 	lvl := slog.LevelDebug
 	if mode == "full" {

@@ -10,6 +10,7 @@ type metrics struct {
 	syncErrors   *prometheus.CounterVec
 	servicePorts prometheus.Gauge
 	endpoints    prometheus.Gauge
+	rejecting    prometheus.Gauge
 	lastSync     prometheus.Gauge
 	staleFlows   prometheus.Counter
 }
@@ -38,6 +39,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "tugboat_proxy_endpoints",
 			Help: "Endpoints programmed, summed over service ports.",
 		}),
+		rejecting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tugboat_proxy_service_ports_without_endpoints",
+			Help: "Service ports programmed with no ready endpoint: their connections are refused.",
+		}),
 		lastSync: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tugboat_proxy_last_sync_timestamp_seconds",
 			Help: "Unix time of the last successful sync of the nftables table.",
@@ -48,7 +53,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.latency, m.syncDuration, m.syncErrors, m.servicePorts, m.endpoints, m.lastSync, m.staleFlows} {
+		for _, c := range []prometheus.Collector{m.latency, m.syncDuration, m.syncErrors, m.servicePorts, m.endpoints, m.rejecting, m.lastSync, m.staleFlows} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
