@@ -56,6 +56,7 @@ import (
 	"github.com/tugboat/tugboat/kubelet/runtime"
 	"github.com/tugboat/tugboat/kubelet/runtime/containerd"
 	"github.com/tugboat/tugboat/kubelet/server"
+	"github.com/tugboat/tugboat/proxy/nftables"
 )
 
 // Run runs the kubelet until ctx ends. It returns an error only for a bad
@@ -159,7 +160,12 @@ func Run(ctx context.Context, cfg Config) error {
 		OnDelete: pods.DeletePod,
 	})
 
-	api := server.New(server.Config{NodeName: cfg.NodeName, Runtime: rt, Pods: podInformer, OnImport: pods.WakeAll, Logger: log})
+	clusterDNS := ""
+	if len(cfg.ClusterDNS) > 0 {
+		clusterDNS = cfg.ClusterDNS[0]
+	}
+	api := server.New(server.Config{NodeName: cfg.NodeName, Runtime: rt, Pods: podInformer, OnImport: pods.WakeAll,
+		ClusterDNS: clusterDNS, ServiceRules: proxyRules{table: nftables.DefaultTable}, Logger: log})
 	grpcServer := grpc.NewServer()
 	api.Register(grpcServer)
 

@@ -1,6 +1,7 @@
 // Package server is the kubelet's NodeAPI: container logs (follow,
 // previous, tail), exec (stdin, tty, resize), image import and listing,
-// and cpu/memory stats. The kubelet serves it on the tunnel it keeps open
+// cpu/memory stats, and a check of a Service's DNS name and rules as the
+// node sees them. The kubelet serves it on the tunnel it keeps open
 // to the apiserver (api/tunnel), which relays users' calls to the node
 // that runs the pod — so it works when the apiserver cannot dial the node.
 //
@@ -36,7 +37,14 @@ type Config struct {
 	// OnImport is called after images were imported (the pod workers
 	// waiting for an image retry at once).
 	OnImport func()
-	Logger   *slog.Logger
+	// ClusterDNS is the cluster DNS address CheckService asks (the
+	// kubelet's first --cluster-dns; port 53 unless given as ip:port);
+	// empty: no DNS check.
+	ClusterDNS string
+	// ServiceRules reads the node's Service rules for CheckService; nil:
+	// no rules check.
+	ServiceRules ServiceRules
+	Logger       *slog.Logger
 }
 
 // Server implements v1.NodeAPIServer.
