@@ -15,50 +15,48 @@ import (
 )
 
 // syncInitContainers runs the init containers one after the other, each
-// to a successful exit. It reports whether all are done, whether the pod
-// failed for good (an init container failed under restartPolicy Never),
-// and whether it changed anything.
-func (w *worker) syncInitContainers(ctx context.Context, pod *v1.Pod, sb *sandboxInfo, st *podState, vols map[string]string, volErr error, until func(time.Time)) (done, failed, changed bool) {
+// to a successful exit. It reports whether all are done and whether the
+// pod failed for good (an init container failed under restartPolicy
+// Never).
+func (w *worker) syncInitContainers(ctx context.Context, pod *v1.Pod, sb *sandboxInfo, st *podState, vols map[string]string, volErr error, until func(time.Time)) (done, failed bool) {
 	policy := pod.GetSpec().GetRestartPolicy()
 	for _, c := range pod.GetSpec().GetInitContainers() {
 		cur, _ := st.latest(c.Name, sb.ID)
 		switch {
 		case cur == nil:
-			w.startContainer(ctx, pod, sb, c, w.nextAttempt(pod, st, c.Name), true, vols, volErr, until)
-			return false, false, true
+			w.startContainer(ctx, pod, sb, st, c, w.nextAttempt(pod, st, c.Name), true, vols, volErr, until)
+			return false, false
 		case cur.State == runtime.ContainerCreated:
 			w.startCreated(ctx, pod, c, cur)
-			return false, false, true
+			return false, false
 		case cur.State == runtime.ContainerRunning, cur.State == runtime.ContainerUnknown:
-			return false, false, false
+			return false, false
 		case cur.ExitCode == 0:
 			continue
 		case policy == "Never":
-			return false, true, false
+			return false, true
 		default:
 			if !w.restartAfterBackoff(pod, c, cur, until) {
-				return false, false, false
+				return false, false
 			}
-			w.startContainer(ctx, pod, sb, c, w.nextAttempt(pod, st, c.Name), true, vols, volErr, until)
-			return false, false, true
+			w.startContainer(ctx, pod, sb, st, c, w.nextAttempt(pod, st, c.Name), true, vols, volErr, until)
+			return false, false
 		}
 	}
-	return true, false, false
+	return true, false
 }
 
 // syncAppContainers starts, restarts (per restart policy, with back-off)
 // and kills (failed liveness or startup probe, changed image) the pod's
 // containers, in spec order.
-func (w *worker) syncAppContainers(ctx context.Context, pod *v1.Pod, sb *sandboxInfo, st *podState, vols map[string]string, volErr error, until func(time.Time)) bool {
+func (w *worker) syncAppContainers(ctx context.Context, pod *v1.Pod, sb *sandboxInfo, st *podState, vols map[string]string, volErr error, until func(time.Time)) {
 	policy := pod.GetSpec().GetRestartPolicy()
-	changed := false
 	for _, c := range pod.GetSpec().GetContainers() {
 		cur, _ := st.latest(c.Name, "")
 		if cur != nil && cur.SandboxID == sb.ID {
 			switch cur.State {
 			case runtime.ContainerCreated:
 				w.startCreated(ctx, pod, c, cur)
-				changed = true
 				continue
 			case runtime.ContainerUnknown:
 				continue
@@ -68,7 +66,6 @@ func (w *worker) syncAppContainers(ctx context.Context, pod *v1.Pod, sb *sandbox
 					continue
 				}
 				w.killContainer(ctx, pod, c, cur, reason)
-				changed = true
 				fresh, err := w.m.rt.ContainerStatus(ctx, cur.ID)
 				if err != nil {
 					continue
@@ -94,10 +91,11 @@ func (w *worker) syncAppContainers(ctx context.Context, pod *v1.Pod, sb *sandbox
 			}
 			w.m.metrics.restarts.Inc()
 		}
-		w.startContainer(ctx, pod, sb, c, w.nextAttempt(pod, st, c.Name), false, vols, volErr, until)
-		changed = true
+		w.startContainer(ctx, pod, sb, st, c, w.nextAttempt(pod, st, c.Name), false, vols, volErr, until)
+		if sb.failed {
+			return
+		}
 	}
-	return changed
 }
 
 const killImageChanged = "image changed"
@@ -134,6 +132,7 @@ func (w *worker) killContainer(ctx context.Context, pod *v1.Pod, c *v1.Container
 		}
 	}
 	w.m.rec.Eventf(pod, eventNormal, "Killing", "%s", msg)
+	w.touched[cur.ID] = true
 	if err := w.m.rt.StopContainer(ctx, cur.ID, grace); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 		w.log.Warn("killing container", "container", c.Name, "err", err)
 	}
@@ -176,13 +175,16 @@ func (w *worker) nextAttempt(pod *v1.Pod, st *podState, name string) uint32 {
 
 // startContainer ensures the image, creates the container and starts it.
 // Whatever stops it is recorded as the container's waiting reason.
-func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxInfo, c *v1.Container, attempt uint32, init bool, vols map[string]string, volErr error, until func(time.Time)) {
+func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxInfo, st *podState, c *v1.Container, attempt uint32, init bool, vols map[string]string, volErr error, until func(time.Time)) {
 	if wt := w.m.images.ensure(ctx, pod, c); wt != nil {
 		w.waiting[c.Name] = wt
 		until(wt.Until)
 		return
 	}
 	cfg, err := w.containerConfig(ctx, pod, c, sb, attempt, init, vols, volErr)
+	if errors.Is(err, errSandboxFailed) {
+		return
+	}
 	if err != nil {
 		reason := ReasonCreateContainerError
 		var ce *configError
@@ -195,13 +197,20 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxInf
 		return
 	}
 	id, err := w.m.rt.CreateContainer(ctx, sb.ID, cfg)
+	if errors.Is(err, runtime.ErrImageNotPresent) {
+		w.m.images.setPresent(c.Image, false) // removed behind our back: ask again next time
+	}
 	if err != nil {
 		w.m.rec.Eventf(pod, eventWarning, "Failed", "Error: %v", err)
 		w.waiting[c.Name] = &waiting{Reason: ReasonCreateContainerError, Message: err.Error(), Until: w.m.now().Add(configRetry)}
 		until(w.waiting[c.Name].Until)
 		return
 	}
+	w.touched[id] = true
 	w.m.rec.Eventf(pod, eventNormal, "Created", "Created container %s", c.Name)
+	if !w.networkUp(ctx, pod, sb) {
+		return // the sandbox and this container are gone
+	}
 	if err := w.m.rt.StartContainer(ctx, id); err != nil {
 		// The runtime records the failure (reason StartError): the next
 		// sync restarts the container under the crash back-off.
@@ -209,14 +218,29 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxInf
 		return
 	}
 	w.m.rec.Eventf(pod, eventNormal, "Started", "Started container %s", c.Name)
-	w.removeOldAttempts(ctx, c.Name, attempt)
+	w.removeOldAttempts(ctx, st, c.Name, attempt)
 }
 
 // configRetry is how soon a container whose config could not be built
 // (a missing ConfigMap, say) is tried again.
 const configRetry = 5 * time.Second
 
+// errSandboxFailed: the sandbox's network failed while a container was
+// being made (recorded by networkUp).
+var errSandboxFailed = errors.New("the pod's sandbox failed")
+
+// usesPodIP reports whether the container's env needs the pod IP.
+func usesPodIP(c *v1.Container) bool {
+	for _, e := range c.Env {
+		if p := e.GetValueFrom().GetFieldRef().GetFieldPath(); p == "status.podIP" || p == "status.podIPs" {
+			return true
+		}
+	}
+	return false
+}
+
 func (w *worker) startCreated(ctx context.Context, pod *v1.Pod, c *v1.Container, cur *runtime.ContainerStatus) {
+	w.touched[cur.ID] = true
 	if err := w.m.rt.StartContainer(ctx, cur.ID); err != nil {
 		w.m.rec.Eventf(pod, eventWarning, "Failed", "Error: failed to start container %q: %v", c.Name, err)
 		return
@@ -226,20 +250,18 @@ func (w *worker) startCreated(ctx context.Context, pod *v1.Pod, c *v1.Container,
 
 // removeOldAttempts keeps the new attempt and the one before (for logs
 // --previous and lastState) and removes older ones with their logs.
-func (w *worker) removeOldAttempts(ctx context.Context, name string, attempt uint32) {
-	cs, err := w.m.rt.ListContainers(ctx, runtime.ContainerFilter{PodUID: w.uid})
-	if err != nil {
-		return
-	}
-	for _, c := range cs {
-		if c.Name == name && c.Attempt+1 < attempt {
-			if err := w.m.rt.RemoveContainer(ctx, c.ID); err != nil {
-				w.log.Debug("removing an old container attempt", "container", c.ID, "err", err)
-				continue
-			}
-			if c.LogPath != "" {
-				_ = os.Remove(c.LogPath)
-			}
+func (w *worker) removeOldAttempts(ctx context.Context, st *podState, name string, attempt uint32) {
+	for _, c := range st.containers {
+		if c.Name != name || c.Attempt+1 >= attempt {
+			continue
+		}
+		if err := w.m.rt.RemoveContainer(ctx, c.ID); err != nil {
+			w.log.Debug("removing an old container attempt", "container", c.ID, "err", err)
+			continue
+		}
+		w.removed[c.ID] = true
+		if c.LogPath != "" {
+			_ = os.Remove(c.LogPath)
 		}
 	}
 }
@@ -248,6 +270,9 @@ func (w *worker) removeOldAttempts(ctx context.Context, name string, attempt uin
 func (w *worker) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *sandboxInfo, attempt uint32, init bool, vols map[string]string, volErr error) (runtime.ContainerConfig, error) {
 	if volErr != nil && len(c.VolumeMounts) > 0 {
 		return runtime.ContainerConfig{}, volErr
+	}
+	if usesPodIP(c) && !w.networkUp(ctx, pod, sb) {
+		return runtime.ContainerConfig{}, errSandboxFailed
 	}
 	env, err := containerEnv(ctx, w.m.src, pod, c, podFields{podIP: addrString(sb.IP), hostIP: w.m.cfg.NodeIP.String()})
 	if err != nil {

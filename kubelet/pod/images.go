@@ -54,6 +54,7 @@ type imagePuller struct {
 	metrics *metrics
 
 	mu        sync.Mutex
+	present   map[string]time.Time // image -> when the runtime last said it is on the node
 	failed    map[string]time.Time // registry host -> when a pull from it failed
 	lastError map[string]string    // backoff key -> last pull error
 	pulling   map[string]*sync.Mutex
@@ -63,6 +64,7 @@ func newImagePuller(cfg Config, images runtime.ImageService, rec Recorder, m *me
 	return &imagePuller{
 		cfg: cfg, images: images, rec: rec, now: now, metrics: m,
 		backoff:   newBackoff(cfg.ImagePullBackoffInitial, cfg.ImagePullBackoffMax, now),
+		present:   map[string]time.Time{},
 		failed:    map[string]time.Time{},
 		lastError: map[string]string{},
 		pulling:   map[string]*sync.Mutex{},
@@ -100,8 +102,15 @@ func registryHost(image string) string {
 func (p *imagePuller) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container) *waiting {
 	image := c.Image
 	key := pod.GetMetadata().GetUid() + "/" + c.Name + "/" + image
-	_, err := p.images.ImageStatus(ctx, image)
-	present := err == nil
+	var err error
+	present := p.knownPresent(image)
+	if !present {
+		_, err = p.images.ImageStatus(ctx, image)
+		present = err == nil
+		if present {
+			p.setPresent(image, true)
+		}
+	}
 	switch {
 	case errors.Is(err, runtime.ErrInvalid):
 		p.rec.Eventf(pod, eventWarning, "InspectFailed", "Failed to apply default image tag %q: %v", image, err)
@@ -148,6 +157,7 @@ func (p *imagePuller) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container) 
 	_, err = p.images.EnsureImage(ctx, image)
 	took := p.now().Sub(start)
 	if err == nil {
+		p.setPresent(image, true)
 		p.metrics.imagePulls.WithLabelValues("success").Inc()
 		p.backoff.reset(key)
 		p.rec.Eventf(pod, eventNormal, "Pulled", "Successfully pulled image %q in %s", image, took.Round(time.Millisecond))
@@ -174,6 +184,28 @@ func (p *imagePuller) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container) 
 	// Sync again halfway through the back-off, so the status shows
 	// ImagePullBackOff between attempts (as in Kubernetes).
 	return &waiting{Reason: ReasonErrImagePull, Message: msg, Until: p.now().Add(min(p.backoff.delay(key)/2, 5*time.Second))}
+}
+
+// presentFor is how long a positive ImageStatus is trusted: the pods of a
+// burst ask the runtime once. A stale answer costs one failed
+// CreateContainer, which forgets it (forgetPresent).
+const presentFor = 10 * time.Second
+
+func (p *imagePuller) knownPresent(image string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t, ok := p.present[image]
+	return ok && p.now().Sub(t) < presentFor
+}
+
+func (p *imagePuller) setPresent(image string, yes bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if yes {
+		p.present[image] = p.now()
+	} else {
+		delete(p.present, image)
+	}
 }
 
 func (p *imagePuller) registryFailedRecently(host string) bool {

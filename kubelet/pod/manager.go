@@ -51,7 +51,10 @@ type Manager struct {
 	sandboxErrors map[string]string
 	wg            sync.WaitGroup
 
-	relisted map[string]containerSeen // owned by the Run goroutine
+	// known is the state of each container as last seen by its worker or
+	// the relist; the relist wakes a worker only for changes it has not
+	// seen (an exit), not for the containers it just started.
+	known map[string]containerSeen
 }
 
 type podEvent struct {
@@ -91,7 +94,7 @@ func NewManager(cfg Config, d Deps) (*Manager, error) {
 		log:            cfg.Logger,
 		workers:        map[string]*worker{},
 		sandboxErrors:  map[string]string{},
-		relisted:       map[string]containerSeen{},
+		known:          map[string]containerSeen{},
 	}
 	m.images = newImagePuller(cfg, d.Runtime, d.Recorder, met, now)
 	return m, nil
@@ -240,9 +243,10 @@ func (m *Manager) relist(ctx context.Context) error {
 	seen := make(map[string]containerSeen, len(cs))
 	changed := map[string]bool{}
 	running, pods := 0, map[string]bool{}
+	m.mu.Lock()
 	for _, c := range cs {
 		seen[c.ID] = containerSeen{uid: c.Pod.UID, state: c.State}
-		if prev, ok := m.relisted[c.ID]; !ok || prev.state != c.State {
+		if prev, ok := m.known[c.ID]; !ok || prev.state != c.State {
 			changed[c.Pod.UID] = true
 		}
 		if c.State == runtime.ContainerRunning {
@@ -250,18 +254,33 @@ func (m *Manager) relist(ctx context.Context) error {
 			pods[c.Pod.UID] = true
 		}
 	}
-	for id, prev := range m.relisted {
+	for id, prev := range m.known {
 		if _, ok := seen[id]; !ok {
 			changed[prev.uid] = true
 		}
 	}
-	m.relisted = seen
+	m.known = seen
+	m.mu.Unlock()
 	m.metrics.runningContainers.Set(float64(running))
 	m.metrics.runningPods.Set(float64(len(pods)))
 	for uid := range changed {
 		m.Wake(uid)
 	}
 	return nil
+}
+
+// seen records the containers of pod uid as its worker just saw them.
+func (m *Manager) seen(uid string, st *podState) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, c := range m.known {
+		if c.uid == uid {
+			delete(m.known, id)
+		}
+	}
+	for _, c := range st.containers {
+		m.known[c.ID] = containerSeen{uid: uid, state: c.State}
+	}
 }
 
 // housekeeping removes what belongs to no pod this kubelet runs: sandboxes

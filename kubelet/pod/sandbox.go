@@ -27,6 +27,31 @@ import (
 type sandboxInfo struct {
 	runtime.SandboxStatus
 	IP netip.Addr
+	// net, for a sandbox this sync made, is its network being set up in
+	// the background (CNI ADD, /etc files) while the first containers are
+	// created; containers start only once it is up (networkUp).
+	net *pendingNetwork
+	// failed: the network could not be set up; the sandbox was removed.
+	failed bool
+}
+
+type pendingNetwork struct {
+	done chan struct{}
+	ip   netip.Addr
+	err  error
+}
+
+// wait waits for the background network setup.
+func (sb *sandboxInfo) wait() error {
+	if sb.net == nil {
+		return nil
+	}
+	<-sb.net.done
+	if sb.net.err != nil {
+		return sb.net.err
+	}
+	sb.IP = sb.net.ip
+	return nil
 }
 
 func podNetwork(id, nsPath string, pod runtime.PodRef, ports []network.PortMapping) network.PodNetwork {
@@ -101,22 +126,44 @@ func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32)
 		_ = m.net.DeleteNetNS(nsPath)
 		return nil, fmt.Errorf("runtime sandbox: %w", err)
 	}
-	ip, err := m.net.SetUpPod(ctx, podNetwork(id, nsPath, ref, hostPorts(pod)))
-	if err != nil {
-		w.teardownQuietly(ctx, runtime.SandboxStatus{ID: id, Config: cfg})
-		return nil, err
-	}
 	dns, err := m.dnsConfig(pod)
 	if err != nil {
 		w.teardownQuietly(ctx, runtime.SandboxStatus{ID: id, Config: cfg})
 		return nil, err
 	}
-	var aliases []runtime.HostAlias
-	if _, err := runtime.WriteEtcFiles(etcDir, runtime.PodEtc{Hostname: cfg.Hostname, IPs: []string{ip.String()}, DNS: dns, HostAliases: aliases}); err != nil {
-		w.teardownQuietly(ctx, runtime.SandboxStatus{ID: id, Config: cfg})
-		return nil, fmt.Errorf("pod /etc files: %w", err)
+	pn := &pendingNetwork{done: make(chan struct{})}
+	go func() {
+		defer close(pn.done)
+		ip, err := m.net.SetUpPod(ctx, podNetwork(id, nsPath, ref, hostPorts(pod)))
+		if err != nil {
+			pn.err = err
+			return
+		}
+		if _, err := runtime.WriteEtcFiles(etcDir, runtime.PodEtc{Hostname: cfg.Hostname, IPs: []string{ip.String()}, DNS: dns}); err != nil {
+			pn.err = fmt.Errorf("pod /etc files: %w", err)
+			return
+		}
+		pn.ip = ip
+	}()
+	return &sandboxInfo{SandboxStatus: runtime.SandboxStatus{ID: id, Config: cfg, State: runtime.SandboxReady}, net: pn}, nil
+}
+
+// networkUp waits for a new sandbox's network. If it failed, the sandbox
+// (with any container already created in it) is removed and the failure
+// recorded like any failed sandbox; it reports whether the network is up.
+func (w *worker) networkUp(ctx context.Context, pod *v1.Pod, sb *sandboxInfo) bool {
+	if sb.failed {
+		return false
 	}
-	return &sandboxInfo{SandboxStatus: runtime.SandboxStatus{ID: id, Config: cfg, State: runtime.SandboxReady}, IP: ip}, nil
+	if err := sb.wait(); err != nil {
+		sb.failed = true
+		w.teardownQuietly(ctx, sb.SandboxStatus)
+		w.sandboxFailed(pod, err)
+		return false
+	}
+	w.ips[sb.ID] = sb.IP.String()
+	sb.net = nil
+	return true
 }
 
 func (w *worker) teardownQuietly(ctx context.Context, sb runtime.SandboxStatus) {

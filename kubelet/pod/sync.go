@@ -69,29 +69,31 @@ func (w *worker) sync(ctx context.Context) syncResult {
 	initDone := len(pod.GetSpec().GetInitContainers()) == 0
 	initFailed := false
 	if sb != nil {
-		changed := false
-		var vols map[string]string
+		w.touched, w.removed = map[string]bool{}, map[string]bool{}
 		vols, err := w.podVolumes(ctx, pod)
 		if err != nil {
 			w.m.rec.Eventf(pod, eventWarning, "FailedMount", "%v", err)
 		}
-		var c bool
-		initDone, initFailed, c = w.syncInitContainers(ctx, pod, sb, st, vols, err, until)
-		changed = changed || c
+		initDone, initFailed = w.syncInitContainers(ctx, pod, sb, st, vols, err, until)
 		if initDone {
-			changed = w.syncAppContainers(ctx, pod, sb, st, vols, err, until) || changed
+			w.syncAppContainers(ctx, pod, sb, st, vols, err, until)
 		} else {
 			for _, c := range pod.GetSpec().GetContainers() {
 				w.waiting[c.Name] = &waiting{Reason: ReasonPodInitializing}
 			}
 		}
-		if changed {
-			if fresh, err := w.observe(ctx); err == nil {
-				st = fresh
+		// A new sandbox whose containers all wait (for an image, say) is
+		// reported only once its network is up (or failed).
+		if !w.networkUp(ctx, pod, sb) {
+			sb = nil
+			if w.sandboxWait != nil {
+				until(w.sandboxWait.Until)
 			}
 		}
+		w.refresh(ctx, st)
 	}
 
+	w.m.seen(w.uid, st)
 	status := w.computeStatus(pod, st, sb, initDone, initFailed)
 	if IsTerminal(status.Phase) {
 		w.publish(pod, status)
@@ -99,6 +101,29 @@ func (w *worker) sync(ctx context.Context) syncResult {
 	}
 	w.publish(pod, status)
 	return syncResult{after: max(next.Sub(w.m.now()), 10*time.Millisecond)}
+}
+
+// refresh re-reads the containers this sync created, started or killed
+// (one status call each, instead of listing every task of the node again)
+// and forgets the ones it removed.
+func (w *worker) refresh(ctx context.Context, st *podState) {
+	if len(w.touched) == 0 && len(w.removed) == 0 {
+		return
+	}
+	kept := st.containers[:0]
+	for _, c := range st.containers {
+		if !w.removed[c.ID] && !w.touched[c.ID] {
+			kept = append(kept, c)
+		}
+	}
+	st.containers = kept
+	for id := range w.touched {
+		cs, err := w.m.rt.ContainerStatus(ctx, id)
+		if err != nil {
+			continue // removed meanwhile, or the runtime is down: the next sync sees
+		}
+		st.containers = append(st.containers, cs)
+	}
 }
 
 // currentSandbox picks the newest Ready sandbox whose network namespace
@@ -179,24 +204,28 @@ func (w *worker) ensureSandbox(ctx context.Context, pod *v1.Pod, st *podState) *
 	for _, sb := range st.sandboxes {
 		attempt = max(attempt, sb.Config.Attempt+1)
 	}
-	start := w.m.now()
 	sb, err := w.createSandbox(ctx, pod, attempt)
 	if err != nil {
-		reason := "FailedCreatePodSandbox"
-		if errors.Is(err, network.ErrNotReady) {
-			reason = "NetworkNotReady"
-		}
-		w.m.rec.Eventf(pod, eventWarning, "FailedCreatePodSandbox", "Failed to create pod sandbox: %v", err)
-		w.m.sandboxBackoff.next(key, w.m.now())
-		w.setSandboxError(err.Error())
-		_, until := w.m.sandboxBackoff.inBackoffSinceUpdate(key)
-		w.sandboxWait = &waiting{Reason: reason, Message: err.Error(), Until: until}
+		w.sandboxFailed(pod, err)
 		return nil
 	}
 	w.m.sandboxBackoff.reset(key)
-	w.ips[sb.ID] = sb.IP.String()
-	w.log.Debug("sandbox ready", "sandbox", sb.ID, "ip", sb.IP, "took", w.m.now().Sub(start))
 	return sb
+}
+
+// sandboxFailed records a sandbox that could not be made: event, back-off,
+// and the reason the pod's status shows.
+func (w *worker) sandboxFailed(pod *v1.Pod, err error) {
+	key := w.uid + "/sandbox"
+	reason := "FailedCreatePodSandbox"
+	if errors.Is(err, network.ErrNotReady) {
+		reason = "NetworkNotReady"
+	}
+	w.m.rec.Eventf(pod, eventWarning, "FailedCreatePodSandbox", "Failed to create pod sandbox: %v", err)
+	w.m.sandboxBackoff.next(key, w.m.now())
+	w.setSandboxError(err.Error())
+	_, until := w.m.sandboxBackoff.inBackoffSinceUpdate(key)
+	w.sandboxWait = &waiting{Reason: reason, Message: err.Error(), Until: until}
 }
 
 func (w *worker) setSandboxError(msg string) {

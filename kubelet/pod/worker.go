@@ -32,6 +32,8 @@ type worker struct {
 	status      *v1.PodStatus // last computed (the API's at first)
 	accepted    time.Time
 	waiting     map[string]*waiting // this sync's verdicts, by container name
+	touched     map[string]bool     // containers this sync created, started or killed
+	removed     map[string]bool     // containers this sync removed
 	sandboxWait *waiting
 	ips         map[string]string // pod IP by sandbox ID
 	released    bool              // terminal: sandbox stopped, network given back
@@ -145,6 +147,12 @@ func (w *worker) observe(ctx context.Context) (*podState, error) {
 	sbs, err := w.m.rt.ListPodSandbox(ctx, runtime.SandboxFilter{PodUID: w.uid})
 	if err != nil {
 		return nil, err
+	}
+	if len(sbs) == 0 {
+		// No sandbox, no containers (a container whose sandbox is gone is
+		// housekeeping's): skip the costlier container listing, which asks
+		// every running task of the node for its state.
+		return &podState{}, nil
 	}
 	cs, err := w.m.rt.ListContainers(ctx, runtime.ContainerFilter{PodUID: w.uid})
 	if err != nil {

@@ -594,3 +594,29 @@ func TestOOMKilledReported(t *testing.T) {
 		t.Errorf("qos %s", w.status.QosClass)
 	}
 }
+
+// TestCNIAddFailure: a CNI ADD that fails (in the background, while the
+// first container is created) removes the sandbox and its container and
+// is retried after the back-off.
+func TestCNIAddFailure(t *testing.T) {
+	e := newTestEnv(t)
+	e.net.addErr = errors.New("plugin bridge failed (add): failed to allocate for range 0: no IP addresses available")
+	w := e.worker(newPod("cnifail", "app"))
+	e.sync(w)
+	c := findCondition(w.status.Conditions, CondPodReadyToStartContainers)
+	if c.GetStatus() != "False" || c.GetReason() != "FailedCreatePodSandbox" || !strings.Contains(c.GetMessage(), "no IP addresses available") {
+		t.Fatalf("condition %v", c)
+	}
+	if len(e.rt.sandboxes) != 0 || len(e.rt.containers) != 0 || len(e.net.netns) != 0 {
+		t.Fatalf("left: sandboxes %v containers %v netns %v", e.rt.sandboxes, e.rt.containers, e.net.netns)
+	}
+	if !e.rec.has("FailedCreatePodSandbox") {
+		t.Error("no FailedCreatePodSandbox event")
+	}
+	e.net.addErr = nil
+	e.advance(time.Second)
+	e.sync(w)
+	if w.status.Phase != PhaseRunning {
+		t.Fatalf("phase %s after the network recovered", w.status.Phase)
+	}
+}

@@ -53,49 +53,40 @@ for i in $(seq "$FIRST" "$LAST"); do
 done
 `
 
-// floor measures n single-pod runs and one burst of burst pods.
-func (b *bench) floor(ctx context.Context, n, burst int) ([]time.Duration, time.Duration, error) {
+// floorEnv prepares the floor (CNI config, image in its own containerd
+// namespace) and returns a function running a script with the pod indices
+// first..last, and a cleanup.
+func (b *bench) floorEnv(ctx context.Context) (func(body string, first, last int) (time.Duration, error), func(), error) {
 	dir, err := os.MkdirTemp("", "tugboat-floor")
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
-	defer os.RemoveAll(dir)
 	conf := filepath.Join(dir, "floor.conf")
 	if err := os.WriteFile(conf, []byte(fmt.Sprintf(floorConf, filepath.Join(dir, "ipam"))), 0o644); err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	if err := b.importFloorImage(ctx); err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	env := []string{
 		"CONF=" + conf, "SOCK=" + b.c.Containerd.Address, "NS=" + floorNS, "IMAGE=" + images.BusyboxRef,
 		"PREFIX=" + b.c.ID + "-fl", "PATH=" + os.Getenv("PATH"),
 	}
-	script := func(body string, first, last int) error {
+	maxIndex := 0
+	script := func(body string, first, last int) (time.Duration, error) {
+		maxIndex = max(maxIndex, last)
 		cmd := exec.Command("bash", "-c", body)
 		cmd.Env = append(env, fmt.Sprintf("FIRST=%d", first), fmt.Sprintf("LAST=%d", last))
-		return b.node.Host.Run(ctx, cmd)
-	}
-	defer func() {
-		_ = script(floorCleanup, 0, burst+n)
-		_ = b.node.Host.Run(ctx, exec.Command("ip", "link", "del", "fl0"))
-	}()
-	var one []time.Duration
-	for i := 0; i < n; i++ {
 		start := time.Now()
-		if err := script(floorScript, i, i); err != nil {
-			return nil, 0, err
-		}
-		one = append(one, time.Since(start))
-		if err := script(floorCleanup, i, i); err != nil {
-			return nil, 0, err
-		}
+		err := b.node.Host.Run(ctx, cmd)
+		return time.Since(start), err
 	}
-	start := time.Now()
-	if err := script(floorScript, n, n+burst-1); err != nil {
-		return nil, 0, err
+	cleanup := func() {
+		_, _ = script(floorCleanup, 0, maxIndex)
+		_ = b.node.Host.Run(ctx, exec.Command("ip", "link", "del", "fl0"))
+		os.RemoveAll(dir)
 	}
-	return one, time.Since(start), nil
+	return script, cleanup, nil
 }
 
 func (b *bench) importFloorImage(ctx context.Context) error {

@@ -45,11 +45,12 @@ const ns = "bench"
 func main() {
 	runs := flag.Int("runs", 20, "single-pod runs")
 	burst := flag.Int("burst", 30, "pods created at once")
+	rounds := flag.Int("rounds", 3, "burst rounds (kubelet and floor alternate)")
 	out := flag.String("out", "", "directory for the CPU profile and kubelet binary (default: a temp dir, kept)")
 	verbose := flag.Bool("v", false, "log the cluster's setup")
 	cniConf := flag.String("cni-conf", "", "an operator CNI config file to use instead of the kubelet's default (experiments)")
 	flag.Parse()
-	if err := run(*runs, *burst, *out, *cniConf, *verbose); err != nil {
+	if err := run(*runs, *burst, *rounds, *out, *cniConf, *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -62,7 +63,7 @@ type bench struct {
 	api  *client.Typed[*v1.Pod]
 }
 
-func run(runs, burst int, out, cniConf string, verbose bool) error {
+func run(runs, burst, rounds int, out, cniConf string, verbose bool) error {
 	ctx := context.Background()
 	if err := cluster.Check(); err != nil {
 		return err
@@ -115,7 +116,15 @@ func run(runs, burst int, out, cniConf string, verbose bool) error {
 		return err
 	}
 
-	var single []time.Duration
+	floor, floorCleanupAll, err := b.floorEnv(ctx)
+	if err != nil {
+		return err
+	}
+	defer floorCleanupAll()
+
+	// Single pods, kubelet and floor interleaved so both see the same
+	// background load.
+	var single, floorOne []time.Duration
 	for i := 0; i < runs; i++ {
 		d, err := b.startAll(ctx, 1, fmt.Sprintf("one-%02d", i))
 		if err != nil {
@@ -125,56 +134,94 @@ func run(runs, burst int, out, cniConf string, verbose bool) error {
 		if err := b.deleteAll(ctx); err != nil {
 			return err
 		}
+		idx := 1000 + i
+		if d, err = floor(floorScript, idx, idx); err != nil {
+			return err
+		}
+		floorOne = append(floorOne, d)
+		if _, err := floor(floorCleanup, idx, idx); err != nil {
+			return err
+		}
 	}
 
+	// Bursts, alternating; the first kubelet burst is profiled.
 	pid := b.node.PID()
-	cpu0 := procCPU(pid)
 	metricsURL := "http://" + b.node.MetricsAddr + "/metrics"
-	before, err := histograms(metricsURL)
-	if err != nil {
-		return err
-	}
+	var bursts, floorBursts []time.Duration
+	var rss int64
+	var kubeletCPU time.Duration
+	var before, after map[string][2]float64
 	profile := filepath.Join(out, "kubelet-burst.pprof")
-	profDone := make(chan error, 1)
-	go func() {
-		profDone <- fetchProfile("http://"+b.node.MetricsAddr+"/debug/pprof/profile?seconds=8", profile)
-	}()
-	time.Sleep(100 * time.Millisecond) // let the profile start before the burst
-	burstTime, err := b.startAll(ctx, burst, "burst")
-	if err != nil {
-		return err
+	for r := 0; r < rounds; r++ {
+		cpu0 := procCPU(pid)
+		var profDone chan error
+		if r == 0 {
+			if before, err = histograms(metricsURL); err != nil {
+				return err
+			}
+			profDone = make(chan error, 1)
+			go func() {
+				profDone <- fetchProfile("http://"+b.node.MetricsAddr+"/debug/pprof/profile?seconds=6", profile)
+			}()
+			time.Sleep(100 * time.Millisecond) // let the profile start before the burst
+		}
+		d, err := b.startAll(ctx, burst, fmt.Sprintf("burst%d", r))
+		if err != nil {
+			return err
+		}
+		bursts = append(bursts, d)
+		if r == 0 {
+			kubeletCPU = procCPU(pid) - cpu0
+			rss = procRSS(pid)
+			if after, err = histograms(metricsURL); err != nil {
+				return err
+			}
+			if err := <-profDone; err != nil {
+				fmt.Fprintln(os.Stderr, "profile:", err)
+			}
+		}
+		if err := b.deleteAll(ctx); err != nil {
+			return err
+		}
+		first := 2000 + 100*r
+		if d, err = floor(floorScript, first, first+burst-1); err != nil {
+			return err
+		}
+		floorBursts = append(floorBursts, d)
+		if _, err := floor(floorCleanup, first, first+burst-1); err != nil {
+			return err
+		}
 	}
-	cpu1 := procCPU(pid)
-	rss := procRSS(pid)
-	after, err := histograms(metricsURL)
-	if err != nil {
-		return err
-	}
-	if err := <-profDone; err != nil {
-		fmt.Fprintln(os.Stderr, "profile:", err)
-	}
-	if err := b.deleteAll(ctx); err != nil {
-		return err
-	}
-
-	floorOne, floorBurst, err := b.floor(ctx, runs, burst)
-	if err != nil {
-		return err
-	}
+	burstTime, floorBurst := median(bursts), median(floorBursts)
 
 	fmt.Printf("\n%-44s %10s %10s %10s %10s\n", "", "p50", "p99", "min", "max")
 	printStats("kubelet: one pod, apply -> Running (watch)", single)
 	printStats("floor script: one pod (netns+CNI+ctr run)", floorOne)
-	fmt.Printf("\n%-44s %10s\n", fmt.Sprintf("kubelet: %d pods at once, all Running", burst), burstTime.Round(time.Millisecond))
-	fmt.Printf("%-44s %10s\n", fmt.Sprintf("floor script: %d pods at once", burst), floorBurst.Round(time.Millisecond))
-	fmt.Printf("\nkubelet RSS with %d pods: %.1f MiB; kubelet CPU for the burst: %s (%s per pod)\n",
-		burst, float64(rss)/(1<<20), (cpu1 - cpu0).Round(time.Millisecond), ((cpu1 - cpu0) / time.Duration(burst)).Round(time.Millisecond))
+	fmt.Printf("\n%d pods at once, median of %d rounds (each round: kubelet, then floor):\n", burst, rounds)
+	fmt.Printf("%-44s %10s   rounds %v\n", "kubelet: all Running (watch)", burstTime.Round(time.Millisecond), roundAll(bursts))
+	fmt.Printf("%-44s %10s   rounds %v\n", "floor script", floorBurst.Round(time.Millisecond), roundAll(floorBursts))
+	fmt.Printf("\nkubelet RSS with %d pods: %.1f MiB; kubelet CPU for the first burst: %s (%s per pod)\n",
+		burst, float64(rss)/(1<<20), kubeletCPU.Round(time.Millisecond), (kubeletCPU / time.Duration(burst)).Round(time.Millisecond))
 	printBreakdown(before, after)
 	fmt.Printf("\nCPU profile of the burst: %s (go tool pprof %s %s)\n", profile, bins.Kubelet, profile)
 	if top, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=25", bins.Kubelet, profile).Output(); err == nil {
 		fmt.Printf("\n%s", top)
 	}
 	return nil
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func roundAll(ds []time.Duration) []time.Duration {
+	out := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		out[i] = d.Round(10 * time.Millisecond)
+	}
+	return out
 }
 
 func printStats(name string, ds []time.Duration) {
