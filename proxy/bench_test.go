@@ -54,10 +54,16 @@ func BenchmarkEndpointChangeToRules(b *testing.B) {
 	ctx := context.Background()
 	l := nstest.NewLab(b, 0)
 	svcs, epsAPI := client.For[*v1.Service](srv.Client), client.For[*v1.Endpoints](srv.Client)
+	// endpointsOf is Service i's endpoints at generation gen (0: the
+	// first); consecutive generations differ.
 	endpointsOf := func(i, gen int) *v1.Endpoints {
 		e := endpoints(fmt.Sprintf("svc-%04d", i))
+		second := 244
+		if gen > 0 {
+			second = 100 + gen%100
+		}
 		for j := 0; j < perService; j++ {
-			e.Subsets[0].Addresses = append(e.Subsets[0].Addresses, &v1.EndpointAddress{Ip: fmt.Sprintf("10.%d.%d.%d", 244+gen%8, i/25, (i%25)*10+j+2)})
+			e.Subsets[0].Addresses = append(e.Subsets[0].Addresses, &v1.EndpointAddress{Ip: fmt.Sprintf("10.%d.%d.%d", second, i/25, (i%25)*10+j+2)})
 		}
 		return e
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/vishvananda/netlink"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/proxy/internal/nstest"
@@ -55,7 +57,7 @@ func BenchmarkProgrammingLatency(b *testing.B) {
 		for j := 0; j < perService; j++ {
 			ips = append(ips, fmt.Sprintf("10.244.%d.%d", i/25, (i%25)*10+j+2))
 		}
-		s := svc(fmt.Sprintf("svc-%04d", i), "NodePort", fmt.Sprintf("10.96.%d.%d", i/250, i%250+2), port("http", "TCP", 80, int32(30000+i)))
+		s := svc(fmt.Sprintf("svc-%04d", i), "NodePort", fmt.Sprintf("10.96.%d.%d", i/250, i%250+2), port("", "TCP", 80, int32(30000+i)))
 		keys[i] = src.set(s, endpointsOf(8080, "TCP", ips...))
 	}
 	reg := prometheus.NewRegistry()
@@ -155,6 +157,12 @@ func BenchmarkClusterIPThroughput(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		for _, tool := range tools {
 			for _, tg := range targets {
+				// Start from an empty conntrack table: entries left in
+				// TIME_WAIT by the other target's run (same client ports,
+				// same backend) would clash with this run's and drop SYNs.
+				if err := l.Node.NL.ConntrackTableFlush(netlink.ConntrackTable); err != nil {
+					b.Fatal(err)
+				}
 				args := tool.args(tg.url)
 				out, err := client.Exec(context.Background(), args[0], args[1:]...)
 				if err != nil {
@@ -165,6 +173,9 @@ func BenchmarkClusterIPThroughput(b *testing.B) {
 					b.Fatalf("no Requests/sec in %s output:\n%s", tool.name, out)
 				}
 				rps[tool.name+"-"+tg.name] += v / float64(b.N)
+				if dir := os.Getenv("TUGBOAT_BENCH_OUT"); dir != "" {
+					_ = os.WriteFile(fmt.Sprintf("%s/%s-%s.txt", dir, tool.name, tg.name), []byte(out), 0o644)
+				}
 			}
 		}
 	}
@@ -201,4 +212,9 @@ func parseRPS(out string) float64 {
 	return v
 }
 
-func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+func quietLogger() *slog.Logger {
+	if os.Getenv("TUGBOAT_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.DiscardHandler)
+}
