@@ -93,6 +93,27 @@ func goBuild(ctx context.Context, mod, out string, pkgs ...string) error {
 	return nil
 }
 
+// LoadBinaries uses binaries BuildBinaries already put in dir.
+func LoadBinaries(dir string) (*Binaries, error) {
+	mod, err := ModuleDir()
+	if err != nil {
+		return nil, err
+	}
+	b := &Binaries{Dir: dir, Skipped: map[string]string{}, moduleDir: mod, images: map[string]string{}}
+	for name, dst := range map[string]*string{"apiserver": &b.APIServer, "kubelet": &b.Kubelet, "scheduler": &b.Scheduler, "controller-manager": &b.ControllerManager} {
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); err == nil {
+			*dst = p
+		} else {
+			b.Skipped[name] = "not built"
+		}
+	}
+	if b.APIServer == "" || b.Kubelet == "" {
+		return nil, fmt.Errorf("cluster: no apiserver and kubelet binaries in %s", dir)
+	}
+	return b, nil
+}
+
 // Image returns the path of the archive of a test image ("busybox" or
 // "echo", see e2e/images), building it on first use.
 func (b *Binaries) Image(ctx context.Context, name string) (string, error) {

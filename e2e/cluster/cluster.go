@@ -387,6 +387,19 @@ func (c *Cluster) WaitNodesReady(ctx context.Context) error {
 	return nil
 }
 
+// PIDs returns the process ids of the control plane ("apiserver",
+// "scheduler", "controller-manager") and of "containerd".
+func (c *Cluster) PIDs() map[string]int {
+	out := map[string]int{}
+	for _, p := range c.procs {
+		out[p.name] = p.cmd.Process.Pid
+	}
+	if c.Containerd != nil {
+		out["containerd"] = c.Containerd.PID
+	}
+	return out
+}
+
 // Node returns the node called name, or nil.
 func (c *Cluster) Node(name string) *Node {
 	for _, n := range c.Nodes {

@@ -152,8 +152,10 @@ func run(runs, burst, rounds int, out, cniConf string, verbose bool) error {
 	var kubeletCPU time.Duration
 	var before, after map[string][2]float64
 	profile := filepath.Join(out, "kubelet-burst.pprof")
+	var burstCPU cpuSnapshot
 	for r := 0; r < rounds; r++ {
 		cpu0 := procCPU(pid)
+		snap := b.cpu()
 		var profDone chan error
 		if r == 0 {
 			if before, err = histograms(metricsURL); err != nil {
@@ -171,6 +173,7 @@ func run(runs, burst, rounds int, out, cniConf string, verbose bool) error {
 		}
 		bursts = append(bursts, d)
 		if r == 0 {
+			burstCPU = b.cpu().minus(snap)
 			kubeletCPU = procCPU(pid) - cpu0
 			rss = procRSS(pid)
 			if after, err = histograms(metricsURL); err != nil {
@@ -202,6 +205,7 @@ func run(runs, burst, rounds int, out, cniConf string, verbose bool) error {
 	fmt.Printf("%-44s %10s   rounds %v\n", "floor script", floorBurst.Round(time.Millisecond), roundAll(floorBursts))
 	fmt.Printf("\nkubelet RSS with %d pods: %.1f MiB; kubelet CPU for the first burst: %s (%s per pod)\n",
 		burst, float64(rss)/(1<<20), kubeletCPU.Round(time.Millisecond), (kubeletCPU / time.Duration(burst)).Round(time.Millisecond))
+	fmt.Printf("CPU used by the first kubelet burst: %s\n", burstCPU)
 	printBreakdown(before, after)
 	fmt.Printf("\nCPU profile of the burst: %s (go tool pprof %s %s)\n", profile, bins.Kubelet, profile)
 	if top, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=25", bins.Kubelet, profile).Output(); err == nil {
@@ -376,6 +380,25 @@ func procCPU(pid int) time.Duration {
 	u, _ := strconv.ParseInt(f[11], 10, 64)
 	k, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(u+k) * time.Second / 100
+}
+
+// procCPUWithChildren adds the CPU time of the reaped children of pid.
+func procCPUWithChildren(pid int) time.Duration {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 15 {
+		return 0
+	}
+	var sum int64
+	for _, i := range []int{11, 12, 13, 14} {
+		v, _ := strconv.ParseInt(f[i], 10, 64)
+		sum += v
+	}
+	return time.Duration(sum) * time.Second / 100
 }
 
 // procRSS is the resident set size of pid in bytes.

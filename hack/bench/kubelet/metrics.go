@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"net/http"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -78,4 +79,56 @@ func printBreakdown(before, after map[string][2]float64) {
 	for _, r := range rows {
 		fmt.Printf("%-62s %6.0f %10s %10s\n", r.name, r.n, r.mean.Round(100*time.Microsecond), r.totalD.Round(time.Millisecond))
 	}
+}
+
+// cpuSnapshot is the CPU time used so far by the processes that start
+// pods: the kubelet, the apiserver (with etcd), containerd, and every
+// containerd shim of this cluster (with the containers' runc and init
+// work, which the shims' children add when reaped).
+type cpuSnapshot map[string]time.Duration
+
+func (b *bench) cpu() cpuSnapshot {
+	pids := b.c.PIDs()
+	s := cpuSnapshot{
+		"kubelet":    procCPU(b.node.PID()),
+		"apiserver":  procCPU(pids["apiserver"]),
+		"containerd": procCPU(pids["containerd"]),
+	}
+	s["shims"] = shimsCPU(b.c.Containerd.Address)
+	return s
+}
+
+// shimsCPU sums the CPU time (own and reaped children's) of the shims
+// serving the containerd at address.
+func shimsCPU(address string) time.Duration {
+	entries, _ := os.ReadDir("/proc")
+	var total time.Duration
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if strings.Contains(string(cmd), "containerd-shim") && strings.Contains(string(cmd), address) {
+			total += procCPUWithChildren(pid)
+		}
+	}
+	return total
+}
+
+func (a cpuSnapshot) minus(b cpuSnapshot) cpuSnapshot {
+	out := cpuSnapshot{}
+	for k, v := range a {
+		out[k] = v - b[k]
+	}
+	return out
+}
+
+func (s cpuSnapshot) String() string {
+	keys := []string{"kubelet", "apiserver", "containerd", "shims"}
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %s", k, s[k].Round(10*time.Millisecond)))
+	}
+	return strings.Join(parts, ", ")
 }
