@@ -219,33 +219,19 @@ func (d *describer) conditions(conds []*v1.Condition, withReason bool) {
 	}
 }
 
-// events lists the events about obj: those naming it by kind and name, of
-// this incarnation (same uid) or with no uid.
+// events lists the events about obj, oldest first.
 func (d *describer) events(ctx context.Context, obj v1.Object) error {
 	if !d.showEvents {
 		return nil
 	}
-	k, err := kinds.ForMessage(obj)
+	mine, err := objectEvents(ctx, d.c, obj)
 	if err != nil {
 		return err
-	}
-	m := obj.GetMetadata()
-	sel := fmt.Sprintf("involvedObject.kind=%s,involvedObject.name=%s", k.Name, m.GetName())
-	evs, _, err := client.For[*v1.Event](d.c).List(ctx, client.ListOptions{Namespace: m.GetNamespace(), FieldSelector: sel})
-	if err != nil {
-		return err
-	}
-	var mine []*v1.Event
-	for _, e := range evs {
-		if uid := e.GetInvolvedObject().GetUid(); uid == "" || uid == m.GetUid() || uid == m.GetName() {
-			mine = append(mine, e)
-		}
 	}
 	if len(mine) == 0 {
 		d.kv(0, "Events", "<none>")
 		return nil
 	}
-	sort.SliceStable(mine, func(i, j int) bool { return eventTime(mine[i]).Before(eventTime(mine[j])) })
 	d.text(0, "Events:")
 	d.text(1, "Type\tReason\tAge\tFrom\tMessage")
 	d.text(1, "----\t------\t----\t----\t-------")
@@ -257,6 +243,29 @@ func (d *describer) events(ctx context.Context, obj v1.Object) error {
 		d.text(1, "%s\t%s\t%s\t%s\t%s", e.Type, e.Reason, a, orDefault(e.GetSource().GetComponent(), e.ReportingComponent), e.Message)
 	}
 	return nil
+}
+
+// objectEvents returns the events about obj, oldest first: those naming
+// it by kind and name, of this incarnation (same uid) or with no uid.
+func objectEvents(ctx context.Context, c *client.Client, obj v1.Object) ([]*v1.Event, error) {
+	k, err := kinds.ForMessage(obj)
+	if err != nil {
+		return nil, err
+	}
+	m := obj.GetMetadata()
+	sel := fmt.Sprintf("involvedObject.kind=%s,involvedObject.name=%s", k.Name, m.GetName())
+	evs, _, err := client.For[*v1.Event](c).List(ctx, client.ListOptions{Namespace: m.GetNamespace(), FieldSelector: sel})
+	if err != nil {
+		return nil, err
+	}
+	var mine []*v1.Event
+	for _, e := range evs {
+		if uid := e.GetInvolvedObject().GetUid(); uid == "" || uid == m.GetUid() || uid == m.GetName() {
+			mine = append(mine, e)
+		}
+	}
+	sort.SliceStable(mine, func(i, j int) bool { return eventTime(mine[i]).Before(eventTime(mine[j])) })
+	return mine, nil
 }
 
 // timeString is kubectl's describe time format, or <unset>.

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
 )
 
@@ -282,31 +281,6 @@ func describeNamespace(ctx context.Context, d *describer, n *v1.Namespace) error
 	d.mapLines(0, "Annotations", n.GetMetadata().GetAnnotations(), ": ")
 	d.kv(0, "Status", orDefault(n.GetStatus().GetPhase(), "<unset>"))
 	return d.events(ctx, n)
-}
-
-func describeService(ctx context.Context, d *describer, s *v1.Service) error {
-	sp := s.GetSpec()
-	d.meta(s.GetMetadata(), true)
-	d.kv(0, "Selector", labelString(sp.GetSelector()))
-	d.kv(0, "Type", sp.GetType())
-	d.kv(0, "IP", orNone(sp.GetClusterIp()))
-	for _, p := range sp.GetPorts() {
-		name := orDefault(p.Name, "<unset>")
-		proto := orDefault(p.Protocol, "TCP")
-		d.kv(0, "Port", fmt.Sprintf("%s  %d/%s", name, p.Port, proto))
-		d.kv(0, "TargetPort", fmt.Sprintf("%s/%s", p.TargetPort, proto))
-		if p.NodePort != 0 {
-			d.kv(0, "NodePort", fmt.Sprintf("%s  %d/%s", name, p.NodePort, proto))
-		}
-	}
-	eps := "<none>"
-	if ep, err := client.For[*v1.Endpoints](d.c).Get(ctx, s.Metadata.GetNamespace(), s.Metadata.GetName()); err == nil {
-		cells, _ := endpointsRow(ep, d.now)
-		eps = cells[1]
-	}
-	d.kv(0, "Endpoints", eps)
-	d.kv(0, "Session Affinity", orDefault(sp.GetSessionAffinity(), "None"))
-	return d.events(ctx, s)
 }
 
 func describeConfigMap(ctx context.Context, d *describer, c *v1.ConfigMap) error {

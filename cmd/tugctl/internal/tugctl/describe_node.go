@@ -76,6 +76,15 @@ func describeNode(ctx context.Context, d *describer, n *v1.Node) error {
 	if err != nil {
 		return err
 	}
+	d.nodePods(n, pods)
+	return d.events(ctx, n)
+}
+
+// nodePods writes the node's non-terminated pods with their requests and
+// limits, each as a share of the node's allocatable, then the totals
+// (kubectl's "Allocated resources").
+func (d *describer) nodePods(n *v1.Node, pods []*v1.Pod) {
+	cpuAlloc, memAlloc := allocatable(n)
 	var running []*v1.Pod
 	for _, p := range pods {
 		if ph := p.GetStatus().GetPhase(); ph != "Succeeded" && ph != "Failed" {
@@ -83,27 +92,23 @@ func describeNode(ctx context.Context, d *describer, n *v1.Node) error {
 		}
 	}
 	d.kv(0, "Non-terminated Pods", fmt.Sprintf("(%d in total)", len(running)))
+	var total podResources
 	if len(running) > 0 {
-		d.text(1, "Namespace\tName\tCPU Requests\tMemory Requests\tAge")
-		d.text(1, "---------\t----\t------------\t---------------\t---")
+		d.text(1, "Namespace\tName\tCPU Requests\tCPU Limits\tMemory Requests\tMemory Limits\tAge")
+		d.text(1, "---------\t----\t------------\t----------\t---------------\t-------------\t---")
 		for _, p := range running {
-			cpu, mem := podRequests(p)
-			d.text(1, "%s\t%s\t%s\t%s\t%s", p.Metadata.Namespace, p.Metadata.Name, cpu, mem, age(p.Metadata.CreationTimestamp, d.now))
+			r := resourcesOf(p)
+			total.add(r)
+			d.text(1, "%s\t%s\t%s\t%s\t%s\t%s\t%s", p.Metadata.Namespace, p.Metadata.Name,
+				withPercent(cpuString(r.cpuReq), r.cpuReq, cpuAlloc), withPercent(cpuString(r.cpuLim), r.cpuLim, cpuAlloc),
+				withPercent(memString(r.memReq), r.memReq, memAlloc), withPercent(memString(r.memLim), r.memLim, memAlloc),
+				age(p.Metadata.CreationTimestamp, d.now))
 		}
 	}
-	return d.events(ctx, n)
-}
-
-// podRequests joins the containers' cpu and memory requests.
-func podRequests(p *v1.Pod) (cpu, mem string) {
-	var cs, ms []string
-	for _, c := range p.GetSpec().GetContainers() {
-		if v := c.GetResources().GetRequests()["cpu"]; v != "" {
-			cs = append(cs, v)
-		}
-		if v := c.GetResources().GetRequests()["memory"]; v != "" {
-			ms = append(ms, v)
-		}
-	}
-	return orDefault(strings.Join(cs, "+"), "0"), orDefault(strings.Join(ms, "+"), "0")
+	d.text(0, "Allocated resources:")
+	d.text(1, "(Total limits may be over 100 percent, i.e., overcommitted.)")
+	d.text(1, "Resource\tRequests\tLimits")
+	d.text(1, "--------\t--------\t------")
+	d.text(1, "cpu\t%s\t%s", withPercent(cpuString(total.cpuReq), total.cpuReq, cpuAlloc), withPercent(cpuString(total.cpuLim), total.cpuLim, cpuAlloc))
+	d.text(1, "memory\t%s\t%s", withPercent(memString(total.memReq), total.memReq, memAlloc), withPercent(memString(total.memLim), total.memLim, memAlloc))
 }

@@ -31,6 +31,9 @@ type fakeNode struct {
 	imported [][]byte
 	images   []*v1.ImageInfo
 	resizes  []string
+	// stats answers Stats; check answers CheckService (nil: Unimplemented).
+	stats *v1.StatsResponse
+	check func(*v1.CheckServiceRequest) *v1.CheckServiceResponse
 }
 
 // startFakeNode serves a fake node named name over a tunnel to e's
@@ -181,4 +184,28 @@ func (n *fakeNode) importedData() [][]byte {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return append([][]byte(nil), n.imported...)
+}
+
+func (n *fakeNode) Stats(_ context.Context, req *v1.StatsRequest) (*v1.StatsResponse, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stats == nil {
+		return nil, status.Error(codes.Unavailable, "no stats")
+	}
+	return n.stats, nil
+}
+
+func (n *fakeNode) CheckService(_ context.Context, req *v1.CheckServiceRequest) (*v1.CheckServiceResponse, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.check == nil {
+		return nil, status.Error(codes.Unimplemented, "no CheckService")
+	}
+	return n.check(req), nil
+}
+
+func (n *fakeNode) set(fn func(n *fakeNode)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	fn(n)
 }
