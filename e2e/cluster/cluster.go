@@ -36,6 +36,11 @@ type Options struct {
 	// KubeletArgs are appended to every kubelet's command line; a flag
 	// given here overrides the harness's value.
 	KubeletArgs []string
+	// APIServerArgs, SchedulerArgs and ControllerManagerArgs are appended
+	// to those command lines (e.g. a short --event-ttl).
+	APIServerArgs         []string
+	SchedulerArgs         []string
+	ControllerManagerArgs []string
 	// NodeIPAM leaves the kubelets without --pod-cidr: the node IPAM
 	// controller of the controller-manager must set Node.spec.podCIDR.
 	NodeIPAM bool
@@ -81,6 +86,9 @@ type Cluster struct {
 	// Scheduler and ControllerManager tell whether those run.
 	Scheduler         bool
 	ControllerManager bool
+	// MetricsAddrs are the /metrics addresses of the control plane by
+	// process name ("apiserver", "scheduler", "controller-manager").
+	MetricsAddrs map[string]string
 
 	opts   Options
 	log    *slog.Logger
@@ -180,13 +188,23 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	bins := c.opts.Binaries
 	if bins.Scheduler != "" && !c.opts.NoScheduler {
-		if _, err := c.startProcess("scheduler", bins.Scheduler, append(c.ClientArgs("scheduler"), "--metrics-listen", "127.0.0.1:0")...); err != nil {
+		m, err := c.metricsAddr("scheduler")
+		if err != nil {
+			return err
+		}
+		args := append(append(c.ClientArgs("scheduler"), "--metrics-listen", m), c.opts.SchedulerArgs...)
+		if _, err := c.startProcess("scheduler", bins.Scheduler, args...); err != nil {
 			return err
 		}
 		c.Scheduler = true
 	}
 	if bins.ControllerManager != "" && !c.opts.NoControllerManager {
-		if _, err := c.startProcess("controller-manager", bins.ControllerManager, append(c.ClientArgs("controller-manager"), "--metrics-listen", "127.0.0.1:0")...); err != nil {
+		m, err := c.metricsAddr("controller-manager")
+		if err != nil {
+			return err
+		}
+		args := append(append(c.ClientArgs("controller-manager"), "--metrics-listen", m), c.opts.ControllerManagerArgs...)
+		if _, err := c.startProcess("controller-manager", bins.ControllerManager, args...); err != nil {
 			return err
 		}
 		c.ControllerManager = true
@@ -263,6 +281,20 @@ func (p *process) stop() {
 	}
 }
 
+// metricsAddr picks a free loopback port for a control-plane process's
+// /metrics and records it in MetricsAddrs.
+func (c *Cluster) metricsAddr(name string) (string, error) {
+	port, err := freePort(netip.MustParseAddr("127.0.0.1"))
+	if err != nil {
+		return "", err
+	}
+	if c.MetricsAddrs == nil {
+		c.MetricsAddrs = map[string]string{}
+	}
+	c.MetricsAddrs[name] = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	return c.MetricsAddrs[name], nil
+}
+
 func freePort(ip netip.Addr) (int, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
 	if err != nil {
@@ -312,9 +344,13 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 	if out, err := pkiInit.CombinedOutput(); err != nil {
 		return fmt.Errorf("cluster: apiserver pki init: %v: %s", err, out)
 	}
-	p, err := c.startProcess("apiserver", c.opts.Binaries.APIServer,
-		"--listen", c.Server, "--metrics-listen", "127.0.0.1:0", "--pki-dir", c.PKIDir(),
-		"--data-dir", filepath.Join(c.Dir, "etcd"), "--bookmark-interval", "1s")
+	m, err := c.metricsAddr("apiserver")
+	if err != nil {
+		return err
+	}
+	p, err := c.startProcess("apiserver", c.opts.Binaries.APIServer, append([]string{
+		"--listen", c.Server, "--metrics-listen", m, "--pki-dir", c.PKIDir(),
+		"--data-dir", filepath.Join(c.Dir, "etcd"), "--bookmark-interval", "1s"}, c.opts.APIServerArgs...)...)
 	if err != nil {
 		return err
 	}
