@@ -42,6 +42,7 @@ step "static binaries ready in $static"
 # compose images' own etcd and tugboat-init.
 pkgs=()
 for d in cmd/*/; do
+  [[ $d == cmd/tugboat/ ]] && continue # the all-in-one: not in the images
   compgen -G "$d*.go" >/dev/null && pkgs+=("./${d%/}")
 done
 pkgs+=(./deploy/tugboat-init ./deploy/etcd)
@@ -151,7 +152,7 @@ if [[ -x /bin/busybox ]] && ! ldd /bin/busybox >/dev/null 2>&1; then
 else
   log "no static /bin/busybox (Debian's busybox-static): the node image gets no shell"
 fi
-for b in kubelet proxy tugctl tugboat-init; do
+for b in kubelet proxy tugboat-init; do
   [[ -x $bin/$b ]] && put "$bin/$b" "$ctx/node/bin/$b"
 done
 put "$bin/images/busybox.tar" "$ctx/node/images/busybox.tar"

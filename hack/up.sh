@@ -48,7 +48,7 @@ fi
 t_images=$((SECONDS - t0))
 
 # --- compose up ---------------------------------------------------------------
-say "starting the cluster (project $project, ${COMPOSE[*]:0:2})"
+say "starting the cluster (project $project, $COMPOSE_NAME)"
 if ! "${COMPOSE[@]}" up -d --remove-orphans; then
   echo >&2
   for s in pki etcd apiserver scheduler controller-manager registry worker-1 worker-2; do

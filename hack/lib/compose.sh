@@ -40,7 +40,8 @@ need_docker() {
   fi
 }
 
-# pick_compose: sets COMPOSE to the compose command with project and file.
+# pick_compose: sets COMPOSE to the compose command with project and file,
+# COMPOSE_NAME to its name and version.
 pick_compose() {
   local cmd
   if [[ -n ${TUGBOAT_COMPOSE:-} ]]; then
@@ -55,6 +56,7 @@ pick_compose() {
       "install one: Debian: apt-get install docker-compose; or the compose v2 plugin (https://docs.docker.com/compose/install/)"
   fi
   COMPOSE=("${cmd[@]}" -p "$project" -f "$compose_file" --project-directory "$top")
+  COMPOSE_NAME="${cmd[*]} $("${cmd[@]}" version --short 2>/dev/null || true)"
 }
 
 # container SERVICE: the id of the service's container (running or not).
