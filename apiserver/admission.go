@@ -16,6 +16,26 @@ type Admitter interface {
 	Release(ctx context.Context, obj v1.Object)
 }
 
+// UpdateHooks is implemented by admitters that reserve things on update:
+// they learn whether the update was stored, to free what the old version
+// held (committed) or what the new one claimed (aborted).
+type UpdateHooks interface {
+	UpdateCommitted(ctx context.Context, old, new v1.Object)
+	UpdateAborted(ctx context.Context, old, new v1.Object)
+}
+
+func (s *Server) updateDone(ctx context.Context, k *kinds.Kind, old, new v1.Object, stored bool) {
+	for _, a := range s.admitters(k) {
+		if h, ok := a.(UpdateHooks); ok {
+			if stored {
+				h.UpdateCommitted(ctx, old, new)
+			} else {
+				h.UpdateAborted(ctx, old, new)
+			}
+		}
+	}
+}
+
 // admitters are per-kind admission steps; the services issue registers the
 // ClusterIP/NodePort allocator here.
 func (s *Server) admitters(k *kinds.Kind) []Admitter { return s.admission[k.Name] }

@@ -296,6 +296,9 @@ func (s *Server) update(ctx context.Context, k *kinds.Kind, in v1.Object, status
 			return out, err
 		}
 		out, err := s.store.Update(ctx, k, next, have)
+		if !statusOnly {
+			s.updateDone(ctx, k, cur, next, err == nil)
+		}
 		if apierrors.IsConflict(err) && want == 0 && attempt < 50 {
 			continue
 		}

@@ -242,14 +242,33 @@ func (a *serviceAllocator) admitNodePorts(ctx context.Context, t *txn, svc *v1.S
 			}
 		}
 	}
-	if prev != nil {
-		for _, pp := range prev.Spec.Ports {
-			if pp.NodePort != 0 && !keep[pp.NodePort] {
-				a.free(ctx, a.prtPrefix+strconv.Itoa(int(pp.NodePort)), who)
-			}
+	return nil
+}
+
+// UpdateCommitted frees the node ports the old version had and the new one
+// does not (only now: had the update failed, the old ones would still be
+// in use).
+func (a *serviceAllocator) UpdateCommitted(ctx context.Context, old, new v1.Object) {
+	a.freePortsNotIn(ctx, old.(*v1.Service), new.(*v1.Service))
+}
+
+// UpdateAborted frees the node ports claimed for an update that was not
+// stored.
+func (a *serviceAllocator) UpdateAborted(ctx context.Context, old, new v1.Object) {
+	a.freePortsNotIn(ctx, new.(*v1.Service), old.(*v1.Service))
+}
+
+// freePortsNotIn frees from's node ports that keep does not use.
+func (a *serviceAllocator) freePortsNotIn(ctx context.Context, from, keep *v1.Service) {
+	used := map[int32]bool{}
+	for _, p := range keep.GetSpec().GetPorts() {
+		used[p.NodePort] = true
+	}
+	for _, p := range from.GetSpec().GetPorts() {
+		if p.NodePort != 0 && !used[p.NodePort] {
+			a.free(ctx, a.prtPrefix+strconv.Itoa(int(p.NodePort)), owner(from))
 		}
 	}
-	return nil
 }
 
 // Release implements Admitter: free the Service's address and ports.

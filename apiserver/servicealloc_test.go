@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
@@ -93,5 +95,40 @@ func TestServiceIPAndNodePortAllocation(t *testing.T) {
 	}
 	if n != 12 {
 		t.Fatalf("allocated %d addresses from a /28, want 12", n)
+	}
+}
+
+func TestNodePortChangeFreesOldPortAfterCommit(t *testing.T) {
+	s := apiservertest.Start(t, func(c *apiserver.Config) { c.NodePortRange = "30000-30009" })
+	ctx := ctxT(t)
+	svcs := client.For[*v1.Service](s.Client)
+	a, err := svcs.Create(ctx, svc("a", "NodePort", "", 30001))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A stale update (conflict) must not free 30001.
+	stale := proto.Clone(a).(*v1.Service)
+	a.Metadata.Labels = map[string]string{"x": "y"}
+	if a, err = svcs.Update(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	stale.Spec.Ports[0].NodePort = 30002
+	if _, err := svcs.Update(ctx, stale); !apierrors.IsConflict(err) {
+		t.Fatalf("want conflict, got %v", err)
+	}
+	if _, err := svcs.Create(ctx, svc("b", "NodePort", "", 30001)); err == nil {
+		t.Fatal("30001 was freed by an update that failed")
+	}
+	// 30002 was claimed for the failed update and must be free again.
+	if _, err := svcs.Create(ctx, svc("c", "NodePort", "", 30002)); err != nil {
+		t.Fatalf("30002 leaked from the failed update: %v", err)
+	}
+	// A stored change frees the old port.
+	a.Spec.Ports[0].NodePort = 30003
+	if _, err := svcs.Update(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svcs.Create(ctx, svc("d", "NodePort", "", 30001)); err != nil {
+		t.Fatalf("30001 not freed after the committed change: %v", err)
 	}
 }

@@ -106,6 +106,7 @@ func Service(s *v1.Service) Errs {
 	}
 	names := map[string]bool{}
 	seen := map[string]bool{}
+	nodePorts := map[int32]bool{}
 	for i, p := range spec.Ports {
 		pp := fmt.Sprintf("spec.ports[%d]", i)
 		Port(&errs, pp+".port", p.Port)
@@ -129,8 +130,14 @@ func Service(s *v1.Service) Errs {
 		if p.NodePort != 0 {
 			if spec.Type != "NodePort" {
 				errs.Add(pp+".nodePort", "only valid for type NodePort")
-			} else if p.NodePort < 30000 || p.NodePort > 32767 {
-				errs.Add(pp+".nodePort", "%d is outside the node port range 30000-32767", p.NodePort)
+			} else {
+				// The range is the apiserver's --service-node-port-range,
+				// checked where ports are allocated.
+				Port(&errs, pp+".nodePort", p.NodePort)
+				if nodePorts[p.NodePort] {
+					errs.Add(pp+".nodePort", "%d is used twice in this Service", p.NodePort)
+				}
+				nodePorts[p.NodePort] = true
 			}
 		}
 	}

@@ -132,8 +132,14 @@ func TestValidation(t *testing.T) {
 		{"service no ports", func() v1.Object { s := service(); s.Spec.Ports = nil; return s }, []string{"spec.ports: required"}},
 		{"service bad type", func() v1.Object { s := service(); s.Spec.Type = "LoadBalancer"; return s }, []string{"spec.type"}},
 		{"nodePort on ClusterIP", func() v1.Object { s := service(); s.Spec.Ports[0].NodePort = 30080; return s }, []string{"spec.ports[0].nodePort", "only valid for type NodePort"}},
-		{"nodePort range", func() v1.Object { s := service(); s.Spec.Type = "NodePort"; s.Spec.Ports[0].NodePort = 80; return s },
-			[]string{"spec.ports[0].nodePort", "30000-32767"}},
+		{"nodePort twice", func() v1.Object {
+			s := service()
+			s.Spec.Type = "NodePort"
+			s.Spec.Ports[0].Name = "a"
+			s.Spec.Ports[0].NodePort = 30001
+			s.Spec.Ports = append(s.Spec.Ports, &v1.ServicePort{Name: "b", Port: 81, NodePort: 30001})
+			return s
+		}, []string{"spec.ports[1].nodePort", "used twice"}},
 		{"multi-port needs names", func() v1.Object {
 			s := service()
 			s.Spec.Ports = append(s.Spec.Ports, &v1.ServicePort{Port: 443})

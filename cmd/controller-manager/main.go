@@ -34,6 +34,7 @@ func main() {
 	fs.IntVar(&cfg.ReplicaSet.Workers, "concurrent-replicaset-syncs", 5, "ReplicaSets synced in parallel")
 	fs.IntVar(&cfg.Deployment.Workers, "concurrent-deployment-syncs", 5, "Deployments synced in parallel")
 	fs.IntVar(&cfg.GarbageCollector.Workers, "concurrent-gc-syncs", 20, "objects the garbage collector examines in parallel")
+	fs.IntVar(&cfg.Endpoints.Workers, "concurrent-endpoint-syncs", 5, "Services whose Endpoints are synced in parallel")
 
 	fs.DurationVar(&cfg.NodeLifecycle.GracePeriod, "node-monitor-grace-period", 15*time.Second, "a node whose lease is not renewed for this long becomes unreachable (Ready=Unknown, unreachable taint)")
 	fs.DurationVar(&cfg.NodeLifecycle.MonitorPeriod, "node-monitor-period", 5*time.Second, "how often every node's health is checked even without events")
