@@ -12,6 +12,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/join"
+	"github.com/tugboat/tugboat/kubelet/eviction"
 	"github.com/tugboat/tugboat/kubelet/network"
 	"github.com/tugboat/tugboat/kubelet/nodestatus"
 	"github.com/tugboat/tugboat/kubelet/pod"
@@ -28,6 +29,7 @@ const (
 	DefaultMetricsListen = "127.0.0.1:10248"
 	DefaultClusterDNS    = "10.96.0.10"
 	DefaultCNIBinDir     = "/usr/lib/cni"
+	DefaultImageFSDir    = "/var/lib/containerd"
 )
 
 // Config is the kubelet's configuration; every field has a flag in
@@ -103,6 +105,15 @@ type Config struct {
 	// (--metrics-listen; empty disables).
 	MetricsListen string
 
+	// EvictionHard are the hard eviction thresholds (--eviction-hard,
+	// Kubernetes' syntax: memory.available<100Mi,nodefs.available<10%,
+	// imagefs.available<15%; "none" disables eviction): crossing one
+	// sets MemoryPressure or DiskPressure and evicts pods, best-effort
+	// first. ImageFSDir is the runtime's image store, whose file system is
+	// imagefs (--image-fs-dir, default containerd's /var/lib/containerd).
+	EvictionHard string
+	ImageFSDir   string
+
 	Logger *slog.Logger
 }
 
@@ -144,9 +155,23 @@ func (c *Config) SetDefaults() {
 	if c.LogMaxFiles == 0 {
 		c.LogMaxFiles = runtime.DefaultLogMaxFiles
 	}
+	if c.EvictionHard == "" {
+		c.EvictionHard = eviction.DefaultEvictionHard
+	}
+	if c.ImageFSDir == "" {
+		c.ImageFSDir = DefaultImageFSDir
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+}
+
+// evictionThresholds parses EvictionHard ("none": no thresholds).
+func (c Config) evictionThresholds() ([]eviction.Threshold, error) {
+	if c.EvictionHard == "none" {
+		return nil, nil
+	}
+	return eviction.ParseThresholds(c.EvictionHard)
 }
 
 // Validate names the first bad field by its flag.
@@ -178,6 +203,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--image-pull-backoff %s: exceeds --image-pull-backoff-max %s", c.ImagePullBackoff, c.ImagePullBackoffMax)
 	case c.LogMaxSize < 0 || c.LogMaxFiles < 0:
 		return errors.New("--container-log-max-size and --container-log-max-files: must not be negative")
+	}
+	if _, err := c.evictionThresholds(); err != nil {
+		return err
+	}
+	if c.ImageFSDir != "" && !filepath.IsAbs(c.ImageFSDir) {
+		return fmt.Errorf("--image-fs-dir %q: must be an absolute path", c.ImageFSDir)
 	}
 	for _, d := range c.CNIBinDirs {
 		if !filepath.IsAbs(d) {

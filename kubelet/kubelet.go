@@ -3,7 +3,9 @@
 //
 //   - nodestatus: registers the Node, renews its Lease, reports status and
 //     conditions (Ready with KubeletReady, ContainerRuntimeNotReady or
-//     NetworkPluginNotReady);
+//     NetworkPluginNotReady; MemoryPressure and DiskPressure from eviction);
+//   - eviction: the hard eviction thresholds (--eviction-hard); under
+//     pressure it evicts pods one at a time, best-effort first;
 //   - a pod informer with the server-side field selector
 //     spec.nodeName=<node>, feeding pod.Manager: one worker per pod, a
 //     state machine driven through the runtime.Runtime interface
@@ -48,6 +50,7 @@ import (
 	"github.com/tugboat/tugboat/api/record"
 	"github.com/tugboat/tugboat/api/tunnel"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/kubelet/eviction"
 	"github.com/tugboat/tugboat/kubelet/imagedir"
 	"github.com/tugboat/tugboat/kubelet/network"
 	"github.com/tugboat/tugboat/kubelet/nodestatus"
@@ -119,25 +122,6 @@ func Run(ctx context.Context, cfg Config) error {
 		NetNSDir: pcfg.NetNSDir(),
 	}, reg, log, min(5*time.Second, cfg.NodeStatusInterval))
 
-	agent, err := nodestatus.New(nodestatus.Config{
-		NodeName:       cfg.NodeName,
-		NodeIP:         nodeIP,
-		Labels:         cfg.NodeLabels,
-		CPU:            cfg.CPU,
-		Memory:         cfg.Memory,
-		MaxPods:        cfg.MaxPods,
-		PodCIDR:        cfg.PodCIDR,
-		LeaseInterval:  cfg.LeaseInterval,
-		StatusInterval: cfg.NodeStatusInterval,
-		KubeletVersion: Version,
-		RootDir:        cfg.RootDir,
-		Logger:         log,
-		Registry:       reg,
-	}, c, rt, net.Status)
-	if err != nil {
-		return err
-	}
-
 	var pods *pod.Manager
 	probes := prober.New(prober.Config{
 		Exec: rt, Recorder: rec, Logger: log, Registry: reg,
@@ -159,6 +143,40 @@ func Run(ctx context.Context, cfg Config) error {
 		OnUpdate: func(_, p *v1.Pod) { pods.UpdatePod(p) },
 		OnDelete: pods.DeletePod,
 	})
+
+	thresholds, err := cfg.evictionThresholds()
+	if err != nil {
+		return err
+	}
+	var agent *nodestatus.Agent
+	evictions, err := eviction.New(eviction.Config{
+		Thresholds: thresholds, RootDir: cfg.RootDir, ImageFSDir: cfg.ImageFSDir,
+		Interval: min(eviction.DefaultInterval, cfg.NodeStatusInterval),
+		Pods:     podInformer.List, MemoryUsage: podMemory(rt), Evictor: pods,
+		Recorder: rec, Node: func() *v1.Node { return agent.Node() }, Registry: reg, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	agent, err = nodestatus.New(nodestatus.Config{
+		NodeName:       cfg.NodeName,
+		NodeIP:         nodeIP,
+		Labels:         cfg.NodeLabels,
+		CPU:            cfg.CPU,
+		Memory:         cfg.Memory,
+		MaxPods:        cfg.MaxPods,
+		PodCIDR:        cfg.PodCIDR,
+		LeaseInterval:  cfg.LeaseInterval,
+		StatusInterval: cfg.NodeStatusInterval,
+		KubeletVersion: Version,
+		RootDir:        cfg.RootDir,
+		Pressure:       evictions,
+		Logger:         log,
+		Registry:       reg,
+	}, c, rt, net.Status)
+	if err != nil {
+		return err
+	}
 
 	clusterDNS := ""
 	if len(cfg.ClusterDNS) > 0 {
@@ -194,6 +212,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	goRun("events", func(ctx context.Context) error { rec.Run(ctx); return nil })
 	goRun("node status", agent.Run)
+	goRun("eviction", evictions.Run)
 	goRun("probes", probes.Run)
 	goRun("pod informer", podInformer.Run)
 	goRun("tunnel", func(ctx context.Context) error { return tunnel.Serve(ctx, c, cfg.NodeName, grpcServer, log) })
@@ -335,4 +354,22 @@ func ParseLabels(s string) (map[string]string, error) {
 		out[k] = v
 	}
 	return out, nil
+}
+
+// podMemory sums the memory working set of each pod's running containers,
+// by pod UID, for the eviction ranking.
+func podMemory(rt runtime.Runtime) func(ctx context.Context) map[string]int64 {
+	return func(ctx context.Context) map[string]int64 {
+		cs, err := rt.ListContainers(ctx, runtime.ContainerFilter{State: runtime.ContainerRunning})
+		if err != nil {
+			return nil
+		}
+		out := map[string]int64{}
+		for _, c := range cs {
+			if st, err := rt.ContainerStats(ctx, c.ID); err == nil {
+				out[c.Pod.UID] += int64(st.MemoryWorkingSetBytes)
+			}
+		}
+		return out
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/tugboat/tugboat/api/component"
 	"github.com/tugboat/tugboat/api/join"
 	"github.com/tugboat/tugboat/kubelet"
+	"github.com/tugboat/tugboat/kubelet/eviction"
 	"github.com/tugboat/tugboat/kubelet/pod"
 	"github.com/tugboat/tugboat/kubelet/runtime/containerd"
 )
@@ -59,6 +60,8 @@ func main() {
 	fs.DurationVar(&cfg.ImagePullBackoffMax, "image-pull-backoff-max", pod.DefaultImagePullBackoffMax, "longest image pull back-off")
 	fs.Int64Var(&logMaxSize, "container-log-max-size", 10<<20, "container logs are rotated past this many bytes")
 	fs.IntVar(&cfg.LogMaxFiles, "container-log-max-files", 5, "container log files kept per container, the live one included")
+	fs.StringVar(&cfg.EvictionHard, "eviction-hard", eviction.DefaultEvictionHard, "hard eviction thresholds, SIGNAL<QUANTITY or SIGNAL<PERCENT% comma-separated (memory.available, nodefs.available: the --root-dir's file system, imagefs.available: --image-fs-dir's); crossing one sets MemoryPressure or DiskPressure and evicts pods, best-effort first; none disables")
+	fs.StringVar(&cfg.ImageFSDir, "image-fs-dir", kubelet.DefaultImageFSDir, "the container runtime's image store (its file system is imagefs)")
 	fs.StringVar(&cfg.MetricsListen, "metrics-listen", kubelet.DefaultMetricsListen, "HTTP address for /metrics, /healthz and /debug/pprof (empty disables)")
 	fs.StringVar(&token, "bootstrap-token", "", "join token (tugctl token create) spent once on this node's client certificate; needs --ca-file")
 	fs.StringVar(&certDir, "cert-dir", "", "where a joined kubelet keeps its certificate, renewed before it expires (default <root-dir>/pki)")

@@ -12,8 +12,9 @@
 //     InternalIP and Hostname addresses, nodeInfo (kernel, OS, containerd
 //     and kubelet versions), images, and the conditions Ready (KubeletReady,
 //     or ContainerRuntimeNotReady / NetworkPluginNotReady with the reason
-//     in the message), MemoryPressure and DiskPressure — and written when it
-//     changed, or at least every StatusReportInterval.
+//     in the message), MemoryPressure and DiskPressure (from Config.Pressure:
+//     the eviction thresholds) — and written when it changed, or at least
+//     every StatusReportInterval.
 //
 // PodCIDR blocks until the node has a pod CIDR: --pod-cidr, or
 // Node.spec.podCIDR as the node IPAM controller sets it.
@@ -87,9 +88,13 @@ type Config struct {
 	// KubeletVersion is reported in nodeInfo.
 	KubeletVersion string
 	// RootDir is the kubelet's root directory: its file system is checked
-	// for disk pressure.
+	// for disk pressure when Pressure is nil.
 	RootDir string
-	Logger  *slog.Logger
+	// Pressure, if set, decides MemoryPressure and DiskPressure (the
+	// eviction manager's thresholds); nil: built-in thresholds (100Mi of
+	// memory, 10% of RootDir's file system).
+	Pressure Pressure
+	Logger   *slog.Logger
 	// Registry, if set, gets the agent's metrics.
 	Registry prometheus.Registerer
 }
@@ -144,6 +149,13 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+}
+
+// Pressure reports whether the node is short of memory or disk, with a
+// message for the condition.
+type Pressure interface {
+	MemoryPressure() (bool, string)
+	DiskPressure() (bool, string)
 }
 
 // Runtime is what the agent asks the container runtime.
@@ -521,13 +533,22 @@ func (a *Agent) computeStatus(ctx context.Context, prev *v1.NodeStatus) *v1.Node
 		st.Images = prev.GetImages()
 	}
 	memPressure, memReason, memMsg := false, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"
-	if avail, err := memAvailable(); err == nil && avail < memoryPressureBytes {
-		memPressure, memReason, memMsg = true, "KubeletHasInsufficientMemory", fmt.Sprintf("kubelet has insufficient memory available: %d MiB left", avail>>20)
-	}
 	diskPressure, diskReason, diskMsg := false, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"
-	if a.cfg.RootDir != "" {
-		if frac, err := diskAvailable(existingParent(a.cfg.RootDir)); err == nil && frac < diskPressureRatio {
-			diskPressure, diskReason, diskMsg = true, "KubeletHasDiskPressure", fmt.Sprintf("kubelet has disk pressure: %.0f%% of the file system of %s available", 100*frac, a.cfg.RootDir)
+	if p := a.cfg.Pressure; p != nil {
+		if yes, why := p.MemoryPressure(); yes {
+			memPressure, memReason, memMsg = true, "KubeletHasInsufficientMemory", "kubelet has insufficient memory available: "+why
+		}
+		if yes, why := p.DiskPressure(); yes {
+			diskPressure, diskReason, diskMsg = true, "KubeletHasDiskPressure", "kubelet has disk pressure: "+why
+		}
+	} else {
+		if avail, err := memAvailable(); err == nil && avail < memoryPressureBytes {
+			memPressure, memReason, memMsg = true, "KubeletHasInsufficientMemory", fmt.Sprintf("kubelet has insufficient memory available: %d MiB left", avail>>20)
+		}
+		if a.cfg.RootDir != "" {
+			if frac, err := diskAvailable(existingParent(a.cfg.RootDir)); err == nil && frac < diskPressureRatio {
+				diskPressure, diskReason, diskMsg = true, "KubeletHasDiskPressure", fmt.Sprintf("kubelet has disk pressure: %.0f%% of the file system of %s available", 100*frac, a.cfg.RootDir)
+			}
 		}
 	}
 	st.Conditions = []*v1.Condition{

@@ -11,6 +11,7 @@ type metrics struct {
 	restarts          prometheus.Counter
 	imagePulls        *prometheus.CounterVec
 	orphans           prometheus.Counter
+	evictions         prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -49,9 +50,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "tugboat_kubelet_orphans_removed_total",
 			Help: "Sandboxes, containers, network namespaces and pod directories removed because their pod is gone.",
 		}),
+		evictions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tugboat_kubelet_evictions_total",
+			Help: "Pods evicted (phase Failed, reason Evicted) to reclaim memory or disk the node was short of.",
+		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.workers, m.runningPods, m.runningContainers, m.syncDuration, m.podStart, m.restarts, m.imagePulls, m.orphans} {
+		for _, c := range []prometheus.Collector{m.workers, m.runningPods, m.runningContainers, m.syncDuration, m.podStart, m.restarts, m.imagePulls, m.orphans, m.evictions} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -57,7 +57,8 @@ func buildStatus(in statusInput) *v1.PodStatus {
 	}
 	st.Phase = podPhase(in.pod.GetSpec().GetRestartPolicy(), in.initDone, in.initFailed, st.ContainerStatuses)
 	if IsTerminal(prev.Phase) {
-		st.Phase = prev.Phase // terminal is final
+		st.Phase = prev.Phase // terminal is final, with its reason (Evicted)
+		st.Reason, st.Message = prev.Reason, prev.Message
 	}
 
 	conds := make([]*v1.Condition, 0, len(prev.Conditions)+8)

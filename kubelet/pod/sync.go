@@ -41,6 +41,9 @@ func (w *worker) sync(ctx context.Context) syncResult {
 	if IsTerminal(w.status.GetPhase()) {
 		return w.syncTerminal(ctx, pod, st)
 	}
+	if msg := w.takeEviction(); msg != "" {
+		return w.evict(ctx, pod, msg)
+	}
 
 	next := w.m.now().Add(w.m.cfg.ResyncInterval)
 	until := func(t time.Time) {

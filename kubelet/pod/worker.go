@@ -27,6 +27,8 @@ type worker struct {
 	pod     *v1.Pod // the latest object from the API
 	deleted bool    // the API no longer has it
 	wakeCh  chan struct{}
+	// evictMessage, if set, asks the worker to evict the pod (Evict).
+	evictMessage string
 
 	// Owned by the worker's goroutine.
 	status      *v1.PodStatus // last computed (the API's at first)

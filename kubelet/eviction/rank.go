@@ -1,0 +1,91 @@
+package eviction
+
+import (
+	"sort"
+
+	"github.com/tugboat/tugboat/api/resource"
+	v1 "github.com/tugboat/tugboat/api/v1"
+)
+
+// QoS classes, in eviction order.
+const (
+	BestEffort = "BestEffort"
+	Burstable  = "Burstable"
+	Guaranteed = "Guaranteed"
+)
+
+// qosClass is the pod's QoS class from its spec (as the kubelet reports
+// it): BestEffort without any request or limit, Guaranteed when every
+// container's cpu and memory limits equal its requests, else Burstable.
+func qosClass(p *v1.Pod) string {
+	hasAny, guaranteed := false, true
+	cs := append(append([]*v1.Container{}, p.GetSpec().GetInitContainers()...), p.GetSpec().GetContainers()...)
+	for _, c := range cs {
+		req, lim := c.GetResources().GetRequests(), c.GetResources().GetLimits()
+		if len(req) > 0 || len(lim) > 0 {
+			hasAny = true
+		}
+		for _, r := range []string{"cpu", "memory"} {
+			l, ok := lim[r]
+			if !ok {
+				guaranteed = false
+				continue
+			}
+			if q, ok := req[r]; ok && q != l {
+				guaranteed = false
+			}
+		}
+	}
+	switch {
+	case !hasAny:
+		return BestEffort
+	case guaranteed:
+		return Guaranteed
+	}
+	return Burstable
+}
+
+var qosOrder = map[string]int{BestEffort: 0, Burstable: 1, Guaranteed: 2}
+
+// memoryRequest is the sum of the pod's containers' memory requests.
+func memoryRequest(p *v1.Pod) int64 {
+	var n int64
+	for _, c := range p.GetSpec().GetContainers() {
+		if s := c.GetResources().GetRequests()["memory"]; s != "" {
+			if q, err := resource.Parse(s); err == nil {
+				n += q.Value()
+			}
+		}
+	}
+	return n
+}
+
+// rank orders the pods that may be evicted, first to go first: running
+// pods (not terminal, not being deleted) by QoS class (BestEffort first),
+// then priority (lower first), then memory used above the request (more
+// first; usage may be nil), then the newest.
+func rank(pods []*v1.Pod, usage map[string]int64) []*v1.Pod {
+	var out []*v1.Pod
+	for _, p := range pods {
+		ph := p.GetStatus().GetPhase()
+		if ph == "Succeeded" || ph == "Failed" || p.GetMetadata().GetDeletionTimestamp() != nil {
+			continue
+		}
+		out = append(out, p)
+	}
+	over := func(p *v1.Pod) int64 { return usage[p.GetMetadata().GetUid()] - memoryRequest(p) }
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if qa, qb := qosOrder[qosClass(a)], qosOrder[qosClass(b)]; qa != qb {
+			return qa < qb
+		}
+		if pa, pb := a.GetSpec().GetPriority(), b.GetSpec().GetPriority(); pa != pb {
+			return pa < pb
+		}
+		if oa, ob := over(a), over(b); usage != nil && oa != ob {
+			return oa > ob
+		}
+		return a.GetMetadata().GetCreationTimestamp().AsTime().After(b.GetMetadata().GetCreationTimestamp().AsTime())
+	})
+	return out
+}
