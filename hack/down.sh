@@ -33,6 +33,10 @@ fi
 
 if [[ -f $config_path ]] && grep -qF "for compose project $project;" "$config_path"; then
   rm -f "$config_path"
+  if [[ -f $config_path.bak ]]; then
+    mv "$config_path.bak" "$config_path"
+    say "restored your previous $config_path"
+  fi
 fi
 rm -rf "$creds_dir"
 say "cluster $project removed (containers, networks, volumes, tugctl config)"

@@ -11,6 +11,13 @@
 #   TUGBOAT_NODEPORT_1, TUGBOAT_NODEPORT_2   see docker-compose.yaml
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# TUGBOAT_* settings from the root's .env (as compose reads it), unless the
+# environment sets them: the scripts and compose must agree on the ports.
+if [[ -f $top/.env ]]; then
+  while IFS='=' read -r k v; do
+    if [[ $k =~ ^TUGBOAT_[A-Z0-9_]+$ && -z ${!k:-} ]]; then export "$k=$v"; fi
+  done <"$top/.env"
+fi
 project=${TUGBOAT_PROJECT:-tugboat}
 compose_file=$top/docker-compose.yaml
 config_path=${TUGBOAT_CONFIG:-$HOME/.tugboat/config}
