@@ -1,8 +1,10 @@
 // Package tugctl is the Tugboat command line, shaped like kubectl: apply,
 // create, get, describe, delete, scale, rollout and version over the
-// generic object API; logs, exec and image over the NodeAPI the apiserver
-// relays to kubelets; token and auth over the Auth service; config for the
-// config file's contexts.
+// generic object API; logs, exec, image and top over the NodeAPI the
+// apiserver relays to kubelets; trace (a pod's journey or a Service's path
+// through the components, naming the layer where it stops) over both;
+// token and auth over the Auth service; config for the config file's
+// contexts.
 //
 // Every command is a cobra command built by NewRootCommand around one
 // *Options, which holds the I/O streams and the global flags and dials the

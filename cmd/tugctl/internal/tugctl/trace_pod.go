@@ -206,6 +206,10 @@ func runningHop(in podTrace, node string) traceHop {
 	st := in.pod.GetStatus()
 	h := traceHop{Hop: "running", Title: "containers keep running", Layer: layerKubelet, Component: "runtime", Node: node}
 	switch {
+	case st.GetPhase() == "Failed" && st.GetReason() != "":
+		// The kubelet failed the pod for good (Evicted): that is the stop.
+		h.Status, h.Reason, h.Message, h.Component = hopFailed, st.GetReason(), st.GetMessage(), "kubelet"
+		return h
 	case node == "" || condition(st.GetConditions(), condStarted).GetStatus() != "True":
 		return h
 	case st.GetPhase() == "Succeeded":
@@ -229,7 +233,7 @@ func runningHop(in podTrace, node string) traceHop {
 	recent := last != nil && in.now.Sub(lastAt) < restartRecentSpan
 	if issue == nil && !recent {
 		if restarts > 0 {
-			h.Title = fmt.Sprintf("containers keep running (%d restarts, none in the last %s)", restarts, humanDuration(restartRecentSpan))
+			h.Title = fmt.Sprintf("containers keep running (%s, none in the last %s)", plural(int(restarts), "restart"), humanDuration(restartRecentSpan))
 		}
 		return h
 	}
@@ -255,13 +259,13 @@ func restartReason(in podTrace, issue *containerIssue, last *v1.ContainerStatus,
 				if u := lastEvent(in.events, "Unhealthy", probe[:len(probe)-len(" probe")]); u != nil {
 					msg = u.Message + "; " + msg
 				}
-				return reason, fmt.Sprintf("%s (%d restarts)", msg, restarts)
+				return reason, fmt.Sprintf("%s (%s)", msg, plural(int(restarts), "restart"))
 			}
 		}
 	}
 	if last != nil {
 		if t := last.GetLastState().GetTerminated(); t != nil && t.Reason == "OOMKilled" {
-			return "OOMKilled", fmt.Sprintf("container %s was killed for using more memory than its limit (%d restarts)", last.Name, restarts)
+			return "OOMKilled", fmt.Sprintf("container %s was killed for using more memory than its limit (%s)", last.Name, plural(int(restarts), "restart"))
 		}
 	}
 	if issue != nil && issue.reason == "CrashLoopBackOff" {
@@ -269,14 +273,14 @@ func restartReason(in podTrace, issue *containerIssue, last *v1.ContainerStatus,
 		if t := lastTerminated(in.pod, issue.container); t != nil {
 			msg = fmt.Sprintf("container %s exits with code %d (%s); %s", issue.container, t.ExitCode, orDefault(t.Reason, "Error"), msg)
 		}
-		return "CrashLoopBackOff", fmt.Sprintf("%s (%d restarts)", msg, restarts)
+		return "CrashLoopBackOff", fmt.Sprintf("%s (%s)", msg, plural(int(restarts), "restart"))
 	}
 	if issue != nil {
 		return issue.reason, issue.message
 	}
 	t := last.GetLastState().GetTerminated()
-	return "Restarted", fmt.Sprintf("container %s exited with code %d (%s) %s ago (%d restarts)", last.Name, t.GetExitCode(),
-		orDefault(t.GetReason(), "Error"), humanDuration(in.now.Sub(t.GetFinishedAt().AsTime())), restarts)
+	return "Restarted", fmt.Sprintf("container %s exited with code %d (%s) %s ago (%s)", last.Name, t.GetExitCode(),
+		orDefault(t.GetReason(), "Error"), humanDuration(in.now.Sub(t.GetFinishedAt().AsTime())), plural(int(restarts), "restart"))
 }
 
 func lastTerminated(p *v1.Pod, container string) *v1.ContainerStateTerminated {
@@ -297,4 +301,12 @@ func lastEvent(events []*v1.Event, reason, prefix string) *v1.Event {
 		}
 	}
 	return nil
+}
+
+// plural is "1 restart", "3 restarts".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

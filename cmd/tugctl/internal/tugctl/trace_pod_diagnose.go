@@ -108,6 +108,9 @@ func diagnosePod(in podTrace, h *traceHop) diagnosis {
 		if strings.HasSuffix(d.reason, "ProbeFailed") {
 			d.component = "kubelet (probes)"
 		}
+		if d.reason == "Evicted" {
+			d.hint = "tugctl describe node " + node + " (MemoryPressure, DiskPressure); its controller replaces the pod, a bare pod must be re-created"
+		}
 	case "ready":
 		d.hint = "tugctl describe pod " + name + " (probe settings); tugctl logs " + name
 	case "endpoints":

@@ -136,6 +136,12 @@ func TestBuildPodTrace(t *testing.T) {
 			in.services[0].eps = nil
 		}, stuck: "endpoints", layer: "endpoints", reason: "NotInEndpoints", component: "controller-manager"},
 		{name: "no service", ok: true, mod: func(p *v1.Pod, in *podTrace) { in.services = nil }},
+		{name: "evicted", mod: func(p *v1.Pod, in *podTrace) {
+			p.Status.Phase, p.Status.Reason = "Failed", "Evicted"
+			p.Status.Message = "The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi."
+			setCond(p, cond("Ready", "False", 50, "PodCompleted", ""))
+			p.Status.ContainerStatuses = []*v1.ContainerStatus{{Name: "c", State: &v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 137, Reason: "Error", FinishedAt: at(50)}}}}
+		}, stuck: "running", layer: "kubelet+runtime", reason: "Evicted", component: "kubelet", message: "low on resource: memory"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

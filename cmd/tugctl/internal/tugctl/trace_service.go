@@ -164,7 +164,7 @@ func buildServiceTrace(in serviceTrace) *traceReport {
 		case "endpoints":
 			switch h.Reason {
 			case reasonNoMatchingPods, reasonNoSelector:
-				d.component = "the Service's selector"
+				d.component = "Service's selector"
 				d.hint = "tugctl get pods --show-labels -n " + in.ns + "; tugctl describe service " + in.name
 			case reasonNoReadyPods:
 				d.component = "kubelet (probes)"
