@@ -134,12 +134,13 @@ install_binaries() {
 
 # write_env COMPONENT ARGS...: the component's command line.
 write_env() {
-  local c=$1
+  local c=$1 unit=tugboat-$1
   shift
+  [[ $c == tugboat ]] && unit=tugboat
   mkdir -p "$etc_dir"
   {
     echo "# Written by hack/install.sh. The command line of $c: edit, then"
-    echo "# systemctl restart tugboat-$c"
+    echo "# systemctl restart $unit"
     echo "ARGS=\"$*\""
   } >"$etc_dir/$c.env"
 }
@@ -298,7 +299,8 @@ all_in_one() {
     --containerd-socket "$containerd_socket" "${kubelet_extra[@]}"
   install_units tugboat.service
   start_units tugboat.service
-  say "single-node cluster starting; admin: export TUGBOAT_CONFIG=$etc_dir/admin.config"
+  ((use_systemd)) && say "single-node cluster starting (journalctl -u tugboat); admin: export TUGBOAT_CONFIG=$etc_dir/admin.config"
+  return 0
 }
 
 uninstall() {
