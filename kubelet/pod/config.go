@@ -18,7 +18,7 @@ const (
 	DefaultImagePullBackoffInitial = 10 * time.Second
 	DefaultImagePullBackoffMax     = 5 * time.Minute
 	DefaultClusterDomain           = "cluster.local"
-	DefaultResyncInterval          = 10 * time.Second
+	DefaultResyncInterval          = time.Minute
 	DefaultRelistInterval          = time.Second
 	DefaultHousekeepingInterval    = 30 * time.Second
 	// DefaultRegistryRetry is how long a registry that failed a pull is
@@ -58,7 +58,9 @@ type Config struct {
 	RegistryRetry time.Duration
 
 	// ResyncInterval is how often each pod worker re-syncs without a
-	// trigger (DefaultResyncInterval).
+	// trigger (DefaultResyncInterval, Kubernetes' syncFrequency): container
+	// changes (relist), probe results, spec changes, image imports and
+	// back-off expiries wake workers anyway.
 	ResyncInterval time.Duration
 	// RelistInterval is how often the runtime is listed to notice
 	// containers that changed state (DefaultRelistInterval).

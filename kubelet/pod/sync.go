@@ -189,6 +189,12 @@ func shouldRestart(policy string, exitCode int) bool {
 
 // ensureSandbox makes the pod's sandbox, or records why it cannot yet.
 func (w *worker) ensureSandbox(ctx context.Context, pod *v1.Pod, st *podState) *sandboxInfo {
+	if pod.GetSpec().GetHostNetwork() {
+		msg := "hostNetwork pods are not supported by this kubelet: pods get their own network namespace"
+		w.m.rec.Eventf(pod, eventWarning, "FailedCreatePodSandbox", "Failed to create pod sandbox: %s", msg)
+		w.sandboxWait = &waiting{Reason: "HostNetworkNotSupported", Message: msg}
+		return nil
+	}
 	key := w.uid + "/sandbox"
 	if busy, until := w.m.sandboxBackoff.inBackoffSinceUpdate(key); busy {
 		w.sandboxWait = &waiting{Reason: "FailedCreatePodSandbox", Message: w.lastSandboxError(), Until: until}

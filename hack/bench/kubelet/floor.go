@@ -79,7 +79,12 @@ func (b *bench) floorEnv(ctx context.Context) (func(body string, first, last int
 		cmd.Env = append(env, fmt.Sprintf("FIRST=%d", first), fmt.Sprintf("LAST=%d", last))
 		start := time.Now()
 		err := b.node.Host.Run(ctx, cmd)
-		return time.Since(start), err
+		took := time.Since(start)
+		if cmd.ProcessState != nil {
+			// bash and everything it waited for: ip, the plugins, ctr.
+			b.scriptCPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		}
+		return took, err
 	}
 	cleanup := func() {
 		_, _ = script(floorCleanup, 0, maxIndex)

@@ -57,10 +57,12 @@ func main() {
 }
 
 type bench struct {
-	bins *cluster.Binaries
-	c    *cluster.Cluster
-	node *cluster.Node
-	api  *client.Typed[*v1.Pod]
+	// scriptCPU is the CPU time of the last floor script run.
+	scriptCPU time.Duration
+	bins      *cluster.Binaries
+	c         *cluster.Cluster
+	node      *cluster.Node
+	api       *client.Typed[*v1.Pod]
 }
 
 func run(runs, burst, rounds int, out, cniConf string, verbose bool) error {
@@ -152,7 +154,7 @@ func run(runs, burst, rounds int, out, cniConf string, verbose bool) error {
 	var kubeletCPU time.Duration
 	var before, after map[string][2]float64
 	profile := filepath.Join(out, "kubelet-burst.pprof")
-	var burstCPU cpuSnapshot
+	var burstCPU, floorCPU cpuSnapshot
 	for r := 0; r < rounds; r++ {
 		cpu0 := procCPU(pid)
 		snap := b.cpu()
@@ -187,8 +189,15 @@ func run(runs, burst, rounds int, out, cniConf string, verbose bool) error {
 			return err
 		}
 		first := 2000 + 100*r
+		snap = b.cpu()
 		if d, err = floor(floorScript, first, first+burst-1); err != nil {
 			return err
+		}
+		if r == 0 {
+			floorCPU = b.cpu().minus(snap)
+			delete(floorCPU, "kubelet")
+			delete(floorCPU, "apiserver")
+			floorCPU["script"] = b.scriptCPU
 		}
 		floorBursts = append(floorBursts, d)
 		if _, err := floor(floorCleanup, first, first+burst-1); err != nil {
@@ -205,7 +214,8 @@ func run(runs, burst, rounds int, out, cniConf string, verbose bool) error {
 	fmt.Printf("%-44s %10s   rounds %v\n", "floor script", floorBurst.Round(time.Millisecond), roundAll(floorBursts))
 	fmt.Printf("\nkubelet RSS with %d pods: %.1f MiB; kubelet CPU for the first burst: %s (%s per pod)\n",
 		burst, float64(rss)/(1<<20), kubeletCPU.Round(time.Millisecond), (kubeletCPU / time.Duration(burst)).Round(time.Millisecond))
-	fmt.Printf("CPU used by the first kubelet burst: %s\n", burstCPU)
+	fmt.Printf("CPU used by the first burst, kubelet: %s\n", burstCPU)
+	fmt.Printf("CPU used by the first burst, floor:   %s\n", floorCPU)
 	printBreakdown(before, after)
 	fmt.Printf("\nCPU profile of the burst: %s (go tool pprof %s %s)\n", profile, bins.Kubelet, profile)
 	if top, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=25", bins.Kubelet, profile).Output(); err == nil {

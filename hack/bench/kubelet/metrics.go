@@ -82,15 +82,15 @@ func printBreakdown(before, after map[string][2]float64) {
 }
 
 // cpuSnapshot is the CPU time used so far by the processes that start
-// pods: the kubelet, the apiserver (with etcd), containerd, and every
-// containerd shim of this cluster (with the containers' runc and init
-// work, which the shims' children add when reaped).
+// pods: the kubelet (with the CNI plugins it ran), the apiserver (with
+// etcd), containerd, and every containerd shim of this cluster (with the
+// runc runs it reaped).
 type cpuSnapshot map[string]time.Duration
 
 func (b *bench) cpu() cpuSnapshot {
 	pids := b.c.PIDs()
 	s := cpuSnapshot{
-		"kubelet":    procCPU(b.node.PID()),
+		"kubelet":    procCPUWithChildren(b.node.PID()),
 		"apiserver":  procCPU(pids["apiserver"]),
 		"containerd": procCPU(pids["containerd"]),
 	}
@@ -125,10 +125,14 @@ func (a cpuSnapshot) minus(b cpuSnapshot) cpuSnapshot {
 }
 
 func (s cpuSnapshot) String() string {
-	keys := []string{"kubelet", "apiserver", "containerd", "shims"}
+	keys := []string{"kubelet", "apiserver", "containerd", "shims", "script"}
 	var parts []string
+	var total time.Duration
 	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %s", k, s[k].Round(10*time.Millisecond)))
+		if v, ok := s[k]; ok {
+			parts = append(parts, fmt.Sprintf("%s %s", k, v.Round(10*time.Millisecond)))
+			total += v
+		}
 	}
-	return strings.Join(parts, ", ")
+	return fmt.Sprintf("%s total (%s)", total.Round(10*time.Millisecond), strings.Join(parts, ", "))
 }
