@@ -20,6 +20,13 @@ for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
+# Docker and compose for the compose cluster (make up, e2e/compose): only
+# when absent, so an engine installed another way is left alone.
+command -v docker >/dev/null || missing+=(docker.io)
+if ! command -v docker-compose >/dev/null && ! docker compose version >/dev/null 2>&1; then
+  missing+=(docker-compose)
+fi
+
 if ((${#missing[@]})); then
   echo "install-deps: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
