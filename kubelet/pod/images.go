@@ -145,6 +145,11 @@ func (p *imagePuller) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container) 
 
 	unlock := p.lockImage(image)
 	defer unlock()
+	if policy == "Always" && present && p.registryFailedRecently(host) {
+		// The pod that held the lock just failed to pull it.
+		p.rec.Eventf(pod, eventNormal, "Pulled", "Container image %q already present on machine; registry %s failed recently, not pulling", image, host)
+		return nil
+	}
 	if policy == "IfNotPresent" {
 		// Another pod may have pulled it while this one waited for the lock.
 		if _, err := p.images.ImageStatus(ctx, image); err == nil {

@@ -620,3 +620,31 @@ func TestCNIAddFailure(t *testing.T) {
 		t.Fatalf("phase %s after the network recovered", w.status.Phase)
 	}
 }
+
+// TestPullAlwaysBurstAsksTheRegistryOnce: pods of a burst that queued
+// behind a failing pull use the node's image without asking again.
+func TestPullAlwaysBurstAsksTheRegistryOnce(t *testing.T) {
+	e := newTestEnv(t)
+	e.rt.pullErr = errors.New("no such host")
+	e.rt.images["tugboat.local/echo:latest"] = true
+	var ws []*worker
+	for i := 0; i < 10; i++ {
+		p := newPod("burst"+string(rune('a'+i)), "app")
+		p.Spec.Containers[0].Image, p.Spec.Containers[0].ImagePullPolicy = "tugboat.local/echo:latest", "Always"
+		ws = append(ws, e.worker(p))
+	}
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Add(1)
+		go func() { defer wg.Done(); e.sync(w) }()
+	}
+	wg.Wait()
+	for _, w := range ws {
+		if w.status.Phase != PhaseRunning {
+			t.Fatalf("%s: phase %s", w.pod.Metadata.Name, w.status.Phase)
+		}
+	}
+	if e.rt.pulls != 1 {
+		t.Errorf("%d pulls for a burst of 10, want 1", e.rt.pulls)
+	}
+}
