@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -63,7 +64,9 @@ func nodeStats(ctx context.Context, c *client.Client, nodes []string) map[string
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := api.Stats(ctx, &v1.StatsRequest{NodeName: n})
+			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			resp, err := api.Stats(sctx, &v1.StatsRequest{NodeName: n})
 			mu.Lock()
 			defer mu.Unlock()
 			if err == nil {

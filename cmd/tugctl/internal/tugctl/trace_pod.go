@@ -91,6 +91,9 @@ func buildPodTrace(in podTrace) *traceReport {
 	node := sp.GetNodeName()
 	r := &traceReport{Kind: "Pod", Namespace: m.GetNamespace(), Name: m.GetName(), Node: node}
 	_, status, _ := podStatus(p, in.now)
+	if st.GetPhase() == "Failed" && st.GetReason() != "" {
+		status = st.GetReason()
+	}
 	r.Summary = status
 	if node != "" {
 		r.Summary += " on " + node
@@ -149,7 +152,11 @@ func buildPodTrace(in podTrace) *traceReport {
 	if sb.Status == hopDone && st.GetPodIp() != "" {
 		sb.Title = "sandbox and IP " + st.GetPodIp()
 	}
-	if sb.Reason != "" && sb.Reason != "SandboxNotReady" && sb.Reason != "PodCompleted" {
+	switch sb.Reason {
+	case "", "SandboxNotReady":
+	case "PodCompleted": // made, then released when the pod finished
+		sb.Status, sb.Title, sb.Time, sb.Reason, sb.Message = hopDone, "sandbox and IP (released: the pod finished)", nil, "", ""
+	default:
 		sb.Status = hopFailed // FailedCreatePodSandbox, NetworkNotReady
 	}
 	img := kubeletHop("images", "images ready", layerKubelet, "kubelet", condImagesReady)

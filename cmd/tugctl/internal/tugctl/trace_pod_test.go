@@ -140,6 +140,7 @@ func TestBuildPodTrace(t *testing.T) {
 			p.Status.Phase, p.Status.Reason = "Failed", "Evicted"
 			p.Status.Message = "The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi."
 			setCond(p, cond("Ready", "False", 50, "PodCompleted", ""))
+			setCond(p, cond("PodReadyToStartContainers", "False", 51, "PodCompleted", "the pod's sandbox and network were released"))
 			p.Status.ContainerStatuses = []*v1.ContainerStatus{{Name: "c", State: &v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 137, Reason: "Error", FinishedAt: at(50)}}}}
 		}, stuck: "running", layer: "kubelet+runtime", reason: "Evicted", component: "kubelet", message: "low on resource: memory"},
 	}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/client"
@@ -31,6 +32,10 @@ type nodeCheck struct {
 	resp *v1.CheckServiceResponse
 	err  error
 }
+
+// nodeCheckTimeout bounds one node's CheckService: a node that does not
+// answer in time is reported unknown.
+const nodeCheckTimeout = 10 * time.Second
 
 // parseServiceName accepts NAME or a Service DNS name
 // (NAME.NS.svc[.DOMAIN]) and returns the namespace and name.
@@ -92,9 +97,9 @@ func traceService(ctx context.Context, c *client.Client, ns, arg, domain string)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := proto1(req)
-			r.NodeName = name
-			resp, err := api.CheckService(ctx, r)
+			cctx, cancel := context.WithTimeout(ctx, nodeCheckTimeout)
+			defer cancel()
+			resp, err := api.CheckService(cctx, forNode(req, name))
 			mu.Lock()
 			in.checks = append(in.checks, nodeCheck{node: name, resp: resp, err: err})
 			mu.Unlock()
@@ -105,9 +110,9 @@ func traceService(ctx context.Context, c *client.Client, ns, arg, domain string)
 	return buildServiceTrace(in), nil
 }
 
-// proto1 copies the request for one node.
-func proto1(r *v1.CheckServiceRequest) *v1.CheckServiceRequest {
-	return &v1.CheckServiceRequest{DnsName: r.DnsName, ClusterIp: r.ClusterIp, Ports: r.Ports}
+// forNode copies the request for one node.
+func forNode(r *v1.CheckServiceRequest, node string) *v1.CheckServiceRequest {
+	return &v1.CheckServiceRequest{NodeName: node, DnsName: r.DnsName, ClusterIp: r.ClusterIp, Ports: r.Ports}
 }
 
 // buildServiceTrace is the Service's path, from what was read.
