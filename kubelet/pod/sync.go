@@ -97,6 +97,9 @@ func (w *worker) sync(ctx context.Context) syncResult {
 	}
 
 	w.m.seen(w.uid, st)
+	if sb != nil && w.needsFollowUp(pod, st, sb.ID) {
+		next = w.m.now() // act at once on what this sync's refresh saw
+	}
 	status := w.computeStatus(pod, st, sb, initDone, initFailed)
 	if IsTerminal(status.Phase) {
 		w.publish(pod, status)
@@ -127,6 +130,41 @@ func (w *worker) refresh(ctx context.Context, st *podState) {
 		}
 		st.containers = append(st.containers, cs)
 	}
+}
+
+// needsFollowUp reports whether a container is in a state the next sync
+// acts on without waiting — it exited (or never started) and nothing this
+// sync decided makes it wait. The relist does not wake the worker for
+// those: the worker has seen them itself.
+func (w *worker) needsFollowUp(pod *v1.Pod, st *podState, sandboxID string) bool {
+	policy := pod.GetSpec().GetRestartPolicy()
+	check := func(c *v1.Container, scope string, init bool) bool {
+		if wt := w.waiting[c.Name]; wt != nil && wt.Reason != ReasonPodInitializing {
+			return false
+		}
+		cur, _ := st.latest(c.Name, scope)
+		switch {
+		case cur == nil, cur.State == runtime.ContainerCreated:
+			return true
+		case cur.State != runtime.ContainerExited:
+			return false
+		case init:
+			return cur.ExitCode == 0 || policy != "Never"
+		}
+		return shouldRestart(policy, cur.ExitCode)
+	}
+	for _, c := range pod.GetSpec().GetInitContainers() {
+		cur, _ := st.latest(c.Name, sandboxID)
+		if cur == nil || cur.State != runtime.ContainerExited || cur.ExitCode != 0 {
+			return check(c, sandboxID, true) // the first init container not done
+		}
+	}
+	for _, c := range pod.GetSpec().GetContainers() {
+		if check(c, "", false) {
+			return true
+		}
+	}
+	return false
 }
 
 // currentSandbox picks the newest Ready sandbox whose network namespace

@@ -648,3 +648,34 @@ func TestPullAlwaysBurstAsksTheRegistryOnce(t *testing.T) {
 		t.Errorf("%d pulls for a burst of 10, want 1", e.rt.pulls)
 	}
 }
+
+// TestExitSeenByTheSyncItselfIsActedOn: a container that exits before the
+// sync that started it reads it back is restarted by an immediate
+// follow-up sync (the relist will not wake the worker for it).
+func TestExitSeenByTheSyncItselfIsActedOn(t *testing.T) {
+	e := newTestEnv(t)
+	e.rt.onStart = func(runtime.ContainerConfig) (bool, int, string) { return true, 1, "" }
+	w := e.worker(newPod("quick", "app"))
+	if res := e.sync(w); res.after > 100*time.Millisecond {
+		t.Fatalf("next sync in %s after the container exited, want at once", res.after)
+	}
+	e.sync(w)
+	if res := e.sync(w); res.after > 10*time.Second {
+		t.Errorf("next sync in %s in CrashLoopBackOff, want the 10s back-off's end", res.after)
+	}
+	// Init containers: the next one starts without waiting for a resync.
+	e2 := newTestEnv(t)
+	e2.rt.onStart = func(c runtime.ContainerConfig) (bool, int, string) { return c.Name != "app", 0, "" }
+	pod := newPod("inits", "app")
+	pod.Spec.InitContainers = []*v1.Container{{Name: "one", Image: testImage}, {Name: "two", Image: testImage}}
+	w2 := e2.worker(pod)
+	for i := 0; i < 2; i++ { // "one", then "two", each seen done by its own sync
+		if res := e2.sync(w2); res.after > 100*time.Millisecond {
+			t.Fatalf("sync %d: next in %s with an init container done", i, res.after)
+		}
+	}
+	e2.sync(w2) // starts app
+	if w2.status.Phase != PhaseRunning {
+		t.Fatalf("phase %s", w2.status.Phase)
+	}
+}
