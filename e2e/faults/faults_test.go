@@ -225,6 +225,25 @@ func TestFaultCatalogue(t *testing.T) {
 			t.Errorf("trace: %s", r)
 		}
 	})
+	t.Run("top nodes and pods: use from the kubelets beside requests", func(t *testing.T) {
+		out, err := k.run("top", "nodes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range c.Nodes {
+			row := regexp.MustCompile(`(?m)^` + n.Name + ` +(\S+) +(\S+)%`).FindStringSubmatch(out)
+			if row == nil || row[1] == "<unknown>" {
+				t.Errorf("top nodes: no usage for %s:\n%s", n.Name, out)
+			}
+		}
+		out, err = k.run("top", "pods", "client")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !regexp.MustCompile(`(?m)^client +\d+m? +0 +0 +\d+(Ki|Mi)? +0 +0 +node\d\n`).MatchString(out) {
+			t.Errorf("top pods client:\n%s", out)
+		}
+	})
 	t.Run("get events -w streamed the faults' events", func(t *testing.T) {
 		eventually(t, 30*time.Second, "the watch printed new events", func() error {
 			out := watch.String()
