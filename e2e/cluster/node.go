@@ -164,6 +164,9 @@ func (n *Node) Args() []string {
 		"--crash-backoff-max", "8s",
 		"--image-pull-backoff", "1s",
 		"--image-pull-backoff-max", "8s",
+		// The test machine's disk fill is not the test's business: no
+		// pressure evictions unless a test asks (ExtraArgs come later).
+		"--eviction-hard", "none",
 		"--log-level", "debug",
 	)
 	if !c.opts.NodeIPAM {
