@@ -15,7 +15,8 @@ import (
 
 // Serve keeps a tunnel to the apiserver open for node and serves srv (the
 // kubelet's NodeAPI server) on it, reconnecting with backoff until ctx ends.
-// srv must not be used with any other listener (Serve stops it at the end).
+// srv may also serve other listeners; Serve does not stop it (the caller
+// does, when it is done with it).
 func Serve(ctx context.Context, c *client.Client, node string, srv *grpc.Server, log *slog.Logger) error {
 	if log == nil {
 		log = slog.Default()
