@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -313,5 +314,38 @@ func TestSecretsEncryptedAtRestAndAudit(t *testing.T) {
 	audit, _ := os.ReadFile(auditPath)
 	if !bytes.Contains(audit, []byte(`"user":"admin"`)) || !bytes.Contains(audit, []byte(`"verb":"Create"`)) || !bytes.Contains(audit, []byte(`"name":"db"`)) {
 		t.Fatalf("audit log: %s", audit)
+	}
+}
+
+// TestEtcdctlSeesNoPlaintext reads a Secret back with Debian's etcdctl from
+// a real etcd process, as an operator would.
+func TestEtcdctlSeesNoPlaintext(t *testing.T) {
+	etcdctl, err := exec.LookPath("etcdctl")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("etcdctl missing in CI: hack/install-deps.sh installs etcd-client")
+		}
+		t.Skip("etcdctl missing: run hack/install-deps.sh (Debian package etcd-client)")
+	}
+	url := startEtcdProcess(t, t.TempDir())
+	keyFile := filepath.Join(t.TempDir(), "keys")
+	_ = os.WriteFile(keyFile, []byte("k1:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n"), 0o600)
+	enc, err := storage.LoadEncryption(keyFile, "secrets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := apiservertest.StartSecure(t, func(c *apiserver.Config) { c.EtcdServers = []string{url}; c.DataDir = ""; c.Encryption = enc })
+	ctx := ctxT(t)
+	if _, err := client.For[*v1.Secret](s.Client).Create(ctx, &v1.Secret{Metadata: &v1.ObjectMeta{Name: "db"}, StringData: map[string]string{"password": "hunter2-very-secret"}}); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(etcdctl, "--endpoints", url, "get", "/registry/secrets/default/db")
+	cmd.Env = append(os.Environ(), "ETCDCTL_API=3")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("etcdctl: %v: %s", err, out)
+	}
+	if !bytes.Contains(out, []byte("tugboat:enc:aesgcm:v1:k1:")) || bytes.Contains(out, []byte("hunter2")) {
+		t.Fatalf("etcdctl shows: %q", out)
 	}
 }
