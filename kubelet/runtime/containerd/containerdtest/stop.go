@@ -39,7 +39,7 @@ func (c *Containerd) Stop() error {
 		}
 		c.logger.Info("stopped private containerd", "pid", c.PID)
 	}
-	if err := unmountUnder(c.Dir); err != nil {
+	if err := UnmountUnder(c.Dir); err != nil {
 		errs = append(errs, err)
 	}
 	if c.sockDir != "" {
@@ -81,8 +81,9 @@ func (c *Containerd) purge(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// unmountUnder lazily unmounts every mount point under dir, deepest first.
-func unmountUnder(dir string) error {
+// UnmountUnder lazily unmounts every mount point under dir, deepest first
+// (the e2e harness uses it on stale runs too).
+func UnmountUnder(dir string) error {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return err
