@@ -250,4 +250,3 @@ func cleanupStaleCgroups(live map[string]bool) error {
 	}
 	return errors.Join(errs...)
 }
-
