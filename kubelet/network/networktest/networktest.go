@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,6 +106,7 @@ func Start(dir, podCIDR string) (*Network, error) {
 		Registry: prometheus.NewRegistry(),
 	}
 	n.hadHostportChains = chainExists("nat", "CNI-HOSTPORT-DNAT")
+	removeStaleBridges(podCIDR)
 	m, err := network.New(network.Config{
 		StateDir:    filepath.Join(dir, "state"),
 		ConfDir:     filepath.Join(dir, "net.d"),
@@ -256,4 +258,30 @@ func restore(script []byte) error {
 		return fmt.Errorf("iptables-restore: %v: %s\n%s", err, out, script)
 	}
 	return nil
+}
+
+// removeStaleBridges deletes test bridges ("tbt" + hex) left by a killed run
+// that hold an address in podCIDR: their route would shadow the new
+// bridge's, and the host could not reach the new pods.
+func removeStaleBridges(podCIDR string) {
+	_, want, err := net.ParseCIDR(podCIDR)
+	if err != nil {
+		return
+	}
+	links, err := netlink.LinkList()
+	if err != nil {
+		return
+	}
+	for _, l := range links {
+		if !strings.HasPrefix(l.Attrs().Name, "tbt") || l.Type() != "bridge" {
+			continue
+		}
+		addrs, _ := netlink.AddrList(l, netlink.FAMILY_V4)
+		for _, a := range addrs {
+			if want.Contains(a.IP) {
+				_ = netlink.LinkDel(l)
+				break
+			}
+		}
+	}
 }
