@@ -2,9 +2,12 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"strings"
+	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -15,7 +18,19 @@ import (
 
 // startEmbeddedEtcd runs a single-member etcd in dataDir with its client URL
 // on listen (port 0: a free port) and its peer URL on a free loopback port.
+// A free port can be taken by another process between picking and
+// binding it: that case is retried with new ports.
 func startEmbeddedEtcd(ctx context.Context, dataDir, listen string) (*embed.Etcd, string, error) {
+	for attempt := 0; ; attempt++ {
+		e, url, err := startEmbeddedEtcdOnce(ctx, dataDir, listen)
+		if err != nil && attempt < 5 && strings.HasSuffix(listen, ":0") && (errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")) {
+			continue
+		}
+		return e, url, err
+	}
+}
+
+func startEmbeddedEtcdOnce(ctx context.Context, dataDir, listen string) (*embed.Etcd, string, error) {
 	clientAddr, err := freeAddr(listen)
 	if err != nil {
 		return nil, "", fmt.Errorf("--etcd-listen: %w", err)
