@@ -44,25 +44,27 @@ import (
 type Server struct {
 	v1.UnimplementedObjectsServer
 
-	cfg      Config
-	log      *slog.Logger
-	etcd     *embed.Etcd // nil with external etcd
-	etcdCli  *clientv3.Client
-	store    *storage.Store
-	caches   map[*kinds.Kind]*watchcache.Cache
-	reg      *prometheus.Registry
-	metrics  *metrics
-	grpc     *grpc.Server
-	health   *health.Server
-	lis      net.Listener
-	nsMu     sync.Mutex
-	nsActive map[string]bool // namespaces with a finalizer running
-	nsCtx    context.Context // the Run context, for namespace finalizers
-	tunnels  *tunnel.Registry
-	authn    *auth.Authenticator // nil: authentication off
-	rbac     *auth.RBAC
-	audit    *auditLog
-	services *serviceAllocator
+	cfg     Config
+	log     *slog.Logger
+	etcd    *embed.Etcd // nil with external etcd
+	etcdCli *clientv3.Client
+	store   *storage.Store
+	caches  map[*kinds.Kind]*watchcache.Cache
+	reg     *prometheus.Registry
+	metrics *metrics
+	grpc    *grpc.Server
+	health  *health.Server
+	lis     net.Listener
+	// metricsLis serves /metrics and /healthz (nil when disabled).
+	metricsLis net.Listener
+	nsMu       sync.Mutex
+	nsActive   map[string]bool // namespaces with a finalizer running
+	nsCtx      context.Context // the Run context, for namespace finalizers
+	tunnels    *tunnel.Registry
+	authn      *auth.Authenticator // nil: authentication off
+	rbac       *auth.RBAC
+	audit      *auditLog
+	services   *serviceAllocator
 	// admission holds per-kind admission steps by Kind name.
 	admission map[string][]Admitter
 }
@@ -74,10 +76,16 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	cfg.setDefaults()
 	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "apiserver"), caches: map[*kinds.Kind]*watchcache.Cache{}, nsActive: map[string]bool{}, admission: map[string][]Admitter{}}
+	// Bind our own ports before the embedded etcd picks free ones, so it
+	// cannot pick them.
+	if err := s.listen(); err != nil {
+		return nil, err
+	}
 	endpoints := cfg.EtcdServers
 	if len(endpoints) == 0 {
 		e, url, err := startEmbeddedEtcd(ctx, cfg.DataDir, cfg.EtcdListen)
 		if err != nil {
+			s.closeListeners()
 			return nil, err
 		}
 		s.etcd = e
@@ -86,6 +94,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	cli, err := dialEtcd(ctx, endpoints)
 	if err != nil {
+		s.closeListeners()
 		s.closeEtcd()
 		return nil, err
 	}
@@ -104,6 +113,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	alloc, err := newServiceAllocator(cli, cfg.ServiceCIDR, cfg.NodePortRange)
 	if err != nil {
+		s.closeListeners()
 		cli.Close()
 		s.closeEtcd()
 		return nil, err
@@ -112,16 +122,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.admission["Service"] = append(s.admission["Service"], alloc)
 	s.admission["Node"] = append(s.admission["Node"], nodeBindingsCleaner{s.store})
 	if err := s.setupAuth(); err != nil {
+		s.closeListeners()
 		cli.Close()
 		s.closeEtcd()
 		return nil, err
 	}
-	lis, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		s.closeEtcd()
-		return nil, fmt.Errorf("--listen %s: %w", cfg.Listen, err)
-	}
-	s.lis = lis
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(4 << 20),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
@@ -143,6 +148,31 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
 	return s, nil
+}
+
+// listen binds the gRPC and metrics addresses.
+func (s *Server) listen() error {
+	lis, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", s.cfg.Listen, err)
+	}
+	s.lis = lis
+	if s.cfg.MetricsListen != "" {
+		ml, err := net.Listen("tcp", s.cfg.MetricsListen)
+		if err != nil {
+			lis.Close()
+			return fmt.Errorf("--metrics-listen %s: %w", s.cfg.MetricsListen, err)
+		}
+		s.metricsLis = ml
+	}
+	return nil
+}
+
+func (s *Server) closeListeners() {
+	s.lis.Close()
+	if s.metricsLis != nil {
+		s.metricsLis.Close()
+	}
 }
 
 // Addr is the gRPC listener's address.
@@ -183,18 +213,22 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := s.services.repair(ctx, s.store); err != nil {
 		s.log.Warn("repairing service IP and port claims", "err", err)
 	}
-	if err := s.bootstrap(ctx); err != nil {
+	// fail stops what Run started so far (the caches end with ctx).
+	fail := func(err error) error {
+		cancel()
+		s.closeListeners()
 		s.shutdown(&wg)
 		return err
 	}
+	if err := s.bootstrap(ctx); err != nil {
+		return fail(err)
+	}
 	if s.authn != nil {
 		if err := s.bootstrapPolicy(ctx); err != nil {
-			s.shutdown(&wg)
-			return fmt.Errorf("creating the default RBAC policy: %w", err)
+			return fail(fmt.Errorf("creating the default RBAC policy: %w", err))
 		}
 		if err := s.followRBAC(ctx); err != nil {
-			s.shutdown(&wg)
-			return fmt.Errorf("loading RBAC: %w", err)
+			return fail(fmt.Errorf("loading RBAC: %w", err))
 		}
 	}
 	wg.Add(2)
@@ -205,7 +239,7 @@ func (s *Server) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := metricsserver.Serve(ctx, s.cfg.MetricsListen, s.reg, s.healthz)
+			err := metricsserver.ServeListener(ctx, s.metricsLis, s.reg, s.healthz)
 			if err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errc <- err
 			}
