@@ -86,9 +86,19 @@ func TestComposeCluster(t *testing.T) {
 		pod = p
 		break
 	}
-	logs, err := e.tugctl(ctx, "logs", pod)
-	if err != nil {
-		t.Fatal(err)
+	// The request lines reach the log file shortly after the responses.
+	var logs string
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, err := e.tugctl(ctx, "logs", pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs = out
+		if strings.Contains(logs, "listening") && strings.Contains(logs, "request") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
 	if !strings.Contains(logs, "listening") || !strings.Contains(logs, "request") {
 		t.Errorf("tugctl logs %s = %q, want the start line and the requests", pod, logs)
