@@ -8,12 +8,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +19,7 @@ import (
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/pki"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/hack/bench/internal/proc"
 )
 
 func main() {
@@ -47,7 +46,10 @@ func run(bin string, creates, events int, secure bool) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	addr := freeAddr()
+	addr, err := proc.FreeAddr()
+	if err != nil {
+		return err
+	}
 	args := []string{"--listen", addr, "--metrics-listen", "", "--data-dir", filepath.Join(dir, "etcd"), "--log-level", "warn"}
 	ccfg := client.Config{Server: addr}
 	if secure {
@@ -84,7 +86,7 @@ func run(bin string, creates, events int, secure bool) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	time.Sleep(2 * time.Second)
-	fmt.Printf("apiserver idle RSS (embedded etcd included): %s\n", rss(cmd.Process.Pid))
+	fmt.Printf("apiserver idle RSS (embedded etcd included): %s\n", proc.MiB(float64(proc.RSS(cmd.Process.Pid))))
 
 	lat := make([]time.Duration, 0, creates)
 	for i := 0; i < creates; i++ {
@@ -106,7 +108,7 @@ func run(bin string, creates, events int, secure bool) error {
 		}
 		fmt.Printf("watch delivery latency, %4d watchers x %d changes: p50 %s p99 %s\n", n, events, pct(d, 50), pct(d, 99))
 		if n == 1000 {
-			fmt.Printf("apiserver RSS with 1000 watchers open: %s\n", rss(cmd.Process.Pid))
+			fmt.Printf("apiserver RSS with 1000 watchers open: %s\n", proc.MiB(float64(proc.RSS(cmd.Process.Pid))))
 		}
 	}
 	return nil
@@ -183,28 +185,4 @@ func pct(d []time.Duration, p int) time.Duration {
 		i--
 	}
 	return s[i].Round(10 * time.Microsecond)
-}
-
-func rss(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return "?"
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			f := strings.Fields(line)
-			kb, _ := strconv.Atoi(f[1])
-			return fmt.Sprintf("%.1f MiB", float64(kb)/1024)
-		}
-	}
-	return "?"
-}
-
-func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

@@ -28,6 +28,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/hack/bench/internal/proc"
 )
 
 func main() {
@@ -80,7 +81,7 @@ func run(apiserverBin, cmBin string, n, r, workers int) error {
 		return fmt.Errorf("controller-manager did not become leader: %w", err)
 	}
 	time.Sleep(time.Second) // let its informers list the (empty) cluster
-	fmt.Printf("controller-manager idle: RSS %s, heap in use %s\n", rss(cm.Process.Pid), mib(metric(metricsAddr, "go_memstats_heap_inuse_bytes")))
+	fmt.Printf("controller-manager idle: RSS %s, heap in use %s\n", proc.MiB(float64(proc.RSS(cm.Process.Pid))), proc.MiB(metric(metricsAddr, "go_memstats_heap_inuse_bytes")))
 
 	// Count pods as the watch shows them.
 	total := int64(n * r)
@@ -147,13 +148,13 @@ func run(apiserverBin, cmBin string, n, r, workers int) error {
 	d := end.Sub(start)
 	fmt.Printf("all %d pods (%d ReplicaSets × %d) exist %s after the first ReplicaSet was created: %.0f pods/s (--concurrent-replicaset-syncs %d)\n",
 		total, n, r, d.Round(time.Millisecond), float64(total)/d.Seconds(), workers)
-	fmt.Printf("controller-manager then: RSS %s, heap in use %s\n", rss(cm.Process.Pid), mib(metric(metricsAddr, "go_memstats_heap_inuse_bytes")))
+	fmt.Printf("controller-manager then: RSS %s, heap in use %s\n", proc.MiB(float64(proc.RSS(cm.Process.Pid))), proc.MiB(metric(metricsAddr, "go_memstats_heap_inuse_bytes")))
 
 	// Let the status writes and events drain, then look again.
 	_ = waitFor(60*time.Second, func() bool { return metric(metricsAddr, "tugboat_controller_manager_queue_depth") == 0 })
 	time.Sleep(2 * time.Second)
-	fmt.Printf("controller-manager settled: RSS %s, heap in use %s, syncs %.0f\n", rss(cm.Process.Pid),
-		mib(metric(metricsAddr, "go_memstats_heap_inuse_bytes")), metric(metricsAddr, "tugboat_controller_manager_sync_duration_seconds_count"))
+	fmt.Printf("controller-manager settled: RSS %s, heap in use %s, syncs %.0f\n", proc.MiB(float64(proc.RSS(cm.Process.Pid))),
+		proc.MiB(metric(metricsAddr, "go_memstats_heap_inuse_bytes")), metric(metricsAddr, "tugboat_controller_manager_sync_duration_seconds_count"))
 	return nil
 }
 
@@ -186,21 +187,13 @@ func metric(addr, name string) float64 {
 	return sum
 }
 
-func mib(b float64) string { return fmt.Sprintf("%.1f MiB", b/(1<<20)) }
-
-func rss(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "?"
+		panic(err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			f := strings.Fields(line)
-			kb, _ := strconv.Atoi(f[1])
-			return fmt.Sprintf("%.1f MiB", float64(kb)/1024)
-		}
-	}
-	return "?"
+	defer l.Close()
+	return l.Addr().String()
 }
 
 func waitFor(d time.Duration, cond func() bool) error {
@@ -212,13 +205,4 @@ func waitFor(d time.Duration, cond func() bool) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return nil
-}
-
-func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

@@ -37,6 +37,7 @@ import (
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/e2e/cluster"
 	"github.com/tugboat/tugboat/e2e/images"
+	"github.com/tugboat/tugboat/hack/bench/internal/proc"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 )
 
@@ -177,7 +178,7 @@ func run(runs, burst, rounds int, out, cniConf string, verbose bool) error {
 		if r == 0 {
 			burstCPU = b.cpu().minus(snap)
 			kubeletCPU = procCPU(pid) - cpu0
-			rss = procRSS(pid)
+			rss = proc.RSS(pid)
 			if after, err = histograms(metricsURL); err != nil {
 				return err
 			}
@@ -409,19 +410,4 @@ func procCPUWithChildren(pid int) time.Duration {
 		sum += v
 	}
 	return time.Duration(sum) * time.Second / 100
-}
-
-// procRSS is the resident set size of pid in bytes.
-func procRSS(pid int) int64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
 }

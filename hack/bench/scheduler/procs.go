@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	procfs "github.com/tugboat/tugboat/hack/bench/internal/proc"
 )
 
 // build compiles the two binaries into dir.
@@ -91,26 +92,8 @@ func (p *proc) cpuSeconds() (float64, error) {
 
 // memory returns VmRSS and VmHWM (peak) in MiB.
 func (p *proc) memory() (rss, peak float64, err error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseFloat(fields[1], 64)
-		switch fields[0] {
-		case "VmRSS:":
-			rss = kb / 1024
-		case "VmHWM:":
-			peak = kb / 1024
-		}
-	}
-	return rss, peak, sc.Err()
+	r, h, err := procfs.Memory(p.cmd.Process.Pid)
+	return float64(r) / (1 << 20), float64(h) / (1 << 20), err
 }
 
 func freePort() (string, error) {
