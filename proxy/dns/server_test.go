@@ -105,7 +105,10 @@ func dig(t testing.TB, addr string, args ...string) string {
 	t.Helper()
 	path, err := exec.LookPath("dig")
 	if err != nil {
-		t.Skip("dig not installed (apt-get install bind9-dnsutils)")
+		if os.Getenv("CI") == "true" {
+			t.Fatal("dig missing in CI: hack/install-deps.sh installs bind9-dnsutils")
+		}
+		t.Skip("dig not installed (hack/install-deps.sh installs bind9-dnsutils)")
 	}
 	host, port, _ := net.SplitHostPort(addr)
 	all := append([]string{"@" + host, "-p", port, "+time=5", "+tries=1", "+noall", "+comments", "+answer", "+additional"}, args...)
