@@ -2,7 +2,10 @@
 // namespace and runs the CNI plugins on it through libcni. By default it
 // writes a conflist for the node (bridge with host-local IPAM on the node's
 // pod CIDR, portmap for hostPort, loopback) unless the operator put a config
-// in the CNI config directory. The host-local reservations and libcni's
+// in the CNI config directory. With that default config a pod runs only
+// the plugins it needs (bridge; portmap only with hostPorts; lo is brought
+// up when the namespace is made), since each plugin is a process start on
+// the pod's critical path. The host-local reservations and libcni's
 // result cache live under the kubelet's own state directory, so several
 // kubelets on one machine (each in its own network namespace) never share
 // them.

@@ -155,3 +155,74 @@ func TestStatusSaysWhatIsMissing(t *testing.T) {
 		t.Errorf("bad config: %v", err)
 	}
 }
+
+// TestPodChain: with the kubelet's own config a pod runs only the plugins
+// it needs; an operator's config runs as written. The derived chain keeps
+// the bridge's settings byte for byte, since libcni caches it for DEL.
+func TestPodChain(t *testing.T) {
+	dir := t.TempDir()
+	confDir := filepath.Join(dir, "net.d")
+	m, err := New(Config{StateDir: filepath.Join(dir, "state"), ConfDir: confDir, PodCIDR: "10.244.7.0/24"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, _, err := m.EnsureConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := libcni.NetworkConfFromFile(ours)
+	if err != nil {
+		t.Fatal(err)
+	}
+	operator := filepath.Join(confDir, "05-operator.conflist")
+	if err := os.WriteFile(operator, []byte(`{"cniVersion":"1.0.0","name":"op","plugins":[{"type":"bridge"},{"type":"portmap","capabilities":{"portMappings":true}},{"type":"loopback"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opList, err := libcni.NetworkConfFromFile(operator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostPort := []PortMapping{{HostPort: 8080, ContainerPort: 80}}
+	tests := []struct {
+		name  string
+		list  *libcni.NetworkConfigList
+		file  string
+		ports []PortMapping
+		want  string
+	}{
+		{"default config, no hostPorts", full, ours, nil, "bridge"},
+		{"default config, hostPorts", full, ours, hostPort, "bridge,portmap"},
+		{"operator config, no hostPorts", opList, operator, nil, "bridge,portmap,loopback"},
+		{"operator config, hostPorts", opList, operator, hostPort, "bridge,portmap,loopback"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := m.podChain(tc.list, tc.file, PodNetwork{ID: "x", Name: "p", Namespace: "default", PortMappings: tc.ports})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var types []string
+			for _, p := range got.Plugins {
+				types = append(types, p.Network.Type)
+			}
+			if s := strings.Join(types, ","); s != tc.want {
+				t.Fatalf("chain %s, want %s", s, tc.want)
+			}
+			if got.Name != tc.list.Name || got.CNIVersion != tc.list.CNIVersion {
+				t.Errorf("name/version %s/%s, want %s/%s", got.Name, got.CNIVersion, tc.list.Name, tc.list.CNIVersion)
+			}
+			// What libcni caches for DEL must parse back to the same chain.
+			again, err := libcni.NetworkConfFromBytes(got.Bytes)
+			if err != nil || len(again.Plugins) != len(got.Plugins) {
+				t.Fatalf("cached bytes do not round-trip: %v", err)
+			}
+			if string(got.Plugins[0].Bytes) != string(tc.list.Plugins[0].Bytes) {
+				t.Errorf("bridge config changed:\n%s\nwant\n%s", got.Plugins[0].Bytes, tc.list.Plugins[0].Bytes)
+			}
+		})
+	}
+	// The file on disk stays complete.
+	if onDisk, _ := libcni.NetworkConfFromFile(ours); len(onDisk.Plugins) != 3 {
+		t.Errorf("default config on disk has %d plugins, want 3", len(onDisk.Plugins))
+	}
+}

