@@ -88,7 +88,8 @@ func (g *netGate) run(ctx context.Context) {
 }
 
 // check writes the default config if it is missing (or the CIDR changed)
-// and the operator has none, then asks the plugins.
+// and the operator has none, asks the plugins, and keeps the node's
+// masquerade rule for the pod CIDR.
 func (g *netGate) check(ctx context.Context) {
 	g.mu.RLock()
 	mgr := g.mgr
@@ -100,6 +101,11 @@ func (g *netGate) check(ctx context.Context) {
 	var err error
 	if _, _, err = mgr.EnsureConfig(); err == nil {
 		err = mgr.Status(ctx)
+	}
+	if err == nil {
+		if merr := mgr.EnsureMasquerade(); merr != nil {
+			err = fmt.Errorf("pod egress masquerading: %v: %w", merr, network.ErrNotReady)
+		}
 	}
 	if ctx.Err() != nil {
 		return

@@ -1,8 +1,12 @@
 package kubelet_test
 
 import (
+	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,4 +49,46 @@ func TestBrokenCNIConfigMakesNodeNotReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPod(t, c.Client, ns, name, 60*time.Second, "Running once the network is fixed", running)
+}
+
+// TestPodEgressIsMasqueraded: a pod reaching past its node's pod CIDR (here
+// the other node's address) leaves with its node's address, by the node's
+// one masquerade rule (the bridge plugin's per-pod ipMasq is off), and gets
+// its answer back.
+func TestPodEgressIsMasqueraded(t *testing.T) {
+	c := sharedCluster(t)
+	t.Parallel()
+	from, to := c.Nodes[0], c.Nodes[1]
+	var l net.Listener
+	if err := to.Host.Do(func() (err error) {
+		l, err = net.Listen("tcp", net.JoinHostPort(to.IP.String(), "0"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	seen := make(chan string, 1)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		select {
+		case seen <- host:
+		default:
+		}
+		fmt.Fprintf(w, "you are %s\n", host)
+	})}
+	go srv.Serve(l)
+	defer srv.Close()
+
+	ns := "egress"
+	createPod(t, c.Client, busyboxPod(ns, "client", from.Name, "exec sleep 3600"))
+	p := waitPod(t, c.Client, ns, "client", 60*time.Second, "Running", running)
+	out, code := execIn(t, c.Client, ns, "client", "wget", "-q", "-O-", "http://"+l.Addr().String()+"/")
+	if code != 0 {
+		t.Fatalf("pod %s -> %s: exit %d: %s", p.Status.PodIp, l.Addr(), code, out)
+	}
+	if got := <-seen; got != from.IP.String() {
+		t.Errorf("the other node saw the pod's traffic come from %s, want its node's address %s (pod IP %s)", got, from.IP, p.Status.PodIp)
+	}
+	if !strings.Contains(out, "you are "+from.IP.String()) {
+		t.Errorf("answer %q", out)
+	}
 }

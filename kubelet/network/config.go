@@ -57,8 +57,8 @@ type Config struct {
 	BridgeName string
 	// MTU of the bridge and veths; 0 lets the plugin choose.
 	MTU int
-	// NoMasquerade turns off the bridge's ipMasq (SNAT of pod traffic
-	// leaving the pod CIDR).
+	// NoMasquerade turns off the node's masquerading (SNAT) of pod traffic
+	// leaving the pod CIDR (EnsureMasquerade).
 	NoMasquerade bool
 }
 

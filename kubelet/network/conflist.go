@@ -17,8 +17,9 @@ import (
 const cniVersion = "1.0.0"
 
 // DefaultConfList renders the default conflist for cfg: a bridge that is
-// the pods' gateway (with masquerading unless turned off) and host-local
-// IPAM on the pod CIDR, portmap for hostPorts, and loopback.
+// the pods' gateway and host-local IPAM on the pod CIDR, portmap for
+// hostPorts, and loopback. The bridge's ipMasq stays off: the node
+// masquerades its pods' egress with one rule (EnsureMasquerade).
 func DefaultConfList(cfg Config) ([]byte, error) {
 	cfg.setDefaults()
 	if cfg.PodCIDR == "" {
@@ -28,7 +29,7 @@ func DefaultConfList(cfg Config) ([]byte, error) {
 		"type":        "bridge",
 		"bridge":      cfg.BridgeName,
 		"isGateway":   true,
-		"ipMasq":      !cfg.NoMasquerade,
+		"ipMasq":      false,
 		"hairpinMode": true,
 		"ipam": map[string]any{
 			"type":    "host-local",

@@ -86,14 +86,12 @@ func DeleteNetNS(path string) error {
 	return nil
 }
 
-// NetNSExists reports whether path is a pinned network namespace.
+// NetNSExists reports whether path is a pinned network namespace. A pin
+// file left without its mount (after a reboot, when the dir is on disk) is
+// an empty regular file, not a namespace.
 func NetNSExists(path string) bool {
-	h, err := netns.GetFromPath(path)
-	if err != nil {
-		return false
-	}
-	h.Close()
-	return true
+	var st unix.Statfs_t
+	return unix.Statfs(path, &st) == nil && st.Type == unix.NSFS_MAGIC
 }
 
 // InNetNS runs fn on a thread in the network namespace at path. The

@@ -324,6 +324,14 @@ func TestCreateNetNS(t *testing.T) {
 	if network.NetNSExists(path) {
 		t.Fatal("still exists after delete")
 	}
+	// What a reboot leaves of a pin on disk: the file without its mount.
+	stale := filepath.Join(t.TempDir(), "stale-pin")
+	if err := os.WriteFile(stale, nil, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if network.NetNSExists(stale) {
+		t.Error("NetNSExists = true for a pin file with no namespace mounted on it")
+	}
 }
 
 func hasRule(n *networktest.Network, words ...string) bool {
@@ -338,4 +346,57 @@ func hasRule(n *networktest.Network, words ...string) bool {
 		}
 	}
 	return false
+}
+
+// TestMasquerade: with the default config the node has one masquerade rule
+// for its pod CIDR (the bridge's ipMasq is off); it is rewritten when
+// changed behind the kubelet's back and removed when an operator's config
+// takes over.
+func TestMasquerade(t *testing.T) {
+	n := networktest.New(t, testCIDR)
+	table := n.Config().MasqueradeTable()
+	list := func() string {
+		out, err := exec.Command("nft", "list", "table", "ip", table).CombinedOutput()
+		if err != nil {
+			return ""
+		}
+		return string(out)
+	}
+	want := "ip saddr " + testCIDR + " ip daddr != " + testCIDR + " ip daddr != 224.0.0.0/4 masquerade"
+	if got := list(); !strings.Contains(got, want) || !strings.Contains(got, "type nat hook postrouting priority srcnat") {
+		t.Fatalf("table %s:\n%s\nwant a rule %q", table, got, want)
+	}
+	b, err := os.ReadFile(filepath.Join(n.Config().ConfDir, network.DefaultConfFile))
+	if err != nil || !strings.Contains(string(b), `"ipMasq": false`) {
+		t.Errorf("default config keeps the bridge's ipMasq on: %s %v", b, err)
+	}
+
+	// Flushed by someone else: the next check puts the rule back.
+	if out, err := exec.Command("nft", "flush", "chain", "ip", table, "postrouting").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if err := n.EnsureMasquerade(); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(); strings.Count(got, "masquerade comment") != 1 {
+		t.Fatalf("after a flush and EnsureMasquerade:\n%s", got)
+	}
+	if err := n.EnsureMasquerade(); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(); strings.Count(got, "masquerade comment") != 1 {
+		t.Fatalf("a second EnsureMasquerade changed the table:\n%s", got)
+	}
+
+	// An operator's config takes over: the rule goes.
+	op := filepath.Join(n.Config().ConfDir, "05-operator.conflist")
+	if err := os.WriteFile(op, []byte(`{"cniVersion":"1.0.0","name":"op","plugins":[{"type":"bridge"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.EnsureMasquerade(); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(); got != "" {
+		t.Errorf("table still there with an operator's config:\n%s", got)
+	}
 }

@@ -103,6 +103,8 @@ func run(runs, burst, rounds int, out, cniConf string, verbose bool) error {
 		if err != nil {
 			return err
 		}
+		// PODCIDR in the file stands for the node's pod CIDR.
+		data = []byte(strings.ReplaceAll(string(data), "PODCIDR", b.node.PodCIDR.String()))
 		// Sorted before the kubelet's 10-tugboat.conflist, so it wins.
 		if err := os.WriteFile(filepath.Join(b.node.CNIConfDir, "05-"+filepath.Base(cniConf)), data, 0o644); err != nil {
 			return err

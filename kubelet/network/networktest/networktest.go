@@ -19,6 +19,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/nftables"
+	"github.com/google/nftables/userdata"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netlink"
 
@@ -107,6 +109,7 @@ func Start(dir, podCIDR string) (*Network, error) {
 	}
 	n.hadHostportChains = chainExists("nat", "CNI-HOSTPORT-DNAT")
 	removeStaleBridges(podCIDR)
+	removeStaleMasqueradeTables(podCIDR)
 	m, err := network.New(network.Config{
 		StateDir:    filepath.Join(dir, "state"),
 		ConfDir:     filepath.Join(dir, "net.d"),
@@ -118,6 +121,9 @@ func Start(dir, podCIDR string) (*Network, error) {
 		return nil, err
 	}
 	if _, _, err := m.EnsureConfig(); err != nil {
+		return nil, err
+	}
+	if err := m.EnsureMasquerade(); err != nil {
 		return nil, err
 	}
 	n.Manager = m
@@ -156,8 +162,8 @@ func (n *Network) Leftovers() []string {
 	return out
 }
 
-// Cleanup deletes the bridge, the iptables rules and per-pod chains that
-// name this network, and portmap's top-level chains if this network made
+// Cleanup deletes the bridge, the node masquerade table, the iptables
+// rules and per-pod chains that name this network, and portmap's top-level chains if this network made
 // them and nothing uses them.
 func (n *Network) Cleanup() error {
 	var errs []error
@@ -168,6 +174,11 @@ func (n *Network) Cleanup() error {
 	}
 	if err := n.deleteRules(); err != nil {
 		errs = append(errs, err)
+	}
+	if n.Manager != nil {
+		if err := n.RemoveMasquerade(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if !n.hadHostportChains {
 		if err := deleteUnusedHostportChains(); err != nil {
@@ -280,6 +291,35 @@ func removeStaleBridges(podCIDR string) {
 		for _, a := range addrs {
 			if want.Contains(a.IP) {
 				_ = netlink.LinkDel(l)
+				break
+			}
+		}
+	}
+}
+
+// removeStaleMasqueradeTables deletes test networks' masquerade tables
+// ("tbt-<hex>-masq") left by a killed run for the same pod CIDR.
+func removeStaleMasqueradeTables(podCIDR string) {
+	c, err := nftables.New()
+	if err != nil {
+		return
+	}
+	tables, err := c.ListTablesOfFamily(nftables.TableFamilyIPv4)
+	if err != nil {
+		return
+	}
+	for _, t := range tables {
+		if !strings.HasPrefix(t.Name, "tbt-") || !strings.HasSuffix(t.Name, "-masq") {
+			continue
+		}
+		rules, err := c.GetRules(t, &nftables.Chain{Name: "postrouting", Table: t})
+		if err != nil {
+			continue
+		}
+		for _, r := range rules {
+			if cm, _ := userdata.GetString(r.UserData, userdata.TypeComment); cm == network.MasqueradeComment+" "+podCIDR {
+				c.DelTable(t)
+				_ = c.Flush()
 				break
 			}
 		}
