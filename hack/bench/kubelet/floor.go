@@ -15,7 +15,8 @@ import (
 // The floor: what starting a pod costs without a kubelet, done by a shell
 // script in the node's network namespace with the same containerd: a
 // network namespace (ip netns add), CNI ADD (the bridge plugin with
-// host-local IPAM and ipMasq, as the kubelet's default config), and
+// host-local IPAM and, unless -floor-masq=false, ipMasq: the plugin's own
+// per-pod masquerade rules, where the kubelet has one node rule), and
 // `ctr run -d` of busybox httpd in it.
 
 const floorNS = "floor"
@@ -26,7 +27,7 @@ const floorConf = `{
   "type": "bridge",
   "bridge": "fl0",
   "isGateway": true,
-  "ipMasq": true,
+  "ipMasq": %t,
   "hairpinMode": true,
   "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.254.0.0/16"}]], "dataDir": "%s"}
 }`
@@ -62,7 +63,7 @@ func (b *bench) floorEnv(ctx context.Context) (func(body string, first, last int
 		return nil, nil, err
 	}
 	conf := filepath.Join(dir, "floor.conf")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf(floorConf, filepath.Join(dir, "ipam"))), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(floorConf, b.floorMasq, filepath.Join(dir, "ipam"))), 0o644); err != nil {
 		return nil, nil, err
 	}
 	if err := b.importFloorImage(ctx); err != nil {

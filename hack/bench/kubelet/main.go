@@ -49,9 +49,10 @@ func main() {
 	rounds := flag.Int("rounds", 3, "burst rounds (kubelet and floor alternate)")
 	out := flag.String("out", "", "directory for the CPU profile and kubelet binary (default: a temp dir, kept)")
 	verbose := flag.Bool("v", false, "log the cluster's setup")
-	cniConf := flag.String("cni-conf", "", "an operator CNI config file to use instead of the kubelet's default (experiments)")
+	cniConf := flag.String("cni-conf", "", "an operator CNI config file to use instead of the kubelet's default (experiments; PODCIDR in it stands for the node's pod CIDR)")
+	floorMasq := flag.Bool("floor-masq", true, "the floor's bridge plugin masquerades each pod (ipMasq); false: the floor's pods get no egress NAT at all")
 	flag.Parse()
-	if err := run(*runs, *burst, *rounds, *out, *cniConf, *verbose); err != nil {
+	if err := run(*runs, *burst, *rounds, *out, *cniConf, *floorMasq, *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -60,13 +61,15 @@ func main() {
 type bench struct {
 	// scriptCPU is the CPU time of the last floor script run.
 	scriptCPU time.Duration
+	// floorMasq turns the bridge plugin's ipMasq on in the floor's config.
+	floorMasq bool
 	bins      *cluster.Binaries
 	c         *cluster.Cluster
 	node      *cluster.Node
 	api       *client.Typed[*v1.Pod]
 }
 
-func run(runs, burst, rounds int, out, cniConf string, verbose bool) error {
+func run(runs, burst, rounds int, out, cniConf string, floorMasq, verbose bool) error {
 	ctx := context.Background()
 	if err := cluster.Check(); err != nil {
 		return err
@@ -94,7 +97,7 @@ func run(runs, burst, rounds int, out, cniConf string, verbose bool) error {
 		return err
 	}
 	defer c.Close()
-	b := &bench{bins: bins, c: c, node: c.Nodes[0], api: client.For[*v1.Pod](c.Client)}
+	b := &bench{bins: bins, c: c, node: c.Nodes[0], api: client.For[*v1.Pod](c.Client), floorMasq: floorMasq}
 	if _, err := client.For[*v1.Namespace](c.Client).Create(ctx, &v1.Namespace{Metadata: &v1.ObjectMeta{Name: ns}}); err != nil {
 		return err
 	}
@@ -111,7 +114,7 @@ func run(runs, burst, rounds int, out, cniConf string, verbose bool) error {
 		}
 		fmt.Printf("CNI config: %s\n", cniConf)
 	}
-	fmt.Printf("kubelet benchmark: 1 node, %s, image present, pods bound by spec.nodeName\n", c.ID)
+	fmt.Printf("kubelet benchmark: 1 node, %s, image present, pods bound by spec.nodeName; floor ipMasq %t\n", c.ID, floorMasq)
 
 	// Warm up (first pull attempt, caches), not measured.
 	if _, err := b.startAll(ctx, 1, "warm"); err != nil {

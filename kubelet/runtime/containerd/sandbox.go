@@ -49,14 +49,22 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, cfg runtime.SandboxConfig) 
 	labels[labelAttempt] = strconv.FormatUint(uint64(cfg.Attempt), 10)
 	labels[labelSandboxState] = string(runtime.SandboxReady)
 
-	id := newID()
-	_, err = r.client.NewContainer(ctx, id,
+	// The record references no snapshot or content, so it is created
+	// directly, without the lease client.NewContainer takes and drops
+	// around it (two metadata commits per pod).
+	rec := containers.Container{ID: newID()}
+	for _, o := range []client.NewContainerOpts{
 		client.WithRuntime(r.cfg.Runtime, nil),
 		client.WithSpec(&oci.Spec{Version: specs.Version}),
 		client.WithContainerLabels(labels),
 		client.WithContainerExtension(extSandboxConfig, &anypb.Any{TypeUrl: typeSandboxConfig, Value: raw}),
-	)
-	if err != nil {
+	} {
+		if err := o(ctx, r.client, &rec); err != nil {
+			return "", fmt.Errorf("sandbox for pod %s: %w", cfg.Pod, err)
+		}
+	}
+	id := rec.ID
+	if _, err := r.client.ContainerService().Create(ctx, rec); err != nil {
 		return "", wrap(err, "sandbox for pod %s", cfg.Pod)
 	}
 	r.logger.Debug("sandbox created", "sandbox", id, "pod", cfg.Pod.String())
