@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -95,10 +96,12 @@ type Containerd struct {
 	// PID of the containerd process.
 	PID int
 
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	sockDir string // a short temp dir for the socket, if Dir was too long
-	logger  *slog.Logger
+	cmd          *exec.Cmd
+	exited       chan struct{}
+	configPath   string
+	startTimeout time.Duration
+	sockDir      string // a short temp dir for the socket, if Dir was too long
+	logger       *slog.Logger
 }
 
 // New starts a private containerd for tb in a temp dir and stops it on
@@ -150,13 +153,24 @@ func Start(ctx context.Context, opts Options) (*Containerd, error) {
 	if err := os.WriteFile(configPath, []byte(config(dir, c.Address)), 0o644); err != nil {
 		return nil, err
 	}
+	c.configPath, c.startTimeout = configPath, opts.StartTimeout
+	if err := c.launch(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// launch starts the containerd process on the written config and waits
+// until it answers.
+func (c *Containerd) launch(ctx context.Context) error {
+	c.exited = make(chan struct{})
 	logFile, err := os.OpenFile(c.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer logFile.Close()
 
-	c.cmd = exec.Command("containerd", "--config", configPath)
+	c.cmd = exec.Command("containerd", "--config", c.configPath)
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
 	// If the test binary dies, containerd goes too. Shims it started are
 	// left for the next Stop of the same Dir, or for the e2e harness's
@@ -178,16 +192,41 @@ func Start(ctx context.Context, opts Options) (*Containerd, error) {
 		close(c.exited)
 	}()
 	if err := <-started; err != nil {
-		return nil, fmt.Errorf("containerdtest: start containerd: %w", err)
+		return fmt.Errorf("containerdtest: start containerd: %w", err)
 	}
 	c.PID = c.cmd.Process.Pid
-	logger.Info("started private containerd", "pid", c.PID, "address", c.Address, "dir", dir)
+	c.logger.Info("started private containerd", "pid", c.PID, "address", c.Address, "dir", c.Dir)
 
-	if err := c.waitReady(ctx, opts.StartTimeout); err != nil {
+	if err := c.waitReady(ctx, c.startTimeout); err != nil {
 		_ = c.Stop()
-		return nil, err
+		return err
 	}
-	return c, nil
+	return nil
+}
+
+// Restart stops containerd as a service restart or a crash does
+// (SIGTERM, SIGKILL after 10s; nothing is cleaned up, so shims and
+// containers keep running), calls down (if not nil) while it is stopped,
+// then starts it again on the same root, state and socket.
+func (c *Containerd) Restart(ctx context.Context, down func() error) error {
+	select {
+	case <-c.exited:
+	default:
+		_ = c.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-c.exited:
+		case <-time.After(10 * time.Second):
+			_ = c.cmd.Process.Kill()
+			<-c.exited
+		}
+	}
+	c.logger.Info("containerd stopped for a restart", "pid", c.PID)
+	if down != nil {
+		if err := down(); err != nil {
+			return err
+		}
+	}
+	return c.launch(ctx)
 }
 
 func (c *Containerd) waitReady(ctx context.Context, timeout time.Duration) error {
@@ -277,4 +316,32 @@ disabled_plugins = [
 [plugins."io.containerd.internal.v1.opt"]
   path = ` + q(filepath.Join(dir, "opt")) + `
 `
+}
+
+// ShimPIDs lists the PIDs of the shims this containerd started (found by
+// the address on their command line).
+func (c *Containerd) ShimPIDs() []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if !strings.Contains(args[0], "containerd-shim") {
+			continue
+		}
+		for i := 1; i < len(args); i++ {
+			if args[i-1] == "-address" && args[i] == c.Address {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids
 }
