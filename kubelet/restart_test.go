@@ -174,3 +174,22 @@ func waitLog(t *testing.T, path, want string) string {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestActiveDeadlineSeconds: a pod that runs past its
+// spec.activeDeadlineSeconds is stopped and fails with DeadlineExceeded.
+func TestActiveDeadlineSeconds(t *testing.T) {
+	c := sharedCluster(t)
+	t.Parallel()
+	ns := "deadline"
+	p := busyboxPod(ns, "slow", c.Nodes[0].Name, "exec sleep 3600")
+	p.Spec.ActiveDeadlineSeconds = proto.Int64(2)
+	createPod(t, c.Client, p)
+	got := waitPod(t, c.Client, ns, "slow", 60*time.Second, "Failed", func(p *v1.Pod) bool { return p.Status.GetPhase() == "Failed" })
+	if got.Status.Reason != "DeadlineExceeded" || !strings.Contains(got.Status.Message, "longer than the specified deadline") {
+		t.Errorf("status reason %q message %q, want DeadlineExceeded", got.Status.Reason, got.Status.Message)
+	}
+	if cs := containerStatus(got, "main"); cs.GetState().GetTerminated() == nil {
+		t.Errorf("container state %v, want terminated", cs.GetState())
+	}
+	waitEvent(t, c.Client, ns, "slow", "DeadlineExceeded: Pod was active on the node longer than the specified deadline", 10*time.Second)
+}

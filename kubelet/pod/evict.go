@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -44,11 +45,37 @@ func (w *worker) takeEviction() string {
 	return msg
 }
 
+// ReasonDeadlineExceeded is the status reason of a pod that ran longer
+// than its spec.activeDeadlineSeconds; MessageDeadlineExceeded its message.
+const (
+	ReasonDeadlineExceeded  = "DeadlineExceeded"
+	MessageDeadlineExceeded = "Pod was active on the node longer than the specified deadline"
+)
+
 // evict carries an eviction out (on the worker's goroutine).
 func (w *worker) evict(ctx context.Context, pod *v1.Pod, msg string) syncResult {
 	w.log.Warn("evicting the pod", "message", msg)
-	w.m.rec.Eventf(pod, eventWarning, ReasonEvicted, "%s", msg)
 	w.m.metrics.evictions.Inc()
+	return w.fail(ctx, pod, ReasonEvicted, msg)
+}
+
+// deadline returns when the pod's spec.activeDeadlineSeconds runs out,
+// counted from status.startTime; zero if it has none (or has not started).
+func deadline(pod *v1.Pod, status *v1.PodStatus) time.Time {
+	d := pod.GetSpec().ActiveDeadlineSeconds
+	start := status.GetStartTime()
+	if d == nil || start == nil {
+		return time.Time{}
+	}
+	return start.AsTime().Add(time.Duration(*d) * time.Second)
+}
+
+// fail makes the pod fail for good, for a reason of the node's (eviction,
+// deadline): a Warning event, its containers stopped within its grace
+// period, phase Failed with reason and message, then the terminal
+// clean-up (sandbox and network released).
+func (w *worker) fail(ctx context.Context, pod *v1.Pod, reason, msg string) syncResult {
+	w.m.rec.Eventf(pod, eventWarning, reason, "%s", msg)
 	w.m.prober.RemovePod(w.uid)
 	st, err := w.observe(ctx)
 	if err == nil {
@@ -63,7 +90,7 @@ func (w *worker) evict(ctx context.Context, pod *v1.Pod, msg string) syncResult 
 				defer wg.Done()
 				w.m.rec.Eventf(pod, eventNormal, "Killing", "Stopping container %s", c.Name)
 				if err := w.m.rt.StopContainer(ctx, c.ID, grace); err != nil && !errors.Is(err, runtime.ErrNotFound) {
-					w.log.Warn("stopping an evicted pod's container", "container", c.Name, "err", err)
+					w.log.Warn("stopping a failed pod's container", "reason", reason, "container", c.Name, "err", err)
 				}
 			}(c)
 		}
@@ -74,7 +101,7 @@ func (w *worker) evict(ctx context.Context, pod *v1.Pod, msg string) syncResult 
 	if w.status != nil {
 		status = proto.Clone(w.status).(*v1.PodStatus)
 	}
-	status.Phase, status.Reason, status.Message = PhaseFailed, ReasonEvicted, msg
+	status.Phase, status.Reason, status.Message = PhaseFailed, reason, msg
 	w.publish(pod, status)
 	if err != nil {
 		return syncResult{after: 0} // syncTerminal observes again

@@ -2,6 +2,7 @@ package pod
 
 import (
 	"testing"
+	"time"
 )
 
 // TestEvict: an evicted pod's containers are stopped, its sandbox is
@@ -41,5 +42,46 @@ func TestEvict(t *testing.T) {
 	e.sync(w)
 	if s := w.status; s.Phase != PhaseFailed || s.Reason != ReasonEvicted || len(e.rt.running()) != 0 {
 		t.Errorf("after resyncs: phase=%s reason=%s running=%v", s.Phase, s.Reason, e.rt.running())
+	}
+}
+
+// TestActiveDeadline: a pod with spec.activeDeadlineSeconds is woken at
+// its deadline (counted from status.startTime) and then fails for good
+// with reason DeadlineExceeded, its containers stopped and its sandbox
+// released.
+func TestActiveDeadline(t *testing.T) {
+	e := newTestEnv(t)
+	pod := newPod("job", "app")
+	d := int64(30)
+	pod.Spec.ActiveDeadlineSeconds = &d
+	w := e.worker(pod)
+	if r := e.sync(w); r.after > 30*time.Second {
+		t.Errorf("the first sync's next sync is in %s, want at the deadline (≤ 30 s)", r.after)
+	}
+	if w.status.Phase != PhaseRunning || w.status.StartTime == nil {
+		t.Fatalf("phase %s startTime %v, want Running with a start time", w.status.Phase, w.status.StartTime)
+	}
+	e.advance(10 * time.Second)
+	if r := e.sync(w); r.after > 20*time.Second || r.done {
+		t.Errorf("10 s in, the next sync is in %s, want at the deadline (≤ 20 s)", r.after)
+	}
+	if w.status.Phase != PhaseRunning {
+		t.Fatalf("failed before the deadline: %s %s", w.status.Phase, w.status.Reason)
+	}
+	e.advance(20 * time.Second)
+	e.sync(w)
+	s := w.status
+	if s.Phase != PhaseFailed || s.Reason != ReasonDeadlineExceeded || s.Message != MessageDeadlineExceeded {
+		t.Fatalf("status phase=%s reason=%s message=%q, want Failed/DeadlineExceeded", s.Phase, s.Reason, s.Message)
+	}
+	if len(e.rt.running()) != 0 {
+		t.Errorf("containers still running: %v", e.rt.running())
+	}
+	if !e.rec.has(ReasonDeadlineExceeded) || !w.released {
+		t.Errorf("events %v, released %v: want a DeadlineExceeded event and the sandbox released", e.rec.events, w.released)
+	}
+	e.sync(w)
+	if s := w.status; s.Phase != PhaseFailed || s.Reason != ReasonDeadlineExceeded {
+		t.Errorf("after a resync: phase=%s reason=%s", s.Phase, s.Reason)
 	}
 }

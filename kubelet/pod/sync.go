@@ -44,6 +44,10 @@ func (w *worker) sync(ctx context.Context) syncResult {
 	if msg := w.takeEviction(); msg != "" {
 		return w.evict(ctx, pod, msg)
 	}
+	if d := deadline(pod, w.status); !d.IsZero() && !w.m.now().Before(d) {
+		w.log.Info("the pod's active deadline passed", "activeDeadlineSeconds", pod.GetSpec().GetActiveDeadlineSeconds())
+		return w.fail(ctx, pod, ReasonDeadlineExceeded, MessageDeadlineExceeded)
+	}
 
 	next := w.m.now().Add(w.m.cfg.ResyncInterval)
 	until := func(t time.Time) {
@@ -105,6 +109,7 @@ func (w *worker) sync(ctx context.Context) syncResult {
 		w.publish(pod, status)
 		return w.syncTerminal(ctx, pod, st)
 	}
+	until(deadline(pod, status)) // woken to fail it on time
 	w.publish(pod, status)
 	return syncResult{after: max(next.Sub(w.m.now()), 10*time.Millisecond)}
 }
