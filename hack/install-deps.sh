@@ -2,8 +2,9 @@
 # install-deps.sh installs the system packages Tugboat's build and tests need
 # on a Debian 12 machine: etcd (tests and the external-etcd mode), containerd,
 # runc and the CNI plugins (kubelet), nftables/iptables (proxy), busybox-static
-# (test images), dig (DNS tests), protoc (make generate) and libseccomp-dev
-# (static runc for the node image). Idempotent; run as root.
+# (test images), dig (DNS tests), protoc and the well-known protos (make
+# generate) and libseccomp-dev (static runc for the node image).
+# Idempotent; run as root.
 set -euo pipefail
 
 pkgs=(
@@ -11,7 +12,7 @@ pkgs=(
   containerd runc containernetworking-plugins
   iptables nftables iproute2 conntrack
   busybox-static bind9-dnsutils curl
-  protobuf-compiler libseccomp-dev
+  protobuf-compiler libprotobuf-dev libseccomp-dev
   make gcc git ca-certificates
 )
 

@@ -122,6 +122,8 @@ func Run(ctx context.Context, cfg Config) error {
 		NetNSDir: pcfg.NetNSDir(),
 	}, reg, log, min(5*time.Second, cfg.NodeStatusInterval))
 
+	// Every Service, for the pods' Service environment variables.
+	serviceInformer := informer.New(client.For[*v1.Service](c), informer.Options{Logger: log})
 	var pods *pod.Manager
 	probes := prober.New(prober.Config{
 		Exec: rt, Recorder: rec, Logger: log, Registry: reg,
@@ -129,7 +131,7 @@ func Run(ctx context.Context, cfg Config) error {
 	})
 	pods, err = pod.NewManager(pcfg, pod.Deps{
 		Runtime: rt, Network: net, Prober: probes, Recorder: rec,
-		API: client.For[*v1.Pod](c), Sources: apiSources{c},
+		API: client.For[*v1.Pod](c), Sources: apiSources{c: c, services: serviceInformer},
 	})
 	if err != nil {
 		return err
@@ -215,6 +217,7 @@ func Run(ctx context.Context, cfg Config) error {
 	goRun("eviction", evictions.Run)
 	goRun("probes", probes.Run)
 	goRun("pod informer", podInformer.Run)
+	goRun("service informer", serviceInformer.Run)
 	goRun("tunnel", func(ctx context.Context) error { return tunnel.Serve(ctx, c, cfg.NodeName, grpcServer, log) })
 	goRun("image import folder", (&imagedir.Watcher{
 		Dir: cfg.importDir(), Importer: rt, Recorder: rec, OnImport: pods.WakeAll, Logger: log, Node: agent.Node,
@@ -236,7 +239,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return nil
 	})
 	goRun("pods", func(ctx context.Context) error {
-		if !podInformer.WaitForSync(ctx) {
+		if !podInformer.WaitForSync(ctx) || !serviceInformer.WaitForSync(ctx) {
 			return nil
 		}
 		log.Info("kubelet started", "ip", nodeIP, "root", cfg.RootDir, "containerd", cfg.ContainerdSocket)
@@ -328,8 +331,24 @@ func resolveNodeIP(flag string) (netip.Addr, error) {
 }
 
 // apiSources reads ConfigMaps and Secrets straight from the API when a pod
-// starts a container (and when its volumes are refreshed).
-type apiSources struct{ c *client.Client }
+// starts a container (and when its volumes are refreshed), and Services
+// from the node's informer.
+type apiSources struct {
+	c        *client.Client
+	services *informer.Informer[*v1.Service]
+}
+
+// errServicesNotRead: a container waits (CreateContainerConfigError) until
+// the Services have been listed once, as in Kubernetes, so its Service
+// variables are complete.
+var errServicesNotRead = errors.New("services have not yet been read at least once, cannot construct envvars")
+
+func (s apiSources) Services() ([]*v1.Service, error) {
+	if !s.services.HasSynced() {
+		return nil, errServicesNotRead
+	}
+	return s.services.List(), nil
+}
 
 func (s apiSources) ConfigMap(ctx context.Context, ns, name string) (*v1.ConfigMap, error) {
 	return client.For[*v1.ConfigMap](s.c).Get(ctx, ns, name)

@@ -105,3 +105,34 @@ func fetch(t *testing.T, url string) string {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestServiceEnvVars: a pod gets the variables of the Services in its
+// namespace, created before it, as in Kubernetes.
+func TestServiceEnvVars(t *testing.T) {
+	c := sharedCluster(t)
+	t.Parallel()
+	ns := "svcenv"
+	ensureNamespace(t, c.Client, ns)
+	s, err := client.For[*v1.Service](c.Client).Create(context.Background(), &v1.Service{
+		Metadata: &v1.ObjectMeta{Name: "redis-primary", Namespace: ns},
+		Spec:     &v1.ServiceSpec{Selector: map[string]string{"app": "redis"}, Ports: []*v1.ServicePort{{Name: "redis", Port: 6379}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip := s.GetSpec().GetClusterIp()
+	if ip == "" {
+		t.Fatal("the Service got no cluster IP")
+	}
+	createPod(t, c.Client, busyboxPod(ns, "client", c.Nodes[0].Name, "exec sleep 3600"))
+	waitPod(t, c.Client, ns, "client", 60*time.Second, "Running", running)
+	out, code := execIn(t, c.Client, ns, "client", "env")
+	for _, want := range []string{
+		"REDIS_PRIMARY_SERVICE_HOST=" + ip, "REDIS_PRIMARY_SERVICE_PORT=6379", "REDIS_PRIMARY_SERVICE_PORT_REDIS=6379",
+		"REDIS_PRIMARY_PORT=tcp://" + ip + ":6379", "REDIS_PRIMARY_PORT_6379_TCP_ADDR=" + ip,
+	} {
+		if code != 0 || !strings.Contains(out, want+"\n") {
+			t.Errorf("env lacks %s (exit %d):\n%s", want, code, out)
+		}
+	}
+}

@@ -808,8 +808,12 @@ type PodSpec struct {
 	SchedulerName         string `protobuf:"bytes,15,opt,name=scheduler_name,json=schedulerName,proto3" json:"scheduler_name,omitempty"`
 	Priority              int32  `protobuf:"varint,16,opt,name=priority,proto3" json:"priority,omitempty"`
 	ActiveDeadlineSeconds *int64 `protobuf:"varint,17,opt,name=active_deadline_seconds,json=activeDeadlineSeconds,proto3,oneof" json:"active_deadline_seconds,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// Whether the Services of the pod's namespace are passed to its
+	// containers as environment variables (FOO_SERVICE_HOST, FOO_PORT, ...);
+	// unset means true, as in Kubernetes.
+	EnableServiceLinks *bool `protobuf:"varint,18,opt,name=enable_service_links,json=enableServiceLinks,proto3,oneof" json:"enable_service_links,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *PodSpec) Reset() {
@@ -959,6 +963,13 @@ func (x *PodSpec) GetActiveDeadlineSeconds() int64 {
 		return *x.ActiveDeadlineSeconds
 	}
 	return 0
+}
+
+func (x *PodSpec) GetEnableServiceLinks() bool {
+	if x != nil && x.EnableServiceLinks != nil {
+		return *x.EnableServiceLinks
+	}
+	return false
 }
 
 type Container struct {
@@ -4235,7 +4246,7 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x06status\x18\x03 \x01(\v2\x19.tugboat.api.v1.PodStatusR\x06status\"v\n" +
 	"\x0fPodTemplateSpec\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x12+\n" +
-	"\x04spec\x18\x02 \x01(\v2\x17.tugboat.api.v1.PodSpecR\x04spec\"\xc0\a\n" +
+	"\x04spec\x18\x02 \x01(\v2\x17.tugboat.api.v1.PodSpecR\x04spec\"\x90\b\n" +
 	"\aPodSpec\x129\n" +
 	"\n" +
 	"containers\x18\x01 \x03(\v2\x19.tugboat.api.v1.ContainerR\n" +
@@ -4257,12 +4268,14 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x14service_account_name\x18\x0e \x01(\tR\x12serviceAccountName\x12%\n" +
 	"\x0escheduler_name\x18\x0f \x01(\tR\rschedulerName\x12\x1a\n" +
 	"\bpriority\x18\x10 \x01(\x05R\bpriority\x12;\n" +
-	"\x17active_deadline_seconds\x18\x11 \x01(\x03H\x01R\x15activeDeadlineSeconds\x88\x01\x01\x1a?\n" +
+	"\x17active_deadline_seconds\x18\x11 \x01(\x03H\x01R\x15activeDeadlineSeconds\x88\x01\x01\x125\n" +
+	"\x14enable_service_links\x18\x12 \x01(\bH\x02R\x12enableServiceLinks\x88\x01\x01\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B#\n" +
 	"!_termination_grace_period_secondsB\x1a\n" +
-	"\x18_active_deadline_seconds\"\xb1\x05\n" +
+	"\x18_active_deadline_secondsB\x17\n" +
+	"\x15_enable_service_links\"\xb1\x05\n" +
 	"\tContainer\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +

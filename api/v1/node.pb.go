@@ -84,8 +84,10 @@ type LogsRequest struct {
 	Follow    bool   `protobuf:"varint,4,opt,name=follow,proto3" json:"follow,omitempty"`
 	Previous  bool   `protobuf:"varint,5,opt,name=previous,proto3" json:"previous,omitempty"`
 	// Last lines only; 0 means all.
-	TailLines     int64 `protobuf:"varint,6,opt,name=tail_lines,json=tailLines,proto3" json:"tail_lines,omitempty"`
-	Timestamps    bool  `protobuf:"varint,7,opt,name=timestamps,proto3" json:"timestamps,omitempty"`
+	TailLines int64 `protobuf:"varint,6,opt,name=tail_lines,json=tailLines,proto3" json:"tail_lines,omitempty"`
+	// Not supported: the kubelet keeps logs as the container's raw output,
+	// with no time per line, and refuses the request (InvalidArgument).
+	Timestamps    bool `protobuf:"varint,7,opt,name=timestamps,proto3" json:"timestamps,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }

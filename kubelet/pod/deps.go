@@ -57,6 +57,9 @@ type PodAPI interface {
 type Sources interface {
 	ConfigMap(ctx context.Context, ns, name string) (*v1.ConfigMap, error)
 	Secret(ctx context.Context, ns, name string) (*v1.Secret, error)
+	// Services returns every Service the node knows of (for the Service
+	// environment variables), or an error until they have been read once.
+	Services() ([]*v1.Service, error)
 }
 
 // Event types, as record.Normal and record.Warning.

@@ -31,9 +31,16 @@ var envNameRE = regexp.MustCompile(`^[-._a-zA-Z][-._a-zA-Z0-9]*$`)
 
 // containerEnv resolves a container's environment as Kubernetes does:
 // envFrom sources first (in order, with their prefix), then env entries
-// (later ones win); values may refer to earlier variables as $(NAME).
+// (later ones win), then the Service variables the container did not set
+// itself; values may refer to earlier variables and Service variables as
+// $(NAME).
 func containerEnv(ctx context.Context, src Sources, pod *v1.Pod, c *v1.Container, f podFields) ([]runtime.EnvVar, error) {
 	ns := pod.GetMetadata().GetNamespace()
+	services, err := src.Services()
+	if err != nil {
+		return nil, configErrorf("service environment variables: %v", err)
+	}
+	svcEnv := serviceEnv(pod, services)
 	var out []runtime.EnvVar
 	index := map[string]int{}
 	set := func(name, value string) {
@@ -48,7 +55,8 @@ func containerEnv(ctx context.Context, src Sources, pod *v1.Pod, c *v1.Container
 		if i, ok := index[name]; ok {
 			return out[i].Value, true
 		}
-		return "", false
+		v, ok := svcEnv[name]
+		return v, ok
 	}
 
 	for _, from := range c.EnvFrom {
@@ -75,6 +83,11 @@ func containerEnv(ctx context.Context, src Sources, pod *v1.Pod, c *v1.Container
 		}
 		if ok {
 			set(e.Name, v)
+		}
+	}
+	for _, k := range sortedKeys(svcEnv) {
+		if _, ok := index[k]; !ok {
+			set(k, svcEnv[k])
 		}
 	}
 	return out, nil

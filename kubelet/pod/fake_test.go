@@ -460,11 +460,17 @@ func (a *fakeAPI) Delete(_ context.Context, ns, name string, _ client.DeleteOpti
 	return p, nil
 }
 
-// fakeSources serves ConfigMaps and Secrets by namespace/name.
+// fakeSources serves ConfigMaps and Secrets by namespace/name, and
+// Services.
 type fakeSources struct {
 	configMaps map[string]*v1.ConfigMap
 	secrets    map[string]*v1.Secret
+	services   []*v1.Service
+	// servicesErr is returned by Services (not read yet).
+	servicesErr error
 }
+
+func (s *fakeSources) Services() ([]*v1.Service, error) { return s.services, s.servicesErr }
 
 func (s *fakeSources) ConfigMap(_ context.Context, ns, name string) (*v1.ConfigMap, error) {
 	if c := s.configMaps[ns+"/"+name]; c != nil {

@@ -14,9 +14,12 @@ import (
 // attempt, or with previous of the one before. Follow streams what the
 // container writes until it exits or the caller goes away. Logs hold the
 // container's raw output (stdout and stderr interleaved), so timestamps
-// is not supported and ignored.
+// is refused.
 func (s *Server) Logs(req *v1.LogsRequest, stream v1.NodeAPI_LogsServer) error {
 	ctx := stream.Context()
+	if req.Timestamps {
+		return errorf(apierrors.ErrInvalid, "timestamps: not supported: the kubelet keeps container logs as raw output, with no time per line")
+	}
 	pod, name, err := s.pod(req.Namespace, req.Pod, req.Container)
 	if err != nil {
 		return grpcErr(err)

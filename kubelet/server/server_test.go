@@ -170,6 +170,7 @@ func TestLogs(t *testing.T) {
 		{"previous", &v1.LogsRequest{Pod: "web", Previous: true}, "old 1\nold 2\n", ""},
 		{"no such pod", &v1.LogsRequest{Pod: "nope"}, "", "not found"},
 		{"no such container", &v1.LogsRequest{Pod: "web", Container: "db"}, "", `container "db" is not in pod`},
+		{"timestamps", &v1.LogsRequest{Pod: "web", Timestamps: true}, "", "timestamps: not supported"},
 		{"ambiguous", &v1.LogsRequest{Pod: "two"}, "", "choose one of: [a b]"},
 	} {
 		got, err := readLogs(t, api, tc.req)

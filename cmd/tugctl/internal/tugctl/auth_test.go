@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/apiserver/apiservertest"
@@ -95,6 +96,13 @@ func TestAuthWhoAmIAndCanI(t *testing.T) {
 		Subjects: []*v1.RBACSubject{{Kind: "User", Name: "vera"}},
 		RoleRef:  &v1.RoleRef{ApiGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "view"},
 	})
+	// The authorizer reads bindings from its watch cache: wait until it
+	// has this one, as a user would retry.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if r := e.run("--context", "vera", "auth", "can-i", "list", "pods"); r.code == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
 	for _, tc := range []struct {
 		args []string
 		want string

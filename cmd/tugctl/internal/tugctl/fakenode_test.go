@@ -69,9 +69,6 @@ func (n *fakeNode) Logs(req *v1.LogsRequest, s v1.NodeAPI_LogsServer) error {
 	}
 	for i := 1; i <= 3; i++ {
 		line := fmt.Sprintf("%s/%s line %d\n", n.name, req.Pod, i)
-		if req.Timestamps {
-			line = "2026-11-30T12:00:00Z " + line
-		}
 		if err := s.Send(&v1.LogsChunk{Data: []byte(line)}); err != nil {
 			return err
 		}

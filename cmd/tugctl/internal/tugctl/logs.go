@@ -17,13 +17,12 @@ type logsFlags struct {
 	follow     bool
 	previous   bool
 	tail       int64
-	timestamps bool
 }
 
 func newLogsCommand(o *Options) *cobra.Command {
 	f := &logsFlags{}
 	cmd := &cobra.Command{
-		Use:   "logs POD|pod/NAME|deploy/NAME|rs/NAME [-c CONTAINER] [-f] [--previous] [--tail N] [--timestamps]",
+		Use:   "logs POD|pod/NAME|deploy/NAME|rs/NAME [-c CONTAINER] [-f] [--previous] [--tail N]",
 		Short: "Print the logs of a container in a pod",
 		Long: `Print the logs of a container in a pod, read from its node through the
 apiserver. For deploy/NAME and rs/NAME, one of their pods is picked (a
@@ -41,7 +40,6 @@ running, ready one first).`,
 	fl.BoolVarP(&f.follow, "follow", "f", false, "stream new lines as they are written")
 	fl.BoolVarP(&f.previous, "previous", "p", false, "the log of the previous, terminated attempt of the container")
 	fl.Int64Var(&f.tail, "tail", -1, "print the last N lines only (-1: all)")
-	fl.BoolVar(&f.timestamps, "timestamps", false, "prefix each line with its RFC 3339 timestamp")
 	return cmd
 }
 
@@ -57,7 +55,7 @@ func (o *Options) runLogs(ctx context.Context, arg string, f *logsFlags) error {
 	if err != nil {
 		return err
 	}
-	req := &v1.LogsRequest{Namespace: ns, Pod: pod, Container: f.container, Follow: f.follow, Previous: f.previous, Timestamps: f.timestamps}
+	req := &v1.LogsRequest{Namespace: ns, Pod: pod, Container: f.container, Follow: f.follow, Previous: f.previous}
 	if f.tail > 0 {
 		req.TailLines = f.tail
 	}

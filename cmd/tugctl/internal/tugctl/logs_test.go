@@ -36,8 +36,8 @@ func TestLogsAndExecTargets(t *testing.T) {
 	if r.out != "n1/web line 1\nn1/web line 2\nn1/web line 3\n" {
 		t.Errorf("logs printed %q", r.out)
 	}
-	mustOK(t, e.run("logs", "pod/web", "-c", "c", "--previous", "--tail", "5", "--timestamps"))
-	if req := n1.lastLogRequest(); req.Container != "c" || !req.Previous || req.TailLines != 5 || !req.Timestamps || req.Follow || req.Namespace != "default" {
+	mustOK(t, e.run("logs", "pod/web", "-c", "c", "--previous", "--tail", "5"))
+	if req := n1.lastLogRequest(); req.Container != "c" || !req.Previous || req.TailLines != 5 || req.Follow || req.Namespace != "default" {
 		t.Errorf("logs request = %v", req)
 	}
 	mustOK(t, e.run("logs", "web"))
