@@ -13,10 +13,10 @@ import (
 )
 
 type logsFlags struct {
-	container  string
-	follow     bool
-	previous   bool
-	tail       int64
+	container string
+	follow    bool
+	previous  bool
+	tail      int64
 }
 
 func newLogsCommand(o *Options) *cobra.Command {
