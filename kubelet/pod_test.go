@@ -3,6 +3,7 @@ package kubelet_test
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -134,5 +135,28 @@ func TestServiceEnvVars(t *testing.T) {
 		if code != 0 || !strings.Contains(out, want+"\n") {
 			t.Errorf("env lacks %s (exit %d):\n%s", want, code, out)
 		}
+	}
+}
+
+// TestHostNetworkPod: a hostNetwork pod serves on its node's address, with
+// the node's IP as its pod IP and no netns or CNI of its own.
+func TestHostNetworkPod(t *testing.T) {
+	c := sharedCluster(t)
+	t.Parallel()
+	n := c.Nodes[1]
+	ns := "hostnet"
+	p := busyboxPod(ns, "web", n.Name, "mkdir -p /www && echo host > /www/index.html && exec httpd -f -p 18089 -h /www")
+	p.Spec.HostNetwork = true
+	createPod(t, c.Client, p)
+	got := waitPod(t, c.Client, ns, "web", 60*time.Second, "Running", running)
+	if got.Status.PodIp != n.IP.String() || got.Status.HostIp != n.IP.String() {
+		t.Errorf("podIP %s hostIP %s, want the node's %s", got.Status.PodIp, got.Status.HostIp, n.IP)
+	}
+	if body := fetch(t, "http://"+net.JoinHostPort(n.IP.String(), "18089")+"/"); body != "host\n" {
+		t.Errorf("GET from the node's address = %q", body)
+	}
+	out, code := execIn(t, c.Client, ns, "web", "hostname")
+	if code != 0 || strings.TrimSpace(out) != n.Name {
+		t.Errorf("hostname %q (exit %d), want the node's name %s", out, code, n.Name)
 	}
 }

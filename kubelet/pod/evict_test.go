@@ -1,8 +1,12 @@
 package pod
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/tugboat/tugboat/kubelet/runtime"
 )
 
 // TestEvict: an evicted pod's containers are stopped, its sandbox is
@@ -83,5 +87,50 @@ func TestActiveDeadline(t *testing.T) {
 	e.sync(w)
 	if s := w.status; s.Phase != PhaseFailed || s.Reason != ReasonDeadlineExceeded {
 		t.Errorf("after a resync: phase=%s reason=%s", s.Phase, s.Reason)
+	}
+}
+
+// TestHostNetwork: a hostNetwork pod runs in the node's network namespace:
+// no netns, no CNI, the node's IP as pod IP, a network plugin that is not
+// ready does not hold it back, and deleting it gives nothing back to CNI.
+func TestHostNetwork(t *testing.T) {
+	e := newTestEnv(t)
+	e.net.readyErr = errors.New("no CNI network config")
+	pod := newPod("hostnet", "app")
+	pod.Spec.HostNetwork = true
+	w := e.worker(pod)
+	e.sync(w)
+	if w.status.Phase != PhaseRunning || w.status.PodIp != e.m.cfg.NodeIP.String() {
+		t.Fatalf("phase %s podIP %s, want Running with the node's IP %s", w.status.Phase, w.status.PodIp, e.m.cfg.NodeIP)
+	}
+	if len(e.net.netns) != 0 || len(e.net.up) != 0 {
+		t.Errorf("netns %v, CNI ADDs %v: want none", e.net.netns, e.net.up)
+	}
+	sbs, _ := e.rt.ListPodSandbox(context.Background(), runtime.SandboxFilter{PodUID: w.uid})
+	if len(sbs) != 1 || !sbs[0].Config.HostNetwork || sbs[0].Config.NetNSPath != "" || sbs[0].Config.Hostname != e.m.cfg.NodeName {
+		t.Fatalf("sandboxes %+v, want one host-network sandbox with the node's name as hostname", sbs)
+	}
+	// A resync keeps the same sandbox and container.
+	run := e.rt.running()
+	e.advance(time.Second)
+	e.sync(w)
+	if again := e.rt.running(); len(again) != 1 || again[0].ID != run[0].ID {
+		t.Errorf("containers after a resync: %v, before %v", again, run)
+	}
+	dns, err := e.m.dnsConfig(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dns.Servers) > 0 && len(e.m.cfg.ClusterDNS) > 0 && dns.Servers[0] == e.m.cfg.ClusterDNS[0].String() {
+		t.Errorf("hostNetwork pod with dnsPolicy ClusterFirst got the cluster DNS %v; Kubernetes gives it the node's resolv.conf", dns)
+	}
+	pod.Spec.DnsPolicy = "ClusterFirstWithHostNet"
+	if dns, _ := e.m.dnsConfig(pod); len(e.m.cfg.ClusterDNS) > 0 && (len(dns.Servers) == 0 || dns.Servers[0] != e.m.cfg.ClusterDNS[0].String()) {
+		t.Errorf("ClusterFirstWithHostNet: %v, want the cluster DNS", dns)
+	}
+	w.markDeleted(pod)
+	e.sync(w)
+	if len(e.net.dels) != 0 {
+		t.Errorf("CNI DELs %v for a host-network pod", e.net.dels)
 	}
 }

@@ -108,22 +108,32 @@ func uidOfNetNS(name string) string {
 func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) (*sandboxInfo, error) {
 	m := w.m
 	ref := podRef(pod)
-	nsPath, err := m.net.CreateNetNS(netnsName(ref.UID))
-	if err != nil {
-		return nil, fmt.Errorf("network namespace: %w", err)
+	hostNet := pod.GetSpec().GetHostNetwork()
+	hostname := podHostname(pod)
+	var nsPath string
+	if hostNet {
+		hostname = m.cfg.NodeName // the runtime puts the containers in the node's network namespace
+	} else {
+		var err error
+		if nsPath, err = m.net.CreateNetNS(netnsName(ref.UID)); err != nil {
+			return nil, fmt.Errorf("network namespace: %w", err)
+		}
 	}
 	etcDir := m.cfg.etcDir(ref.UID)
 	cfg := runtime.SandboxConfig{
-		Pod:       ref,
-		Attempt:   attempt,
-		Hostname:  podHostname(pod),
-		NetNSPath: nsPath,
-		EtcFiles:  runtime.EtcFilesIn(etcDir),
-		Labels:    map[string]string{LabelNode: m.cfg.NodeName},
+		Pod:         ref,
+		Attempt:     attempt,
+		Hostname:    hostname,
+		NetNSPath:   nsPath,
+		HostNetwork: hostNet,
+		EtcFiles:    runtime.EtcFilesIn(etcDir),
+		Labels:      map[string]string{LabelNode: m.cfg.NodeName},
 	}
 	id, err := m.rt.RunPodSandbox(ctx, cfg)
 	if err != nil {
-		_ = m.net.DeleteNetNS(nsPath)
+		if !hostNet {
+			_ = m.net.DeleteNetNS(nsPath)
+		}
 		return nil, fmt.Errorf("runtime sandbox: %w", err)
 	}
 	dns, err := m.dnsConfig(pod)
@@ -132,6 +142,16 @@ func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32)
 		return nil, err
 	}
 	pn := &pendingNetwork{done: make(chan struct{})}
+	if hostNet {
+		// No CNI: the pod has the node's addresses.
+		ip := m.cfg.NodeIP
+		if _, err := runtime.WriteEtcFiles(etcDir, runtime.PodEtc{Hostname: cfg.Hostname, IPs: []string{ip.String()}, DNS: dns}); err != nil {
+			pn.err = fmt.Errorf("pod /etc files: %w", err)
+		}
+		pn.ip = ip
+		close(pn.done)
+		return &sandboxInfo{SandboxStatus: runtime.SandboxStatus{ID: id, Config: cfg, State: runtime.SandboxReady}, net: pn}, nil
+	}
 	go func() {
 		defer close(pn.done)
 		ip, err := m.net.SetUpPod(ctx, podNetwork(id, nsPath, ref, hostPorts(pod)))
@@ -192,6 +212,9 @@ func releaseSandbox(ctx context.Context, rt runtime.Runtime, net Network, sb run
 	if err := rt.StopPodSandbox(ctx, sb.ID); err != nil {
 		return fmt.Errorf("stop sandbox %s: %w", sb.ID, err)
 	}
+	if sb.Config.HostNetwork {
+		return nil // the node's network: nothing of the pod's to give back
+	}
 	var errs []error
 	if err := net.TearDownPod(ctx, podNetwork(sb.ID, sb.Config.NetNSPath, sb.Config.Pod, nil)); err != nil {
 		errs = append(errs, fmt.Errorf("CNI DEL for sandbox %s: %w", sb.ID, err))
@@ -204,11 +227,14 @@ func releaseSandbox(ctx context.Context, rt runtime.Runtime, net Network, sb run
 }
 
 // dnsConfig is the pod's resolv.conf: the cluster DNS for ClusterFirst
-// (the default), the node's own resolv.conf for Default (or when no
-// cluster DNS is configured).
+// (the default) and ClusterFirstWithHostNet, the node's own resolv.conf for
+// Default, for ClusterFirst with hostNetwork, or when no cluster DNS is
+// configured.
 func (m *Manager) dnsConfig(pod *v1.Pod) (runtime.DNSConfig, error) {
 	policy := pod.GetSpec().GetDnsPolicy()
-	if (policy == "" || policy == "ClusterFirst" || policy == "ClusterFirstWithHostNet") && len(m.cfg.ClusterDNS) > 0 {
+	clusterFirst := policy == "ClusterFirstWithHostNet" ||
+		(policy == "" || policy == "ClusterFirst") && !pod.GetSpec().GetHostNetwork() // as Kubernetes: host network means the node's resolv.conf
+	if clusterFirst && len(m.cfg.ClusterDNS) > 0 {
 		ns := pod.GetMetadata().GetNamespace()
 		d := m.cfg.ClusterDomain
 		servers := make([]string, len(m.cfg.ClusterDNS))

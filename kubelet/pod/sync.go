@@ -179,7 +179,7 @@ func (w *worker) currentSandbox(st *podState) (*sandboxInfo, []runtime.SandboxSt
 	var old []runtime.SandboxStatus
 	for i := range st.sandboxes {
 		sb := &st.sandboxes[i]
-		if sb.State != runtime.SandboxReady || !w.m.net.NetNSExists(sb.Config.NetNSPath) {
+		if sb.State != runtime.SandboxReady || !sb.Config.HostNetwork && !w.m.net.NetNSExists(sb.Config.NetNSPath) {
 			old = append(old, *sb)
 			continue
 		}
@@ -196,7 +196,9 @@ func (w *worker) currentSandbox(st *podState) (*sandboxInfo, []runtime.SandboxSt
 		return nil, old
 	}
 	info := &sandboxInfo{SandboxStatus: *cur}
-	if ip, ok := w.ips[cur.ID]; ok {
+	if cur.Config.HostNetwork {
+		info.IP = w.m.cfg.NodeIP
+	} else if ip, ok := w.ips[cur.ID]; ok {
 		info.IP, _ = parseAddr(ip)
 	} else if ip, ok := w.m.net.PodIP(podNetwork(cur.ID, cur.Config.NetNSPath, cur.Config.Pod, nil)); ok {
 		info.IP = ip
@@ -232,18 +234,12 @@ func shouldRestart(policy string, exitCode int) bool {
 
 // ensureSandbox makes the pod's sandbox, or records why it cannot yet.
 func (w *worker) ensureSandbox(ctx context.Context, pod *v1.Pod, st *podState) *sandboxInfo {
-	if pod.GetSpec().GetHostNetwork() {
-		msg := "hostNetwork pods are not supported by this kubelet: pods get their own network namespace"
-		w.m.rec.Eventf(pod, eventWarning, "FailedCreatePodSandbox", "Failed to create pod sandbox: %s", msg)
-		w.sandboxWait = &waiting{Reason: "HostNetworkNotSupported", Message: msg}
-		return nil
-	}
 	key := w.uid + "/sandbox"
 	if busy, until := w.m.sandboxBackoff.inBackoffSinceUpdate(key); busy {
 		w.sandboxWait = &waiting{Reason: "FailedCreatePodSandbox", Message: w.lastSandboxError(), Until: until}
 		return nil
 	}
-	if err := w.m.net.Ready(); err != nil {
+	if err := w.m.net.Ready(); err != nil && !pod.GetSpec().GetHostNetwork() {
 		msg := fmt.Sprintf("network plugin not ready: %v", err)
 		w.m.rec.Eventf(pod, eventWarning, "FailedCreatePodSandbox", "Failed to create pod sandbox: %s", msg)
 		w.m.sandboxBackoff.next(key, w.m.now())

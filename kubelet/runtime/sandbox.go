@@ -27,8 +27,14 @@ type SandboxConfig struct {
 	Hostname string
 
 	// NetNSPath is the network namespace the containers join, made by the
-	// caller (kubelet/network) before RunPodSandbox. Required.
+	// caller (kubelet/network) before RunPodSandbox. Required unless
+	// HostNetwork.
 	NetNSPath string
+	// HostNetwork: the containers join the node's network namespace, which
+	// is the caller's: that of the process calling CreateContainer (the
+	// kubelet), looked up at each create, so a restarted kubelet's
+	// containers join the same one.
+	HostNetwork bool `json:",omitempty"`
 
 	// EtcFiles are bind-mounted into every container of the sandbox. They
 	// must exist when containers are created, not before: the usual order
@@ -65,8 +71,10 @@ func (c SandboxConfig) Validate() error {
 		return fmt.Errorf("sandbox config: pod name: required: %w", ErrInvalid)
 	case c.Pod.Namespace == "":
 		return fmt.Errorf("sandbox config: pod namespace: required: %w", ErrInvalid)
-	case c.NetNSPath == "":
+	case c.NetNSPath == "" && !c.HostNetwork:
 		return fmt.Errorf("sandbox config: netns path: required: %w", ErrInvalid)
+	case c.NetNSPath != "" && c.HostNetwork:
+		return fmt.Errorf("sandbox config: netns path: must be empty with host network: %w", ErrInvalid)
 	}
 	return checkUserLabels("sandbox config", c.Labels)
 }

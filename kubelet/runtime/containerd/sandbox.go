@@ -28,7 +28,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, cfg runtime.SandboxConfig) 
 	if err := cfg.Validate(); err != nil {
 		return "", err
 	}
-	if _, err := os.Stat(cfg.NetNSPath); err != nil {
+	if _, err := os.Stat(cfg.NetNSPath); err != nil && !cfg.HostNetwork {
 		return "", fmt.Errorf("sandbox for pod %s: netns: %v: %w", cfg.Pod, err, runtime.ErrInvalid)
 	}
 	if cfg.CgroupParent == "" {

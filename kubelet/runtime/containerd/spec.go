@@ -1,6 +1,7 @@
 package containerd
 
 import (
+	"fmt"
 	"os"
 	"path"
 
@@ -29,7 +30,7 @@ func specOpts(img client.Image, sb runtime.SandboxConfig, cfg runtime.ContainerC
 	}
 	opts = append(opts,
 		oci.WithHostname(sb.Hostname),
-		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: sb.NetNSPath}),
+		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: netnsPath(sb)}),
 		oci.WithMounts(mounts(sb.EtcFiles, cfg.Mounts)),
 		oci.WithCgroup(cgroupsPath),
 	)
@@ -108,4 +109,14 @@ func bind(src, dst string, ro bool) specs.Mount {
 func swapAccounted() bool {
 	_, err := os.Stat("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes")
 	return err == nil
+}
+
+// netnsPath is the network namespace a sandbox's containers join: the
+// node's, which is this process's, for a host-network sandbox (the shims
+// may run in another namespace, as in the test cluster).
+func netnsPath(sb runtime.SandboxConfig) string {
+	if sb.HostNetwork {
+		return fmt.Sprintf("/proc/%d/ns/net", os.Getpid())
+	}
+	return sb.NetNSPath
 }
