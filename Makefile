@@ -18,8 +18,10 @@ build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(CMDS))
 
 # The full suite, as CI runs it: every package (tests that need root,
-# containerd or docker run here too), then each fuzz target briefly.
-test: lint
+# containerd or docker run here too), then each fuzz target briefly. The
+# static third-party binaries (cached) come first: the compose images and
+# the image-push test need them, and packages test in parallel.
+test: lint static
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) fuzz
 

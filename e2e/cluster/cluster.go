@@ -253,7 +253,9 @@ func (c *Cluster) startProcess(name, bin string, args ...string) (*process, erro
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	// Forked from the lab's spawner thread, which lives as long as the lab:
+	// Pdeathsig fires when the forking thread ends.
+	if err := c.Lab.StartInRoot(cmd); err != nil {
 		return nil, fmt.Errorf("cluster: start %s: %w", name, err)
 	}
 	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}

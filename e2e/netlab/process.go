@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -319,4 +320,19 @@ func (b *syncBuffer) Bytes() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return bytes.Clone(b.buf.Bytes())
+}
+
+// StartInRoot starts cmd in the test process's own network namespace from
+// the lab's spawner thread, so that its Pdeathsig (set to SIGKILL if
+// unset) fires only when the test process (or the lab) ends, never because
+// some other goroutine ended the thread it was forked from. The caller
+// waits for it.
+func (l *Lab) StartInRoot(cmd *exec.Cmd) error {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	if cmd.SysProcAttr.Pdeathsig == 0 {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
+	return l.spawn.start(netns.None(), cmd)
 }

@@ -56,6 +56,10 @@ func (s *spawner) run(ready chan<- error) {
 	defer orig.Close()
 	ready <- nil
 	for req := range s.reqs {
+		if !req.ns.IsOpen() { // the test process's own namespace
+			req.result <- req.cmd.Start()
+			continue
+		}
 		if err := netns.Set(req.ns); err != nil {
 			req.result <- fmt.Errorf("setns: %w", err)
 			continue
@@ -73,7 +77,8 @@ func (s *spawner) run(ready chan<- error) {
 	}
 }
 
-// start runs cmd.Start on the spawner's thread inside the namespace ns.
+// start runs cmd.Start on the spawner's thread inside the namespace ns
+// (netns.None(): the test process's own).
 func (s *spawner) start(ns netns.NsHandle, cmd *exec.Cmd) error {
 	req := spawnReq{ns: ns, cmd: cmd, result: make(chan error, 1)}
 	select {
