@@ -102,8 +102,11 @@ func (w *worker) fail(ctx context.Context, pod *v1.Pod, reason, msg string) sync
 		status = proto.Clone(w.status).(*v1.PodStatus)
 	}
 	status.Phase, status.Reason, status.Message = PhaseFailed, reason, msg
-	w.publish(pod, status)
+	// Terminal from now on; syncTerminal publishes it, rebuilt with the
+	// stopped containers' states (not the running ones of before).
+	w.status = status
 	if err != nil {
+		w.publish(pod, status)
 		return syncResult{after: 0} // syncTerminal observes again
 	}
 	return w.syncTerminal(ctx, pod, st)
