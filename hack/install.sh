@@ -315,6 +315,9 @@ uninstall() {
     systemctl daemon-reload
   fi
   [[ -x $bin/proxy ]] && "$bin/proxy" --cleanup >/dev/null 2>&1 || true
+  # The kubelet's pod egress masquerade rule and its bridge.
+  nft delete table ip tugboat-masq 2>/dev/null || true
+  ip link delete cni0 type bridge 2>/dev/null || true
   for u in apiserver scheduler controller-manager kubelet proxy tugctl tugboat; do rm -f "$bin/$u"; done
   # Pod network namespaces are bind mounts under the data dir.
   awk -v d="$data_dir/" 'index($2, d) == 1 {print $2}' /proc/mounts | sort -r | xargs -r umount -l
