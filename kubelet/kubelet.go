@@ -179,6 +179,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	net.onChange = agent.Refresh // the node's Ready follows the network at once
 
 	clusterDNS := ""
 	if len(cfg.ClusterDNS) > 0 {

@@ -32,6 +32,9 @@ type netGate struct {
 	log      *slog.Logger
 	interval time.Duration
 
+	// onChange (if set before run) is called when the status changes.
+	onChange func()
+
 	mu     sync.RWMutex
 	mgr    *network.Manager
 	status error
@@ -113,11 +116,17 @@ func (g *netGate) check(ctx context.Context) {
 	g.mu.Lock()
 	g.status = err
 	g.mu.Unlock()
+	changed := true
 	switch {
 	case err != nil && (prev == nil || prev.Error() != err.Error()):
 		g.log.Warn("pod network not ready", "err", err)
 	case err == nil && prev != nil:
 		g.log.Info("pod network ready")
+	default:
+		changed = false
+	}
+	if changed && g.onChange != nil {
+		g.onChange()
 	}
 }
 

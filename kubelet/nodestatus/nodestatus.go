@@ -183,6 +183,8 @@ type Agent struct {
 	cidrKnown  chan struct{}
 	registered chan struct{}
 	lastWrite  time.Time
+	// refresh asks the status loop for an update now (Refresh).
+	refresh chan struct{}
 }
 
 // New makes an Agent. network reports whether pods can get a network (nil)
@@ -195,7 +197,7 @@ func New(cfg Config, c *client.Client, rt Runtime, network func(ctx context.Cont
 	a := &Agent{
 		cfg: cfg, nodes: client.For[*v1.Node](c), leases: client.For[*v1.Lease](c), rt: rt, network: network,
 		log: cfg.Logger, now: time.Now,
-		cidrKnown: make(chan struct{}), registered: make(chan struct{}),
+		cidrKnown: make(chan struct{}), registered: make(chan struct{}), refresh: make(chan struct{}, 1),
 		updates: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tugboat_kubelet_node_status_updates_total", Help: "Node status writes by result.",
 		}, []string{"result"}),
@@ -241,6 +243,16 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); a.statusLoop(ctx) }()
 	wg.Wait()
 	return nil
+}
+
+// Refresh asks for a status update now instead of at the next interval:
+// an input of the conditions changed (the pod network became ready, say).
+// It does not wait.
+func (a *Agent) Refresh() {
+	select {
+	case a.refresh <- struct{}{}:
+	default:
+	}
 }
 
 // Node returns the Node as last read or written (nil before registration),
@@ -373,6 +385,7 @@ func (a *Agent) statusLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-time.After(wait):
+		case <-a.refresh:
 		}
 		if waitingForCIDR {
 			if n, err := a.nodes.Get(ctx, "", a.cfg.NodeName); err == nil {

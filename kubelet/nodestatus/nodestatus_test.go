@@ -204,3 +204,29 @@ func TestValidate(t *testing.T) {
 		t.Errorf("valid config: %v", err)
 	}
 }
+
+// TestRefresh: a change the kubelet knows of (the network became ready)
+// reaches the Ready condition at once on Refresh, not at the next
+// interval (an hour here).
+func TestRefresh(t *testing.T) {
+	s := apiservertest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	net := &netState{err: errors.New("waiting for the node's pod CIDR")}
+	a, err := New(Config{
+		NodeName: "n1", NodeIP: netip.MustParseAddr("10.123.0.11"), LeaseInterval: time.Hour, StatusInterval: time.Hour,
+		KubeletVersion: "v0.1.0", RootDir: t.TempDir(), PodCIDR: "10.244.7.0/24",
+	}, s.Client, &fakeRuntime{}, net.check)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { a.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	<-a.Registered()
+	waitFor(t, "NotReady at registration", func() bool { return readyCondition(t, s.Client, "n1").GetStatus() == "False" })
+	net.set(nil)
+	a.Refresh()
+	a.Refresh() // a second one while the first is pending does not block
+	waitFor(t, "Ready after Refresh", func() bool { return readyCondition(t, s.Client, "n1").GetStatus() == "True" })
+}
