@@ -13,6 +13,9 @@
 #   install.sh worker --server IP:6443 --token TOKEN (--ca-data B64 | --ca-file F)
 #       containerd, runc, the CNI plugins (Debian packages), the kubelet
 #       (joins with the token; its key never leaves the node) and the proxy.
+#       Give it the control plane's --cluster-cidr if that is not the
+#       default 10.244.0.0/16 (pod-to-pod traffic keeps its source address
+#       within it).
 #   install.sh all-in-one
 #       bin/tugboat as one service: a single-node cluster.
 #   install.sh uninstall
@@ -198,7 +201,11 @@ join_command() {
   t=$("$bin/tugctl" --config "$etc_dir/admin.config" token create --ttl "$token_ttl" --description "install.sh join-command") ||
     die "tugctl token create failed (is the apiserver up? journalctl -u tugboat-apiserver)"
   srv=$(awk '$1 == "server:" {print $2}' "$etc_dir/admin.config")
-  echo "sudo hack/install.sh worker --server $srv --token $t --ca-data $(base64 -w0 "$pki/ca.crt")"
+  # The cluster CIDR the controller-manager splits, if not the default.
+  local cc extra=""
+  cc=$(sed -n 's/.*--cluster-cidr \([^ "]*\).*/\1/p' "$etc_dir/controller-manager.env" 2>/dev/null | head -n1)
+  [[ -n $cc && $cc != 10.244.0.0/16 ]] && extra=" --cluster-cidr $cc"
+  echo "sudo hack/install.sh worker --server $srv --token $t --ca-data $(base64 -w0 "$pki/ca.crt")$extra"
 }
 
 # --- commands ----------------------------------------------------------------
@@ -278,13 +285,13 @@ worker() {
   # renewed by the kubelet); it stays in the env file only until then.
   write_env kubelet --server "$server" --ca-file "$pki/ca.crt" --bootstrap-token "$token" --cert-dir "$certs" \
     --node-name "$node_name" "${ip_flag[@]}" --root-dir "$root" --containerd-socket "$containerd_socket" \
-    "${reg_flag[@]}" --metrics-listen 127.0.0.1:10248 "${kubelet_extra[@]}"
+    "${reg_flag[@]}" --cluster-cidr "$cluster_cidr" --metrics-listen 127.0.0.1:10248 "${kubelet_extra[@]}"
   chmod 600 "$etc_dir/kubelet.env"
   # The proxy uses the node's own certificate (nodes may read services,
   # endpoints and nodes); tugboat-proxy-cert.path restarts it when the
   # kubelet renews the certificate.
   write_env proxy --server "$server" --ca-file "$pki/ca.crt" --cert-file "$certs/node.crt" --key-file "$certs/node.key" \
-    --node-name "$node_name" "${ip_flag[@]}" --metrics-listen 127.0.0.1:10249 "${proxy_extra[@]}"
+    --node-name "$node_name" "${ip_flag[@]}" --cluster-cidr "$cluster_cidr" --metrics-listen 127.0.0.1:10249 "${proxy_extra[@]}"
   install_units tugboat-kubelet.service tugboat-proxy.service tugboat-proxy-cert.path tugboat-proxy-restart.service
   start_units tugboat-kubelet.service tugboat-proxy.service tugboat-proxy-cert.path
   say "worker $node_name: the kubelet joins $server with the token; watch it with: tugctl get nodes"

@@ -73,6 +73,11 @@ type Config struct {
 	CNIConfDir string
 	// PodCIDR stands in for (or overrides) Node.spec.podCIDR (--pod-cidr).
 	PodCIDR string
+	// ClusterCIDR is every node's pods' range (--cluster-cidr): pod
+	// traffic to it is not masqueraded, so pods see each other's real
+	// addresses across nodes. Empty: only the node's own pod CIDR is
+	// exempt.
+	ClusterCIDR string
 	// ClusterDNS are the pods' nameservers (--cluster-dns), ClusterDomain
 	// their DNS domain (--cluster-domain).
 	ClusterDNS    []string
@@ -224,6 +229,12 @@ func (c Config) Validate() error {
 		p, err := netip.ParsePrefix(c.PodCIDR)
 		if err != nil || p.Masked() != p {
 			return fmt.Errorf("--pod-cidr %q: want a network prefix such as 10.244.1.0/24", c.PodCIDR)
+		}
+	}
+	if c.ClusterCIDR != "" {
+		p, err := netip.ParsePrefix(c.ClusterCIDR)
+		if err != nil || p.Masked() != p || !p.Addr().Is4() {
+			return fmt.Errorf("--cluster-cidr %q: want an IPv4 network prefix such as 10.244.0.0/16", c.ClusterCIDR)
 		}
 	}
 	for _, d := range c.ClusterDNS {

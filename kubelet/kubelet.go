@@ -116,10 +116,11 @@ func Run(ctx context.Context, cfg Config) error {
 	rec := record.New(c, "kubelet", cfg.NodeName, reg, log)
 	pcfg := podConfig(cfg, nodeIP, log, reg)
 	net := newNetGate(network.Config{
-		StateDir: cfg.networkStateDir(),
-		ConfDir:  cfg.CNIConfDir,
-		BinDirs:  cfg.CNIBinDirs,
-		NetNSDir: pcfg.NetNSDir(),
+		StateDir:    cfg.networkStateDir(),
+		ConfDir:     cfg.CNIConfDir,
+		BinDirs:     cfg.CNIBinDirs,
+		NetNSDir:    pcfg.NetNSDir(),
+		ClusterCIDR: cfg.ClusterCIDR,
 	}, reg, log, min(5*time.Second, cfg.NodeStatusInterval))
 
 	// Every Service, for the pods' Service environment variables.

@@ -46,6 +46,7 @@ func main() {
 	fs.StringVar(&insecure, "registry-insecure", "", "registry hosts (host:port, comma-separated) pulled from over plain HTTP, e.g. a lab registry")
 	fs.StringVar(&cniBin, "cni-bin-dir", kubelet.DefaultCNIBinDir+":/opt/cni/bin", "directories searched for CNI plugins, colon- or comma-separated")
 	fs.StringVar(&cfg.CNIConfDir, "cni-conf-dir", "/etc/cni/net.d", "CNI config directory; the kubelet writes a bridge/host-local/portmap/loopback conflist there unless one is present")
+	fs.StringVar(&cfg.ClusterCIDR, "cluster-cidr", "", "every node's pods' range (the controller-manager's --cluster-cidr): pod traffic to it keeps its source address; empty: only this node's pod CIDR is exempt from masquerading")
 	fs.StringVar(&cfg.PodCIDR, "pod-cidr", "", "the node's pod CIDR; default: Node.spec.podCIDR as the controller-manager's node IPAM sets it")
 	fs.StringVar(&dns, "cluster-dns", kubelet.DefaultClusterDNS, "nameservers of ClusterFirst pods, comma-separated")
 	fs.StringVar(&cfg.ClusterDomain, "cluster-domain", pod.DefaultClusterDomain, "the cluster's DNS domain")

@@ -117,6 +117,7 @@ func parts(cfg Config) []part {
 				RegistryInsecure:    cfg.RegistryInsecure,
 				CNIBinDirs:          cfg.CNIBinDirs,
 				CNIConfDir:          cfg.CNIConfDir,
+				ClusterCIDR:         cfg.ClusterCIDR,
 				NodeStatusInterval:  2 * time.Second,
 				MetricsListen:       kubelet.DefaultMetricsListen,
 				Logger:              log.With("component", "kubelet"),

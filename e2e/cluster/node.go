@@ -157,6 +157,7 @@ func (n *Node) Args() []string {
 		"--containerd-namespace", n.Namespace,
 		"--cgroup-root", n.CgroupRoot,
 		"--cni-conf-dir", n.CNIConfDir,
+		"--cluster-cidr", c.ClusterCIDR.String(),
 		"--metrics-listen", n.MetricsAddr,
 		"--lease-interval", "1s",
 		"--node-status-interval", "1s",

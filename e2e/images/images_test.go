@@ -135,6 +135,15 @@ func TestEchoServer(t *testing.T) {
 	if want := "pod=web-0 ip=10.244.9.9 path=/hello\n"; body != want {
 		t.Fatalf("body %q, want %q", body, want)
 	}
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/client", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "client=127.0.0.1\n" {
+		t.Errorf("/client answered %q, want client=127.0.0.1", b)
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

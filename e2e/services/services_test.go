@@ -105,6 +105,21 @@ func TestServices(t *testing.T) {
 		}
 	})
 
+	t.Run("pod to pod across nodes keeps the client's address (no NAT)", func(t *testing.T) {
+		client, err := client.For[*v1.Pod](api).Get(ctx, "default", "client")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range webPods {
+			script := fmt.Sprintf(`printf 'GET /client HTTP/1.0\r\n\r\n' | nc -w 3 %s 8080`, p.Status.PodIp)
+			out, code := execIn(t, api, "default", "client", time.Minute, "sh", "-c", script)
+			if code != 0 || !strings.Contains(out, "client="+client.Status.PodIp+"\n") {
+				t.Errorf("client pod %s on node3 -> pod %s on %s: exit %d, answer %q; want client=%s (the node's masquerade rule must leave the cluster CIDR alone)",
+					client.Status.PodIp, p.Status.PodIp, p.Spec.NodeName, code, out, client.Status.PodIp)
+			}
+		}
+	})
+
 	t.Run("dig gets A and SRV records and NXDOMAIN", func(t *testing.T) {
 		dig := func(args ...string) string {
 			out, err := host(ctx, node3, "dig", append([]string{"@10.96.0.10", "+time=2", "+tries=1", "+noall", "+comments", "+answer"}, args...)...)

@@ -60,6 +60,10 @@ type Config struct {
 	// NoMasquerade turns off the node's masquerading (SNAT) of pod traffic
 	// leaving the pod CIDR (EnsureMasquerade).
 	NoMasquerade bool
+	// ClusterCIDR, if set, is every node's pods' range: traffic to it is
+	// not masqueraded either, so pods see each other's real addresses
+	// across nodes.
+	ClusterCIDR string
 }
 
 func (c *Config) setDefaults() {
@@ -95,6 +99,12 @@ func (c Config) Validate() error {
 		}
 		if p.Masked() != p {
 			return fmt.Errorf("network config: podCIDR %q: has host bits set (want %s)", c.PodCIDR, p.Masked())
+		}
+	}
+	if c.ClusterCIDR != "" {
+		p, err := netip.ParsePrefix(c.ClusterCIDR)
+		if err != nil || p.Masked() != p || !p.Addr().Is4() {
+			return fmt.Errorf("network config: clusterCIDR %q: want an IPv4 network prefix", c.ClusterCIDR)
 		}
 	}
 	if len(c.BridgeName) > 15 {

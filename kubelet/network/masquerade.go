@@ -22,11 +22,13 @@ import (
 //	table ip <network>-masq {
 //	  chain postrouting {
 //	    type nat hook postrouting priority srcnat;
-//	    ip saddr <podCIDR> ip daddr != <podCIDR> ip daddr != 224.0.0.0/4 masquerade comment "tugboat pod egress masquerade <podCIDR>"
+//	    ip saddr <podCIDR> ip daddr != <podCIDR> [ip daddr != <clusterCIDR>] ip daddr != 224.0.0.0/4 masquerade comment "tugboat pod egress masquerade <podCIDR>[ except <clusterCIDR>]"
 //	  }
 //	}
 //
-// which is what the bridge plugin's per-pod rules did. With NoMasquerade,
+// which is what the bridge plugin's per-pod rules did, and with a cluster
+// CIDR (Config.ClusterCIDR) also leaves pod-to-pod traffic across nodes
+// unmasqueraded, as Kubernetes' network model wants. With NoMasquerade,
 // or with an operator's config in effect, the table is removed.
 
 const masqChain = "postrouting"
@@ -85,6 +87,11 @@ func (m *Manager) ensureMasquerade(want bool) error {
 		return fmt.Errorf("masquerade table %s: pod CIDR %q is not an IPv4 prefix", name, m.cfg.PodCIDR)
 	}
 	comment := MasqueradeComment + " " + cidr.Masked().String()
+	var cluster netip.Prefix
+	if m.cfg.ClusterCIDR != "" {
+		cluster = netip.MustParsePrefix(m.cfg.ClusterCIDR) // validated by New
+		comment += " except " + cluster.String()
+	}
 	if len(rules) == 1 {
 		if got, _ := userdata.GetString(rules[0].UserData, userdata.TypeComment); got == comment {
 			return nil
@@ -105,6 +112,9 @@ func (m *Manager) ensureMasquerade(want bool) error {
 	var exprs []expr.Any
 	exprs = append(exprs, ipMatch(12, cidr, expr.CmpOpEq)...)
 	exprs = append(exprs, ipMatch(16, cidr, expr.CmpOpNeq)...)
+	if cluster.IsValid() {
+		exprs = append(exprs, ipMatch(16, cluster, expr.CmpOpNeq)...)
+	}
 	exprs = append(exprs, ipMatch(16, netip.MustParsePrefix("224.0.0.0/4"), expr.CmpOpNeq)...)
 	exprs = append(exprs, &expr.Masq{})
 	c.AddRule(&nftables.Rule{Table: table, Chain: chain, Exprs: exprs, UserData: userdata.AppendString(nil, userdata.TypeComment, comment)})

@@ -388,6 +388,25 @@ func TestMasquerade(t *testing.T) {
 		t.Fatalf("a second EnsureMasquerade changed the table:\n%s", got)
 	}
 
+	// With the cluster's pod range, traffic to any pod keeps its source.
+	cfg := n.Config()
+	cfg.ClusterCIDR = "10.244.0.0/16"
+	withCluster, err := network.New(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := withCluster.EnsureMasquerade(); err != nil {
+		t.Fatal(err)
+	}
+	want = "ip saddr " + testCIDR + " ip daddr != " + testCIDR + " ip daddr != 10.244.0.0/16 ip daddr != 224.0.0.0/4 masquerade"
+	if got := list(); !strings.Contains(got, want) || strings.Count(got, "masquerade comment") != 1 {
+		t.Fatalf("with a cluster CIDR:\n%s\nwant the one rule %q", got, want)
+	}
+	cfg.ClusterCIDR = "10.244.0.0/33"
+	if _, err := network.New(cfg, nil, nil); err == nil || !strings.Contains(err.Error(), "clusterCIDR") {
+		t.Errorf("a bad cluster CIDR: %v, want an error naming clusterCIDR", err)
+	}
+
 	// An operator's config takes over: the rule goes.
 	op := filepath.Join(n.Config().ConfDir, "05-operator.conflist")
 	if err := os.WriteFile(op, []byte(`{"cniVersion":"1.0.0","name":"op","plugins":[{"type":"bridge"}]}`), 0o644); err != nil {

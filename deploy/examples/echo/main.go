@@ -1,8 +1,9 @@
 // Command echo is Tugboat's example HTTP server: it answers every request
 // with the name and IP of the pod it runs in, so a Service's load balancing
 // can be seen from outside. It listens on port 80 unless told otherwise
-// (-port, or env PORT), serves /healthz for probes, logs each request to
-// stdout, and shuts down gracefully on SIGTERM.
+// (-port, or env PORT), serves /healthz for probes and /client (the
+// caller's address as seen here), logs each request to stdout, and shuts
+// down gracefully on SIGTERM.
 //
 // The pod name comes from env POD_NAME (the Downward API) or the hostname,
 // the IP from env POD_IP or the first non-loopback address; env NODE_NAME,
@@ -48,6 +49,12 @@ func run(ctx context.Context, args []string) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
+	})
+	// /client answers with the address the request came from, to see
+	// whether something on the way translated it (NAT).
+	mux.HandleFunc("/client", func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		fmt.Fprintf(w, "client=%s\n", host)
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		logger.Info("request", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)

@@ -317,7 +317,7 @@ func removeStaleMasqueradeTables(podCIDR string) {
 			continue
 		}
 		for _, r := range rules {
-			if cm, _ := userdata.GetString(r.UserData, userdata.TypeComment); cm == network.MasqueradeComment+" "+podCIDR {
+			if cm, _ := userdata.GetString(r.UserData, userdata.TypeComment); strings.HasPrefix(cm+" ", network.MasqueradeComment+" "+podCIDR+" ") {
 				c.DelTable(t)
 				_ = c.Flush()
 				break
