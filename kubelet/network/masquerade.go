@@ -16,8 +16,9 @@ import (
 // ipMasq off: that option adds a chain and two iptables rules per pod, by
 // running the iptables command some six times on every ADD and DEL, under
 // the xtables lock, which made it the largest part of a pod's CNI time.
-// Instead the node has one nftables rule for its whole pod CIDR, made when
-// the default config is written and checked with it (EnsureConfig):
+// Instead the node has one nftables rule for its whole pod CIDR, which the
+// kubelet keeps (EnsureMasquerade, called after EnsureConfig each time it
+// checks the network):
 //
 //	table ip <network>-masq {
 //	  chain postrouting {
