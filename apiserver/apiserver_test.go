@@ -14,6 +14,7 @@ import (
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/apiserver"
 	"github.com/tugboat/tugboat/apiserver/apiservertest"
 )
@@ -334,9 +335,11 @@ func TestNamespaceDeletionDeletesContents(t *testing.T) {
 	if _, err := pods.Create(ctx, p); err == nil {
 		t.Fatal("create in a terminating namespace succeeded")
 	}
-	waitFor(t, 20*time.Second, func() bool {
-		_, err := nss.Get(ctx, "", "team")
-		return apierrors.IsNotFound(err)
+	wait.Eventually(t, 20*time.Second, "namespace team gone", func() error {
+		if _, err := nss.Get(ctx, "", "team"); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("get namespace team: %v", err)
+		}
+		return nil
 	})
 	items, _, _ := pods.List(ctx, client.ListOptions{Namespace: "team"})
 	cmItems, _, _ := cms.List(ctx, client.ListOptions{Namespace: "team"})
@@ -363,18 +366,6 @@ func TestDataSurvivesRestart(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("condition not met within %v", d)
-}
-
 var _ = apiserver.FinalizerOrphan
 
 func TestEventsExpire(t *testing.T) {
@@ -392,9 +383,11 @@ func TestEventsExpire(t *testing.T) {
 		t.Fatal(err)
 	}
 	// TTL 1s + a 1s lease reuse window: gone within a few seconds.
-	waitFor(t, 20*time.Second, func() bool {
-		_, err := events.Get(ctx, "default", "e1")
-		return apierrors.IsNotFound(err)
+	wait.Eventually(t, 20*time.Second, "event e1 expired", func() error {
+		if _, err := events.Get(ctx, "default", "e1"); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("get event e1: %v", err)
+		}
+		return nil
 	})
 	if _, err := client.For[*v1.ConfigMap](s.Client).Get(ctx, "default", "stays"); err != nil {
 		t.Fatalf("configmap expired too: %v", err)

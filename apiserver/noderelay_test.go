@@ -3,6 +3,7 @@ package apiserver_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/tunnel"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/apiserver/apiservertest"
 )
 
@@ -60,7 +62,12 @@ func TestLogsAndExecThroughTunnel(t *testing.T) {
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go tunnel.Serve(tctx, s.Client, "n1", srv, nil)
-	waitFor(t, 10*time.Second, func() bool { return len(s.Tunnels().Nodes()) == 1 })
+	wait.Eventually(t, 10*time.Second, "the tunnel of n1", func() error {
+		if nodes := s.Tunnels().Nodes(); len(nodes) != 1 {
+			return fmt.Errorf("tunnels from %v", nodes)
+		}
+		return nil
+	})
 
 	pods := client.For[*v1.Pod](s.Client)
 	if _, err := pods.Create(ctx, newPod("web", nil)); err != nil {

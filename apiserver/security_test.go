@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/pki"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/apiserver"
 	"github.com/tugboat/tugboat/apiserver/apiservertest"
 	"github.com/tugboat/tugboat/apiserver/storage"
@@ -95,7 +97,10 @@ func TestRBACViewRole(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, func() bool { _, err := pods.Get(ctx, "default", "p"); return err == nil })
+	wait.Eventually(t, 10*time.Second, "the view binding in force", func() error {
+		_, err := pods.Get(ctx, "default", "p")
+		return err
+	})
 	if _, err := pods.Create(ctx, newPod("q", nil)); !isForbidden(err) || !strings.Contains(err.Error(), "cannot create") {
 		t.Fatalf("view may not create: %v", err)
 	}
@@ -203,9 +208,12 @@ func TestNodeRestriction(t *testing.T) {
 	}
 	// Once the binding is in force (it is for "probe"), node-1 is still limited.
 	review := v1.NewAuthClient(admin.Conn())
-	waitFor(t, 10*time.Second, func() bool {
+	wait.Eventually(t, 10*time.Second, "probe allowed to get secrets", func() error {
 		r, err := review.Review(ctx, &v1.AccessReviewRequest{Verb: "get", Resource: "secrets", Namespace: "default", AsUser: "probe"})
-		return err == nil && r.Allowed
+		if err == nil && !r.Allowed {
+			err = fmt.Errorf("not allowed: %s", r.Reason)
+		}
+		return err
 	})
 	if _, err := secrets.Get(ctx, "default", "s2"); !isForbidden(err) {
 		t.Fatalf("RBAC widened a node: %v", err)

@@ -86,23 +86,6 @@ func startSchedulerWith(t *testing.T, c *client.Client, cfg Config) *running {
 }
 
 // eventually polls cond until it holds or the timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last string
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s; last state: %s", timeout, what, last)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 type nodeOpt func(*v1.Node)
 
 func makeNode(name, cpu, mem string, opts ...nodeOpt) *v1.Node {
@@ -247,7 +230,7 @@ func podScheduledCondition(p *v1.Pod) *v1.Condition {
 }
 
 // settled reports whether every pod is bound or marked unschedulable.
-func settled(pods []*v1.Pod) (bool, string) {
+func settled(pods []*v1.Pod) error {
 	bound, unsched, waiting := 0, 0, 0
 	for _, p := range pods {
 		switch c := podScheduledCondition(p); {
@@ -259,7 +242,10 @@ func settled(pods []*v1.Pod) (bool, string) {
 			waiting++
 		}
 	}
-	return waiting == 0, fmt.Sprintf("%d bound, %d unschedulable, %d waiting", bound, unsched, waiting)
+	if waiting > 0 {
+		return fmt.Errorf("%d bound, %d unschedulable, %d waiting", bound, unsched, waiting)
+	}
+	return nil
 }
 
 func events(t *testing.T, c *client.Client, pod, reason string) []*v1.Event {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/resource"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/apiserver/apiservertest"
 )
 
@@ -75,7 +77,7 @@ func TestRandomPodsNeverOvercommit(t *testing.T) {
 	}
 	createPods(t, srv.Client, pods)
 	startScheduler(t, srv, Config{})
-	eventually(t, 60*time.Second, "every pod bound or unschedulable", func() (bool, string) {
+	wait.Eventually(t, 60*time.Second, "every pod bound or unschedulable", func() error {
 		return settled(listPods(t, srv.Client))
 	})
 	bound := checkNoOvercommit(t, srv.Client)
@@ -105,7 +107,7 @@ func TestConstraintsHonoured(t *testing.T) {
 	pods = append(pods, makePod("needs-gpu-untolerated", "100m", "64Mi", nodeSelector("accelerator", "gpu")))
 	createPods(t, c, pods)
 	startScheduler(t, srv, Config{})
-	eventually(t, 30*time.Second, "every pod bound or unschedulable", func() (bool, string) {
+	wait.Eventually(t, 30*time.Second, "every pod bound or unschedulable", func() error {
 		return settled(listPods(t, c))
 	})
 	ports := map[string]int{}
@@ -161,17 +163,23 @@ func TestUnschedulableExplainedThenScheduled(t *testing.T) {
 	createPods(t, c, []*v1.Pod{makePod("big", "2", "1Gi", nodeSelector("pool", "main"))})
 
 	want := "0/5 nodes are available: 3 Insufficient cpu, 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: gpu}."
-	eventually(t, 20*time.Second, "the unschedulable condition", func() (bool, string) {
+	wait.Eventually(t, 20*time.Second, "the unschedulable condition", func() error {
 		cond := podScheduledCondition(getPod(t, c, "big"))
-		return cond != nil, fmt.Sprint(cond)
+		if cond != nil {
+			return nil
+		}
+		return errors.New("no PodScheduled condition yet")
 	})
 	cond := podScheduledCondition(getPod(t, c, "big"))
 	if cond.Status != "False" || cond.Reason != "Unschedulable" || cond.Message != want {
 		t.Errorf("condition %s=%s reason %q message %q\nwant False, Unschedulable, %q", cond.Type, cond.Status, cond.Reason, cond.Message, want)
 	}
-	eventually(t, 20*time.Second, "a FailedScheduling event", func() (bool, string) {
+	wait.Eventually(t, 20*time.Second, "a FailedScheduling event", func() error {
 		evs := events(t, c, "big", "FailedScheduling")
-		return len(evs) > 0, fmt.Sprint(len(evs))
+		if len(evs) > 0 {
+			return nil
+		}
+		return errors.New("no FailedScheduling event")
 	})
 	evs := events(t, c, "big", "FailedScheduling")
 	if len(evs) != 1 || evs[0].Message != want || evs[0].Type != "Warning" {
@@ -182,9 +190,12 @@ func TestUnschedulableExplainedThenScheduled(t *testing.T) {
 	}
 
 	createNode(t, c, makeNode("large", "4", "8Gi", label("pool", "main")))
-	eventually(t, 20*time.Second, "the pod bound once a fitting node exists", func() (bool, string) {
+	wait.Eventually(t, 20*time.Second, "the pod bound once a fitting node exists", func() error {
 		p := getPod(t, c, "big")
-		return p.Spec.NodeName != "", p.Spec.NodeName
+		if p.Spec.NodeName != "" {
+			return nil
+		}
+		return fmt.Errorf("pod unbound, PodScheduled %v", podScheduledCondition(p))
 	})
 	p := getPod(t, c, "big")
 	if p.Spec.NodeName != "large" {
@@ -193,9 +204,12 @@ func TestUnschedulableExplainedThenScheduled(t *testing.T) {
 	if cond := podScheduledCondition(p); cond.Status != "True" {
 		t.Errorf("PodScheduled %s after binding, want True", cond.Status)
 	}
-	eventually(t, 20*time.Second, "a Scheduled event naming the node", func() (bool, string) {
+	wait.Eventually(t, 20*time.Second, "a Scheduled event naming the node", func() error {
 		evs := events(t, c, "big", "Scheduled")
-		return len(evs) == 1 && strings.HasSuffix(evs[0].Message, " to large"), fmt.Sprint(evs)
+		if len(evs) == 1 && strings.HasSuffix(evs[0].Message, " to large") {
+			return nil
+		}
+		return fmt.Errorf("Scheduled events %v", evs)
 	})
 }
 
@@ -205,8 +219,11 @@ func TestRetriedUnschedulableEventIsAggregated(t *testing.T) {
 	createNode(t, c, makeNode("small", "1", "1Gi"))
 	startScheduler(t, srv, Config{})
 	createPods(t, c, []*v1.Pod{makePod("big", "2", "")})
-	eventually(t, 20*time.Second, "a FailedScheduling event", func() (bool, string) {
-		return len(events(t, c, "big", "FailedScheduling")) == 1, ""
+	wait.Eventually(t, 20*time.Second, "a FailedScheduling event", func() error {
+		if evs := events(t, c, "big", "FailedScheduling"); len(evs) != 1 {
+			return fmt.Errorf("%d FailedScheduling events, want 1", len(evs))
+		}
+		return nil
 	})
 	// Growing the node (not enough) retries the pod, which still does not
 	// fit; a label change would not retry it (labels cannot help).
@@ -219,9 +236,12 @@ func TestRetriedUnschedulableEventIsAggregated(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 20*time.Second, "the retries aggregated into one event with a count", func() (bool, string) {
+	wait.Eventually(t, 20*time.Second, "the retries aggregated into one event with a count", func() error {
 		evs := events(t, c, "big", "FailedScheduling")
-		return len(evs) == 1 && evs[0].Count >= 2, fmt.Sprintf("%d events, %v", len(evs), evs)
+		if len(evs) == 1 && evs[0].Count >= 2 {
+			return nil
+		}
+		return fmt.Errorf("%d events, %v", len(evs), evs)
 	})
 }
 
@@ -238,7 +258,7 @@ func TestTwoSchedulersNeverDoubleBindNorOvercommit(t *testing.T) {
 		pods = append(pods, makePod(fmt.Sprintf("pod-%03d", i), "250m", "256Mi"))
 	}
 	createPods(t, c, pods) // 300 x 250m = 75 cores wanted, 40 offered
-	eventually(t, 60*time.Second, "every pod bound or unschedulable", func() (bool, string) {
+	wait.Eventually(t, 60*time.Second, "every pod bound or unschedulable", func() error {
 		return settled(listPods(t, c))
 	})
 	bound := checkNoOvercommit(t, c)
@@ -263,14 +283,20 @@ func TestLeaderHandsOverToStandby(t *testing.T) {
 	first.Identity, second.Identity = "first", "second"
 	a := startScheduler(t, srv, first)
 	leases := client.For[*v1.Lease](c)
-	eventually(t, 20*time.Second, "first to lead", func() (bool, string) {
+	wait.Eventually(t, 20*time.Second, "first to lead", func() error {
 		l, err := leases.Get(context.Background(), "kube-system", "scheduler")
-		return err == nil && l.Spec.HolderIdentity == "first", fmt.Sprint(l, err)
+		if err == nil && l.Spec.HolderIdentity == "first" {
+			return nil
+		}
+		return fmt.Errorf("lease %v (%v)", l, err)
 	})
 	b := startScheduler(t, srv, second)
 	createPods(t, c, []*v1.Pod{makePod("one", "100m", "")})
-	eventually(t, 20*time.Second, "pod one bound", func() (bool, string) {
-		return getPod(t, c, "one").Spec.NodeName != "", ""
+	wait.Eventually(t, 20*time.Second, "pod one bound", func() error {
+		if getPod(t, c, "one").Spec.NodeName == "" {
+			return errors.New("pod one unbound")
+		}
+		return nil
 	})
 	if n := counter(t, b.Scheduler, "tugboat_scheduler_binds_total", "ok"); n != 0 {
 		t.Fatalf("the standby bound %v pods", n)
@@ -278,8 +304,11 @@ func TestLeaderHandsOverToStandby(t *testing.T) {
 	a.stop(t) // the leader dies
 	handover := time.Now()
 	createPods(t, c, []*v1.Pod{makePod("two", "100m", "")})
-	eventually(t, 20*time.Second, "pod two bound by the standby", func() (bool, string) {
-		return getPod(t, c, "two").Spec.NodeName != "", ""
+	wait.Eventually(t, 20*time.Second, "pod two bound by the standby", func() error {
+		if getPod(t, c, "two").Spec.NodeName == "" {
+			return errors.New("pod two unbound")
+		}
+		return nil
 	})
 	if n := counter(t, b.Scheduler, "tugboat_scheduler_binds_total", "ok"); n != 1 {
 		t.Errorf("the standby bound %v pods, want 1", n)
@@ -361,12 +390,19 @@ func TestWorksWithItsRBACRole(t *testing.T) {
 	createNode(t, admin, makeNode("n1", "2", "4Gi"))
 	startSchedulerWith(t, srv.ClientAs("scheduler"), Config{LeaderElect: true, RetryPeriod: 200 * time.Millisecond})
 	createPods(t, admin, []*v1.Pod{makePod("fits", "1", "1Gi"), makePod("too-big", "4", "")})
-	eventually(t, 20*time.Second, "one pod bound, one explained", func() (bool, string) {
+	wait.Eventually(t, 20*time.Second, "one pod bound, one explained", func() error {
 		fits, big := getPod(t, admin, "fits"), getPod(t, admin, "too-big")
 		cond := podScheduledCondition(big)
-		return fits.Spec.NodeName == "n1" && cond != nil && cond.Reason == "Unschedulable", fmt.Sprint(fits.Spec.NodeName, cond)
+		if fits.Spec.NodeName == "n1" && cond != nil && cond.Reason == "Unschedulable" {
+			return nil
+		}
+		return fmt.Errorf("fits on %q, too-big PodScheduled %v", fits.Spec.NodeName, cond)
 	})
-	eventually(t, 20*time.Second, "both events", func() (bool, string) {
-		return len(events(t, admin, "fits", "Scheduled")) == 1 && len(events(t, admin, "too-big", "FailedScheduling")) == 1, ""
+	wait.Eventually(t, 20*time.Second, "both events", func() error {
+		scheduled, failed := events(t, admin, "fits", "Scheduled"), events(t, admin, "too-big", "FailedScheduling")
+		if len(scheduled) == 1 && len(failed) == 1 {
+			return nil
+		}
+		return fmt.Errorf("%d Scheduled events for fits, %d FailedScheduling for too-big; want 1 each", len(scheduled), len(failed))
 	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/apiserver/apiservertest"
 	"github.com/tugboat/tugboat/controllers/controller"
 	"github.com/tugboat/tugboat/controllers/controller/controllertest"
@@ -67,16 +68,18 @@ func newDeployment(name string, replicas int32, image string) *v1.Deployment {
 func (e *env) waitComplete(t *testing.T, name string) *v1.Deployment {
 	t.Helper()
 	var d *v1.Deployment
-	controllertest.Eventually(t, 30*time.Second, func() (bool, string) {
+	wait.Eventually(t, 30*time.Second, "the rollout of "+name+" to complete", func() error {
 		var err error
 		if d, err = e.deps.Get(e.ctx, "default", name); err != nil {
-			return false, err.Error()
+			return err
 		}
 		st, n := d.GetStatus(), d.Spec.GetReplicas()
 		p := controller.GetCondition(st.GetConditions(), "Progressing")
-		return st.GetObservedGeneration() >= d.Metadata.Generation && st.GetUpdatedReplicas() == n && st.GetReplicas() == n &&
-				st.GetAvailableReplicas() == n && p != nil && p.Reason == deployment.ReasonNewRSAvailable,
-			fmt.Sprintf("generation %d status %v", d.Metadata.Generation, st)
+		if st.GetObservedGeneration() >= d.Metadata.Generation && st.GetUpdatedReplicas() == n && st.GetReplicas() == n &&
+			st.GetAvailableReplicas() == n && p != nil && p.Reason == deployment.ReasonNewRSAvailable {
+			return nil
+		}
+		return fmt.Errorf("generation %d status %v", d.Metadata.Generation, st)
 	})
 	return d
 }
@@ -236,15 +239,18 @@ func TestProgressDeadlineExceeded(t *testing.T) {
 	}
 	e.waitComplete(t, "stuck")
 	e.setTemplate(t, "stuck", func(tp *v1.PodTemplateSpec) { tp.Spec.Containers[0].Image = "broken:1" })
-	controllertest.Eventually(t, 15*time.Second, func() (bool, string) {
+	wait.Eventually(t, 15*time.Second, "deployment stuck to exceed its progress deadline", func() error {
 		d, err := e.deps.Get(e.ctx, "default", "stuck")
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
 		p := controller.GetCondition(d.GetStatus().GetConditions(), "Progressing")
 		a := controller.GetCondition(d.GetStatus().GetConditions(), "Available")
-		return p != nil && p.Status == "False" && p.Reason == deployment.ReasonTimedOut && a != nil && a.Status == "True" &&
-			d.Status.AvailableReplicas == 2, fmt.Sprintf("status %v", d.GetStatus())
+		if p != nil && p.Status == "False" && p.Reason == deployment.ReasonTimedOut && a != nil && a.Status == "True" &&
+			d.Status.AvailableReplicas == 2 {
+			return nil
+		}
+		return fmt.Errorf("status %v", d.GetStatus())
 	})
 }
 
@@ -292,11 +298,14 @@ func TestRecreatePauseAndHistory(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, 15*time.Second, func() (bool, string) {
+	wait.Eventually(t, 15*time.Second, "deployment batch paused and scaled to 4", func() error {
 		d, _ := e.deps.Get(e.ctx, "default", "batch")
 		p := controller.GetCondition(d.GetStatus().GetConditions(), "Progressing")
-		return d.GetStatus().GetObservedGeneration() == d.Metadata.Generation && p != nil && p.Reason == deployment.ReasonPaused &&
-			d.Status.AvailableReplicas == 4, fmt.Sprintf("status %v", d.GetStatus())
+		if d.GetStatus().GetObservedGeneration() == d.Metadata.Generation && p != nil && p.Reason == deployment.ReasonPaused &&
+			d.Status.AvailableReplicas == 4 {
+			return nil
+		}
+		return fmt.Errorf("status %v", d.GetStatus())
 	})
 	d, _ = e.deps.Get(e.ctx, "default", "batch")
 	// Paused, the new template has no ReplicaSet yet, so both existing ones
@@ -311,8 +320,11 @@ func TestRecreatePauseAndHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	d = e.waitComplete(t, "batch")
-	controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
+	wait.Eventually(t, 10*time.Second, "revision history trimmed to one old ReplicaSet", func() error {
 		rss := e.replicaSets(t, d)
-		return len(rss) == 2 && rss["3"] != nil && rss["2"] != nil, fmt.Sprintf("revisions %v (history limit 1)", keys(rss))
+		if len(rss) == 2 && rss["3"] != nil && rss["2"] != nil {
+			return nil
+		}
+		return fmt.Errorf("revisions %v (history limit 1)", keys(rss))
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/apiserver/apiservertest"
 	"github.com/tugboat/tugboat/controllers/controller/controllertest"
 	"github.com/tugboat/tugboat/controllers/endpoints"
@@ -53,9 +54,12 @@ func state(ctx context.Context, c *client.Client, name string) string {
 
 func waitState(t *testing.T, ctx context.Context, c *client.Client, name, want string) {
 	t.Helper()
-	controllertest.Eventually(t, 15*time.Second, func() (bool, string) {
+	wait.Eventually(t, 15*time.Second, "endpoints "+name, func() error {
 		got := state(ctx, c, name)
-		return got == want, fmt.Sprintf("endpoints %s: %s, want %s", name, got, want)
+		if got == want {
+			return nil
+		}
+		return fmt.Errorf("endpoints %s: %s, want %s", name, got, want)
 	})
 }
 

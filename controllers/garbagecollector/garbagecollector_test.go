@@ -2,6 +2,7 @@ package garbagecollector_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/apiserver/apiservertest"
 	"github.com/tugboat/tugboat/controllers/controller"
 	"github.com/tugboat/tugboat/controllers/controller/controllertest"
@@ -92,17 +94,23 @@ func (e *env) createAndWait(t *testing.T, name string, replicas int) {
 	if _, err := e.deps.Create(e.ctx, newDeployment(name, int32(replicas))); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, 20*time.Second, func() (bool, string) {
+	wait.Eventually(t, 20*time.Second, "deployment "+name+" available", func() error {
 		d, err := e.deps.Get(e.ctx, "default", name)
-		return err == nil && d.GetStatus().GetAvailableReplicas() == int32(replicas), fmt.Sprintf("status %v %v", d.GetStatus(), err)
+		if err == nil && d.GetStatus().GetAvailableReplicas() == int32(replicas) {
+			return nil
+		}
+		return fmt.Errorf("status %v %v", d.GetStatus(), err)
 	})
 }
 
 func (e *env) waitGone(t *testing.T, name string) {
 	t.Helper()
-	controllertest.Eventually(t, 20*time.Second, func() (bool, string) {
+	wait.Eventually(t, 20*time.Second, "deployment "+name+" gone", func() error {
 		_, err := e.deps.Get(e.ctx, "default", name)
-		return apierrors.IsNotFound(err), fmt.Sprintf("deployment still there (%v)", err)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("deployment still there (%v)", err)
 	})
 }
 
@@ -115,10 +123,13 @@ func TestBackgroundDeletionLeavesNothing(t *testing.T) {
 	if _, err := e.deps.Delete(e.ctx, "default", "web", client.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, 20*time.Second, func() (bool, string) {
+	wait.Eventually(t, 20*time.Second, "the ReplicaSet and pods of web collected", func() error {
 		all, _, _ := e.pods.List(e.ctx, client.ListOptions{Namespace: "default", LabelSelector: "app=web"})
 		rsN, _, _ := e.counts(t, "web")
-		return rsN == 0 && len(all) == 0, fmt.Sprintf("%d replica sets, %d pods left", rsN, len(all))
+		if rsN == 0 && len(all) == 0 {
+			return nil
+		}
+		return fmt.Errorf("%d replica sets, %d pods left", rsN, len(all))
 	})
 }
 
@@ -131,10 +142,10 @@ func TestForegroundDeletion(t *testing.T) {
 	if _, err := e.deps.Delete(e.ctx, "default", "fg", client.DeleteOptions{PropagationPolicy: "Foreground"}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, 20*time.Second, func() (bool, string) {
+	wait.Eventually(t, 20*time.Second, "deployment fg gone after its dependents", func() error {
 		_, err := e.deps.Get(e.ctx, "default", "fg")
 		if err == nil {
-			return false, "deployment still there"
+			return errors.New("deployment still there")
 		}
 		// Gone: its dependents must have gone first.
 		all, _, _ := e.pods.List(e.ctx, client.ListOptions{Namespace: "default", LabelSelector: "app=fg"})
@@ -142,7 +153,10 @@ func TestForegroundDeletion(t *testing.T) {
 		if rsN != 0 || len(all) != 0 {
 			t.Fatalf("deployment deleted before its dependents: %d replica sets, %d pods left", rsN, len(all))
 		}
-		return apierrors.IsNotFound(err), fmt.Sprint(err)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return errors.New(fmt.Sprint(err))
 	})
 }
 
@@ -166,14 +180,17 @@ func TestOrphanDeletionKeepsPods(t *testing.T) {
 	if _, err := e.rss.Delete(e.ctx, "default", rss[0].Metadata.Name, client.DeleteOptions{PropagationPolicy: "Orphan"}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, 20*time.Second, func() (bool, string) {
+	wait.Eventually(t, 20*time.Second, "the pods orphaned, the ReplicaSet gone", func() error {
 		rsN, podN, pods := e.counts(t, "keep")
 		for _, p := range pods {
 			if len(p.Metadata.OwnerReferences) != 0 {
-				return false, "pod still references its replica set"
+				return errors.New("pod still references its replica set")
 			}
 		}
-		return rsN == 0 && podN == 2, fmt.Sprintf("%d replica sets, %d pods", rsN, podN)
+		if rsN == 0 && podN == 2 {
+			return nil
+		}
+		return fmt.Errorf("%d replica sets, %d pods", rsN, podN)
 	})
 	// Nothing deletes the orphans later: a canary whose owner never
 	// existed, created after them, is collected while they stay.
@@ -182,9 +199,12 @@ func TestOrphanDeletionKeepsPods(t *testing.T) {
 		OwnerReferences: []*v1.OwnerReference{{ApiVersion: "apps/v1", Kind: "ReplicaSet", Name: "ghost", Uid: "no-such-uid"}}}}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, 20*time.Second, func() (bool, string) {
+	wait.Eventually(t, 20*time.Second, "the canary collected", func() error {
 		_, err := cms.Get(e.ctx, "default", "canary")
-		return apierrors.IsNotFound(err), "canary not collected"
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return errors.New("canary not collected")
 	})
 	if _, n, _ := e.counts(t, "keep"); n != 2 {
 		t.Fatalf("orphaned pods were deleted: %d left", n)
@@ -205,9 +225,12 @@ func TestDanglingFoundAfterRestart(t *testing.T) {
 	if _, err := e.rss.Create(e.ctx, rs); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, 20*time.Second, func() (bool, string) {
+	wait.Eventually(t, 20*time.Second, "3 pods of ReplicaSet lost", func() error {
 		_, n, _ := e.counts(t, "lost")
-		return n == 3, fmt.Sprintf("%d pods", n)
+		if n == 3 {
+			return nil
+		}
+		return fmt.Errorf("%d pods", n)
 	})
 	stop() // the controller-manager goes away
 	if _, err := e.rss.Delete(e.ctx, "default", "lost", client.DeleteOptions{}); err != nil {
@@ -217,8 +240,11 @@ func TestDanglingFoundAfterRestart(t *testing.T) {
 		t.Fatalf("pods went without a collector: %d", n)
 	}
 	e.run(t, "gc") // a new one starts
-	controllertest.Eventually(t, 20*time.Second, func() (bool, string) {
+	wait.Eventually(t, 20*time.Second, "the dangling pods collected", func() error {
 		all, _, _ := e.pods.List(e.ctx, client.ListOptions{Namespace: "default", LabelSelector: "app=lost"})
-		return len(all) == 0, fmt.Sprintf("%d dangling pods left", len(all))
+		if len(all) == 0 {
+			return nil
+		}
+		return fmt.Errorf("%d dangling pods left", len(all))
 	})
 }

@@ -2,6 +2,7 @@ package manager_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/apiserver/apiservertest"
 	"github.com/tugboat/tugboat/controllers/controller/controllertest"
 	"github.com/tugboat/tugboat/controllers/manager"
@@ -123,8 +125,11 @@ func TestOnlyLeaderActsAndHandsOver(t *testing.T) {
 	ctx := controllertest.Context(t, 90*time.Second)
 	controllertest.StartCluster(t, s.Client, controllertest.ClusterOptions{Nodes: []string{"n1", "n2"}})
 	a := startReplica(t, ctx, s.Addr(), "cm-a")
-	controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
-		return holder(ctx, s.Client) == "cm-a", "lease holder " + holder(ctx, s.Client)
+	wait.Eventually(t, 10*time.Second, "cm-a to lead", func() error {
+		if holder(ctx, s.Client) == "cm-a" {
+			return nil
+		}
+		return errors.New("lease holder " + holder(ctx, s.Client))
 	})
 	b := startReplica(t, ctx, s.Addr(), "cm-b")
 
@@ -140,17 +145,23 @@ func TestOnlyLeaderActsAndHandsOver(t *testing.T) {
 	}
 	waitReady := func(n int32) {
 		t.Helper()
-		controllertest.Eventually(t, 30*time.Second, func() (bool, string) {
+		wait.Eventually(t, 30*time.Second, fmt.Sprint(n, " ready replicas of web"), func() error {
 			rs, err := rss.Get(ctx, "default", "web")
-			return err == nil && rs.GetStatus().GetReadyReplicas() == n && rs.GetStatus().GetReplicas() == n, fmt.Sprintf("status %v", rs.GetStatus())
+			if err == nil && rs.GetStatus().GetReadyReplicas() == n && rs.GetStatus().GetReplicas() == n {
+				return nil
+			}
+			return fmt.Errorf("status %v", rs.GetStatus())
 		})
 	}
 	waitReady(3)
 	// Both nodes got pod CIDRs: node IPAM runs too.
-	controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
+	wait.Eventually(t, 10*time.Second, "pod CIDRs on both nodes", func() error {
 		n1, _ := client.For[*v1.Node](s.Client).Get(ctx, "", "n1")
 		n2, _ := client.For[*v1.Node](s.Client).Get(ctx, "", "n2")
-		return n1.GetSpec().GetPodCidr() != "" && n2.GetSpec().GetPodCidr() != "", "nodes without pod CIDRs"
+		if n1.GetSpec().GetPodCidr() != "" && n2.GetSpec().GetPodCidr() != "" {
+			return nil
+		}
+		return errors.New("nodes without pod CIDRs")
 	})
 	if a.syncs(t) == 0 || b.syncs(t) != 0 || a.leader(t) != 1 || b.leader(t) != 0 {
 		t.Fatalf("while a leads: a ran %d syncs (leader %v), b ran %d (leader %v); want only a", a.syncs(t), a.leader(t), b.syncs(t), b.leader(t))
@@ -164,8 +175,11 @@ func TestOnlyLeaderActsAndHandsOver(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, 15*time.Second, func() (bool, string) {
-		return holder(ctx, s.Client) == "cm-b", "lease holder " + holder(ctx, s.Client)
+	wait.Eventually(t, 15*time.Second, "cm-b to lead", func() error {
+		if holder(ctx, s.Client) == "cm-b" {
+			return nil
+		}
+		return errors.New("lease holder " + holder(ctx, s.Client))
 	})
 	waitReady(6)
 	if b.syncs(t) == 0 {
@@ -192,17 +206,23 @@ func TestOnlyLeaderActsAndHandsOver(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, 20*time.Second, func() (bool, string) {
+	wait.Eventually(t, 20*time.Second, "deployment api available", func() error {
 		d, err := deps.Get(ctx, "default", "api")
-		return err == nil && d.GetStatus().GetAvailableReplicas() == 2, fmt.Sprintf("status %v", d.GetStatus())
+		if err == nil && d.GetStatus().GetAvailableReplicas() == 2 {
+			return nil
+		}
+		return fmt.Errorf("status %v", d.GetStatus())
 	})
 	if _, err := deps.Delete(ctx, "default", "api", client.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, 20*time.Second, func() (bool, string) {
+	wait.Eventually(t, 20*time.Second, "the pods and ReplicaSets of api collected", func() error {
 		pods, _, _ := client.For[*v1.Pod](s.Client).List(ctx, client.ListOptions{Namespace: "default", LabelSelector: "app=api"})
 		list, _, _ := rss.List(ctx, client.ListOptions{Namespace: "default", LabelSelector: "app=api"})
-		return len(pods) == 0 && len(list) == 0, fmt.Sprintf("%d pods, %d replica sets left", len(pods), len(list))
+		if len(pods) == 0 && len(list) == 0 {
+			return nil
+		}
+		return fmt.Errorf("%d pods, %d replica sets left", len(pods), len(list))
 	})
 	if _, err := deps.Get(ctx, "default", "api"); !apierrors.IsNotFound(err) {
 		t.Fatalf("deployment: %v", err)
@@ -235,18 +255,23 @@ func TestRunsWithItsOwnCredentials(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, 20*time.Second, func() (bool, string) {
+	wait.Eventually(t, 20*time.Second, "deployment api available and n1 with a pod CIDR", func() error {
 		d, err := deps.Get(ctx, "default", "api")
 		n1, _ := client.For[*v1.Node](s.Client).Get(ctx, "", "n1")
-		return err == nil && d.GetStatus().GetAvailableReplicas() == 2 && n1.GetSpec().GetPodCidr() != "",
-			fmt.Sprintf("deployment status %v, n1 podCIDR %q", d.GetStatus(), n1.GetSpec().GetPodCidr())
+		if err == nil && d.GetStatus().GetAvailableReplicas() == 2 && n1.GetSpec().GetPodCidr() != "" {
+			return nil
+		}
+		return fmt.Errorf("deployment status %v, n1 podCIDR %q", d.GetStatus(), n1.GetSpec().GetPodCidr())
 	})
 	if _, err := deps.Delete(ctx, "default", "api", client.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, 20*time.Second, func() (bool, string) {
+	wait.Eventually(t, 20*time.Second, "the pods and ReplicaSets of api collected", func() error {
 		pods, _, _ := client.For[*v1.Pod](s.Client).List(ctx, client.ListOptions{Namespace: "default", LabelSelector: "app=api"})
 		list, _, _ := client.For[*v1.ReplicaSet](s.Client).List(ctx, client.ListOptions{Namespace: "default", LabelSelector: "app=api"})
-		return len(pods) == 0 && len(list) == 0, fmt.Sprintf("%d pods, %d replica sets left", len(pods), len(list))
+		if len(pods) == 0 && len(list) == 0 {
+			return nil
+		}
+		return fmt.Errorf("%d pods, %d replica sets left", len(pods), len(list))
 	})
 }

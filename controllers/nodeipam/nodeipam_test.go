@@ -2,6 +2,7 @@ package nodeipam_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/informer"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/apiserver/apiservertest"
 	"github.com/tugboat/tugboat/controllers/controller/controllertest"
 	"github.com/tugboat/tugboat/controllers/nodeipam"
@@ -107,7 +109,7 @@ func names(prefix string, from, to int) []string {
 func waitAssigned(t *testing.T, o *observer, want []string) map[string]string {
 	t.Helper()
 	var snap map[string]string
-	controllertest.Eventually(t, 30*time.Second, func() (bool, string) {
+	wait.Eventually(t, 30*time.Second, "a pod CIDR on every node", func() error {
 		snap = o.snapshot(t)
 		missing := 0
 		for _, n := range want {
@@ -115,7 +117,10 @@ func waitAssigned(t *testing.T, o *observer, want []string) map[string]string {
 				missing++
 			}
 		}
-		return missing == 0, fmt.Sprintf("%d of %d nodes without a pod CIDR", missing, len(want))
+		if missing == 0 {
+			return nil
+		}
+		return fmt.Errorf("%d of %d nodes without a pod CIDR", missing, len(want))
 	})
 	return snap
 }
@@ -175,7 +180,7 @@ func TestUniqueCIDRs(t *testing.T) {
 	third := names("c", 0, 7)
 	createNodes(t, ctx, nodes, third)
 	runIPAM(t, ctx, s.Client)
-	controllertest.Eventually(t, 30*time.Second, func() (bool, string) {
+	wait.Eventually(t, 30*time.Second, "all but one of the third batch with a CIDR", func() error {
 		snap = o.snapshot(t)
 		without := []string{}
 		for _, n := range third {
@@ -183,16 +188,19 @@ func TestUniqueCIDRs(t *testing.T) {
 				without = append(without, n)
 			}
 		}
-		return len(without) == 1, fmt.Sprintf("nodes without a CIDR: %v (want exactly one)", without)
+		if len(without) == 1 {
+			return nil
+		}
+		return fmt.Errorf("nodes without a CIDR: %v (want exactly one)", without)
 	})
-	controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
+	wait.Eventually(t, 10*time.Second, "a CIDRNotAvailable event", func() error {
 		evs, _, _ := client.For[*v1.Event](s.Client).List(ctx, client.ListOptions{Namespace: "default"})
 		for _, e := range evs {
 			if e.Reason == "CIDRNotAvailable" {
-				return true, ""
+				return nil
 			}
 		}
-		return false, "no CIDRNotAvailable event"
+		return errors.New("no CIDRNotAvailable event")
 	})
 	if _, err := nodes.Delete(ctx, "", first[199], client.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package nodelifecycle_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/apiserver/apiservertest"
 	"github.com/tugboat/tugboat/controllers/controller"
 	"github.com/tugboat/tugboat/controllers/controller/controllertest"
@@ -90,18 +92,23 @@ func count(m map[string][]string) int {
 	return n
 }
 
-func (e *env) unreachable(name string) (bool, string) {
+// unreachable returns nil once the node is marked unreachable: Ready
+// Unknown and the NoExecute unreachable taint.
+func (e *env) unreachable(name string) error {
 	n, err := e.nodes.Get(e.ctx, "", name)
 	if err != nil {
-		return false, err.Error()
+		return err
 	}
 	r := controller.GetCondition(n.GetStatus().GetConditions(), "Ready")
 	tainted := false
 	for _, t := range n.GetSpec().GetTaints() {
 		tainted = tainted || (t.Key == nodelifecycle.TaintUnreachable && t.Effect == "NoExecute" && t.TimeAdded != nil)
 	}
-	return r != nil && r.Status == "Unknown" && r.Reason == nodelifecycle.ReasonNodeStatusUnknown &&
-		r.Message == nodelifecycle.MessageNodeStatusUnknown && tainted, fmt.Sprintf("ready %v taints %v", r, n.GetSpec().GetTaints())
+	if r != nil && r.Status == "Unknown" && r.Reason == nodelifecycle.ReasonNodeStatusUnknown &&
+		r.Message == nodelifecycle.MessageNodeStatusUnknown && tainted {
+		return nil
+	}
+	return fmt.Errorf("node %s: ready %v taints %v", name, r, n.GetSpec().GetTaints())
 }
 
 // waitUntil blocks until the wall clock passes t (choosing a moment in a
@@ -123,9 +130,12 @@ func testNodeFailure(t *testing.T, restartAt time.Duration) {
 		t.Fatal(err)
 	}
 	var before map[string][]string
-	controllertest.Eventually(t, 20*time.Second, func() (bool, string) {
+	wait.Eventually(t, 20*time.Second, "6 ready web pods, some and the patient one on n1", func() error {
 		before = e.readyPods(t, "web")
-		return count(before) == 6 && len(before["n1"]) > 0 && len(e.readyPods(t, "patient")["n1"]) == 1, fmt.Sprintf("ready pods %v", before)
+		if count(before) == 6 && len(before["n1"]) > 0 && len(e.readyPods(t, "patient")["n1"]) == 1 {
+			return nil
+		}
+		return fmt.Errorf("ready pods %v", before)
 	})
 
 	t0 := time.Now()
@@ -141,22 +151,25 @@ func testNodeFailure(t *testing.T, restartAt time.Duration) {
 			notReadyBy = time.Now().Add(grace + 1500*time.Millisecond)
 		}
 	}
-	controllertest.Eventually(t, time.Until(notReadyBy), func() (bool, string) { return e.unreachable("n1") })
+	wait.Eventually(t, time.Until(notReadyBy), "n1 marked unreachable", func() error { return e.unreachable("n1") })
 	t.Logf("node unreachable after %s (grace %s)", time.Since(t0).Round(10*time.Millisecond), grace)
-	controllertest.Eventually(t, 2*time.Second, func() (bool, string) {
+	wait.Eventually(t, 2*time.Second, "the pods on n1 marked not Ready", func() error {
 		list, _, _ := e.pods.List(e.ctx, client.ListOptions{Namespace: "default", FieldSelector: "spec.nodeName=n1"})
 		for _, p := range list {
 			if controller.IsPodReady(p) {
-				return false, "pod " + p.Metadata.Name + " on the unreachable node still Ready"
+				return errors.New("pod " + p.Metadata.Name + " on the unreachable node still Ready")
 			}
 		}
-		return true, ""
+		return nil
 	})
 
 	deadline := t0.Add(grace + toleration + 4*time.Second)
-	controllertest.Eventually(t, time.Until(deadline), func() (bool, string) {
+	wait.Eventually(t, time.Until(deadline), "web pods evicted from n1 and replaced", func() error {
 		now := e.readyPods(t, "web")
-		return count(now) == 6 && len(now["n1"]) == 0, fmt.Sprintf("ready pods %v", now)
+		if count(now) == 6 && len(now["n1"]) == 0 {
+			return nil
+		}
+		return fmt.Errorf("ready pods %v", now)
 	})
 	t.Logf("pods recreated elsewhere after %s (grace %s + toleration %s)", time.Since(t0).Round(10*time.Millisecond), grace, toleration)
 	for _, name := range before["n1"] {
@@ -170,10 +183,13 @@ func testNodeFailure(t *testing.T, restartAt time.Duration) {
 
 	// The kubelet comes back: the taint goes.
 	e.cluster.StartNode("n1")
-	controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
+	wait.Eventually(t, 10*time.Second, "n1 Ready and untainted", func() error {
 		n, _ := e.nodes.Get(e.ctx, "", "n1")
 		r := controller.GetCondition(n.GetStatus().GetConditions(), "Ready")
-		return len(n.GetSpec().GetTaints()) == 0 && r.GetStatus() == "True", fmt.Sprintf("taints %v ready %v", n.GetSpec().GetTaints(), r)
+		if len(n.GetSpec().GetTaints()) == 0 && r.GetStatus() == "True" {
+			return nil
+		}
+		return fmt.Errorf("taints %v ready %v", n.GetSpec().GetTaints(), r)
 	})
 }
 
@@ -198,16 +214,17 @@ func TestNoEvictionWhenAllNodesDown(t *testing.T) {
 	e := newEnv(t, "n1", "n2")
 	e.controllerManager(t)
 	e.createRS(t, "web", 2)
-	controllertest.Eventually(t, 20*time.Second, func() (bool, string) {
+	wait.Eventually(t, 20*time.Second, "2 ready web pods", func() error {
 		r := e.readyPods(t, "web")
-		return count(r) == 2, fmt.Sprintf("ready %v", r)
+		if count(r) == 2 {
+			return nil
+		}
+		return fmt.Errorf("ready %v", r)
 	})
 	e.cluster.StopNode("n1")
 	e.cluster.StopNode("n2")
-	controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
-		ok1, w1 := e.unreachable("n1")
-		ok2, w2 := e.unreachable("n2")
-		return ok1 && ok2, w1 + "; " + w2
+	wait.Eventually(t, 10*time.Second, "both nodes marked unreachable", func() error {
+		return errors.Join(e.unreachable("n1"), e.unreachable("n2"))
 	})
 	// Well past the toleration, the pods are still there.
 	waitUntil(time.Now().Add(toleration + time.Second))
@@ -216,8 +233,11 @@ func TestNoEvictionWhenAllNodesDown(t *testing.T) {
 		t.Fatalf("evicted during a full disruption: %d pods left", len(list))
 	}
 	e.cluster.StartNode("n2")
-	controllertest.Eventually(t, 20*time.Second, func() (bool, string) {
+	wait.Eventually(t, 20*time.Second, "both web pods ready on n2", func() error {
 		r := e.readyPods(t, "web")
-		return len(r["n2"]) == 2, fmt.Sprintf("ready %v", r)
+		if len(r["n2"]) == 2 {
+			return nil
+		}
+		return fmt.Errorf("ready %v", r)
 	})
 }

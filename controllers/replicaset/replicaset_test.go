@@ -12,6 +12,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/apiserver/apiservertest"
 	"github.com/tugboat/tugboat/controllers/controller"
 	"github.com/tugboat/tugboat/controllers/controller/controllertest"
@@ -47,17 +48,17 @@ func owned(pods []*v1.Pod, uid string) int {
 func waitStatus(t *testing.T, c *client.Client, name string, want int32) *v1.ReplicaSet {
 	t.Helper()
 	var rs *v1.ReplicaSet
-	controllertest.Eventually(t, 20*time.Second, func() (bool, string) {
+	wait.Eventually(t, 20*time.Second, fmt.Sprintf("ReplicaSet %s with %d available replicas", name, want), func() error {
 		var err error
 		rs, err = client.For[*v1.ReplicaSet](c).Get(context.Background(), "default", name)
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
 		// The status may lag the pods (the controller's watch is slow):
 		// check the pods themselves too.
 		list, _, err := client.For[*v1.Pod](c).List(context.Background(), client.ListOptions{Namespace: "default"})
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
 		ready := 0
 		for _, p := range list {
@@ -66,11 +67,14 @@ func waitStatus(t *testing.T, c *client.Client, name string, want int32) *v1.Rep
 			}
 		}
 		if n := owned(list, rs.Metadata.Uid); n != int(want) || ready != int(want) {
-			return false, fmt.Sprintf("%d active pods, %d ready", n, ready)
+			return fmt.Errorf("%d active pods, %d ready", n, ready)
 		}
 		st := rs.GetStatus()
-		return st.GetReplicas() == want && st.GetReadyReplicas() == want && st.GetAvailableReplicas() == want &&
-			st.GetObservedGeneration() == rs.Metadata.Generation, fmt.Sprintf("status %v", st)
+		if st.GetReplicas() == want && st.GetReadyReplicas() == want && st.GetAvailableReplicas() == want &&
+			st.GetObservedGeneration() == rs.Metadata.Generation {
+			return nil
+		}
+		return fmt.Errorf("status %v", st)
 	})
 	return rs
 }
@@ -159,19 +163,19 @@ func TestHoldsReplicasWithDelayedWatch(t *testing.T) {
 
 func assertEvent(t *testing.T, c *client.Client, object, reason, prefix string) {
 	t.Helper()
-	controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
+	wait.Eventually(t, 10*time.Second, "a "+reason+" event on "+object, func() error {
 		evs, _, err := client.For[*v1.Event](c).List(context.Background(), client.ListOptions{Namespace: "default"})
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
 		var reasons []string
 		for _, e := range evs {
 			if e.InvolvedObject.GetName() == object && e.Reason == reason && strings.HasPrefix(e.Message, prefix) {
-				return true, ""
+				return nil
 			}
 			reasons = append(reasons, e.Reason+": "+e.Message)
 		}
-		return false, fmt.Sprintf("no %s event on %s; have %q", reason, object, reasons)
+		return fmt.Errorf("no %s event on %s; have %q", reason, object, reasons)
 	})
 }
 
@@ -198,15 +202,17 @@ func TestAdoptAndRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
+	wait.Eventually(t, 10*time.Second, "the orphan pod adopted", func() error {
 		p, err := podAPI.Get(ctx, "default", "orphan")
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
 		ref := controller.ControllerRef(p.Metadata)
 		list, _, _ := podAPI.List(ctx, client.ListOptions{Namespace: "default", LabelSelector: "app=api"})
-		return ref != nil && ref.Uid == rs.Metadata.Uid && ref.Kind == "ReplicaSet" && owned(list, rs.Metadata.Uid) == 3,
-			fmt.Sprintf("orphan refs %v; %d owned pods", p.Metadata.OwnerReferences, owned(list, rs.Metadata.Uid))
+		if ref != nil && ref.Uid == rs.Metadata.Uid && ref.Kind == "ReplicaSet" && owned(list, rs.Metadata.Uid) == 3 {
+			return nil
+		}
+		return fmt.Errorf("orphan refs %v; %d owned pods", p.Metadata.OwnerReferences, owned(list, rs.Metadata.Uid))
 	})
 
 	// Relabel the adopted pod: it is released and replaced.
@@ -216,11 +222,13 @@ func TestAdoptAndRelease(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, 10*time.Second, func() (bool, string) {
+	wait.Eventually(t, 10*time.Second, "the pod released", func() error {
 		p, _ := podAPI.Get(ctx, "default", "orphan")
 		list, _, _ := podAPI.List(ctx, client.ListOptions{Namespace: "default", LabelSelector: "app=api"})
-		return controller.ControllerRef(p.GetMetadata()) == nil && owned(list, rs.Metadata.Uid) == 3,
-			fmt.Sprintf("released pod refs %v; %d owned pods", p.GetMetadata().GetOwnerReferences(), owned(list, rs.Metadata.Uid))
+		if controller.ControllerRef(p.GetMetadata()) == nil && owned(list, rs.Metadata.Uid) == 3 {
+			return nil
+		}
+		return fmt.Errorf("released pod refs %v; %d owned pods", p.GetMetadata().GetOwnerReferences(), owned(list, rs.Metadata.Uid))
 	})
 }
 
@@ -251,12 +259,14 @@ func TestFailedCreate(t *testing.T) {
 	}
 	assertEvent(t, s.Client, "down", "FailedCreate", "Error creating:")
 	proxy.SetDown(false)
-	controllertest.Eventually(t, 20*time.Second, func() (bool, string) {
+	wait.Eventually(t, 20*time.Second, "ReplicaSet down recovered to 4 replicas", func() error {
 		rs, err := rsAPI.Get(ctx, "default", "down")
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
-		return rs.GetStatus().GetReplicas() == 4 && controller.GetCondition(rs.Status.Conditions, "ReplicaFailure") == nil,
-			fmt.Sprintf("status %v", rs.GetStatus())
+		if rs.GetStatus().GetReplicas() == 4 && controller.GetCondition(rs.Status.Conditions, "ReplicaFailure") == nil {
+			return nil
+		}
+		return fmt.Errorf("status %v", rs.GetStatus())
 	})
 }

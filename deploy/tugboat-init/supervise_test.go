@@ -2,25 +2,16 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+	"github.com/tugboat/tugboat/api/wait"
+)
 
 func lines(path string) []string {
 	b, _ := os.ReadFile(path)
@@ -72,9 +63,11 @@ func TestSupervisorOrderRestartAndStop(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx, []process{a, b, crash, missing}) }()
 
-	eventually(t, 10*time.Second, "b started and crash restarted 3 times", func() bool {
-		ls := lines(file)
-		return count(ls, "start-b") == 1 && count(ls, "crash") >= 3
+	wait.Eventually(t, 10*time.Second, "b started and crash restarted 3 times", func() error {
+		if ls := lines(file); count(ls, "start-b") != 1 || count(ls, "crash") < 3 {
+			return fmt.Errorf("the processes wrote %q", ls)
+		}
+		return nil
 	})
 	ls := lines(file)
 	if ls[0] != "start-a" {
@@ -122,7 +115,12 @@ func TestSupervisorKillsAfterStopTimeout(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx, []process{stubborn}) }()
-	eventually(t, 5*time.Second, "stubborn started", func() bool { return count(lines(file), "up") == 1 })
+	wait.Eventually(t, 5*time.Second, "stubborn started", func() error {
+		if ls := lines(file); count(ls, "up") != 1 {
+			return fmt.Errorf("stubborn wrote %q", ls)
+		}
+		return nil
+	})
 	cancel()
 	select {
 	case <-done:

@@ -28,6 +28,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/hack/bench/internal/proc"
 )
 
@@ -62,9 +63,9 @@ func run(apiserverBin, cmBin string, n, r, workers int) error {
 		return err
 	}
 	ctx := context.Background()
-	if err := waitFor(30*time.Second, func() bool {
+	if err := wait.Until(ctx, 30*time.Second, func(ctx context.Context) error {
 		_, _, err := client.For[*v1.Namespace](c).List(ctx, client.ListOptions{Limit: 1})
-		return err == nil
+		return err
 	}); err != nil {
 		return fmt.Errorf("apiserver did not answer: %w", err)
 	}
@@ -77,7 +78,9 @@ func run(apiserverBin, cmBin string, n, r, workers int) error {
 		return err
 	}
 	defer func() { _ = cm.Process.Kill(); _ = cm.Wait() }()
-	if err := waitFor(30*time.Second, func() bool { return metric(metricsAddr, "tugboat_controller_manager_leader") == 1 }); err != nil {
+	if err := wait.Until(ctx, 30*time.Second, func(context.Context) error {
+		return metricIs(metricsAddr, "tugboat_controller_manager_leader", 1)
+	}); err != nil {
 		return fmt.Errorf("controller-manager did not become leader: %w", err)
 	}
 	time.Sleep(time.Second) // let its informers list the (empty) cluster
@@ -151,7 +154,9 @@ func run(apiserverBin, cmBin string, n, r, workers int) error {
 	fmt.Printf("controller-manager then: RSS %s, heap in use %s\n", proc.MiB(float64(proc.RSS(cm.Process.Pid))), proc.MiB(metric(metricsAddr, "go_memstats_heap_inuse_bytes")))
 
 	// Let the status writes and events drain, then look again.
-	_ = waitFor(60*time.Second, func() bool { return metric(metricsAddr, "tugboat_controller_manager_queue_depth") == 0 })
+	_ = wait.Until(ctx, 60*time.Second, func(context.Context) error {
+		return metricIs(metricsAddr, "tugboat_controller_manager_queue_depth", 0)
+	})
 	time.Sleep(2 * time.Second)
 	fmt.Printf("controller-manager settled: RSS %s, heap in use %s, syncs %.0f\n", proc.MiB(float64(proc.RSS(cm.Process.Pid))),
 		proc.MiB(metric(metricsAddr, "go_memstats_heap_inuse_bytes")), metric(metricsAddr, "tugboat_controller_manager_sync_duration_seconds_count"))
@@ -196,13 +201,10 @@ func freeAddr() string {
 	return l.Addr().String()
 }
 
-func waitFor(d time.Duration, cond func() bool) error {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out after %s", d)
-		}
-		time.Sleep(100 * time.Millisecond)
+// metricIs returns nil when the metric at addr has the value want.
+func metricIs(addr, name string, want float64) error {
+	if v := metric(addr, name); v != want {
+		return fmt.Errorf("%s is %v, want %v", name, v, want)
 	}
 	return nil
 }

@@ -12,25 +12,6 @@ import (
 	"github.com/tugboat/tugboat/controllers/controller"
 )
 
-// Eventually polls cond every 20ms until it returns true, failing the test
-// with cond's last explanation after timeout.
-func Eventually(t testing.TB, timeout time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var why string
-	for {
-		ok, w := cond()
-		if ok {
-			return
-		}
-		why = w
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met after %s: %s", timeout, why)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // Context is a context cancelled when the test ends or after timeout.
 func Context(t testing.TB, timeout time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
