@@ -7,6 +7,7 @@
 package join
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tugboat/tugboat/api/apierrors"
+	"github.com/tugboat/tugboat/api/atomicfile"
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/pki"
 	v1 "github.com/tugboat/tugboat/api/v1"
@@ -112,11 +114,7 @@ func writeAtomic(path string, data []byte, mode os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, bytes.NewReader(data), mode)
 }
 
 func readCert(path string) (*x509.Certificate, error) {

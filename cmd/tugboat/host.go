@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -17,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tugboat/tugboat/api/atomicfile"
 	"github.com/tugboat/tugboat/api/pki"
 )
 
@@ -164,35 +164,10 @@ func importImages(cfg Config, log *slog.Logger) error {
 		if di, err := os.Stat(out); err == nil && di.Size() == si.Size() {
 			continue
 		}
-		if err := copyFile(f, out); err != nil {
+		if err := atomicfile.Copy(out, f, 0o644); err != nil {
 			return fmt.Errorf("--import-images: %w", err)
 		}
 		log.Info("image archive copied to the import folder", "file", filepath.Base(f))
 	}
 	return nil
-}
-
-// copyFile copies src to dst through a hidden temporary file, so the
-// kubelet never sees half an archive.
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	tmp := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp")
-	out, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := out.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, dst)
 }

@@ -1,14 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/tugboat/tugboat/api/atomicfile"
 )
 
 // containerdConfig renders containerd's config (version 4, containerd
@@ -80,40 +82,19 @@ func copyBundledImages(src, dst string) (int, error) {
 	return n, nil
 }
 
+// copyFile copies src to dst atomically, then gives it src's time (the
+// kubelet's import folder reads a file only once its size and time have
+// held still between two looks, so the order does no harm).
 func copyFile(src, dst string, mtime time.Time) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	tmp := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp")
-	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		os.Remove(tmp)
+	if err := atomicfile.Copy(dst, src, 0o644); err != nil {
 		return fmt.Errorf("copy %s: %w", src, err)
 	}
-	if err := out.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Chtimes(tmp, mtime, mtime); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, dst)
+	return os.Chtimes(dst, mtime, mtime)
 }
 
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, bytes.NewReader(data), mode)
 }

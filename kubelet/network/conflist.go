@@ -11,6 +11,8 @@ import (
 	"sort"
 
 	"github.com/containernetworking/cni/libcni"
+
+	"github.com/tugboat/tugboat/api/atomicfile"
 )
 
 // cniVersion of the default config; Debian 12's plugins (1.1.1) speak it.
@@ -98,11 +100,7 @@ func (m *Manager) EnsureConfig() (path string, wrote bool, err error) {
 	if err := os.MkdirAll(m.cfg.ConfDir, 0o755); err != nil {
 		return "", false, err
 	}
-	tmp := ours + ".tmp"
-	if err := os.WriteFile(tmp, want, 0o644); err != nil {
-		return "", false, err
-	}
-	if err := os.Rename(tmp, ours); err != nil {
+	if err := atomicfile.Write(ours, bytes.NewReader(want), 0o644); err != nil {
 		return "", false, err
 	}
 	m.logger.Info("wrote default CNI config", "path", ours, "podCIDR", m.cfg.PodCIDR)

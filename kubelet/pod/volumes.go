@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tugboat/tugboat/api/apierrors"
+	"github.com/tugboat/tugboat/api/atomicfile"
 	"github.com/tugboat/tugboat/api/resource"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/kubelet/runtime"
@@ -223,7 +224,7 @@ func writeKeyFiles(dir string, data map[string][]byte, items []*v1.KeyToPath, mo
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
 		}
-		if err := writeAtomic(p, f.data, f.mode); err != nil {
+		if err := atomicfile.Write(p, bytes.NewReader(f.data), f.mode); err != nil {
 			return err
 		}
 	}
@@ -243,26 +244,6 @@ func writeKeyFiles(dir string, data map[string][]byte, items []*v1.KeyToPath, mo
 type fileSpec struct {
 	data []byte
 	mode fs.FileMode
-}
-
-func writeAtomic(p string, data []byte, mode fs.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), p)
 }
 
 // containerMounts turns a container's volumeMounts into bind mounts.

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/tugboat/tugboat/api/atomicfile"
 )
 
 // DNSConfig is what a pod's /etc/resolv.conf says: for ClusterFirst, the
@@ -61,7 +63,7 @@ func WriteEtcFiles(dir string, e PodEtc) (EtcFiles, error) {
 		{files.HostnamePath, []byte(e.Hostname + "\n")},
 		{files.ResolvConfPath, ResolvConf(e.DNS)},
 	} {
-		if err := writeFileAtomic(f.path, f.content, 0o644); err != nil {
+		if err := atomicfile.Write(f.path, bytes.NewReader(f.content), 0o644); err != nil {
 			return EtcFiles{}, fmt.Errorf("etc files: %w", err)
 		}
 	}
@@ -114,24 +116,4 @@ func ResolvConf(d DNSConfig) []byte {
 		fmt.Fprintf(&b, "options %s\n", strings.Join(d.Options, " "))
 	}
 	return b.Bytes()
-}
-
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

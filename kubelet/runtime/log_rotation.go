@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tugboat/tugboat/api/atomicfile"
 )
 
 // Log rotation defaults, as the kubelet's containerLogMaxSize and
@@ -60,36 +61,13 @@ func rotate(path string, maxFiles int) error {
 			return fmt.Errorf("rotate log: %w", err)
 		}
 	}
-	if err := copyFile(path, rotatedName(path, 1)); err != nil {
+	if err := atomicfile.Copy(rotatedName(path, 1), path, 0o640); err != nil {
 		return fmt.Errorf("rotate log: %w", err)
 	}
 	if err := os.Truncate(path, 0); err != nil {
 		return fmt.Errorf("rotate log: %w", err)
 	}
 	return nil
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	tmp := dst + ".tmp"
-	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := out.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, dst)
 }
 
 // ContainerLister is the part of a Runtime that LogRotator needs.

@@ -1,6 +1,7 @@
 package tugctl
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/tugboat/tugboat/api/atomicfile"
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/component"
 )
@@ -271,12 +273,7 @@ func SaveConfigFile(path string, cf *ConfigFile) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("config file: %w", err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return fmt.Errorf("config file: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.Write(path, bytes.NewReader(data), 0o600); err != nil {
 		return fmt.Errorf("config file: %w", err)
 	}
 	return nil
