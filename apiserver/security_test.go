@@ -304,7 +304,7 @@ func TestSecretsEncryptedAtRestAndAudit(t *testing.T) {
 	if err != nil || len(raw.Kvs) != 1 {
 		t.Fatalf("raw get: %v", err)
 	}
-	if bytes.Contains(raw.Kvs[0].Value, []byte("hunter2")) || !bytes.HasPrefix(raw.Kvs[0].Value, []byte("tugboat:enc:aesgcm:v1:k1:")) {
+	if bytes.Contains(raw.Kvs[0].Value, []byte("hunter2")) || !bytes.HasPrefix(raw.Kvs[0].Value, []byte("tugboat:enc:aesgcm:v2:k1:")) {
 		t.Fatalf("secret stored in plaintext: %q", raw.Kvs[0].Value)
 	}
 	got, err := secrets.Get(ctx, "default", "db")
@@ -353,7 +353,7 @@ func TestEtcdctlSeesNoPlaintext(t *testing.T) {
 	if err != nil {
 		t.Fatalf("etcdctl: %v: %s", err, out)
 	}
-	if !bytes.Contains(out, []byte("tugboat:enc:aesgcm:v1:k1:")) || bytes.Contains(out, []byte("hunter2")) {
+	if !bytes.Contains(out, []byte("tugboat:enc:aesgcm:v2:k1:")) || bytes.Contains(out, []byte("hunter2")) {
 		t.Fatalf("etcdctl shows: %q", out)
 	}
 }

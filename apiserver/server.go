@@ -231,9 +231,10 @@ func (s *Server) Run(ctx context.Context) error {
 			return fail(fmt.Errorf("loading RBAC: %w", err))
 		}
 	}
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); s.runCompactor(ctx) }()
 	go func() { defer wg.Done(); s.resumeNamespaceFinalizers(ctx) }()
+	go func() { defer wg.Done(); s.reencrypt(ctx) }()
 	errc := make(chan error, 2)
 	if s.cfg.MetricsListen != "" {
 		wg.Add(1)
@@ -299,6 +300,25 @@ func (s *Server) bootstrap(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// reencrypt rewrites, once at start, the values at rest that are not
+// encrypted the way they are written today (storage.Store.Reencrypt): after
+// a key rotation or an upgrade from unbound ciphertext.
+func (s *Server) reencrypt(ctx context.Context) {
+	if s.cfg.Encryption == nil {
+		return
+	}
+	res, err := s.store.Reencrypt(ctx)
+	log := s.log.With("key", s.cfg.Encryption.WriteKey(), "rewritten", res.Rewritten, "conflicts", res.Conflicts)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		log.Error("re-encrypting values at rest stopped", "err", err)
+	case res.Failed > 0:
+		log.Error("re-encrypting values at rest: some values cannot be decrypted", "failed", res.Failed, "keys", res.FailedKeys)
+	case err == nil:
+		log.Info("values at rest are encrypted with the first key")
+	}
 }
 
 // runCompactor compacts etcd history every interval to the revision seen

@@ -48,7 +48,7 @@ func (s *Store) UpdateBinding(ctx context.Context, k *kinds.Kind, ns, name strin
 			return nil, apierrors.NotFound(k.Plural, ns, name)
 		}
 		podRev := kvs[0].ModRevision
-		cur, err := s.Decode(k, kvs[0].Value, podRev)
+		cur, err := s.Decode(k, kvs[0].Key, kvs[0].Value, podRev)
 		if err != nil {
 			return nil, err
 		}
@@ -66,7 +66,7 @@ func (s *Store) UpdateBinding(ctx context.Context, k *kinds.Kind, ns, name strin
 				"node %q has a binding (revision %d, by %q) newer than the binder's view (revision %d): retry once the view includes it",
 				b.Node, lastRev, lastBinder, b.ObservedRevision)
 		}
-		val, err := s.encode(k, next)
+		val, err := s.encode(k, podKey, next)
 		if err != nil {
 			return nil, err
 		}

@@ -79,7 +79,7 @@ func (s *Store) List(ctx context.Context, k *kinds.Kind, opts ListOptions) (*Lis
 			rev = resp.Header.Revision
 		}
 		for i, kv := range resp.Kvs {
-			obj, err := s.Decode(k, kv.Value, kv.ModRevision)
+			obj, err := s.Decode(k, kv.Key, kv.Value, kv.ModRevision)
 			if err != nil {
 				return nil, err
 			}

@@ -70,9 +70,12 @@ func Key(k *kinds.Kind, ns, name string) string {
 	return Prefix + k.Plural + "/" + name
 }
 
-// Decode turns a stored value into an object with resource_version set.
-func (s *Store) Decode(k *kinds.Kind, value []byte, rev int64) (v1.Object, error) {
-	plain, err := s.enc.decrypt(k.Plural, value)
+// Decode turns the value stored at key into an object with
+// resource_version set to rev. The key is part of the encryption's
+// authenticated data: a value read at another key than it was written for
+// fails to decode.
+func (s *Store) Decode(k *kinds.Kind, key, value []byte, rev int64) (v1.Object, error) {
+	plain, _, err := s.enc.decrypt(k.Plural, key, value)
 	if err != nil {
 		return nil, fmt.Errorf("decoding %s at revision %d: %w", k.Plural, rev, err)
 	}
@@ -84,7 +87,8 @@ func (s *Store) Decode(k *kinds.Kind, value []byte, rev int64) (v1.Object, error
 	return obj, nil
 }
 
-func (s *Store) encode(k *kinds.Kind, obj v1.Object) ([]byte, error) {
+// encode is the value of obj stored at key.
+func (s *Store) encode(k *kinds.Kind, key string, obj v1.Object) ([]byte, error) {
 	m := v1.Meta(obj)
 	rv := m.ResourceVersion
 	m.ResourceVersion = 0
@@ -93,7 +97,7 @@ func (s *Store) encode(k *kinds.Kind, obj v1.Object) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.enc.encrypt(k.Plural, b)
+	return s.enc.encrypt(k.Plural, []byte(key), b)
 }
 
 func (s *Store) observe(op string, start time.Time) {
@@ -106,7 +110,7 @@ func (s *Store) observe(op string, start time.Time) {
 func (s *Store) Create(ctx context.Context, k *kinds.Kind, obj v1.Object) (v1.Object, error) {
 	m := v1.Meta(obj)
 	key := Key(k, m.Namespace, m.Name)
-	val, err := s.encode(k, obj)
+	val, err := s.encode(k, key, obj)
 	if err != nil {
 		return nil, err
 	}
@@ -141,14 +145,14 @@ func (s *Store) Get(ctx context.Context, k *kinds.Kind, ns, name string) (v1.Obj
 		return nil, apierrors.NotFound(k.Plural, ns, name)
 	}
 	kv := resp.Kvs[0]
-	return s.Decode(k, kv.Value, kv.ModRevision)
+	return s.Decode(k, kv.Key, kv.Value, kv.ModRevision)
 }
 
 // Update writes obj if the stored object is still at version expect.
 func (s *Store) Update(ctx context.Context, k *kinds.Kind, obj v1.Object, expect int64) (v1.Object, error) {
 	m := v1.Meta(obj)
 	key := Key(k, m.Namespace, m.Name)
-	val, err := s.encode(k, obj)
+	val, err := s.encode(k, key, obj)
 	if err != nil {
 		return nil, err
 	}

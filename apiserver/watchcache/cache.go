@@ -264,7 +264,7 @@ func (c *Cache) apply(evs []*clientv3.Event) {
 func (c *Cache) decode(ev *clientv3.Event) (*Event, error) {
 	e := &Event{Rev: ev.Kv.ModRevision}
 	if ev.PrevKv != nil && len(ev.PrevKv.Value) > 0 {
-		prev, err := c.store.Decode(c.kind, ev.PrevKv.Value, ev.PrevKv.ModRevision)
+		prev, err := c.store.Decode(c.kind, ev.PrevKv.Key, ev.PrevKv.Value, ev.PrevKv.ModRevision)
 		if err != nil {
 			return nil, err
 		}
@@ -277,10 +277,10 @@ func (c *Cache) decode(ev *clientv3.Event) (*Event, error) {
 			// Without the previous value we still know the name.
 			return nil, errors.New("delete event without previous value")
 		}
-		obj, _ := c.store.Decode(c.kind, ev.PrevKv.Value, ev.Kv.ModRevision)
+		obj, _ := c.store.Decode(c.kind, ev.PrevKv.Key, ev.PrevKv.Value, ev.Kv.ModRevision)
 		e.Obj = obj
 	default:
-		obj, err := c.store.Decode(c.kind, ev.Kv.Value, ev.Kv.ModRevision)
+		obj, err := c.store.Decode(c.kind, ev.Kv.Key, ev.Kv.Value, ev.Kv.ModRevision)
 		if err != nil {
 			return nil, err
 		}

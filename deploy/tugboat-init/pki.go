@@ -205,7 +205,7 @@ func writeEncryptionKey(path string) error {
 	if _, err := rand.Read(raw); err != nil {
 		return err
 	}
-	line := "# AES-256 key for Secrets at rest; the first line encrypts. Rotate: add a new first line, restart, re-write the Secrets.\n" +
+	line := "# AES-256 key for Secrets at rest; the first line encrypts. Rotate: add a new first line, restart (the apiserver re-encrypts every Secret), then drop the old line.\n" +
 		"key1:" + base64.StdEncoding.EncodeToString(raw) + "\n"
 	return pki.WriteFile(path, []byte(line), 0o600)
 }
