@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/tugboat/tugboat/e2e/images"
+	"github.com/tugboat/tugboat/deploy/images"
 )
 
 // Binaries are the real binaries and image archives a cluster runs, built

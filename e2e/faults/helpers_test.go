@@ -20,8 +20,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/deploy/images"
 	"github.com/tugboat/tugboat/e2e/cluster"
-	"github.com/tugboat/tugboat/e2e/images"
 	"github.com/tugboat/tugboat/e2e/netlab"
 )
 

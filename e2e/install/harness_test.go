@@ -15,8 +15,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tugboat/tugboat/deploy/images"
 	"github.com/tugboat/tugboat/e2e/cluster"
-	"github.com/tugboat/tugboat/e2e/images"
 	"github.com/tugboat/tugboat/e2e/netlab"
 	"github.com/tugboat/tugboat/kubelet/network/networktest"
 	"github.com/tugboat/tugboat/kubelet/runtime/containerd/containerdtest"

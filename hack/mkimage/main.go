@@ -17,7 +17,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/tugboat/tugboat/e2e/images"
+	"github.com/tugboat/tugboat/deploy/images"
 )
 
 func main() {

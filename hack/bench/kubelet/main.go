@@ -35,8 +35,8 @@ import (
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/deploy/images"
 	"github.com/tugboat/tugboat/e2e/cluster"
-	"github.com/tugboat/tugboat/e2e/images"
 	"github.com/tugboat/tugboat/hack/bench/internal/proc"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 )

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tugboat/tugboat/e2e/images"
+	"github.com/tugboat/tugboat/deploy/images"
 	"github.com/tugboat/tugboat/kubelet/network"
 	"github.com/tugboat/tugboat/kubelet/network/networktest"
 	"github.com/tugboat/tugboat/kubelet/runtime"

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
-	"github.com/tugboat/tugboat/e2e/images"
+	"github.com/tugboat/tugboat/deploy/images"
 )
 
 // imageArchive is busybox under another name.

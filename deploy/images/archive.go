@@ -58,7 +58,7 @@ func (img *Image) WriteArchive(w io.Writer) error {
 		RootFS: ocispec.RootFS{Type: "layers", DiffIDs: []digest.Digest{diffID}},
 		History: []ocispec.History{{
 			Created:   &created,
-			CreatedBy: "tugboat e2e/images",
+			CreatedBy: "tugboat deploy/images",
 		}},
 	}
 	cfgJSON, err := json.Marshal(cfg)
