@@ -6,6 +6,7 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/apiserver"
 	"github.com/tugboat/tugboat/apiserver/apiservertest"
 	"github.com/tugboat/tugboat/apiserver/storage"
@@ -127,11 +129,10 @@ func TestSecretsReencryptedAtStart(t *testing.T) {
 	want["current"] = "new-form"
 	waitStored := func(prefix string) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		wait.Eventually(t, 30*time.Second, "every Secret stored as "+prefix, func() error {
 			resp, err := etcd.Get(ctx, "/registry/secrets/default/", clientv3.WithPrefix())
 			if err != nil {
-				t.Fatal(err)
+				return err
 			}
 			var off []string
 			for _, kv := range resp.Kvs {
@@ -139,14 +140,11 @@ func TestSecretsReencryptedAtStart(t *testing.T) {
 					off = append(off, string(kv.Key))
 				}
 			}
-			if len(off) == 0 && len(resp.Kvs) == len(want) {
-				return
+			if len(off) > 0 || len(resp.Kvs) != len(want) {
+				return fmt.Errorf("%d values, not in that form: %v", len(resp.Kvs), off)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("not stored as %s after 30s: %v", prefix, off)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	// A restart re-encrypts the old forms with the bound one.
 	dir := s.Config().DataDir
