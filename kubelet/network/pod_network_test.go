@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
+
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/kubelet/network"
 	"github.com/tugboat/tugboat/kubelet/network/networktest"
 )
@@ -145,17 +147,12 @@ func TestTearDownAfterNetNSGone(t *testing.T) {
 	if err := n.TearDownPod(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		left := n.Leftovers()
-		if len(left) == 0 {
-			break
+	wait.Eventually(t, 10*time.Second, "nothing left behind", func() error {
+		if left := n.Leftovers(); len(left) > 0 {
+			return fmt.Errorf("left behind: %v", left)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("left behind: %v", left)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestPodWithoutHostPorts: with the default config a pod without

@@ -3,6 +3,7 @@ package nodestatus
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/apiserver/apiservertest"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 )
@@ -43,28 +45,39 @@ type netState struct {
 func (n *netState) check(context.Context) error { n.mu.Lock(); defer n.mu.Unlock(); return n.err }
 func (n *netState) set(err error)               { n.mu.Lock(); n.err = err; n.mu.Unlock() }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitCondition waits for node's condition typ to have status, reason
+// (unless empty) and a message containing each of msgs.
+func waitCondition(t *testing.T, c *client.Client, node, typ, status, reason string, msgs ...string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	wait.Eventually(t, 10*time.Second, fmt.Sprintf("%s %s %s %q", typ, status, reason, msgs), func() error {
+		cond, err := readCondition(c, node, typ)
+		if err != nil {
+			return err
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		if cond.GetStatus() != status || reason != "" && cond.GetReason() != reason {
+			return fmt.Errorf("%s is %v", typ, cond)
+		}
+		for _, m := range msgs {
+			if !strings.Contains(cond.GetMessage(), m) {
+				return fmt.Errorf("%s is %v, without %q", typ, cond, m)
+			}
+		}
+		return nil
+	})
 }
 
-func readyCondition(t *testing.T, c *client.Client, name string) *v1.Condition {
-	n, err := client.For[*v1.Node](c).Get(context.Background(), "", name)
+// readCondition reads node's condition typ (nil if it has none).
+func readCondition(c *client.Client, node, typ string) (*v1.Condition, error) {
+	n, err := client.For[*v1.Node](c).Get(context.Background(), "", node)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	for _, cond := range n.GetStatus().GetConditions() {
-		if cond.Type == "Ready" {
-			return cond
+		if cond.Type == typ {
+			return cond, nil
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 func TestRegisterLeaseAndConditions(t *testing.T) {
@@ -111,43 +124,46 @@ func TestRegisterLeaseAndConditions(t *testing.T) {
 	if len(st.Images) != 1 || st.Images[0].Names[0] != "tugboat.local/busybox:latest" {
 		t.Errorf("images %v", st.Images)
 	}
-	if c := readyCondition(t, s.Client, "n1"); c.Status != "True" || c.Reason != "KubeletReady" {
-		t.Fatalf("Ready %v", c)
+	if c, err := readCondition(s.Client, "n1", "Ready"); err != nil || c.GetStatus() != "True" || c.GetReason() != "KubeletReady" {
+		t.Fatalf("Ready %v, %v", c, err)
 	}
 
 	// The lease is renewed.
 	leases := client.For[*v1.Lease](s.Client)
 	var first time.Time
-	waitFor(t, "the lease", func() bool {
+	wait.Eventually(t, 10*time.Second, "the lease", func() error {
 		l, err := leases.Get(ctx, LeaseNamespace, "n1")
 		if err != nil {
-			return false
+			return err
 		}
 		first = l.Spec.RenewTime.AsTime()
-		return l.Spec.HolderIdentity == "n1" && l.Spec.LeaseDurationSeconds >= 1
+		if l.Spec.HolderIdentity != "n1" || l.Spec.LeaseDurationSeconds < 1 {
+			return fmt.Errorf("lease spec %v", l.Spec)
+		}
+		return nil
 	})
-	waitFor(t, "a renewal", func() bool {
+	wait.Eventually(t, 10*time.Second, "a renewal", func() error {
 		l, err := leases.Get(ctx, LeaseNamespace, "n1")
-		return err == nil && l.Spec.RenewTime.AsTime().After(first)
+		if err != nil {
+			return err
+		}
+		if !l.Spec.RenewTime.AsTime().After(first) {
+			return fmt.Errorf("renewed at %v, as first seen", l.Spec.RenewTime.AsTime())
+		}
+		return nil
 	})
 
 	// Network broken: NotReady with NetworkPluginNotReady and the reason.
 	net.set(errors.New("no CNI network config in /etc/cni/net.d"))
-	waitFor(t, "NetworkPluginNotReady", func() bool {
-		c := readyCondition(t, s.Client, "n1")
-		return c.Status == "False" && strings.Contains(c.Message, "NetworkPluginNotReady") && strings.Contains(c.Message, "no CNI network config")
-	})
+	waitCondition(t, s.Client, "n1", "Ready", "False", "", "NetworkPluginNotReady", "no CNI network config")
 	net.set(nil)
-	waitFor(t, "Ready again", func() bool { return readyCondition(t, s.Client, "n1").Status == "True" })
+	waitCondition(t, s.Client, "n1", "Ready", "True", "")
 
 	// Runtime down: ContainerRuntimeNotReady.
 	rt.set(errors.New("connection refused"))
-	waitFor(t, "ContainerRuntimeNotReady", func() bool {
-		c := readyCondition(t, s.Client, "n1")
-		return c.Status == "False" && c.Reason == "ContainerRuntimeNotReady" && strings.Contains(c.Message, "connection refused")
-	})
+	waitCondition(t, s.Client, "n1", "Ready", "False", "ContainerRuntimeNotReady", "connection refused")
 	rt.set(nil)
-	waitFor(t, "Ready after the runtime is back", func() bool { return readyCondition(t, s.Client, "n1").Status == "True" })
+	waitCondition(t, s.Client, "n1", "Ready", "True", "")
 }
 
 // TestPodCIDRFromSpec: without --pod-cidr the agent waits for the node
@@ -224,9 +240,9 @@ func TestRefresh(t *testing.T) {
 	go func() { a.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 	<-a.Registered()
-	waitFor(t, "NotReady at registration", func() bool { return readyCondition(t, s.Client, "n1").GetStatus() == "False" })
+	waitCondition(t, s.Client, "n1", "Ready", "False", "") // at registration
 	net.set(nil)
 	a.Refresh()
 	a.Refresh() // a second one while the first is pending does not block
-	waitFor(t, "Ready after Refresh", func() bool { return readyCondition(t, s.Client, "n1").GetStatus() == "True" })
+	waitCondition(t, s.Client, "n1", "Ready", "True", "")
 }

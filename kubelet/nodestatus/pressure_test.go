@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tugboat/tugboat/api/client"
-	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/apiserver/apiservertest"
 )
 
@@ -45,38 +43,17 @@ func TestPressureConditions(t *testing.T) {
 	done := make(chan struct{})
 	go func() { a.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	cond := func(typ string) *v1.Condition {
-		n, err := client.For[*v1.Node](s.Client).Get(ctx, "", "n1")
-		if err != nil {
-			return nil
-		}
-		for _, c := range n.GetStatus().GetConditions() {
-			if c.Type == typ {
-				return c
-			}
-		}
-		return nil
-	}
-	waitFor(t, "no pressure", func() bool {
-		c := cond("DiskPressure")
-		return c != nil && c.Status == "False" && c.Reason == "KubeletHasNoDiskPressure"
-	})
+	waitCondition(t, s.Client, "n1", "DiskPressure", "False", "KubeletHasNoDiskPressure")
 	p.mu.Lock()
 	p.disk, p.dm = true, "nodefs.available 5Gi < 10Gi (nodefs.available<10%) on the file system of /var/lib/tugboat"
 	p.mu.Unlock()
-	waitFor(t, "DiskPressure", func() bool {
-		c := cond("DiskPressure")
-		return c != nil && c.Status == "True" && c.Reason == "KubeletHasDiskPressure" &&
-			c.Message == "kubelet has disk pressure: nodefs.available 5Gi < 10Gi (nodefs.available<10%) on the file system of /var/lib/tugboat"
-	})
-	if c := cond("MemoryPressure"); c.GetStatus() != "False" {
-		t.Errorf("MemoryPressure %v", c)
+	waitCondition(t, s.Client, "n1", "DiskPressure", "True", "KubeletHasDiskPressure",
+		"kubelet has disk pressure: nodefs.available 5Gi < 10Gi (nodefs.available<10%) on the file system of /var/lib/tugboat")
+	if c, err := readCondition(s.Client, "n1", "MemoryPressure"); err != nil || c.GetStatus() != "False" {
+		t.Errorf("MemoryPressure %v, %v", c, err)
 	}
 	p.mu.Lock()
 	p.mem, p.memMsg = true, "memory.available 50Mi < 100Mi (memory.available<100Mi)"
 	p.mu.Unlock()
-	waitFor(t, "MemoryPressure", func() bool {
-		c := cond("MemoryPressure")
-		return c != nil && c.Status == "True" && c.Reason == "KubeletHasInsufficientMemory"
-	})
+	waitCondition(t, s.Client, "n1", "MemoryPressure", "True", "KubeletHasInsufficientMemory")
 }

@@ -2,6 +2,8 @@ package pod
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,19 +11,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 )
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 func (e *testEnv) apiPod(name string) *v1.Pod {
 	p, err := e.api.Get(context.Background(), "default", name)
@@ -47,16 +38,20 @@ func TestManagerRunsWorkers(t *testing.T) {
 		cancel()
 		<-done
 	}()
-	waitFor(t, "Running in the API", func() bool {
-		p := e.apiPod("managed")
-		return p != nil && p.Status.GetPhase() == PhaseRunning
+	wait.Eventually(t, 5*time.Second, "Running in the API", func() error {
+		if p := e.apiPod("managed"); p.GetStatus().GetPhase() != PhaseRunning {
+			return fmt.Errorf("the API has %v", p.GetStatus())
+		}
+		return nil
 	})
 
 	// A container exit is noticed by the relist and restarts it.
 	e.rt.exit("app", 1, "")
-	waitFor(t, "a restart", func() bool {
-		p := e.apiPod("managed")
-		return p != nil && len(p.Status.GetContainerStatuses()) == 1 && p.Status.ContainerStatuses[0].RestartCount == 1
+	wait.Eventually(t, 5*time.Second, "a restart", func() error {
+		if cs := e.apiPod("managed").GetStatus().GetContainerStatuses(); len(cs) != 1 || cs[0].RestartCount != 1 {
+			return fmt.Errorf("container statuses %v", cs)
+		}
+		return nil
 	})
 
 	// Graceful deletion: the kubelet finishes it.
@@ -64,8 +59,18 @@ func TestManagerRunsWorkers(t *testing.T) {
 	deleting.Metadata.DeletionTimestamp = timestamppb.Now()
 	deleting.Metadata.DeletionGracePeriodSeconds = 1
 	e.m.UpdatePod(deleting)
-	waitFor(t, "the pod deleted from the API", func() bool { return e.apiPod("managed") == nil })
-	waitFor(t, "the worker gone", func() bool { return !e.m.active(pod.Metadata.Uid) })
+	wait.Eventually(t, 5*time.Second, "the pod deleted from the API", func() error {
+		if p := e.apiPod("managed"); p != nil {
+			return fmt.Errorf("the API still has it: %v", p.GetMetadata())
+		}
+		return nil
+	})
+	wait.Eventually(t, 5*time.Second, "the worker gone", func() error {
+		if e.m.active(pod.Metadata.Uid) {
+			return errors.New("the worker is still running")
+		}
+		return nil
+	})
 	if len(e.rt.sandboxes) != 0 {
 		t.Errorf("sandboxes left: %v", e.rt.sandboxes)
 	}

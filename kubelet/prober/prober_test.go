@@ -2,6 +2,7 @@ package prober
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 )
 
@@ -118,7 +120,14 @@ func TestThresholdsAndStartup(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go m.Run(ctx)
-	waitFor(t, func() bool { m.mu.Lock(); defer m.mu.Unlock(); return m.ctx != nil })
+	wait.Eventually(t, 10*time.Second, "the prober running", func() error {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.ctx == nil {
+			return errors.New("Run has not started")
+		}
+		return nil
+	})
 
 	get := &v1.HTTPGetAction{Port: port}
 	pod := &v1.Pod{Metadata: &v1.ObjectMeta{Name: "p", Namespace: "default", Uid: "u1"}, Spec: &v1.PodSpec{Containers: []*v1.Container{{
@@ -133,16 +142,21 @@ func TestThresholdsAndStartup(t *testing.T) {
 		t.Errorf("initial liveness %+v, want Success", r)
 	}
 	// Failing startup probe: liveness and readiness wait; nothing changes.
-	waitFor(t, func() bool { return ev.count() >= 2 }) // two failed startup probes
+	wait.Eventually(t, 10*time.Second, "two failed startup probes", func() error {
+		if n := ev.count(); n < 2 {
+			return fmt.Errorf("%d event(s)", n)
+		}
+		return nil
+	})
 	if r := m.Result("u1", "c", Readiness); r.State != Unknown {
 		t.Errorf("readiness %v while the startup probe has not succeeded", r.State)
 	}
 	healthy.Store(true)
-	waitFor(t, func() bool { return m.Result("u1", "c", Startup).State == Success })
-	waitFor(t, func() bool { return m.Result("u1", "c", Readiness).State == Success })
+	waitResult(t, m, Startup, Success)
+	waitResult(t, m, Readiness, Success)
 	healthy.Store(false)
-	waitFor(t, func() bool { return m.Result("u1", "c", Readiness).State == Failure })
-	waitFor(t, func() bool { return m.Result("u1", "c", Liveness).State == Failure })
+	waitResult(t, m, Readiness, Failure)
+	waitResult(t, m, Liveness, Failure)
 	if r := m.Result("u1", "c", Liveness); !strings.Contains(r.Message, "503") {
 		t.Errorf("liveness message %q", r.Message)
 	}
@@ -160,13 +174,14 @@ func TestThresholdsAndStartup(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, cond func() bool) {
+// waitResult waits for the probe of kind of container c of pod u1 to say
+// state.
+func waitResult(t *testing.T, m *Manager, kind Kind, state State) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
+	wait.Eventually(t, 10*time.Second, fmt.Sprintf("%s probe %s", kind, state), func() error {
+		if r := m.Result("u1", "c", kind); r.State != state {
+			return fmt.Errorf("result %+v", r)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tugboat/tugboat/api/wait"
 )
 
 func TestReadLog(t *testing.T) {
@@ -79,13 +82,13 @@ func TestFollowAcrossRotation(t *testing.T) {
 		}
 	}
 	line("one")
-	waitFor(t, func() bool { return strings.Contains(out.String(), "one") })
+	waitFollowed(t, out, "one")
 	line("two")
 	if rotated, err := RotateLog(path, 1, 3); err != nil || !rotated {
 		t.Fatalf("rotate: %v %v", rotated, err)
 	}
 	line("three")
-	waitFor(t, func() bool { return strings.Contains(out.String(), "three") })
+	waitFollowed(t, out, "three")
 	close(done)
 	if err := <-errc; err != nil {
 		t.Fatal(err)
@@ -134,17 +137,6 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -160,4 +152,15 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// waitFollowed waits for the followed output to hold want.
+func waitFollowed(t *testing.T, out *syncBuffer, want string) {
+	t.Helper()
+	wait.Eventually(t, 5*time.Second, fmt.Sprintf("%q followed", want), func() error {
+		if got := out.String(); !strings.Contains(got, want) {
+			return fmt.Errorf("followed so far: %q", got)
+		}
+		return nil
+	})
 }

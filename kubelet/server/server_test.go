@@ -18,6 +18,7 @@ import (
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/tunnel"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/apiserver/apiservertest"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 )
@@ -128,13 +129,12 @@ func setup(t *testing.T) (v1.NodeAPIClient, *fakeRuntime, string, *int) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(s.Tunnels().Nodes()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("tunnel never connected")
+	wait.Eventually(t, 10*time.Second, "the tunnel connected", func() error {
+		if len(s.Tunnels().Nodes()) == 0 {
+			return errors.New("no node has a tunnel")
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	return v1.NewNodeAPIClient(s.Client.Conn()), rt, log1, &imports
 }
 
