@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/tugboat/tugboat/api/apierrors"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/apiserver/auth"
 )
@@ -49,7 +50,7 @@ func (a *auditLog) record(ctx context.Context, method string, req any, err error
 	if !mutating[verb] {
 		return
 	}
-	e := auditEntry{Time: time.Now().UTC(), Verb: verb, Kind: requestKind(req), Code: status.Code(err).String()}
+	e := auditEntry{Time: time.Now().UTC(), Verb: verb, Kind: requestKind(req), Code: apierrors.Code(err).String()}
 	if u := auth.UserFrom(ctx); u != nil {
 		e.User, e.Groups = u.Name, u.Groups
 	}

@@ -64,12 +64,12 @@ func (a *authService) WhoAmI(ctx context.Context, _ *v1.WhoAmIRequest) (*v1.User
 
 func (a *authService) Review(ctx context.Context, req *v1.AccessReviewRequest) (*v1.AccessReviewResponse, error) {
 	if req.Verb == "" || req.Resource == "" {
-		return nil, apierrors.ToGRPC(apierrors.Invalid("verb/resource", "both are required"))
+		return nil, apierrors.Invalid("verb/resource", "both are required")
 	}
 	resource, sub, _ := strings.Cut(req.Resource, "/")
 	k, err := kinds.Lookup(resource)
 	if err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	caller := auth.UserFrom(ctx)
 	if caller == nil {
@@ -78,7 +78,7 @@ func (a *authService) Review(ctx context.Context, req *v1.AccessReviewRequest) (
 	subject := caller
 	if req.AsUser != "" {
 		if !caller.InGroup(auth.GroupMasters) {
-			return nil, apierrors.ToGRPC(apierrors.New(apierrors.ErrForbidden, "user %q cannot impersonate %q: only members of %s may ask about other users", caller.Name, req.AsUser, auth.GroupMasters))
+			return nil, apierrors.New(apierrors.ErrForbidden, "user %q cannot impersonate %q: only members of %s may ask about other users", caller.Name, req.AsUser, auth.GroupMasters)
 		}
 		subject = &auth.User{Name: req.AsUser, Groups: append(append([]string(nil), req.AsGroups...), auth.GroupAuthenticated)}
 	}
@@ -94,40 +94,40 @@ func (a *authService) Review(ctx context.Context, req *v1.AccessReviewRequest) (
 func (a *authService) JoinNode(ctx context.Context, req *v1.JoinNodeRequest) (*v1.CertificateResponse, error) {
 	ca := a.signer()
 	if ca == nil {
-		return nil, apierrors.ToGRPC(apierrors.New(apierrors.ErrUnavailable, "this apiserver cannot sign certificates: start it with --cluster-signing-cert-file/--cluster-signing-key-file"))
+		return nil, apierrors.New(apierrors.ErrUnavailable, "this apiserver cannot sign certificates: start it with --cluster-signing-cert-file/--cluster-signing-key-file")
 	}
 	id, secret, ok := auth.SplitToken(req.Token)
 	if !ok {
-		return nil, apierrors.ToGRPC(apierrors.New(apierrors.ErrUnauthenticated, "join token is malformed: want <6 chars>.<16 chars> as printed by tugctl token create"))
+		return nil, apierrors.New(apierrors.ErrUnauthenticated, "join token is malformed: want <6 chars>.<16 chars> as printed by tugctl token create")
 	}
 	if req.NodeName == "" {
-		return nil, apierrors.ToGRPC(apierrors.Invalid("nodeName", "required"))
+		return nil, apierrors.Invalid("nodeName", "required")
 	}
 	secretKind, _ := kinds.Lookup("Secret")
 	obj, err := a.s.store.Get(ctx, secretKind, auth.TokenNamespace, "bootstrap-token-"+id)
 	if apierrors.IsNotFound(err) {
-		return nil, apierrors.ToGRPC(apierrors.New(apierrors.ErrUnauthenticated, "join token %s is unknown or was already used", id))
+		return nil, apierrors.New(apierrors.ErrUnauthenticated, "join token %s is unknown or was already used", id)
 	}
 	if err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	sec := obj.(*v1.Secret)
 	if sec.Type != auth.BootstrapTokenType || subtle.ConstantTimeCompare(sec.Data["token-secret"], []byte(secret)) != 1 {
-		return nil, apierrors.ToGRPC(apierrors.New(apierrors.ErrUnauthenticated, "join token %s is not valid", id))
+		return nil, apierrors.New(apierrors.ErrUnauthenticated, "join token %s is not valid", id)
 	}
 	if exp := string(sec.Data["expiration"]); exp != "" {
 		t, err := time.Parse(time.RFC3339, exp)
 		if err != nil || time.Now().After(t) {
-			return nil, apierrors.ToGRPC(apierrors.New(apierrors.ErrUnauthenticated, "join token %s expired at %s: create a new one with tugctl token create", id, exp))
+			return nil, apierrors.New(apierrors.ErrUnauthenticated, "join token %s expired at %s: create a new one with tugctl token create", id, exp)
 		}
 	}
 	cert, err := a.sign(req.Csr, auth.NodePrefix+req.NodeName, []string{auth.GroupNodes}, pki.NodeCertValidity)
 	if err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	// Spend the token: a compare-and-swap delete, so two joins cannot both win.
 	if _, err := a.s.store.Delete(ctx, secretKind, sec, sec.Metadata.ResourceVersion); err != nil {
-		return nil, apierrors.ToGRPC(apierrors.New(apierrors.ErrUnauthenticated, "join token %s was used concurrently", id))
+		return nil, apierrors.New(apierrors.ErrUnauthenticated, "join token %s was used concurrently", id)
 	}
 	return &v1.CertificateResponse{Certificate: cert, Ca: ca.PEM}, nil
 }
@@ -136,11 +136,11 @@ func (a *authService) JoinNode(ctx context.Context, req *v1.JoinNodeRequest) (*v
 func (a *authService) RenewCertificate(ctx context.Context, req *v1.RenewCertificateRequest) (*v1.CertificateResponse, error) {
 	ca := a.signer()
 	if ca == nil {
-		return nil, apierrors.ToGRPC(apierrors.New(apierrors.ErrUnavailable, "this apiserver cannot sign certificates"))
+		return nil, apierrors.New(apierrors.ErrUnavailable, "this apiserver cannot sign certificates")
 	}
 	u := auth.UserFrom(ctx)
 	if u == nil || u.Method != "certificate" {
-		return nil, apierrors.ToGRPC(apierrors.New(apierrors.ErrForbidden, "only callers with a client certificate may renew it"))
+		return nil, apierrors.New(apierrors.ErrForbidden, "only callers with a client certificate may renew it")
 	}
 	var groups []string
 	for _, g := range u.Groups {
@@ -154,7 +154,7 @@ func (a *authService) RenewCertificate(ctx context.Context, req *v1.RenewCertifi
 	}
 	cert, err := a.sign(req.Csr, u.Name, groups, validity)
 	if err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	return &v1.CertificateResponse{Certificate: cert, Ca: ca.PEM}, nil
 }

@@ -31,23 +31,23 @@ const (
 func (s *Server) Delete(ctx context.Context, req *v1.DeleteRequest) (*anypb.Any, error) {
 	k, err := lookupKind(req.Kind)
 	if err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	switch req.PropagationPolicy {
 	case "", "Background", "Foreground", "Orphan":
 	default:
-		return nil, apierrors.ToGRPC(apierrors.Invalid("propagationPolicy", "%q is not one of Background, Foreground, Orphan", req.PropagationPolicy))
+		return nil, apierrors.Invalid("propagationPolicy", "%q is not one of Background, Foreground, Orphan", req.PropagationPolicy)
 	}
 	if req.GracePeriodSeconds != nil && *req.GracePeriodSeconds < 0 {
-		return nil, apierrors.ToGRPC(apierrors.Invalid("gracePeriodSeconds", "must be >= 0"))
+		return nil, apierrors.Invalid("gracePeriodSeconds", "must be >= 0")
 	}
 	ns := namespaceOf(k, req.Namespace)
 	if err := s.authorize(ctx, "delete", k, "", ns, req.Name, ""); err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	out, err := s.delete(ctx, k, ns, req.Name, req)
 	if err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	return pack(out)
 }

@@ -52,7 +52,7 @@ func (r *nodeRelay) Logs(req *v1.LogsRequest, stream v1.NodeAPI_LogsServer) erro
 	ctx := stream.Context()
 	nc, err := r.podNode(ctx, "get", "log", req.Namespace, req.Pod)
 	if err != nil {
-		return apierrors.ToGRPC(err)
+		return err
 	}
 	req.Namespace = namespaceOf(&kinds.Kind{Namespaced: true}, req.Namespace)
 	up, err := nc.Logs(ctx, req)
@@ -81,15 +81,15 @@ func (r *nodeRelay) Exec(stream v1.NodeAPI_ExecServer) error {
 		return err
 	}
 	if first.Start == nil {
-		return apierrors.ToGRPC(apierrors.Invalid("start", "the first exec message must carry ExecStart"))
+		return apierrors.Invalid("start", "the first exec message must carry ExecStart")
 	}
 	if len(first.Start.Command) == 0 {
-		return apierrors.ToGRPC(apierrors.Invalid("start.command", "required"))
+		return apierrors.Invalid("start.command", "required")
 	}
 	first.Start.Namespace = namespaceOf(&kinds.Kind{Namespaced: true}, first.Start.Namespace)
 	nc, err := r.podNode(ctx, "create", "exec", first.Start.Namespace, first.Start.Pod)
 	if err != nil {
-		return apierrors.ToGRPC(err)
+		return err
 	}
 	up, err := nc.Exec(ctx)
 	if err != nil {
@@ -133,7 +133,7 @@ func (r *nodeRelay) ImportImage(stream v1.NodeAPI_ImportImageServer) error {
 	}
 	nc, err := r.named(ctx, "create", "images", first.NodeName)
 	if err != nil {
-		return apierrors.ToGRPC(err)
+		return err
 	}
 	up, err := nc.ImportImage(ctx)
 	if err != nil {
@@ -178,7 +178,7 @@ func (r *nodeRelay) ImportImage(stream v1.NodeAPI_ImportImageServer) error {
 func (r *nodeRelay) ListImages(ctx context.Context, req *v1.ListImagesRequest) (*v1.ListImagesResponse, error) {
 	nc, err := r.named(ctx, "get", "images", req.NodeName)
 	if err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	return nc.ListImages(ctx, req)
 }
@@ -186,7 +186,7 @@ func (r *nodeRelay) ListImages(ctx context.Context, req *v1.ListImagesRequest) (
 func (r *nodeRelay) Stats(ctx context.Context, req *v1.StatsRequest) (*v1.StatsResponse, error) {
 	nc, err := r.named(ctx, "get", "stats", req.NodeName)
 	if err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	return nc.Stats(ctx, req)
 }
@@ -194,7 +194,7 @@ func (r *nodeRelay) Stats(ctx context.Context, req *v1.StatsRequest) (*v1.StatsR
 func (r *nodeRelay) CheckService(ctx context.Context, req *v1.CheckServiceRequest) (*v1.CheckServiceResponse, error) {
 	nc, err := r.named(ctx, "get", "servicecheck", req.NodeName)
 	if err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	return nc.CheckService(ctx, req)
 }

@@ -64,15 +64,15 @@ func namespaceOf(k *kinds.Kind, ns string) string {
 func (s *Server) Create(ctx context.Context, req *v1.CreateRequest) (*anypb.Any, error) {
 	k, obj, err := unpack(req.Object)
 	if err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	m := v1.Meta(obj)
 	if err := s.authorize(ctx, "create", k, "", namespaceOf(k, m.Namespace), m.Name, ""); err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	out, err := s.create(ctx, obj)
 	if err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	return pack(out)
 }
@@ -145,15 +145,15 @@ func randomSuffix() string {
 func (s *Server) Get(ctx context.Context, req *v1.GetRequest) (*anypb.Any, error) {
 	k, err := lookupKind(req.Kind)
 	if err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	ns := namespaceOf(k, req.Namespace)
 	if err := s.authorize(ctx, "get", k, "", ns, req.Name, ""); err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	obj, err := s.store.Get(ctx, k, ns, req.Name)
 	if err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	return pack(obj)
 }
@@ -183,25 +183,25 @@ func selectors(k *kinds.Kind, label, field string) (func(v1.Object) bool, error)
 func (s *Server) List(ctx context.Context, req *v1.ListRequest) (*v1.ListResponse, error) {
 	k, err := lookupKind(req.Kind)
 	if err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	filter, err := selectors(k, req.LabelSelector, req.FieldSelector)
 	if err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	if req.Limit < 0 {
-		return nil, apierrors.ToGRPC(apierrors.Invalid("limit", "must be >= 0"))
+		return nil, apierrors.Invalid("limit", "must be >= 0")
 	}
 	ns := ""
 	if k.Namespaced {
 		ns = req.Namespace
 	}
 	if err := s.authorize(ctx, "list", k, "", ns, "", req.FieldSelector); err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	res, err := s.store.List(ctx, k, storage.ListOptions{Namespace: ns, Filter: filter, Limit: req.Limit, Continue: req.Continue})
 	if err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	out := &v1.ListResponse{ResourceVersion: res.Revision, Continue: res.Continue, Items: make([]*anypb.Any, 0, len(res.Items))}
 	for _, o := range res.Items {
@@ -219,15 +219,15 @@ func (s *Server) List(ctx context.Context, req *v1.ListRequest) (*v1.ListRespons
 func (s *Server) Update(ctx context.Context, req *v1.UpdateRequest) (*anypb.Any, error) {
 	k, obj, err := unpack(req.Object)
 	if err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	m := v1.Meta(obj)
 	if err := s.authorize(ctx, "update", k, "", namespaceOf(k, m.Namespace), m.Name, ""); err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	out, err := s.update(ctx, k, obj, false)
 	if err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	return pack(out)
 }
@@ -237,18 +237,18 @@ func (s *Server) Update(ctx context.Context, req *v1.UpdateRequest) (*anypb.Any,
 func (s *Server) UpdateStatus(ctx context.Context, req *v1.UpdateRequest) (*anypb.Any, error) {
 	k, obj, err := unpack(req.Object)
 	if err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	if !k.HasStatus() {
-		return nil, apierrors.ToGRPC(apierrors.Invalid("status", "kind %s has no status", k.Name))
+		return nil, apierrors.Invalid("status", "kind %s has no status", k.Name)
 	}
 	m := v1.Meta(obj)
 	if err := s.authorize(ctx, "update", k, "status", namespaceOf(k, m.Namespace), m.Name, ""); err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	out, err := s.update(ctx, k, obj, true)
 	if err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	return pack(out)
 }
@@ -391,11 +391,11 @@ func copyField(dst, src proto.Message, name string) {
 func (s *Server) Bind(ctx context.Context, req *v1.BindRequest) (*anypb.Any, error) {
 	podKind, _ := kinds.Lookup("Pod")
 	if req.NodeName == "" {
-		return nil, apierrors.ToGRPC(apierrors.Invalid("nodeName", "required"))
+		return nil, apierrors.Invalid("nodeName", "required")
 	}
 	ns := namespaceOf(podKind, req.Namespace)
 	if err := s.authorize(ctx, "create", podKind, "binding", ns, req.Name, ""); err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	b := storage.Binding{Node: req.NodeName, Binder: req.Binder, ObservedRevision: req.ObservedRevision}
 	out, err := s.store.UpdateBinding(ctx, podKind, ns, req.Name, b, func(cur v1.Object) (v1.Object, error) {
@@ -417,7 +417,7 @@ func (s *Server) Bind(ctx context.Context, req *v1.BindRequest) (*anypb.Any, err
 		return pod, nil
 	})
 	if err != nil {
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	return pack(out)
 }

@@ -40,12 +40,12 @@ func (s *Server) authenticate(ctx context.Context, method string) (context.Conte
 	u, err := s.authn.Authenticate(ctx)
 	if err != nil {
 		s.metrics.authFailures.WithLabelValues("authentication").Inc()
-		return nil, apierrors.ToGRPC(err)
+		return nil, err
 	}
 	if u.Method == "anonymous" {
 		s.metrics.authFailures.WithLabelValues("authentication").Inc()
-		return nil, apierrors.ToGRPC(apierrors.New(apierrors.ErrUnauthenticated,
-			"no credentials: present a client certificate signed by the cluster CA or a bearer token"))
+		return nil, apierrors.New(apierrors.ErrUnauthenticated,
+			"no credentials: present a client certificate signed by the cluster CA or a bearer token")
 	}
 	return auth.WithUser(ctx, u), nil
 }

@@ -4,7 +4,9 @@
 // A request passes: authentication and authorization (interceptors, off
 // until the security issue turns them on) -> kind lookup -> defaulting ->
 // validation (InvalidArgument naming the field) -> storage (etcd, CAS on the
-// mod revision). Watches are served from one watch cache per kind
+// mod revision). Handlers return plain errors wrapping an apierrors
+// sentinel; one unary and one stream interceptor map them to gRPC codes
+// (errors.go). Watches are served from one watch cache per kind
 // (package watchcache), never from an etcd watch per client. Background
 // loops: the namespace finalizer (deleting a namespace deletes what is in
 // it) and the etcd compactor.
@@ -131,8 +133,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		grpc.MaxRecvMsgSize(4 << 20),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
-		grpc.ChainUnaryInterceptor(s.unaryMetrics, s.unaryAuth),
-		grpc.ChainStreamInterceptor(s.streamMetrics, s.streamAuth),
+		// Outermost first: metrics see the status codes that unaryErrors
+		// and streamErrors map the handlers' plain errors to (errors.go).
+		grpc.ChainUnaryInterceptor(s.unaryMetrics, unaryErrors, s.unaryAuth),
+		grpc.ChainStreamInterceptor(s.streamMetrics, streamErrors, s.streamAuth),
 	}
 	if cfg.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))

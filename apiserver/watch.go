@@ -13,21 +13,21 @@ func (s *Server) Watch(req *v1.WatchRequest, stream v1.Objects_WatchServer) erro
 	ctx := stream.Context()
 	k, err := lookupKind(req.Kind)
 	if err != nil {
-		return apierrors.ToGRPC(err)
+		return err
 	}
 	filter, err := selectors(k, req.LabelSelector, req.FieldSelector)
 	if err != nil {
-		return apierrors.ToGRPC(err)
+		return err
 	}
 	if req.ResourceVersion < 0 {
-		return apierrors.ToGRPC(apierrors.Invalid("resourceVersion", "must be >= 0"))
+		return apierrors.Invalid("resourceVersion", "must be >= 0")
 	}
 	ns := ""
 	if k.Namespaced {
 		ns = req.Namespace
 	}
 	if err := s.authorize(ctx, "watch", k, "", ns, "", req.FieldSelector); err != nil {
-		return apierrors.ToGRPC(err)
+		return err
 	}
 	match := func(o v1.Object) bool {
 		if o == nil {
@@ -40,7 +40,7 @@ func (s *Server) Watch(req *v1.WatchRequest, stream v1.Objects_WatchServer) erro
 	}
 	w, err := s.caches[k].Watch(ctx, req.ResourceVersion)
 	if err != nil {
-		return apierrors.ToGRPC(err)
+		return err
 	}
 	defer w.Stop()
 	s.metrics.watchOpen.WithLabelValues(k.Plural).Inc()
@@ -52,7 +52,7 @@ func (s *Server) Watch(req *v1.WatchRequest, stream v1.Objects_WatchServer) erro
 			if ctx.Err() != nil {
 				return nil
 			}
-			return apierrors.ToGRPC(err)
+			return err
 		}
 		typ := e.Type
 		switch e.Type {

@@ -1,8 +1,9 @@
 // Package apierrors is Tugboat's one error table. Library code wraps one of
 // the sentinel errors below with %w and a message that names the object or
-// field; the gRPC edge maps the sentinel to a status code (ToGRPC), and the
-// client maps the code back (FromGRPC), so `errors.Is(err, ErrNotFound)` works
-// on both sides of the wire.
+// field; the gRPC edge maps the sentinel to a status code (ToGRPC, called
+// once per server, from an interceptor: handlers return plain errors), and
+// the client maps the code back (FromGRPC), so `errors.Is(err, ErrNotFound)`
+// works on both sides of the wire.
 package apierrors
 
 import (
@@ -139,6 +140,9 @@ func ToGRPC(err error) error {
 	}
 	return status.Error(codes.Internal, err.Error())
 }
+
+// Code is the gRPC code ToGRPC gives err (OK for nil).
+func Code(err error) codes.Code { return status.Code(ToGRPC(err)) }
 
 // FromGRPC maps a gRPC status error back to an *Error wrapping the sentinel,
 // so clients test errors with errors.Is. Other errors pass through.

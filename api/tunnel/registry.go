@@ -47,11 +47,11 @@ func (r *Registry) Connect(stream v1.NodeTunnel_ConnectServer) error {
 	}
 	node := first.NodeName
 	if node == "" {
-		return apierrors.ToGRPC(apierrors.Invalid("nodeName", "the first tunnel frame must name the node"))
+		return apierrors.Invalid("nodeName", "the first tunnel frame must name the node")
 	}
 	if r.Authorize != nil {
 		if err := r.Authorize(stream.Context(), node); err != nil {
-			return apierrors.ToGRPC(err)
+			return err
 		}
 	}
 	ctx, cancel := context.WithCancel(stream.Context())

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/pki"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/apiserver"
 )
 
@@ -139,17 +140,12 @@ func (s *Server) start() {
 }
 
 func (s *Server) waitReady() {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	wait.Eventually(s.t, 30*time.Second, "the apiserver at "+s.Addr(), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
 		_, err := s.Client.Objects().Get(ctx, nsGet)
-		cancel()
-		if err == nil {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	s.t.Fatalf("apiserver at %s not ready after 30s", s.Addr())
+		return err
+	})
 }
 
 // Stop stops the apiserver and its etcd (idempotent).
