@@ -9,6 +9,7 @@ import (
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/kinds"
 	"github.com/tugboat/tugboat/api/pki"
+	"github.com/tugboat/tugboat/api/tokens"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/apiserver/auth"
 )
@@ -104,7 +105,7 @@ func (a *authService) JoinNode(ctx context.Context, req *v1.JoinNodeRequest) (*v
 		return nil, apierrors.Invalid("nodeName", "required")
 	}
 	secretKind, _ := kinds.Lookup("Secret")
-	obj, err := a.s.store.Get(ctx, secretKind, auth.TokenNamespace, "bootstrap-token-"+id)
+	obj, err := a.s.store.Get(ctx, secretKind, tokens.Namespace, "bootstrap-token-"+id)
 	if apierrors.IsNotFound(err) {
 		return nil, apierrors.New(apierrors.ErrUnauthenticated, "join token %s is unknown or was already used", id)
 	}
@@ -112,7 +113,7 @@ func (a *authService) JoinNode(ctx context.Context, req *v1.JoinNodeRequest) (*v
 		return nil, err
 	}
 	sec := obj.(*v1.Secret)
-	if sec.Type != auth.BootstrapTokenType || subtle.ConstantTimeCompare(sec.Data["token-secret"], []byte(secret)) != 1 {
+	if sec.Type != tokens.BootstrapTokenType || subtle.ConstantTimeCompare(sec.Data["token-secret"], []byte(secret)) != 1 {
 		return nil, apierrors.New(apierrors.ErrUnauthenticated, "join token %s is not valid", id)
 	}
 	if exp := string(sec.Data["expiration"]); exp != "" {

@@ -13,18 +13,8 @@ import (
 	"google.golang.org/grpc/peer"
 
 	"github.com/tugboat/tugboat/api/apierrors"
+	"github.com/tugboat/tugboat/api/tokens"
 	v1 "github.com/tugboat/tugboat/api/v1"
-)
-
-// Token kinds stored as Secrets in kube-system.
-const (
-	// UserTokenType Secrets are "token-<id>" with data token-secret, user,
-	// groups (comma-separated). Deleting the Secret revokes the token.
-	UserTokenType = "tugboat.io/user-token"
-	// BootstrapTokenType Secrets are "bootstrap-token-<id>" with data
-	// token-secret and expiration (RFC 3339); JoinNode uses one once.
-	BootstrapTokenType = "bootstrap.kubernetes.io/token"
-	TokenNamespace     = "kube-system"
 )
 
 // SecretGetter reads a Secret from storage.
@@ -98,8 +88,8 @@ func (a *Authenticator) Authenticate(ctx context.Context) (*User, error) {
 	if !ok || a.secret == nil {
 		return nil, apierrors.New(apierrors.ErrUnauthenticated, "invalid bearer token")
 	}
-	s, err := a.secret(ctx, TokenNamespace, "token-"+id)
-	if err != nil || s.Type != UserTokenType || subtle.ConstantTimeCompare(s.Data["token-secret"], []byte(sec)) != 1 {
+	s, err := a.secret(ctx, tokens.Namespace, "token-"+id)
+	if err != nil || s.Type != tokens.UserTokenType || subtle.ConstantTimeCompare(s.Data["token-secret"], []byte(sec)) != 1 {
 		return nil, apierrors.New(apierrors.ErrUnauthenticated, "invalid or revoked bearer token")
 	}
 	u := &User{Name: string(s.Data["user"]), Method: "token"}

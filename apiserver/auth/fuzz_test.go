@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/tugboat/tugboat/api/pki"
+	"github.com/tugboat/tugboat/api/tokens"
 	v1 "github.com/tugboat/tugboat/api/v1"
 )
 
@@ -100,7 +101,7 @@ func FuzzAuth(f *testing.F) {
 		f.Fatal(err)
 	}
 	authn, _ := NewAuthenticator("", func(context.Context, string, string) (*v1.Secret, error) {
-		return &v1.Secret{Type: UserTokenType, Data: map[string][]byte{"token-secret": []byte("0123456789abcdef"), "user": []byte("u")}}, nil
+		return &v1.Secret{Type: tokens.UserTokenType, Data: map[string][]byte{"token-secret": []byte("0123456789abcdef"), "user": []byte("u")}}, nil
 	})
 	f.Fuzz(func(t *testing.T, user, groups, verb, res, sub, ns, name, field, header string, csr []byte) {
 		u := &User{Name: user, Groups: strings.Split(groups, ",")}

@@ -13,18 +13,18 @@ import (
 
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/client"
+	"github.com/tugboat/tugboat/api/tokens"
 	v1 "github.com/tugboat/tugboat/api/v1"
-	"github.com/tugboat/tugboat/apiserver/auth"
 )
 
 // Token Secrets, as the apiserver's authenticator reads them
-// (apiserver/auth): join tokens are spent by JoinNode, user tokens are
+// (api/tokens): join tokens are spent by JoinNode, user tokens are
 // bearer tokens until their Secret is deleted.
 const (
-	tokenNamespace   = auth.TokenNamespace
-	joinTokenType    = auth.BootstrapTokenType
+	tokenNamespace   = tokens.Namespace
+	joinTokenType    = tokens.BootstrapTokenType
 	joinTokenPrefix  = "bootstrap-token-"
-	userTokenType    = auth.UserTokenType
+	userTokenType    = tokens.UserTokenType
 	userTokenPrefix  = "token-"
 	tokenAlphabet    = "abcdefghijklmnopqrstuvwxyz0123456789"
 	defaultJoinTTL   = time.Hour
