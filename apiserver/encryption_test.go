@@ -63,7 +63,7 @@ func TestSecretCiphertextBoundToKey(t *testing.T) {
 	if _, err := client.For[*v1.Namespace](s.Client).Create(ctx, &v1.Namespace{Metadata: &v1.ObjectMeta{Name: "other"}}); err != nil {
 		t.Fatal(err)
 	}
-	etcd := s.Store().Client()
+	etcd := s.Etcd()
 	raw, err := etcd.Get(ctx, "/registry/secrets/default/db")
 	if err != nil || len(raw.Kvs) != 1 {
 		t.Fatalf("raw get: %v", err)
@@ -97,7 +97,7 @@ func TestSecretCiphertextBoundToKey(t *testing.T) {
 func TestSecretsReencryptedAtStart(t *testing.T) {
 	s := apiservertest.StartSecure(t, withKeys(t, "k1:"+testKey1))
 	ctx := ctxT(t)
-	etcd := s.Store().Client()
+	etcd := s.Etcd()
 	secret := func(name, pw string) []byte {
 		b, err := proto.Marshal(&v1.Secret{Metadata: &v1.ObjectMeta{Name: name, Namespace: "default", Uid: "uid-" + name}, Data: map[string][]byte{"password": []byte(pw)}})
 		if err != nil {
@@ -150,14 +150,14 @@ func TestSecretsReencryptedAtStart(t *testing.T) {
 	dir := s.Config().DataDir
 	s.Stop()
 	s = apiservertest.StartSecure(t, withKeys(t, "k1:"+testKey1), onDataDir(dir))
-	etcd = s.Store().Client()
+	etcd = s.Etcd()
 	waitStored("tugboat:enc:aesgcm:v2:k1:")
 	check(s.Client)
 
 	// Rotation: the new key first, restart; everything moves to k2 ...
 	s.Stop()
 	s = apiservertest.StartSecure(t, withKeys(t, "k2:"+testKey2, "k1:"+testKey1), onDataDir(dir))
-	etcd = s.Store().Client()
+	etcd = s.Etcd()
 	waitStored("tugboat:enc:aesgcm:v2:k2:")
 	check(s.Client)
 	// ... and the old key can go.

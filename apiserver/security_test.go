@@ -300,7 +300,7 @@ func TestSecretsEncryptedAtRestAndAudit(t *testing.T) {
 	if _, err := secrets.Create(ctx, &v1.Secret{Metadata: &v1.ObjectMeta{Name: "db"}, StringData: map[string]string{"password": "hunter2-very-secret"}}); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := s.Store().Client().Get(ctx, "/registry/secrets/default/db")
+	raw, err := s.Etcd().Get(ctx, "/registry/secrets/default/db")
 	if err != nil || len(raw.Kvs) != 1 {
 		t.Fatalf("raw get: %v", err)
 	}
@@ -315,7 +315,7 @@ func TestSecretsEncryptedAtRestAndAudit(t *testing.T) {
 	if _, err := client.For[*v1.ConfigMap](s.Client).Create(ctx, &v1.ConfigMap{Metadata: &v1.ObjectMeta{Name: "c"}, Data: map[string]string{"a": "plain-value"}}); err != nil {
 		t.Fatal(err)
 	}
-	rawCM, _ := s.Store().Client().Get(ctx, "/registry/configmaps/default/c", clientv3.WithLimit(1))
+	rawCM, _ := s.Etcd().Get(ctx, "/registry/configmaps/default/c", clientv3.WithLimit(1))
 	if !bytes.Contains(rawCM.Kvs[0].Value, []byte("plain-value")) {
 		t.Fatal("configmap unexpectedly transformed")
 	}

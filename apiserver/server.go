@@ -113,7 +113,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			BookmarkInterval: cfg.BookmarkInterval, Metrics: wcm, Logger: s.log,
 		})
 	}
-	alloc, err := newServiceAllocator(cli, cfg.ServiceCIDR, cfg.NodePortRange)
+	alloc, err := newServiceAllocator(s.store, cfg.ServiceCIDR, cfg.NodePortRange)
 	if err != nil {
 		s.closeListeners()
 		cli.Close()
@@ -185,8 +185,10 @@ func (s *Server) Addr() string { return s.lis.Addr().String() }
 // Tunnels is the registry of kubelet tunnels.
 func (s *Server) Tunnels() *tunnel.Registry { return s.tunnels }
 
-// Store exposes storage for in-process tests and benchmarks.
-func (s *Server) Store() *storage.Store { return s.store }
+// EtcdEndpoints are the etcd client URLs the server uses (the embedded
+// etcd's, unless --etcd-servers named others): for tests that look at what
+// is stored at rest.
+func (s *Server) EtcdEndpoints() []string { return s.etcdCli.Endpoints() }
 
 // Registry is the server's metrics registry.
 func (s *Server) Registry() *prometheus.Registry { return s.reg }
@@ -214,7 +216,7 @@ func (s *Server) Run(ctx context.Context) error {
 			s.log.Warn("watch cache not ready after 30s", "kind", k.Plural)
 		}
 	}
-	if err := s.services.repair(ctx, s.store); err != nil {
+	if err := s.services.repair(ctx); err != nil {
 		s.log.Warn("repairing service IP and port claims", "err", err)
 	}
 	// fail stops what Run started so far (the caches end with ctx).

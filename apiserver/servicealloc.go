@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/kinds"
 	v1 "github.com/tugboat/tugboat/api/v1"
@@ -18,22 +16,19 @@ import (
 )
 
 // serviceAllocator is the admission step that gives Services their
-// ClusterIP and nodePorts. Each address or port is claimed with an etcd
-// transaction on its own key (/registry/ranges/serviceips/<ip>,
-// /registry/ranges/nodeports/<port>) holding the owner "ns/name", so two
-// apiservers never hand out the same one; a claim is freed when its
+// ClusterIP and nodePorts. Each address or port is a storage claim
+// (storage.Claim: one etcd transaction on its own key) owned by "ns/name",
+// so two apiservers never hand out the same one; a claim is freed when its
 // Service is deleted, and claims left by a crash are repaired at start.
 type serviceAllocator struct {
-	cli       *clientv3.Client
-	cidr      *net.IPNet
-	portLo    int
-	portHi    int
-	reserved  map[string]bool // never handed out dynamically (.1 for the API, .10 for DNS)
-	ipPrefix  string
-	prtPrefix string
+	store    *storage.Store
+	cidr     *net.IPNet
+	portLo   int
+	portHi   int
+	reserved map[string]bool // never handed out dynamically (.1 for the API, .10 for DNS)
 }
 
-func newServiceAllocator(cli *clientv3.Client, cidr string, ports string) (*serviceAllocator, error) {
+func newServiceAllocator(store *storage.Store, cidr string, ports string) (*serviceAllocator, error) {
 	_, n, err := net.ParseCIDR(cidr)
 	if err != nil || n.IP.To4() == nil {
 		return nil, fmt.Errorf("--service-cidr %q: want an IPv4 CIDR such as 10.96.0.0/16", cidr)
@@ -46,8 +41,7 @@ func newServiceAllocator(cli *clientv3.Client, cidr string, ports string) (*serv
 	if err != nil {
 		return nil, err
 	}
-	a := &serviceAllocator{cli: cli, cidr: n, portLo: lo, portHi: hi, reserved: map[string]bool{},
-		ipPrefix: storage.Prefix + "ranges/serviceips/", prtPrefix: storage.Prefix + "ranges/nodeports/"}
+	a := &serviceAllocator{store: store, cidr: n, portLo: lo, portHi: hi, reserved: map[string]bool{}}
 	a.reserved[a.nth(1).String()] = true
 	a.reserved[a.nth(10).String()] = true
 	return a, nil
@@ -81,34 +75,27 @@ func (a *serviceAllocator) size() int64 {
 
 func owner(s *v1.Service) string { return s.Metadata.Namespace + "/" + s.Metadata.Name }
 
-// txn is one Admit call's claims, undone if the call fails.
-type txn struct{ claimed []string }
+// claimed is one item of a claim range.
+type claimed struct{ rng, item string }
 
-// claim takes key for who; it succeeds if the key is free or already who's.
-// New claims are recorded in t so a failed admission can free them.
-func (a *serviceAllocator) claim(ctx context.Context, t *txn, key, who string) (bool, error) {
-	resp, err := a.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, who)).
-		Else(clientv3.OpGet(key)).
-		Commit()
-	if err != nil {
-		return false, apierrors.New(apierrors.ErrUnavailable, "etcd: %v", err)
+// txn is one Admit call's claims, undone if the call fails.
+type txn struct{ claimed []claimed }
+
+// claim takes item of range rng for who; it succeeds if the item is free
+// or already who's. New claims are recorded in t so a failed admission can
+// free them.
+func (a *serviceAllocator) claim(ctx context.Context, t *txn, rng, item, who string) (bool, error) {
+	held, taken, err := a.store.Claim(ctx, rng, item, who)
+	if taken {
+		t.claimed = append(t.claimed, claimed{rng, item})
 	}
-	if resp.Succeeded {
-		t.claimed = append(t.claimed, key)
-		return true, nil
-	}
-	kvs := resp.Responses[0].GetResponseRange().Kvs
-	return len(kvs) == 1 && string(kvs[0].Value) == who, nil
+	return held, err
 }
 
-// free releases key if who holds it.
-func (a *serviceAllocator) free(ctx context.Context, key, who string) {
-	_, _ = a.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.Value(key), "=", who)).
-		Then(clientv3.OpDelete(key)).
-		Commit()
+// free releases item of range rng if who holds it (best effort: repair
+// frees what a failed release leaves).
+func (a *serviceAllocator) free(ctx context.Context, rng, item, who string) {
+	_ = a.store.Release(ctx, rng, item, who)
 }
 
 // Admit implements Admitter for Services.
@@ -118,8 +105,8 @@ func (a *serviceAllocator) Admit(ctx context.Context, obj, old v1.Object) error 
 	t := &txn{}
 	err := a.admit(ctx, t, svc, old, who)
 	if err != nil {
-		for _, k := range t.claimed {
-			a.free(ctx, k, who)
+		for _, c := range t.claimed {
+			a.free(ctx, c.rng, c.item, who)
 		}
 	}
 	return err
@@ -156,7 +143,7 @@ func (a *serviceAllocator) admitClusterIP(ctx context.Context, t *txn, svc *v1.S
 		if parsed == nil || !a.cidr.Contains(parsed) {
 			return apierrors.Invalid("spec.clusterIP", "%s is not in the service CIDR %s", ip, a.cidr)
 		}
-		ok, err := a.claim(ctx, t, a.ipPrefix+ip, who)
+		ok, err := a.claim(ctx, t, storage.RangeServiceIPs, ip, who)
 		if err != nil {
 			return err
 		}
@@ -173,7 +160,7 @@ func (a *serviceAllocator) admitClusterIP(ctx context.Context, t *txn, svc *v1.S
 		if a.reserved[ip] {
 			continue
 		}
-		ok, err := a.claim(ctx, t, a.ipPrefix+ip, who)
+		ok, err := a.claim(ctx, t, storage.RangeServiceIPs, ip, who)
 		if err != nil {
 			return err
 		}
@@ -202,7 +189,7 @@ func (a *serviceAllocator) admitNodePorts(ctx context.Context, t *txn, svc *v1.S
 				if int(p.NodePort) < a.portLo || int(p.NodePort) > a.portHi {
 					return apierrors.Invalid(path, "%d is outside the node port range %d-%d", p.NodePort, a.portLo, a.portHi)
 				}
-				ok, err := a.claim(ctx, t, a.prtPrefix+strconv.Itoa(int(p.NodePort)), who)
+				ok, err := a.claim(ctx, t, storage.RangeNodePorts, strconv.Itoa(int(p.NodePort)), who)
 				if err != nil {
 					return err
 				}
@@ -220,7 +207,7 @@ func (a *serviceAllocator) admitNodePorts(ctx context.Context, t *txn, svc *v1.S
 				if keep[int32(port)] {
 					continue
 				}
-				ok, err := a.claim(ctx, t, a.prtPrefix+strconv.Itoa(port), who)
+				ok, err := a.claim(ctx, t, storage.RangeNodePorts, strconv.Itoa(port), who)
 				if err != nil {
 					return err
 				}
@@ -266,7 +253,7 @@ func (a *serviceAllocator) freePortsNotIn(ctx context.Context, from, keep *v1.Se
 	}
 	for _, p := range from.GetSpec().GetPorts() {
 		if p.NodePort != 0 && !used[p.NodePort] {
-			a.free(ctx, a.prtPrefix+strconv.Itoa(int(p.NodePort)), owner(from))
+			a.free(ctx, storage.RangeNodePorts, strconv.Itoa(int(p.NodePort)), owner(from))
 		}
 	}
 }
@@ -276,43 +263,43 @@ func (a *serviceAllocator) Release(ctx context.Context, obj v1.Object) {
 	svc := obj.(*v1.Service)
 	who := owner(svc)
 	if ip := svc.Spec.GetClusterIp(); ip != "" && ip != "None" {
-		a.free(ctx, a.ipPrefix+ip, who)
+		a.free(ctx, storage.RangeServiceIPs, ip, who)
 	}
 	for _, p := range svc.Spec.GetPorts() {
 		if p.NodePort != 0 {
-			a.free(ctx, a.prtPrefix+strconv.Itoa(int(p.NodePort)), who)
+			a.free(ctx, storage.RangeNodePorts, strconv.Itoa(int(p.NodePort)), who)
 		}
 	}
 }
 
 // repair frees claims whose Service no longer exists or no longer uses them
 // (an apiserver that died between claiming and storing).
-func (a *serviceAllocator) repair(ctx context.Context, store *storage.Store) error {
+func (a *serviceAllocator) repair(ctx context.Context) error {
 	svcKind, _ := kinds.Lookup("Service")
-	res, err := store.List(ctx, svcKind, storage.ListOptions{})
+	res, err := a.store.List(ctx, svcKind, storage.ListOptions{})
 	if err != nil {
 		return err
 	}
-	inUse := map[string]string{}
+	inUse := map[claimed]string{}
 	for _, o := range res.Items {
 		s := o.(*v1.Service)
 		if ip := s.Spec.GetClusterIp(); ip != "" && ip != "None" {
-			inUse[a.ipPrefix+ip] = owner(s)
+			inUse[claimed{storage.RangeServiceIPs, ip}] = owner(s)
 		}
 		for _, p := range s.Spec.GetPorts() {
 			if p.NodePort != 0 {
-				inUse[a.prtPrefix+strconv.Itoa(int(p.NodePort))] = owner(s)
+				inUse[claimed{storage.RangeNodePorts, strconv.Itoa(int(p.NodePort))}] = owner(s)
 			}
 		}
 	}
-	for _, prefix := range []string{a.ipPrefix, a.prtPrefix} {
-		resp, err := a.cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(res.Revision))
+	for _, rng := range []string{storage.RangeServiceIPs, storage.RangeNodePorts} {
+		claims, err := a.store.Claims(ctx, rng, res.Revision)
 		if err != nil {
 			return err
 		}
-		for _, kv := range resp.Kvs {
-			if inUse[string(kv.Key)] != string(kv.Value) {
-				a.free(ctx, string(kv.Key), string(kv.Value))
+		for item, who := range claims {
+			if inUse[claimed{rng, item}] != who {
+				a.free(ctx, rng, item, who)
 			}
 		}
 	}

@@ -132,3 +132,35 @@ func TestNodePortChangeFreesOldPortAfterCommit(t *testing.T) {
 		t.Fatalf("30001 not freed after the committed change: %v", err)
 	}
 }
+
+// TestRepairFreesClaimsOfGoneServices: claims an apiserver left behind (it
+// died between claiming and storing the Service) are freed at the next
+// start, and claims of stored Services are kept.
+func TestRepairFreesClaimsOfGoneServices(t *testing.T) {
+	s := apiservertest.Start(t, func(c *apiserver.Config) { c.ServiceCIDR = "10.96.0.0/28"; c.NodePortRange = "30000-30009" })
+	ctx := ctxT(t)
+	svcs := client.For[*v1.Service](s.Client)
+	kept, err := svcs.Create(ctx, svc("kept", "NodePort", "10.96.0.4", 30004))
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcd := s.Etcd()
+	for _, key := range []string{"/registry/ranges/serviceips/10.96.0.5", "/registry/ranges/nodeports/30005"} {
+		if _, err := etcd.Put(ctx, key, "default/ghost"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := svcs.Create(ctx, svc("early", "NodePort", "10.96.0.5", 0)); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "already allocated") {
+		t.Fatalf("a left-over claim should hold until repaired, got %v", err)
+	}
+	s.Restart()
+	if _, err := svcs.Create(ctx, svc("late", "NodePort", "10.96.0.5", 30005)); err != nil {
+		t.Fatalf("the left-over claims were not repaired: %v", err)
+	}
+	if _, err := svcs.Create(ctx, svc("thief", "NodePort", kept.Spec.ClusterIp, 0)); !apierrors.IsInvalid(err) {
+		t.Fatalf("repair freed a stored Service's address: %v", err)
+	}
+	if _, err := svcs.Create(ctx, svc("thief", "NodePort", "", 30004)); !apierrors.IsInvalid(err) {
+		t.Fatalf("repair freed a stored Service's node port: %v", err)
+	}
+}

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/pki"
 	"github.com/tugboat/tugboat/api/wait"
@@ -74,6 +77,19 @@ func (s *Server) ClientAs(name string) *client.Client {
 	c, err := client.New(cfg)
 	if err != nil {
 		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Etcd returns a client of the server's etcd, closed when the test ends:
+// for tests that look at (or tamper with) what is stored at rest. Nothing
+// else but the apiserver's storage talks to etcd.
+func (s *Server) Etcd() *clientv3.Client {
+	s.t.Helper()
+	c, err := clientv3.New(clientv3.Config{Endpoints: s.EtcdEndpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		s.t.Fatalf("etcd client: %v", err)
 	}
 	s.t.Cleanup(func() { c.Close() })
 	return c

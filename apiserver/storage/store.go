@@ -1,5 +1,14 @@
 // Package storage keeps API objects in etcd. It is the only code in Tugboat
-// that talks to etcd.
+// that reads or writes etcd: objects (this file, list.go), their expiry
+// (ttl.go, leases), the claims behind ClusterIP and node port allocation
+// (claims.go), the per-kind watch that feeds the watch cache (watch.go),
+// the current revision and compaction. Besides it, only the apiserver's
+// start-up holds an etcd client: etcd.go starts the embedded etcd and dials
+// it (or --etcd-servers), server.go hands the client to New and closes it
+// at shutdown; the compactor compacts through Store.Compact. Package
+// watchcache reads through the narrow watchcache.Store interface and never
+// sees the client. (Tests may look at values at rest through
+// apiservertest.Server.Etcd.)
 //
 // Layout: one key per object, /registry/<plural>/<namespace>/<name> (or
 // /registry/<plural>/<name> for cluster-scoped kinds), holding the object's
@@ -49,9 +58,6 @@ func (s *Store) SetTTLs(t *TTLs) { s.ttls = t }
 func New(cli *clientv3.Client, metrics *Metrics, enc *Encryption) *Store {
 	return &Store{cli: cli, metrics: metrics, enc: enc}
 }
-
-// Client returns the etcd client (for the watch cache and compaction).
-func (s *Store) Client() *clientv3.Client { return s.cli }
 
 // KindPrefix is the key prefix of all objects of a kind in namespace ns
 // ("" for every namespace).

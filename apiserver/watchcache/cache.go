@@ -1,7 +1,8 @@
 // Package watchcache holds one etcd watch per kind and fans its events out
 // to any number of API watchers.
 //
-// Loop: Run opens an etcd watch on the kind's prefix (replaying a window of
+// Loop: Run opens an etcd watch on the kind's prefix through storage
+// (Store.WatchKind; this package never talks to etcd itself) (replaying a window of
 // history so that clients resuming after an apiserver restart can continue),
 // decodes each event once, appends it to a bounded ring of recent events and
 // pushes it to every registered watcher's bounded queue without blocking.
@@ -23,8 +24,6 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/tugboat/tugboat/api/apierrors"
@@ -75,11 +74,19 @@ type Config struct {
 	Logger           *slog.Logger
 }
 
+// Store is what a cache reads through; *storage.Store is one. Revision is
+// etcd's current revision; WatchKind and Decode are as documented in
+// package storage. Their errors end a watch, which Run reopens.
+type Store interface {
+	Revision(ctx context.Context) (int64, error)
+	WatchKind(ctx context.Context, k *kinds.Kind, from int64) *storage.KindWatch
+	Decode(k *kinds.Kind, key, value []byte, rev int64) (v1.Object, error)
+}
+
 // Cache is one kind's watch cache.
 type Cache struct {
 	kind  *kinds.Kind
-	store *storage.Store
-	cli   *clientv3.Client
+	store Store
 	cfg   Config
 	log   *slog.Logger
 
@@ -93,7 +100,7 @@ type Cache struct {
 }
 
 // New makes a cache for one kind; call Run to fill it.
-func New(kind *kinds.Kind, store *storage.Store, cfg Config) *Cache {
+func New(kind *kinds.Kind, store Store, cfg Config) *Cache {
 	if cfg.Size <= 0 {
 		cfg.Size = 2000
 	}
@@ -109,7 +116,6 @@ func New(kind *kinds.Kind, store *storage.Store, cfg Config) *Cache {
 	return &Cache{
 		kind:     kind,
 		store:    store,
-		cli:      store.Client(),
 		cfg:      cfg,
 		log:      cfg.Logger.With("kind", kind.Plural),
 		ready:    make(chan struct{}),
@@ -119,19 +125,19 @@ func New(kind *kinds.Kind, store *storage.Store, cfg Config) *Cache {
 
 // Run keeps the etcd watch open until ctx ends, re-opening it after errors.
 func (c *Cache) Run(ctx context.Context) error {
-	resp, err := c.cli.Get(ctx, "/registry-revision-probe", clientv3.WithCountOnly())
+	rev, err := c.store.Revision(ctx)
 	if err != nil {
 		return err
 	}
 	// Replay a window of history so resuming clients are served.
-	from := resp.Header.Revision - int64(c.cfg.Size) + 1
+	from := rev - int64(c.cfg.Size) + 1
 	if from < 1 {
 		from = 1
 	}
 	c.mu.Lock()
 	c.startRev = from - 1
 	c.rev = from - 1
-	c.initRev = resp.Header.Revision
+	c.initRev = rev
 	c.mu.Unlock()
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
@@ -154,11 +160,10 @@ func (c *Cache) Run(ctx context.Context) error {
 // watch consumes one etcd watch from revision from and returns the revision
 // to resume from when it breaks.
 func (c *Cache) watch(ctx context.Context, from int64) (int64, error) {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w := clientv3.NewWatcher(c.cli)
+	w := c.store.WatchKind(wctx, c.kind, from)
 	defer w.Close()
-	ch := w.Watch(wctx, storage.KindPrefix(c.kind, ""), clientv3.WithPrefix(), clientv3.WithPrevKV(), clientv3.WithRev(from), clientv3.WithCreatedNotify())
 	go func() {
 		for {
 			// Until the cache is ready, ask often: etcd does not answer a
@@ -179,7 +184,8 @@ func (c *Cache) watch(ctx context.Context, from int64) (int64, error) {
 			}
 		}
 	}()
-	for resp := range ch {
+	for {
+		resp := w.Next()
 		if resp.Created {
 			// The progress answer comes once the replay is sent: then the
 			// cache is current and Ready.
@@ -198,19 +204,18 @@ func (c *Cache) watch(ctx context.Context, from int64) (int64, error) {
 			c.mu.Unlock()
 			return resp.CompactRevision, nil
 		}
-		if err := resp.Err(); err != nil {
-			return c.resumeFrom(from), err
+		if resp.Err != nil {
+			return c.resumeFrom(from), resp.Err
 		}
-		if resp.IsProgressNotify() {
-			c.progress(resp.Header.Revision)
+		if resp.Progress {
+			c.progress(resp.Revision)
 		} else {
-			c.apply(resp.Events)
+			c.apply(resp.Changes)
 		}
 		if c.Revision() >= c.initRev {
 			c.markReady()
 		}
 	}
-	return c.resumeFrom(from), errors.New("watch channel closed")
 }
 
 func (c *Cache) resumeFrom(from int64) int64 {
@@ -231,12 +236,12 @@ func (c *Cache) markReady() {
 }
 
 // apply decodes events, appends them to the ring and fans them out.
-func (c *Cache) apply(evs []*clientv3.Event) {
+func (c *Cache) apply(evs []storage.Change) {
 	decoded := make([]*Event, 0, len(evs))
 	for _, ev := range evs {
 		e, err := c.decode(ev)
 		if err != nil {
-			c.log.Error("dropping undecodable event", "key", string(ev.Kv.Key), "err", err)
+			c.log.Error("dropping undecodable event", "key", string(ev.Key), "err", err)
 			continue
 		}
 		decoded = append(decoded, e)
@@ -261,32 +266,32 @@ func (c *Cache) apply(evs []*clientv3.Event) {
 	}
 }
 
-func (c *Cache) decode(ev *clientv3.Event) (*Event, error) {
-	e := &Event{Rev: ev.Kv.ModRevision}
-	if ev.PrevKv != nil && len(ev.PrevKv.Value) > 0 {
-		prev, err := c.store.Decode(c.kind, ev.PrevKv.Key, ev.PrevKv.Value, ev.PrevKv.ModRevision)
+func (c *Cache) decode(ev storage.Change) (*Event, error) {
+	e := &Event{Rev: ev.Rev}
+	if len(ev.PrevValue) > 0 {
+		prev, err := c.store.Decode(c.kind, ev.Key, ev.PrevValue, ev.PrevRev)
 		if err != nil {
 			return nil, err
 		}
 		e.Prev = prev
 	}
 	switch {
-	case ev.Type == mvccpb.DELETE:
+	case ev.Deleted:
 		e.Type = Deleted
 		if e.Prev == nil {
 			// Without the previous value we still know the name.
 			return nil, errors.New("delete event without previous value")
 		}
-		obj, _ := c.store.Decode(c.kind, ev.PrevKv.Key, ev.PrevKv.Value, ev.Kv.ModRevision)
+		obj, _ := c.store.Decode(c.kind, ev.Key, ev.PrevValue, ev.Rev)
 		e.Obj = obj
 	default:
-		obj, err := c.store.Decode(c.kind, ev.Kv.Key, ev.Kv.Value, ev.Kv.ModRevision)
+		obj, err := c.store.Decode(c.kind, ev.Key, ev.Value, ev.Rev)
 		if err != nil {
 			return nil, err
 		}
 		e.Obj = obj
 		e.Type = Modified
-		if ev.IsCreate() {
+		if ev.Created {
 			e.Type = Added
 			e.Prev = nil
 		}
