@@ -35,9 +35,12 @@ fuzz:
 	  done; \
 	done
 
+# gofmt, a tidy go.mod and go.sum (go mod tidy -diff fails on any change
+# tidy would make), go vet.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@if ! $(GO) mod tidy -diff; then echo "go.mod/go.sum are not tidy (the diff above): run go mod tidy"; exit 1; fi
 	$(GO) vet ./...
 
 generate:
