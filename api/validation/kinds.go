@@ -162,43 +162,48 @@ func Endpoints(e *v1.Endpoints) Errs {
 	return errs
 }
 
+// replicated is the spec an apps/v1 workload shares: the Deployment's and
+// the ReplicaSet's replicas, minReadySeconds, selector and pod template.
+type replicated interface {
+	GetReplicas() int32
+	GetMinReadySeconds() int32
+	GetSelector() *v1.LabelSelector
+	GetTemplate() *v1.PodTemplateSpec
+}
+
+// replicatedSpec validates the metadata and the shared spec fields of an
+// apps/v1 workload; it reports whether there is a spec to check further.
+func replicatedSpec(errs *Errs, m *v1.ObjectMeta, s replicated, hasSpec bool) bool {
+	ObjectMeta(errs, m, true, DNSSubdomain)
+	if !hasSpec {
+		errs.Add("spec", "required")
+		return false
+	}
+	if s.GetReplicas() < 0 {
+		errs.Add("spec.replicas", "must be >= 0")
+	}
+	if s.GetMinReadySeconds() < 0 {
+		errs.Add("spec.minReadySeconds", "must be >= 0")
+	}
+	selectorMatchesTemplate(errs, s.GetSelector(), s.GetTemplate())
+	PodTemplate(errs, "spec.template", s.GetTemplate())
+	return true
+}
+
 // ReplicaSet validates a replica set.
 func ReplicaSet(r *v1.ReplicaSet) Errs {
 	var errs Errs
-	ObjectMeta(&errs, r.Metadata, true, DNSSubdomain)
-	s := r.Spec
-	if s == nil {
-		errs.Add("spec", "required")
-		return errs
-	}
-	if s.Replicas != nil && *s.Replicas < 0 {
-		errs.Add("spec.replicas", "must be >= 0")
-	}
-	if s.MinReadySeconds < 0 {
-		errs.Add("spec.minReadySeconds", "must be >= 0")
-	}
-	selectorMatchesTemplate(&errs, s.Selector, s.Template)
-	PodTemplate(&errs, "spec.template", s.Template)
+	replicatedSpec(&errs, r.Metadata, r.Spec, r.Spec != nil)
 	return errs
 }
 
 // Deployment validates a deployment.
 func Deployment(d *v1.Deployment) Errs {
 	var errs Errs
-	ObjectMeta(&errs, d.Metadata, true, DNSSubdomain)
 	s := d.Spec
-	if s == nil {
-		errs.Add("spec", "required")
+	if !replicatedSpec(&errs, d.Metadata, s, s != nil) {
 		return errs
 	}
-	if s.Replicas != nil && *s.Replicas < 0 {
-		errs.Add("spec.replicas", "must be >= 0")
-	}
-	if s.MinReadySeconds < 0 {
-		errs.Add("spec.minReadySeconds", "must be >= 0")
-	}
-	selectorMatchesTemplate(&errs, s.Selector, s.Template)
-	PodTemplate(&errs, "spec.template", s.Template)
 	if st := s.Strategy; st != nil {
 		OneOf(&errs, "spec.strategy.type", st.Type, "RollingUpdate", "Recreate")
 		if ru := st.RollingUpdate; ru != nil {

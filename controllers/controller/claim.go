@@ -149,3 +149,33 @@ func RecheckOwner[T v1.Object](api *client.Typed[T], owner v1.Object) func(conte
 		return nil
 	}
 }
+
+// Owner returns the object a controller reference of an object in
+// namespace ns points at, if owners' cache holds one of kind with that
+// name and uid (a controller's event handlers wake its owner this way).
+func Owner[T v1.Object](owners Source[T], kind, ns string, ref *v1.OwnerReference) (T, bool) {
+	var zero T
+	if ref == nil || ref.Kind != kind {
+		return zero, false
+	}
+	o, ok := owners.Get(ns + "/" + ref.Name)
+	if !ok || o.GetMetadata().GetUid() != ref.Uid {
+		return zero, false
+	}
+	return o, true
+}
+
+// Selecting returns the owners in namespace ns (found by the
+// IndexNamespace index, which the caller registers) whose selector matches
+// an orphan's labels: those that may adopt it. An invalid or empty
+// selector matches nothing.
+func Selecting[T v1.Object](owners Source[T], ns string, orphanLabels map[string]string, selector func(T) *v1.LabelSelector) []T {
+	var out []T
+	for _, o := range owners.ByIndex(IndexNamespace, ns) {
+		sel, err := labels.FromLabelSelector(selector(o))
+		if err == nil && !sel.Empty() && sel.Matches(orphanLabels) {
+			out = append(out, o)
+		}
+	}
+	return out
+}

@@ -41,7 +41,6 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/informer"
-	"github.com/tugboat/tugboat/api/labels"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/controllers/controller"
 )
@@ -119,28 +118,17 @@ func New(d controller.Deps, cfg Config) (*Controller, error) {
 // Run runs the controller until ctx ends.
 func (c *Controller) Run(ctx context.Context) error { return c.loop.Run(ctx) }
 
-// owner returns the Deployment a controller reference points at.
+// owner returns the Deployment a controller reference points at, if it is
+// in the cache with the same uid.
 func (c *Controller) owner(ns string, ref *v1.OwnerReference) *v1.Deployment {
-	if ref == nil || ref.Kind != "Deployment" {
-		return nil
-	}
-	d, ok := c.deps.Get(ns + "/" + ref.Name)
-	if !ok || d.GetMetadata().GetUid() != ref.Uid {
-		return nil
-	}
+	d, _ := controller.Owner(c.deps, "Deployment", ns, ref)
 	return d
 }
 
 // matching returns the Deployments whose selector matches an orphan RS.
 func (c *Controller) matching(rs *v1.ReplicaSet) []*v1.Deployment {
-	var out []*v1.Deployment
-	for _, d := range c.deps.ByIndex(controller.IndexNamespace, rs.GetMetadata().GetNamespace()) {
-		sel, err := labels.FromLabelSelector(d.GetSpec().GetSelector())
-		if err == nil && !sel.Empty() && sel.Matches(rs.GetMetadata().GetLabels()) {
-			out = append(out, d)
-		}
-	}
-	return out
+	m := rs.GetMetadata()
+	return controller.Selecting(c.deps, m.GetNamespace(), m.GetLabels(), func(d *v1.Deployment) *v1.LabelSelector { return d.GetSpec().GetSelector() })
 }
 
 func (c *Controller) addRS(rs *v1.ReplicaSet) {

@@ -24,7 +24,6 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/informer"
-	"github.com/tugboat/tugboat/api/labels"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/controllers/controller"
 )
@@ -124,29 +123,14 @@ func (c *Controller) Run(ctx context.Context) error { return c.loop.Run(ctx) }
 // owner returns the ReplicaSet a controller reference points at, if it is
 // in the cache with the same uid.
 func (c *Controller) owner(ns string, ref *v1.OwnerReference) *v1.ReplicaSet {
-	if ref == nil || ref.Kind != "ReplicaSet" {
-		return nil
-	}
-	rs, ok := c.rss.Get(ns + "/" + ref.Name)
-	if !ok || rs.GetMetadata().GetUid() != ref.Uid {
-		return nil
-	}
+	rs, _ := controller.Owner(c.rss, "ReplicaSet", ns, ref)
 	return rs
 }
 
-// matching returns the ReplicaSets in ns whose selector matches an orphan.
+// matching returns the ReplicaSets whose selector matches an orphan pod.
 func (c *Controller) matching(p *v1.Pod) []*v1.ReplicaSet {
-	var out []*v1.ReplicaSet
-	for _, rs := range c.rss.ByIndex(controller.IndexNamespace, p.GetMetadata().GetNamespace()) {
-		sel, err := labels.FromLabelSelector(rs.GetSpec().GetSelector())
-		if err != nil || sel.Empty() {
-			continue
-		}
-		if sel.Matches(p.GetMetadata().GetLabels()) {
-			out = append(out, rs)
-		}
-	}
-	return out
+	m := p.GetMetadata()
+	return controller.Selecting(c.rss, m.GetNamespace(), m.GetLabels(), func(rs *v1.ReplicaSet) *v1.LabelSelector { return rs.GetSpec().GetSelector() })
 }
 
 func (c *Controller) addPod(p *v1.Pod) {
