@@ -340,37 +340,8 @@ func (s *Server) mergeUpdate(k *kinds.Kind, cur, in v1.Object) (v1.Object, error
 		if !proto.Equal(next.ProtoReflect().Get(fd).Message().Interface(), cur.ProtoReflect().Get(fd).Message().Interface()) {
 			nm.Generation = cm.Generation + 1
 		}
-		if k.Name == "Pod" {
-			if err := checkPodUpdate(cur.(*v1.Pod), next.(*v1.Pod)); err != nil {
-				return nil, err
-			}
-		}
 	}
 	return next, nil
-}
-
-// checkPodUpdate enforces what Kubernetes enforces: a pod's spec is fixed
-// once created except container images and tolerations added.
-func checkPodUpdate(cur, next *v1.Pod) error {
-	a := proto.Clone(cur.Spec).(*v1.PodSpec)
-	b := proto.Clone(next.Spec).(*v1.PodSpec)
-	if a.NodeName != "" && b.NodeName != a.NodeName {
-		return apierrors.Invalid("spec.nodeName", "cannot be changed once the pod is bound (bound to %q)", a.NodeName)
-	}
-	if a.NodeName == "" {
-		b.NodeName = ""
-	}
-	for i := range a.Containers {
-		if i < len(b.Containers) {
-			a.Containers[i].Image = b.Containers[i].Image
-		}
-	}
-	a.Tolerations = b.Tolerations
-	a.ActiveDeadlineSeconds = b.ActiveDeadlineSeconds
-	if !proto.Equal(a, b) {
-		return apierrors.Invalid("spec", "pod updates may not change fields other than spec.containers[*].image, spec.tolerations and spec.activeDeadlineSeconds")
-	}
-	return nil
 }
 
 // copyField sets dst's top-level field name to src's.

@@ -45,6 +45,10 @@ func typed[T v1.Object](f func(T) apierrors.FieldErrors) func(v1.Object) apierro
 	return func(o v1.Object) apierrors.FieldErrors { return f(o.(T)) }
 }
 
+func typedUpdate[T v1.Object](f func(old, new T) apierrors.FieldErrors) func(old, new v1.Object) apierrors.FieldErrors {
+	return func(old, new v1.Object) apierrors.FieldErrors { return f(old.(T), new.(T)) }
+}
+
 func typedDefault[T v1.Object](f func(T)) func(v1.Object) {
 	return func(o v1.Object) { f(o.(T)) }
 }
@@ -57,7 +61,8 @@ var table = []*Kind{
 	{Name: "Node", Plural: "nodes", Short: []string{"no"}, APIVersion: "v1",
 		New: func() v1.Object { return &v1.Node{} }, Default: noDefault, Validate: typed(validation.Node)},
 	{Name: "Pod", Plural: "pods", Short: []string{"po"}, APIVersion: "v1", Namespaced: true,
-		New: func() v1.Object { return &v1.Pod{} }, Default: typedDefault(DefaultPod), Validate: typed(validation.Pod)},
+		New: func() v1.Object { return &v1.Pod{} }, Default: typedDefault(DefaultPod), Validate: typed(validation.Pod),
+		ValidateUpdate: typedUpdate(validation.PodUpdate)},
 	{Name: "Event", Plural: "events", Short: []string{"ev"}, APIVersion: "v1", Namespaced: true,
 		New: func() v1.Object { return &v1.Event{} }, Default: typedDefault(defaultEvent), Validate: typed(validation.Event)},
 	{Name: "Lease", Plural: "leases", APIVersion: "coordination.k8s.io/v1", Namespaced: true,

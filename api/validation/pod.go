@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/tugboat/tugboat/api/resource"
 	v1 "github.com/tugboat/tugboat/api/v1"
 )
@@ -13,6 +15,35 @@ func Pod(p *v1.Pod) Errs {
 	var errs Errs
 	ObjectMeta(&errs, p.Metadata, true, DNSSubdomain)
 	PodSpec(&errs, "spec", p.Spec)
+	return errs
+}
+
+// PodUpdate enforces what Kubernetes enforces on an update of a pod (old
+// is stored, new its validated replacement, so both have a spec): the spec
+// is fixed once created but for container images, tolerations and
+// activeDeadlineSeconds, and spec.nodeName cannot change once the pod is
+// bound.
+func PodUpdate(old, new *v1.Pod) Errs {
+	var errs Errs
+	a := proto.Clone(old.Spec).(*v1.PodSpec)
+	b := proto.Clone(new.Spec).(*v1.PodSpec)
+	if a.NodeName != "" && b.NodeName != a.NodeName {
+		errs.Add("spec.nodeName", "cannot be changed once the pod is bound (bound to %q)", a.NodeName)
+		return errs
+	}
+	if a.NodeName == "" {
+		b.NodeName = ""
+	}
+	for i := range a.Containers {
+		if i < len(b.Containers) {
+			a.Containers[i].Image = b.Containers[i].Image
+		}
+	}
+	a.Tolerations = b.Tolerations
+	a.ActiveDeadlineSeconds = b.ActiveDeadlineSeconds
+	if !proto.Equal(a, b) {
+		errs.Add("spec", "pod updates may not change fields other than spec.containers[*].image, spec.tolerations and spec.activeDeadlineSeconds")
+	}
 	return errs
 }
 

@@ -33,6 +33,11 @@ func deployment() *v1.Deployment {
 	}
 }
 
+func replicaSet() *v1.ReplicaSet {
+	d := deployment()
+	return &v1.ReplicaSet{Metadata: d.Metadata, Spec: &v1.ReplicaSetSpec{Replicas: d.Spec.Replicas, Selector: d.Spec.Selector, Template: d.Spec.Template}}
+}
+
 func service() *v1.Service {
 	return &v1.Service{
 		Metadata: &v1.ObjectMeta{Name: "web", Namespace: "default"},
@@ -128,6 +133,13 @@ func TestValidation(t *testing.T) {
 			d.Spec.Template.Metadata.Annotations = map[string]string{"bad key!": "x"}
 			return d
 		}, []string{"spec.template.metadata.annotations[bad key!]"}},
+		{"valid replicaset", func() v1.Object { return replicaSet() }, nil},
+		{"replicaset without spec", func() v1.Object { r := replicaSet(); r.Spec = nil; return r }, []string{"spec: required"}},
+		{"replicaset negative replicas", func() v1.Object { r := replicaSet(); r.Spec.Replicas = proto.Int32(-2); return r }, []string{"spec.replicas: must be >= 0"}},
+		{"replicaset selector mismatch", func() v1.Object { r := replicaSet(); r.Spec.Selector.MatchLabels["app"] = "db"; return r },
+			[]string{"spec.template.metadata.labels", "does not match"}},
+		{"replicaset bad name", func() v1.Object { r := replicaSet(); r.Metadata.Name = "Web_1"; return r }, []string{"metadata.name"}},
+		{"deployment without spec", func() v1.Object { d := deployment(); d.Spec = nil; return d }, []string{"spec: required"}},
 		{"valid service", func() v1.Object { return service() }, nil},
 		{"service no ports", func() v1.Object { s := service(); s.Spec.Ports = nil; return s }, []string{"spec.ports: required"}},
 		{"service bad type", func() v1.Object { s := service(); s.Spec.Type = "LoadBalancer"; return s }, []string{"spec.type"}},
@@ -187,5 +199,47 @@ func TestSelectorImmutable(t *testing.T) {
 	}
 	if errs := k.ValidateUpdate(old, deployment()); len(errs) != 0 {
 		t.Fatalf("unchanged selector refused: %v", errs)
+	}
+}
+
+// TestPodUpdate: a pod's spec is fixed once created but for images,
+// tolerations and activeDeadlineSeconds; a bound pod keeps its node.
+func TestPodUpdate(t *testing.T) {
+	k, _ := kinds.Lookup("Pod")
+	bound := func() *v1.Pod { p := pod(); p.Spec.NodeName = "n1"; return p }
+	cases := []struct {
+		name string
+		old  func() *v1.Pod
+		edit func(*v1.Pod)
+		want string // "" allowed
+	}{
+		{"image", pod, func(p *v1.Pod) { p.Spec.Containers[0].Image = "nginx:1.27" }, ""},
+		{"tolerations", pod, func(p *v1.Pod) { p.Spec.Tolerations = []*v1.Toleration{{Key: "k", Operator: "Exists"}} }, ""},
+		{"active deadline", pod, func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = proto.Int64(60) }, ""},
+		{"node of an unbound pod", pod, func(p *v1.Pod) { p.Spec.NodeName = "n2" }, ""},
+		{"labels", bound, func(p *v1.Pod) { p.Metadata.Labels["tier"] = "front" }, ""},
+		{"node of a bound pod", bound, func(p *v1.Pod) { p.Spec.NodeName = "n2" },
+			`Pod "web" is invalid: spec.nodeName: cannot be changed once the pod is bound (bound to "n1")`},
+		{"command", bound, func(p *v1.Pod) { p.Spec.Containers[0].Command = []string{"sh"} },
+			`Pod "web" is invalid: spec: pod updates may not change fields other than spec.containers[*].image, spec.tolerations and spec.activeDeadlineSeconds`},
+		{"another container", pod, func(p *v1.Pod) {
+			p.Spec.Containers = append(p.Spec.Containers, &v1.Container{Name: "d", Image: "busybox"})
+		}, "spec: pod updates may not change"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			old := c.old()
+			next := proto.Clone(old).(*v1.Pod)
+			c.edit(next)
+			k.Default(old)
+			k.Default(next)
+			err := k.ValidateUpdate(old, next).Err("Pod", "web")
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Fatalf("got %v, want %q", err, c.want)
+			}
+		})
 	}
 }
