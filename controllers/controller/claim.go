@@ -150,31 +150,41 @@ func RecheckOwner[T v1.Object](api *client.Typed[T], owner v1.Object) func(conte
 	}
 }
 
-// Owner returns the object a controller reference of an object in
-// namespace ns points at, if owners' cache holds one of kind with that
-// name and uid (a controller's event handlers wake its owner this way).
-func Owner[T v1.Object](owners Source[T], kind, ns string, ref *v1.OwnerReference) (T, bool) {
-	var zero T
-	if ref == nil || ref.Kind != kind {
-		return zero, false
-	}
-	o, ok := owners.Get(ns + "/" + ref.Name)
-	if !ok || o.GetMetadata().GetUid() != ref.Uid {
-		return zero, false
-	}
-	return o, true
+// Owners finds the owners of dependent objects in the owners' cache: the
+// Deployment of a ReplicaSet, the ReplicaSet of a pod. A controller's event
+// handlers use it to wake the owner a dependent's change concerns.
+type Owners[T v1.Object] struct {
+	Source Source[T]
+	Kind   string // the owners' kind, as controller references name it
+	// Selector returns an owner's selector, for Matching.
+	Selector func(T) *v1.LabelSelector
 }
 
-// Selecting returns the owners in namespace ns (found by the
-// IndexNamespace index, which the caller registers) whose selector matches
-// an orphan's labels: those that may adopt it. An invalid or empty
-// selector matches nothing.
-func Selecting[T v1.Object](owners Source[T], ns string, orphanLabels map[string]string, selector func(T) *v1.LabelSelector) []T {
+// Of returns the owner a controller reference of an object in namespace ns
+// points at, if the cache holds it with the same uid; the zero T (nil)
+// otherwise.
+func (o Owners[T]) Of(ns string, ref *v1.OwnerReference) T {
+	var zero T
+	if ref == nil || ref.Kind != o.Kind {
+		return zero
+	}
+	owner, ok := o.Source.Get(ns + "/" + ref.Name)
+	if !ok || owner.GetMetadata().GetUid() != ref.Uid {
+		return zero
+	}
+	return owner
+}
+
+// Matching returns the owners in an orphan's namespace whose selector
+// matches its labels: those that may adopt it. It reads the IndexNamespace
+// index (register it on Source); an invalid or empty selector matches
+// nothing.
+func (o Owners[T]) Matching(orphan *v1.ObjectMeta) []T {
 	var out []T
-	for _, o := range owners.ByIndex(IndexNamespace, ns) {
-		sel, err := labels.FromLabelSelector(selector(o))
-		if err == nil && !sel.Empty() && sel.Matches(orphanLabels) {
-			out = append(out, o)
+	for _, owner := range o.Source.ByIndex(IndexNamespace, orphan.GetNamespace()) {
+		sel, err := labels.FromLabelSelector(o.Selector(owner))
+		if err == nil && !sel.Empty() && sel.Matches(orphan.GetLabels()) {
+			out = append(out, owner)
 		}
 	}
 	return out

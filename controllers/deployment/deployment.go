@@ -74,6 +74,7 @@ type Controller struct {
 	dAPI   *client.Typed[*v1.Deployment]
 	rsAPI  *client.Typed[*v1.ReplicaSet]
 	deps   controller.Source[*v1.Deployment]
+	owners controller.Owners[*v1.Deployment]
 	rss    controller.Source[*v1.ReplicaSet]
 	pods   controller.Source[*v1.Pod]
 	events controller.Recorder
@@ -100,6 +101,8 @@ func New(d controller.Deps, cfg Config) (*Controller, error) {
 		pods: controller.For[*v1.Pod](d.Informers), events: d.Recorder,
 		log: log.With("controller", "deployment"), now: time.Now,
 	}
+	c.owners = controller.Owners[*v1.Deployment]{Source: c.deps, Kind: "Deployment",
+		Selector: func(d *v1.Deployment) *v1.LabelSelector { return d.GetSpec().GetSelector() }}
 	c.loop = controller.New(controller.Config{
 		Name: "deployment", Workers: cfg.Workers, Sync: c.sync, Metrics: d.Metrics, Logger: log,
 		Synced: []func() bool{c.deps.HasSynced, c.rss.HasSynced, c.pods.HasSynced},
@@ -118,28 +121,15 @@ func New(d controller.Deps, cfg Config) (*Controller, error) {
 // Run runs the controller until ctx ends.
 func (c *Controller) Run(ctx context.Context) error { return c.loop.Run(ctx) }
 
-// owner returns the Deployment a controller reference points at, if it is
-// in the cache with the same uid.
-func (c *Controller) owner(ns string, ref *v1.OwnerReference) *v1.Deployment {
-	d, _ := controller.Owner(c.deps, "Deployment", ns, ref)
-	return d
-}
-
-// matching returns the Deployments whose selector matches an orphan RS.
-func (c *Controller) matching(rs *v1.ReplicaSet) []*v1.Deployment {
-	m := rs.GetMetadata()
-	return controller.Selecting(c.deps, m.GetNamespace(), m.GetLabels(), func(d *v1.Deployment) *v1.LabelSelector { return d.GetSpec().GetSelector() })
-}
-
 func (c *Controller) addRS(rs *v1.ReplicaSet) {
 	m := rs.GetMetadata()
 	if ref := controller.ControllerRef(m); ref != nil {
-		if d := c.owner(m.Namespace, ref); d != nil {
+		if d := c.owners.Of(m.Namespace, ref); d != nil {
 			c.loop.EnqueueObject(d)
 		}
 		return
 	}
-	for _, d := range c.matching(rs) {
+	for _, d := range c.owners.Matching(rs.GetMetadata()) {
 		c.loop.EnqueueObject(d)
 	}
 }
@@ -151,24 +141,24 @@ func (c *Controller) updateRS(old, cur *v1.ReplicaSet) {
 	}
 	oldRef, curRef := controller.ControllerRef(om), controller.ControllerRef(cm)
 	if oldRef != nil && (curRef == nil || oldRef.Uid != curRef.Uid) {
-		if d := c.owner(om.Namespace, oldRef); d != nil {
+		if d := c.owners.Of(om.Namespace, oldRef); d != nil {
 			c.loop.EnqueueObject(d)
 		}
 	}
 	if curRef != nil {
-		if d := c.owner(cm.Namespace, curRef); d != nil {
+		if d := c.owners.Of(cm.Namespace, curRef); d != nil {
 			c.loop.EnqueueObject(d)
 		}
 		return
 	}
-	for _, d := range c.matching(cur) {
+	for _, d := range c.owners.Matching(cur.GetMetadata()) {
 		c.loop.EnqueueObject(d)
 	}
 }
 
 func (c *Controller) deleteRS(rs *v1.ReplicaSet) {
 	m := rs.GetMetadata()
-	if d := c.owner(m.Namespace, controller.ControllerRef(m)); d != nil {
+	if d := c.owners.Of(m.Namespace, controller.ControllerRef(m)); d != nil {
 		c.loop.EnqueueObject(d)
 	}
 }
@@ -184,7 +174,7 @@ func (c *Controller) deletePod(p *v1.Pod) {
 	if !ok {
 		return
 	}
-	if d := c.owner(m.Namespace, controller.ControllerRef(rs.GetMetadata())); d != nil && d.GetSpec().GetStrategy().GetType() == "Recreate" {
+	if d := c.owners.Of(m.Namespace, controller.ControllerRef(rs.GetMetadata())); d != nil && d.GetSpec().GetStrategy().GetType() == "Recreate" {
 		c.loop.EnqueueObject(d)
 	}
 }

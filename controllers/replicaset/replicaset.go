@@ -69,6 +69,7 @@ type Controller struct {
 	podAPI *client.Typed[*v1.Pod]
 	nsAPI  *client.Typed[*v1.Namespace]
 	rss    controller.Source[*v1.ReplicaSet]
+	owners controller.Owners[*v1.ReplicaSet]
 	pods   controller.Source[*v1.Pod]
 	exp    *controller.Expectations
 	events controller.Recorder
@@ -98,6 +99,8 @@ func NewWithSources(d controller.Deps, cfg Config, rss controller.Source[*v1.Rep
 		rss: rss, pods: pods, exp: controller.NewExpectations(cfg.ExpectationsTTL), events: d.Recorder,
 		log: log.With("controller", "replicaset"), now: time.Now,
 	}
+	c.owners = controller.Owners[*v1.ReplicaSet]{Source: rss, Kind: "ReplicaSet",
+		Selector: func(rs *v1.ReplicaSet) *v1.LabelSelector { return rs.GetSpec().GetSelector() }}
 	c.loop = controller.New(controller.Config{
 		Name: "replicaset", Workers: cfg.Workers, Sync: c.sync, Metrics: d.Metrics, Logger: log,
 		Synced: []func() bool{rss.HasSynced, pods.HasSynced},
@@ -120,19 +123,6 @@ func NewWithSources(d controller.Deps, cfg Config, rss controller.Source[*v1.Rep
 // Run runs the controller until ctx ends.
 func (c *Controller) Run(ctx context.Context) error { return c.loop.Run(ctx) }
 
-// owner returns the ReplicaSet a controller reference points at, if it is
-// in the cache with the same uid.
-func (c *Controller) owner(ns string, ref *v1.OwnerReference) *v1.ReplicaSet {
-	rs, _ := controller.Owner(c.rss, "ReplicaSet", ns, ref)
-	return rs
-}
-
-// matching returns the ReplicaSets whose selector matches an orphan pod.
-func (c *Controller) matching(p *v1.Pod) []*v1.ReplicaSet {
-	m := p.GetMetadata()
-	return controller.Selecting(c.rss, m.GetNamespace(), m.GetLabels(), func(rs *v1.ReplicaSet) *v1.LabelSelector { return rs.GetSpec().GetSelector() })
-}
-
 func (c *Controller) addPod(p *v1.Pod) {
 	if p.GetMetadata().GetDeletionTimestamp() != nil {
 		// Seen for the first time already deleting (after a re-list).
@@ -141,14 +131,14 @@ func (c *Controller) addPod(p *v1.Pod) {
 	}
 	m := p.GetMetadata()
 	if ref := controller.ControllerRef(m); ref != nil {
-		if rs := c.owner(m.Namespace, ref); rs != nil {
+		if rs := c.owners.Of(m.Namespace, ref); rs != nil {
 			key := v1.Key(rs)
 			c.exp.CreationObserved(key)
 			c.loop.Enqueue(key)
 		}
 		return
 	}
-	for _, rs := range c.matching(p) {
+	for _, rs := range c.owners.Matching(p.GetMetadata()) {
 		c.loop.EnqueueObject(rs)
 	}
 }
@@ -170,12 +160,12 @@ func (c *Controller) updatePod(old, cur *v1.Pod) {
 	}
 	oldRef, curRef := controller.ControllerRef(om), controller.ControllerRef(cm)
 	if oldRef != nil && (curRef == nil || oldRef.Uid != curRef.Uid) {
-		if rs := c.owner(om.Namespace, oldRef); rs != nil {
+		if rs := c.owners.Of(om.Namespace, oldRef); rs != nil {
 			c.loop.EnqueueObject(rs)
 		}
 	}
 	if curRef != nil {
-		rs := c.owner(cm.Namespace, curRef)
+		rs := c.owners.Of(cm.Namespace, curRef)
 		if rs == nil {
 			return
 		}
@@ -187,7 +177,7 @@ func (c *Controller) updatePod(old, cur *v1.Pod) {
 		return
 	}
 	if labelsChanged || oldRef != nil {
-		for _, rs := range c.matching(cur) {
+		for _, rs := range c.owners.Matching(cur.GetMetadata()) {
 			c.loop.EnqueueObject(rs)
 		}
 	}
@@ -199,7 +189,7 @@ func (c *Controller) deletePod(p *v1.Pod) {
 	if ref == nil {
 		return
 	}
-	rs := c.owner(m.Namespace, ref)
+	rs := c.owners.Of(m.Namespace, ref)
 	if rs == nil {
 		return
 	}
