@@ -1,7 +1,8 @@
 // Command tugctl is the Tugboat command line: apply, get, describe, delete,
 // scale, rollout, logs, exec, image, token, auth and config, shaped like
-// kubectl. The commands live in
-// internal/tugctl; this main only wires the process to them.
+// kubectl. internal/tugctl builds the command tree from the command groups
+// under internal/cmd (see its package doc for the layout); this main only
+// wires the process to it.
 package main
 
 import (

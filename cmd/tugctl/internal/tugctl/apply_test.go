@@ -9,6 +9,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/cmd/tugctl/internal/revision"
 )
 
 func docsFile(t *testing.T, name string) string {
@@ -84,7 +85,10 @@ func TestApplyDeploymentMergesMetadata(t *testing.T) {
 	// The deployment controller annotates the deployment and writes status.
 	api := client.For[*v1.Deployment](e.c)
 	if _, err := api.Mutate(ctxT(t), "default", "nginx-deployment", false, func(d *v1.Deployment) error {
-		setAnnotation(v1.Meta(d), RevisionAnnotation, "1")
+		if d.Metadata.Annotations == nil {
+			d.Metadata.Annotations = map[string]string{}
+		}
+		d.Metadata.Annotations[revision.Annotation] = "1"
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -105,7 +109,7 @@ func TestApplyDeploymentMergesMetadata(t *testing.T) {
 	if d.Spec.GetReplicas() != 5 || d.Metadata.Labels["tier"] != "" || d.Metadata.Labels["app"] != "nginx" {
 		t.Errorf("deployment after apply: replicas %d labels %v", d.Spec.GetReplicas(), d.Metadata.Labels)
 	}
-	if d.Metadata.Annotations[RevisionAnnotation] != "1" || d.Metadata.Annotations[LastAppliedAnnotation] == "" {
+	if d.Metadata.Annotations[revision.Annotation] != "1" || d.Metadata.Annotations[v1.LastAppliedAnnotation] == "" {
 		t.Errorf("annotations after apply: %v", d.Metadata.Annotations)
 	}
 	if d.Metadata.Generation != 2 {

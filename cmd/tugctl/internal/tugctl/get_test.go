@@ -11,6 +11,8 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/cmd/tugctl/internal/cmd/deploy"
+	"github.com/tugboat/tugboat/cmd/tugctl/internal/revision"
 )
 
 func testPod(name string, lbl map[string]string) *v1.Pod {
@@ -273,16 +275,16 @@ func testDeployment(name string, replicas int32, image string) *v1.Deployment {
 
 // testReplicaSet is what the deployment controller makes: d's template
 // with image, the hash label, owned by d, annotated with its revision.
-func testReplicaSet(d *v1.Deployment, name, hash string, revision int, replicas int32, image string) *v1.ReplicaSet {
+func testReplicaSet(d *v1.Deployment, name, hash string, rev int, replicas int32, image string) *v1.ReplicaSet {
 	tmpl := proto.Clone(d.Spec.Template).(*v1.PodTemplateSpec)
-	tmpl.Metadata.Labels[PodTemplateHashLabel] = hash
+	tmpl.Metadata.Labels[revision.PodTemplateHashLabel] = hash
 	tmpl.Spec.Containers[0].Image = image
 	sel := proto.Clone(d.Spec.Selector).(*v1.LabelSelector)
-	sel.MatchLabels[PodTemplateHashLabel] = hash
+	sel.MatchLabels[revision.PodTemplateHashLabel] = hash
 	return &v1.ReplicaSet{
 		Metadata: &v1.ObjectMeta{
 			Name: name, Namespace: "default", Labels: tmpl.Metadata.Labels,
-			Annotations:     map[string]string{RevisionAnnotation: itoaRev(revision), ChangeCauseAnnotation: "image " + image},
+			Annotations:     map[string]string{revision.Annotation: itoaRev(rev), deploy.ChangeCauseAnnotation: "image " + image},
 			OwnerReferences: []*v1.OwnerReference{{ApiVersion: "apps/v1", Kind: "Deployment", Name: d.Metadata.Name, Uid: d.Metadata.Uid, Controller: true}},
 		},
 		Spec: &v1.ReplicaSetSpec{Replicas: proto.Int32(replicas), Selector: sel, Template: tmpl},

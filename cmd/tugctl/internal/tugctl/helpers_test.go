@@ -15,6 +15,7 @@ import (
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/apiserver/apiservertest"
+	"github.com/tugboat/tugboat/cmd/tugctl/internal/cli"
 )
 
 // env is a real apiserver on real etcd and a way to run tugctl command
@@ -55,13 +56,13 @@ func (e *env) runIn(stdin string, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	code := e.options(strings.NewReader(stdin), &out, &errOut).Execute(ctx, args)
+	code := Execute(ctx, e.options(strings.NewReader(stdin), &out, &errOut), args)
 	return result{out.String(), errOut.String(), code}
 }
 
-func (e *env) options(in io.Reader, out, errOut io.Writer) *Options {
-	return &Options{
-		Streams: Streams{In: in, Out: out, ErrOut: errOut},
+func (e *env) options(in io.Reader, out, errOut io.Writer) *cli.Options {
+	return &cli.Options{
+		Streams: cli.Streams{In: in, Out: out, ErrOut: errOut},
 		Getenv: func(k string) string {
 			switch k {
 			case "TUGBOAT_SERVER":
@@ -86,7 +87,7 @@ func (e *env) start(args ...string) *background {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	b := &background{out: &lockedBuffer{}, err: &lockedBuffer{}, done: make(chan int, 1), cancel: cancel}
 	o := e.options(strings.NewReader(""), b.out, b.err)
-	go func() { b.done <- o.Execute(ctx, args) }()
+	go func() { b.done <- Execute(ctx, o, args) }()
 	e.t.Cleanup(func() { cancel(); <-b.done; b.done <- 0 })
 	return b
 }

@@ -71,7 +71,7 @@ func TestImageImportAndList(t *testing.T) {
 
 	docker, dockerTar := writeTar(t, dir, "app.tar", "layer/layer.tar", "manifest.json")
 	r := mustOK(t, e.run("image", "import", docker))
-	size := fmt.Sprintf("imported:%d (%s)", len(dockerTar), humanBytes(int64(len(dockerTar))))
+	size := fmt.Sprintf("imported:%d (602.0KiB)", len(dockerTar))
 	want := "importing " + docker + " (docker-archive, 602.0KiB) on 2 node(s)\n" +
 		"n1: imported example.com/" + size + "\n" +
 		"n2: imported example.com/" + size + "\n"
@@ -125,26 +125,4 @@ func TestImageNoReadyNodes(t *testing.T) {
 	dir := t.TempDir()
 	p, _ := writeTar(t, dir, "a.tar", "manifest.json")
 	mustFail(t, e.run("image", "import", p), "no Ready nodes (of 1): name one with --node")
-}
-
-func TestProgressLineAndBytes(t *testing.T) {
-	tests := []struct {
-		sent, total int64
-		want        string
-	}{
-		{0, 1000, "n1 [>         ]   0% 0B/1000B"},
-		{512 << 10, 1 << 20, "n1 [=====>    ]  50% 512.0KiB/1.0MiB"},
-		{1 << 20, 1 << 20, "n1 [==========] 100% 1.0MiB/1.0MiB"},
-		{0, 0, "n1 [==========] 100% 0B/0B"},
-	}
-	for _, tc := range tests {
-		if got := progressLine("n1", tc.sent, tc.total, 10); got != tc.want {
-			t.Errorf("progressLine(%d, %d) = %q, want %q", tc.sent, tc.total, got, tc.want)
-		}
-	}
-	for n, want := range map[int64]string{0: "0B", 1023: "1023B", 1536: "1.5KiB", 27 << 20: "27.0MiB", 3 << 30: "3.0GiB"} {
-		if got := humanBytes(n); got != want {
-			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
-		}
-	}
 }

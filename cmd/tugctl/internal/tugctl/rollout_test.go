@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/cmd/tugctl/internal/cmd/deploy"
+	"github.com/tugboat/tugboat/cmd/tugctl/internal/revision"
 )
 
 func TestScale(t *testing.T) {
@@ -64,10 +64,10 @@ func TestRolloutHistoryAndUndo(t *testing.T) {
 	api := client.For[*v1.Deployment](e.c)
 	got, _ := api.Get(ctx, "default", "web")
 	tmpl := got.Spec.Template
-	if tmpl.Spec.Containers[0].Image != "web:1" || tmpl.Metadata.Labels[PodTemplateHashLabel] != "" || tmpl.Metadata.Labels["app"] != "web" {
+	if tmpl.Spec.Containers[0].Image != "web:1" || tmpl.Metadata.Labels[revision.PodTemplateHashLabel] != "" || tmpl.Metadata.Labels["app"] != "web" {
 		t.Errorf("template after undo: %v", tmpl)
 	}
-	if got.Metadata.Annotations[ChangeCauseAnnotation] != "image web:1" || got.Metadata.Annotations[RevisionAnnotation] != "" {
+	if got.Metadata.Annotations[deploy.ChangeCauseAnnotation] != "image web:1" || got.Metadata.Annotations[revision.Annotation] != "" {
 		t.Errorf("annotations after undo: %v", got.Metadata.Annotations)
 	}
 	if r := mustOK(t, e.run("rollout", "undo", "deploy/web", "--to-revision=1")); !strings.Contains(r.out, "skipped rollback (current template already matches revision 1)") {
@@ -96,7 +96,7 @@ func TestRolloutRestartPauseResume(t *testing.T) {
 		t.Errorf("restart printed %q", r.out)
 	}
 	d, _ := api.Get(ctxT(t), "default", "web")
-	ts, err := time.Parse(time.RFC3339, d.Spec.Template.Metadata.Annotations[RestartedAtAnnotation])
+	ts, err := time.Parse(time.RFC3339, d.Spec.Template.Metadata.Annotations[deploy.RestartedAtAnnotation])
 	if err != nil || time.Since(ts) > time.Minute || d.Metadata.Generation != 2 {
 		t.Errorf("template annotations after restart: %v (generation %d)", d.Spec.Template.Metadata.Annotations, d.Metadata.Generation)
 	}
@@ -162,7 +162,7 @@ func TestRolloutStatus(t *testing.T) {
 	b = e.start("rollout", "status", "deploy/web")
 	eventually(t, 10*time.Second, "the progress line", func() bool { return strings.Contains(b.out.String(), "1 out of 3 new replicas") })
 	setDeploymentStatus(t, e.c, "web", func(s *v1.DeploymentStatus) {
-		s.Conditions = []*v1.Condition{{Type: "Progressing", Status: "False", Reason: TimedOutReason, Message: `ReplicaSet "web-x" has timed out progressing.`}}
+		s.Conditions = []*v1.Condition{{Type: "Progressing", Status: "False", Reason: deploy.TimedOutReason, Message: `ReplicaSet "web-x" has timed out progressing.`}}
 	})
 	if code := b.wait(t, 10*time.Second); code == 0 {
 		t.Errorf("rollout status exited 0 on ProgressDeadlineExceeded")
@@ -172,39 +172,4 @@ func TestRolloutStatus(t *testing.T) {
 	}
 	mustFail(t, e.run("rollout", "status", "deploy/web"), "exceeded its progress deadline")
 	mustFail(t, e.run("rollout", "status", "deploy/nope"), `nope" not found`)
-}
-
-// deploymentStatus is kubectl's logic: a table of the cases.
-func TestDeploymentStatusMessages(t *testing.T) {
-	dep := func(gen, observed int64, replicas int32, st *v1.DeploymentStatus) *v1.Deployment {
-		st.ObservedGeneration = observed
-		return &v1.Deployment{Metadata: &v1.ObjectMeta{Name: "d", Generation: gen, Annotations: map[string]string{RevisionAnnotation: "2"}},
-			Spec: &v1.DeploymentSpec{Replicas: proto.Int32(replicas)}, Status: st}
-	}
-	tests := []struct {
-		d        *v1.Deployment
-		revision int64
-		msg      string
-		done     bool
-		err      string
-	}{
-		{d: dep(2, 1, 1, &v1.DeploymentStatus{}), msg: "Waiting for deployment spec update to be observed...\n"},
-		{d: dep(1, 1, 2, &v1.DeploymentStatus{UpdatedReplicas: 1}), msg: `Waiting for deployment "d" rollout to finish: 1 out of 2 new replicas have been updated...` + "\n"},
-		{d: dep(1, 1, 2, &v1.DeploymentStatus{Replicas: 2, UpdatedReplicas: 2, AvailableReplicas: 2}), msg: `deployment "d" successfully rolled out` + "\n", done: true},
-		{d: dep(1, 1, 0, &v1.DeploymentStatus{}), msg: `deployment "d" successfully rolled out` + "\n", done: true},
-		{d: dep(1, 1, 2, &v1.DeploymentStatus{Conditions: []*v1.Condition{{Type: "Progressing", Reason: TimedOutReason}}}), err: "exceeded its progress deadline"},
-		{d: dep(1, 1, 2, &v1.DeploymentStatus{}), revision: 3, err: "desired revision (3) is different from the running revision (2)"},
-	}
-	for i, tc := range tests {
-		msg, done, err := deploymentStatus(tc.d, tc.revision)
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%d: err = %v, want %q", i, err, tc.err)
-			}
-			continue
-		}
-		if err != nil || msg != tc.msg || done != tc.done {
-			t.Errorf("%d: got %q %v %v, want %q %v", i, msg, done, err, tc.msg, tc.done)
-		}
-	}
 }

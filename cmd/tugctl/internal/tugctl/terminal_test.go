@@ -58,7 +58,7 @@ func TestExecTTY(t *testing.T) {
 	out, errOut := &lockedBuffer{}, &lockedBuffer{}
 	done := make(chan int, 1)
 	go func() {
-		done <- e.options(slave, out, errOut).Execute(ctxT(t), []string{"exec", "-it", "web", "--", "size"})
+		done <- Execute(ctxT(t), e.options(slave, out, errOut), []string{"exec", "-it", "web", "--", "size"})
 	}()
 	resizes := func() string {
 		node.mu.Lock()
@@ -112,7 +112,7 @@ func TestImageImportProgressBar(t *testing.T) {
 	var screen lockedBuffer
 	go func() { _, _ = io.Copy(&screen, master) }()
 	var errOut bytes.Buffer
-	if code := e.options(strings.NewReader(""), slave, &errOut).Execute(ctxT(t), []string{"image", "import", p}); code != 0 {
+	if code := Execute(ctxT(t), e.options(strings.NewReader(""), slave, &errOut), []string{"image", "import", p}); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 	eventually(t, 10*time.Second, "the result line", func() bool { return strings.Contains(screen.String(), "n1: imported") })

@@ -10,13 +10,14 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/cmd/tugctl/internal/diagnose"
 )
 
 // traceJSON runs trace -o json and decodes it.
-func traceJSON(t *testing.T, e *env, args ...string) traceReport {
+func traceJSON(t *testing.T, e *env, args ...string) diagnose.Report {
 	t.Helper()
 	r := mustOK(t, e.run(append([]string{"trace"}, append(args, "-o", "json")...)...))
-	var rep traceReport
+	var rep diagnose.Report
 	if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
 		t.Fatalf("trace -o json: %v\n%s", err, r.out)
 	}
@@ -165,20 +166,4 @@ func TestTraceService(t *testing.T) {
 	}
 	r = mustOK(t, e.run("trace", "svc", "web"))
 	assertContains(t, "trace svc web", r.out, "rules for "+ip+": 80/TCP → 1 endpoint(s)", "Every hop is done.")
-}
-
-func TestDidYouMean(t *testing.T) {
-	for _, c := range []struct {
-		name  string
-		names []string
-		want  string
-	}{
-		{"wbe", []string{"db", "web"}, "; did you mean web?"},
-		{"frontend", []string{"web"}, ""},
-		{"web", nil, ""},
-	} {
-		if got := didYouMean(c.name, c.names); got != c.want {
-			t.Errorf("didYouMean(%q, %v) = %q, want %q", c.name, c.names, got, c.want)
-		}
-	}
 }

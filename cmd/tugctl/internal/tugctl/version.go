@@ -11,9 +11,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tugboat/tugboat/api/kinds"
+	"github.com/tugboat/tugboat/cmd/tugctl/internal/cli"
+	"github.com/tugboat/tugboat/cmd/tugctl/internal/printers"
 )
 
-func newVersionCommand(o *Options) *cobra.Command {
+func newVersionCommand(o *cli.Options) *cobra.Command {
 	var clientOnly bool
 	cmd := &cobra.Command{
 		Use:   "version",
@@ -28,7 +30,7 @@ func newVersionCommand(o *Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			api, err := o.api(mustKind("Namespace"))
+			api, err := o.API(mustKind("Namespace"))
 			if err != nil {
 				return err
 			}
@@ -87,23 +89,17 @@ func mustKind(name string) *kinds.Kind {
 	return k
 }
 
-func newAPIResourcesCommand(o *Options) *cobra.Command {
+func newAPIResourcesCommand(o *cli.Options) *cobra.Command {
 	return &cobra.Command{
 		Use:   "api-resources",
 		Short: "List the kinds the API serves, with their short names",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			t := &table{}
 			rows := [][]string{{"NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"}}
 			for _, k := range kinds.All() {
 				rows = append(rows, []string{k.Plural, strings.Join(k.Short, ","), k.APIVersion, fmt.Sprint(k.Namespaced), k.Name})
 			}
-			for _, r := range rows {
-				t.fit(r)
-			}
-			for _, r := range rows {
-				t.writeRow(o.Out, r)
-			}
+			printers.WriteRows(o.Out, rows)
 			return nil
 		},
 	}

@@ -1,0 +1,9 @@
+//go:build !unix
+
+package troubleshoot
+
+import "os"
+
+// notifyResize does nothing where there is no SIGWINCH: the size is sent
+// once, at the start.
+func notifyResize(chan<- os.Signal) {}

@@ -1,0 +1,278 @@
+package describe
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tugboat/tugboat/api/table"
+	v1 "github.com/tugboat/tugboat/api/v1"
+)
+
+func describePod(ctx context.Context, d *describer, p *v1.Pod) error {
+	m, sp, st := p.GetMetadata(), p.GetSpec(), p.GetStatus()
+	d.kv(0, "Name", m.GetName())
+	d.kv(0, "Namespace", m.GetNamespace())
+	d.kv(0, "Priority", sp.GetPriority())
+	d.kv(0, "Service Account", cmp.Or(sp.GetServiceAccountName(), "default"))
+	node := "<none>"
+	if sp.GetNodeName() != "" {
+		node = sp.GetNodeName()
+		if st.GetHostIp() != "" {
+			node += "/" + st.GetHostIp()
+		}
+	}
+	d.kv(0, "Node", node)
+	d.kv(0, "Start Time", timeString(st.GetStartTime()))
+	d.mapLines(0, "Labels", m.GetLabels(), "=")
+	d.mapLines(0, "Annotations", m.GetAnnotations(), ": ")
+	_, status, _ := table.PodStatus(p, d.now)
+	if m.GetDeletionTimestamp() != nil {
+		status = fmt.Sprintf("Terminating (lasts %s)", table.HumanDuration(d.now.Sub(m.GetDeletionTimestamp().AsTime())))
+		d.kv(0, "Status", status)
+		d.kv(0, "Termination Grace Period", fmt.Sprintf("%ds", m.GetDeletionGracePeriodSeconds()))
+	} else {
+		d.kv(0, "Status", status)
+	}
+	if st.GetReason() != "" {
+		d.kv(0, "Reason", st.GetReason())
+	}
+	if st.GetMessage() != "" {
+		d.kv(0, "Message", st.GetMessage())
+	}
+	d.kv(0, "IP", cmp.Or(st.GetPodIp(), ""))
+	d.controlledBy(m)
+	if len(sp.GetInitContainers()) > 0 {
+		d.text(0, "Init Containers:")
+		d.containers(sp.GetInitContainers(), st.GetInitContainerStatuses())
+	}
+	d.text(0, "Containers:")
+	d.containers(sp.GetContainers(), st.GetContainerStatuses())
+	d.conditions(st.GetConditions(), false)
+	d.volumes(sp.GetVolumes())
+	if st.GetQosClass() != "" {
+		d.kv(0, "QoS Class", st.GetQosClass())
+	}
+	d.mapLines(0, "Node-Selectors", sp.GetNodeSelector(), "=")
+	d.tolerations(sp.GetTolerations())
+	return d.events(ctx, p)
+}
+
+// containers writes each container with its status, as kubectl does.
+func (d *describer) containers(cs []*v1.Container, statuses []*v1.ContainerStatus) {
+	byName := map[string]*v1.ContainerStatus{}
+	for _, s := range statuses {
+		byName[s.Name] = s
+	}
+	for _, c := range cs {
+		s := byName[c.Name]
+		d.text(1, "%s:", c.Name)
+		if s != nil {
+			d.kv(2, "Container ID", s.ContainerId)
+		}
+		d.kv(2, "Image", c.Image)
+		if s != nil {
+			d.kv(2, "Image ID", s.ImageId)
+		}
+		var ports []string
+		for _, p := range c.Ports {
+			ports = append(ports, fmt.Sprintf("%d/%s", p.ContainerPort, cmp.Or(p.Protocol, "TCP")))
+		}
+		d.kv(2, "Port", table.OrNone(strings.Join(ports, ", ")))
+		if len(c.Command) > 0 {
+			d.listLines(2, "Command", c.Command)
+		}
+		if len(c.Args) > 0 {
+			d.listLines(2, "Args", c.Args)
+		}
+		if s != nil {
+			d.containerState(2, "State", s.State)
+			if s.LastState != nil && (s.LastState.Terminated != nil || s.LastState.Running != nil || s.LastState.Waiting != nil) {
+				d.containerState(2, "Last State", s.LastState)
+			}
+			d.kv(2, "Ready", boolTitle(s.Ready))
+			d.kv(2, "Restart Count", s.RestartCount)
+		}
+		if r := c.GetResources(); r != nil {
+			if len(r.Limits) > 0 {
+				d.text(2, "Limits:")
+				d.quantities(3, r.Limits)
+			}
+			if len(r.Requests) > 0 {
+				d.text(2, "Requests:")
+				d.quantities(3, r.Requests)
+			}
+		}
+		for _, pr := range []struct {
+			name  string
+			probe *v1.Probe
+		}{{"Liveness", c.LivenessProbe}, {"Readiness", c.ReadinessProbe}, {"Startup", c.StartupProbe}} {
+			if pr.probe != nil {
+				d.kv(2, pr.name, probeString(pr.probe))
+			}
+		}
+		if len(c.Env) == 0 {
+			d.kv(2, "Environment", "<none>")
+		} else {
+			d.text(2, "Environment:")
+			for _, e := range c.Env {
+				v := e.Value
+				if ref := e.GetValueFrom(); ref != nil {
+					switch {
+					case ref.ConfigMapKeyRef != nil:
+						v = fmt.Sprintf("<set to the key '%s' of config map '%s'>", ref.ConfigMapKeyRef.Key, ref.ConfigMapKeyRef.Name)
+					case ref.SecretKeyRef != nil:
+						v = fmt.Sprintf("<set to the key '%s' in secret '%s'>", ref.SecretKeyRef.Key, ref.SecretKeyRef.Name)
+					case ref.FieldRef != nil:
+						v = fmt.Sprintf("(%s)", ref.FieldRef.FieldPath)
+					}
+				}
+				d.kv(3, e.Name, v)
+			}
+		}
+		if len(c.VolumeMounts) == 0 {
+			d.kv(2, "Mounts", "<none>")
+		} else {
+			d.text(2, "Mounts:")
+			for _, vm := range c.VolumeMounts {
+				mode := "rw"
+				if vm.ReadOnly {
+					mode = "ro"
+				}
+				d.text(3, "%s from %s (%s)", vm.MountPath, vm.Name, mode)
+			}
+		}
+	}
+}
+
+func (d *describer) listLines(level int, key string, items []string) {
+	d.text(level, "%s:", key)
+	for _, it := range items {
+		d.text(level+1, "%s", it)
+	}
+}
+
+func (d *describer) containerState(level int, key string, s *v1.ContainerState) {
+	switch {
+	case s.GetRunning() != nil:
+		d.kv(level, key, "Running")
+		d.kv(level+1, "Started", timeString(s.Running.StartedAt))
+	case s.GetWaiting() != nil:
+		d.kv(level, key, "Waiting")
+		if s.Waiting.Reason != "" {
+			d.kv(level+1, "Reason", s.Waiting.Reason)
+		}
+		if s.Waiting.Message != "" {
+			d.kv(level+1, "Message", s.Waiting.Message)
+		}
+	case s.GetTerminated() != nil:
+		t := s.Terminated
+		d.kv(level, key, "Terminated")
+		d.kv(level+1, "Reason", cmp.Or(t.Reason, "<none>"))
+		if t.Message != "" {
+			d.kv(level+1, "Message", t.Message)
+		}
+		d.kv(level+1, "Exit Code", t.ExitCode)
+		if t.Signal != 0 {
+			d.kv(level+1, "Signal", t.Signal)
+		}
+		d.kv(level+1, "Started", timeString(t.StartedAt))
+		d.kv(level+1, "Finished", timeString(t.FinishedAt))
+	default:
+		d.kv(level, key, "Waiting")
+	}
+}
+
+func (d *describer) quantities(level int, m map[string]string) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		d.kv(level, k, m[k])
+	}
+}
+
+// probeString is kubectl's one-line probe summary.
+func probeString(p *v1.Probe) string {
+	var action string
+	switch {
+	case p.HttpGet != nil:
+		action = fmt.Sprintf("http-get %s://%s:%s%s", strings.ToLower(cmp.Or(p.HttpGet.Scheme, "HTTP")), p.HttpGet.Host, p.HttpGet.Port, p.HttpGet.Path)
+	case p.TcpSocket != nil:
+		action = fmt.Sprintf("tcp-socket %s:%s", p.TcpSocket.Host, p.TcpSocket.Port)
+	case p.Exec != nil:
+		action = fmt.Sprintf("exec %v", p.Exec.Command)
+	default:
+		action = "unknown"
+	}
+	return fmt.Sprintf("%s delay=%ds timeout=%ds period=%ds #success=%d #failure=%d",
+		action, p.InitialDelaySeconds, p.TimeoutSeconds, p.PeriodSeconds, p.SuccessThreshold, p.FailureThreshold)
+}
+
+func (d *describer) volumes(vols []*v1.Volume) {
+	if len(vols) == 0 {
+		d.kv(0, "Volumes", "<none>")
+		return
+	}
+	d.text(0, "Volumes:")
+	for _, v := range vols {
+		d.text(1, "%s:", v.Name)
+		switch {
+		case v.EmptyDir != nil:
+			d.kv(2, "Type", "EmptyDir (a temporary directory that shares a pod's lifetime)")
+			d.kv(2, "Medium", v.EmptyDir.Medium)
+			d.kv(2, "SizeLimit", cmp.Or(v.EmptyDir.SizeLimit, "<unset>"))
+		case v.HostPath != nil:
+			d.kv(2, "Type", "HostPath (bare host directory volume)")
+			d.kv(2, "Path", v.HostPath.Path)
+		case v.ConfigMap != nil:
+			d.kv(2, "Type", "ConfigMap (a volume populated by a ConfigMap)")
+			d.kv(2, "Name", v.ConfigMap.Name)
+			d.kv(2, "Optional", v.ConfigMap.Optional)
+		case v.Secret != nil:
+			d.kv(2, "Type", "Secret (a volume populated by a Secret)")
+			d.kv(2, "SecretName", v.Secret.SecretName)
+			d.kv(2, "Optional", v.Secret.Optional)
+		}
+	}
+}
+
+func (d *describer) tolerations(ts []*v1.Toleration) {
+	if len(ts) == 0 {
+		d.kv(0, "Tolerations", "<none>")
+		return
+	}
+	for i, t := range ts {
+		s := t.Key
+		if t.Operator == "Equal" || (t.Operator == "" && t.Value != "") {
+			s += "=" + t.Value
+		}
+		if t.Effect != "" {
+			s += ":" + t.Effect
+		}
+		if t.Operator == "Exists" && t.Key == "" {
+			s = "op=Exists"
+		} else if t.Operator == "Exists" {
+			s += " op=Exists"
+		}
+		if t.TolerationSeconds != nil {
+			s += fmt.Sprintf(" for %ds", *t.TolerationSeconds)
+		}
+		key := "Tolerations:"
+		if i > 0 {
+			key = ""
+		}
+		d.text(0, "%s\t%s", key, s)
+	}
+}
+
+func boolTitle(b bool) string {
+	if b {
+		return "True"
+	}
+	return "False"
+}

@@ -1,9 +1,0 @@
-//go:build !unix
-
-package tugctl
-
-import "os"
-
-// notifyResize does nothing where there is no SIGWINCH: the size is sent
-// once, at the start.
-func notifyResize(chan<- os.Signal) {}
