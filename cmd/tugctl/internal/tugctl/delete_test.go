@@ -2,13 +2,13 @@ package tugctl
 
 import (
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 )
 
 func TestDelete(t *testing.T) {
@@ -61,7 +61,7 @@ func TestDelete(t *testing.T) {
 	}
 	mustFail(t, e.run("delete", "pod", "bound", "--timeout=500ms"), `timed out after 500ms waiting for pod "bound" to be deleted (waiting for the kubelet on node1`)
 	b := e.start("delete", "pod", "bound")
-	eventually(t, 10*time.Second, "delete to print", func() bool { return strings.Contains(b.out.String(), `pod "bound" deleted`) })
+	wait.Eventually(t, 10*time.Second, "delete to print", outputHas(b.out, `pod "bound" deleted`))
 	if _, err := pods.Delete(ctx, "default", "bound", client.DeleteOptions{GracePeriodSeconds: new(int64(0))}); err != nil {
 		t.Fatal(err) // what the kubelet does once the containers stopped
 	}

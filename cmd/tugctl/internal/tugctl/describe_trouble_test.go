@@ -2,6 +2,7 @@ package tugctl
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/record"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 )
 
 // TestDescribeTroubleshooting: a node's pods with their share of its
@@ -60,9 +62,19 @@ func TestDescribeTroubleshooting(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		rec.Eventf(pod, record.Warning, "BackOff", "Back-off restarting failed container c in pod a")
 	}
-	eventually(t, 30*time.Second, "50 aggregated BackOff events", func() bool {
+	wait.Eventually(t, 30*time.Second, "50 aggregated BackOff events", func() error {
 		evs, _, err := client.For[*v1.Event](e.c).List(ctxT(t), client.ListOptions{Namespace: "default", FieldSelector: "reason=BackOff"})
-		return err == nil && len(evs) == 1 && evs[0].Count == 50
+		if err != nil {
+			return err
+		}
+		if len(evs) != 1 || evs[0].Count != 50 {
+			var counts []int32
+			for _, ev := range evs {
+				counts = append(counts, ev.Count)
+			}
+			return fmt.Errorf("BackOff events with counts %v", counts)
+		}
+		return nil
 	})
 	r = mustOK(t, e.run("describe", "pod", "a"))
 	if n := strings.Count(r.out, "BackOff"); n != 1 {

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 )
 
 func testEvent(name, kind, obj, reason string, ago time.Duration) *v1.Event {
@@ -54,10 +55,10 @@ func TestGetEventsFor(t *testing.T) {
 
 	// -w --for prints only new events about the object.
 	b := e.start("get", "events", "-w", "--for", "pod/db")
-	eventually(t, 10*time.Second, "the listed event", func() bool { return strings.Contains(b.out.String(), "Started of db") })
+	wait.Eventually(t, 10*time.Second, "the listed event", outputHas(b.out, "Started of db"))
 	mustCreate(t, e.c, testEvent("e5", "Pod", "web", "Killing", 0))
 	mustCreate(t, e.c, testEvent("e6", "Pod", "db", "Killing", 0))
-	eventually(t, 10*time.Second, "the new event", func() bool { return strings.Contains(b.out.String(), "Killing of db") })
+	wait.Eventually(t, 10*time.Second, "the new event", outputHas(b.out, "Killing of db"))
 	if strings.Contains(b.out.String(), "of web") {
 		t.Errorf("watch --for pod/db printed another object's event:\n%s", b.out.String())
 	}

@@ -3,6 +3,8 @@ package tugctl
 import (
 	"testing"
 	"time"
+
+	"github.com/tugboat/tugboat/api/wait"
 )
 
 func TestExec(t *testing.T) {
@@ -33,7 +35,7 @@ func TestExec(t *testing.T) {
 	}
 	// Interrupted (^C without -t): exit 130, nothing more printed.
 	b := e.start("exec", "web", "--", "sleep")
-	eventually(t, 10*time.Second, "the command to start", func() bool { return b.out.String() == "sleeping\n" })
+	wait.Eventually(t, 10*time.Second, "the command to start", outputIs(b.out, "sleeping\n"))
 	b.cancel()
 	if code := b.wait(t, 10*time.Second); code != 130 || b.err.String() != "" {
 		t.Errorf("interrupted exec: exit %d, stderr %q", code, b.err.String())

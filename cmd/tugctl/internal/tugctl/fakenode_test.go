@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/tunnel"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 )
 
 // fakeNode is the kubelet's end of a real tunnel to the test apiserver: it
@@ -47,13 +49,11 @@ func (e *env) startFakeNode(name string) *fakeNode {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = tunnel.Serve(ctx, e.c, name, srv, nil) }()
 	e.t.Cleanup(func() { cancel(); <-done })
-	eventually(e.t, 10*time.Second, "tunnel of "+name, func() bool {
-		for _, n := range e.srv.Tunnels().Nodes() {
-			if n == name {
-				return true
-			}
+	wait.Eventually(e.t, 10*time.Second, "the tunnel of "+name, func() error {
+		if nodes := e.srv.Tunnels().Nodes(); !slices.Contains(nodes, name) {
+			return fmt.Errorf("tunnels from %v", nodes)
 		}
-		return false
+		return nil
 	})
 	return n
 }

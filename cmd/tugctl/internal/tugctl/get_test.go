@@ -1,6 +1,7 @@
 package tugctl
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/cmd/deploy"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/revision"
 )
@@ -233,16 +235,19 @@ func TestGetWatch(t *testing.T) {
 	e := newEnv(t)
 	mustCreate(t, e.c, testPod("first", nil))
 	b := e.start("get", "pods", "-w")
-	eventually(t, 10*time.Second, "the initial table", func() bool { return strings.Contains(b.out.String(), "first") })
+	wait.Eventually(t, 10*time.Second, "the initial table", outputHas(b.out, "first"))
 	mustCreate(t, e.c, testPod("second", nil))
 	setPodStatus(t, e.c, "second", &v1.PodStatus{Phase: "Running"})
-	eventually(t, 10*time.Second, "rows for the new pod", func() bool {
-		return strings.Contains(b.out.String(), "second   0/1     Running")
-	})
+	wait.Eventually(t, 10*time.Second, "rows for the new pod", outputHas(b.out, "second   0/1     Running"))
 	if _, err := client.For[*v1.Pod](e.c).Delete(ctxT(t), "default", "first", client.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "a row for the deleted pod", func() bool { return strings.Count(b.out.String(), "first") == 2 })
+	wait.Eventually(t, 10*time.Second, "a row for the deleted pod", func() error {
+		if out := b.out.String(); strings.Count(out, "first") != 2 {
+			return fmt.Errorf("output so far: %q", out)
+		}
+		return nil
+	})
 	b.cancel()
 	if code := b.wait(t, 10*time.Second); code != 0 {
 		t.Errorf("get -w exited %d after cancel", code)
@@ -254,9 +259,9 @@ func TestGetWatch(t *testing.T) {
 
 	// -o yaml watch prints documents.
 	y := e.start("get", "pods", "-w", "-o", "yaml")
-	eventually(t, 10*time.Second, "the initial list", func() bool { return strings.Contains(y.out.String(), "name: second") })
+	wait.Eventually(t, 10*time.Second, "the initial list", outputHas(y.out, "name: second"))
 	mustCreate(t, e.c, testPod("third", nil))
-	eventually(t, 10*time.Second, "the new pod's document", func() bool { return strings.Contains(y.out.String(), "---\napiVersion: v1\nkind: Pod") })
+	wait.Eventually(t, 10*time.Second, "the new pod's document", outputHas(y.out, "---\napiVersion: v1\nkind: Pod"))
 }
 
 func testDeployment(name string, replicas int32, image string) *v1.Deployment {

@@ -3,6 +3,7 @@ package tugctl
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -122,15 +123,24 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// eventually polls cond until it holds or d passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
+// outputHas is a wait.Eventually condition: out (a running command's
+// output) contains want.
+func outputHas(out *lockedBuffer, want string) func() error {
+	return func() error {
+		if s := out.String(); !strings.Contains(s, want) {
+			return fmt.Errorf("output so far: %q", s)
 		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	}
+}
+
+// outputIs is a wait.Eventually condition: out is want.
+func outputIs(out *lockedBuffer, want string) func() error {
+	return func() error {
+		if s := out.String(); s != want {
+			return fmt.Errorf("output so far: %q", s)
+		}
+		return nil
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 )
 
 // boundPod creates a pod bound to node with the given labels and phase.
@@ -70,7 +71,7 @@ func TestLogsAndExecTargets(t *testing.T) {
 
 	// -f streams until interrupted, then exits 0.
 	b := e.start("logs", "web", "-f")
-	eventually(t, 10*time.Second, "followed lines", func() bool { return strings.Contains(b.out.String(), "n1/web line 6\n") })
+	wait.Eventually(t, 10*time.Second, "followed lines", outputHas(b.out, "n1/web line 6\n"))
 	b.cancel()
 	if code := b.wait(t, 10*time.Second); code != 0 {
 		t.Errorf("logs -f exited %d after interrupt: %s", code, b.err.String())

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/cmd/deploy"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/revision"
 )
@@ -121,9 +122,7 @@ func TestRolloutStatus(t *testing.T) {
 	e := newEnv(t)
 	mustCreate(t, e.c, testDeployment("web", 3, "web:1"))
 	b := e.start("rollout", "status", "deploy/web")
-	eventually(t, 10*time.Second, "the first line", func() bool {
-		return strings.Contains(b.out.String(), "Waiting for deployment spec update to be observed...")
-	})
+	wait.Eventually(t, 10*time.Second, "the first line", outputHas(b.out, "Waiting for deployment spec update to be observed..."))
 	steps := []struct {
 		set  func(*v1.DeploymentStatus)
 		line string
@@ -135,7 +134,7 @@ func TestRolloutStatus(t *testing.T) {
 	}
 	for _, s := range steps {
 		setDeploymentStatus(t, e.c, "web", s.set)
-		eventually(t, 10*time.Second, s.line, func() bool { return strings.Contains(b.out.String(), s.line) })
+		wait.Eventually(t, 10*time.Second, s.line, outputHas(b.out, s.line))
 	}
 	if code := b.wait(t, 10*time.Second); code != 0 {
 		t.Errorf("rollout status exited %d after success: %s", code, b.err.String())
@@ -160,7 +159,7 @@ func TestRolloutStatus(t *testing.T) {
 		t.Errorf("--watch=false: %v", r)
 	}
 	b = e.start("rollout", "status", "deploy/web")
-	eventually(t, 10*time.Second, "the progress line", func() bool { return strings.Contains(b.out.String(), "1 out of 3 new replicas") })
+	wait.Eventually(t, 10*time.Second, "the progress line", outputHas(b.out, "1 out of 3 new replicas"))
 	setDeploymentStatus(t, e.c, "web", func(s *v1.DeploymentStatus) {
 		s.Conditions = []*v1.Condition{{Type: "Progressing", Status: "False", Reason: deploy.TimedOutReason, Message: `ReplicaSet "web-x" has timed out progressing.`}}
 	})

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tugboat/tugboat/api/wait"
 	"golang.org/x/sys/unix"
 )
 
@@ -60,12 +61,17 @@ func TestExecTTY(t *testing.T) {
 	go func() {
 		done <- Execute(ctxT(t), e.options(slave, out, errOut), []string{"exec", "-it", "web", "--", "size"})
 	}()
-	resizes := func() string {
-		node.mu.Lock()
-		defer node.mu.Unlock()
-		return strings.Join(node.resizes, ",")
+	resizesAre := func(want string) func() error {
+		return func() error {
+			node.mu.Lock()
+			defer node.mu.Unlock()
+			if got := strings.Join(node.resizes, ","); got != want {
+				return fmt.Errorf("resizes %q", got)
+			}
+			return nil
+		}
 	}
-	eventually(t, 10*time.Second, "the first size", func() bool { return resizes() == "100x40" })
+	wait.Eventually(t, 10*time.Second, "the first size", resizesAre("100x40"))
 	st, err := unix.IoctlGetTermios(fd, unix.TCGETS)
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +85,7 @@ func TestExecTTY(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGWINCH); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the new size", func() bool { return resizes() == "100x40,120x50" })
+	wait.Eventually(t, 10*time.Second, "the new size", resizesAre("100x40,120x50"))
 	// One key, no Enter: only raw mode lets it through at once.
 	if _, err := master.Write([]byte("q")); err != nil {
 		t.Fatal(err)
@@ -115,7 +121,7 @@ func TestImageImportProgressBar(t *testing.T) {
 	if code := Execute(ctxT(t), e.options(strings.NewReader(""), slave, &errOut), []string{"image", "import", p}); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
-	eventually(t, 10*time.Second, "the result line", func() bool { return strings.Contains(screen.String(), "n1: imported") })
+	wait.Eventually(t, 10*time.Second, "the result line", outputHas(&screen, "n1: imported"))
 	out := screen.String()
 	if !strings.Contains(out, "\r\x1b[Kn1 [") || !strings.Contains(out, "] 100% 1.2MiB/1.2MiB") || !strings.Contains(out, "\r\x1b[Kn1: imported example.com/imported:") {
 		t.Errorf("terminal output %q", out)
