@@ -39,25 +39,42 @@ func newRolloutCommand(o *cli.Options) *cobra.Command {
 	return cmd
 }
 
-// deployments resolves the deployments named by a rollout command.
-func deployments(o *cli.Options, args []string) (*client.Typed[*v1.Deployment], string, []string, error) {
+// eachDeployment calls fn for each deployment a rollout command names, in
+// order, and stops at the first error.
+func eachDeployment(o *cli.Options, args []string, fn func(api *client.Typed[*v1.Deployment], ns, name string) error) error {
 	refs, err := cli.SingleRefs(args, "Deployment")
 	if err != nil {
-		return nil, "", nil, err
+		return err
 	}
 	c, err := o.Client()
 	if err != nil {
-		return nil, "", nil, err
+		return err
 	}
 	ns, err := o.Namespace()
 	if err != nil {
-		return nil, "", nil, err
+		return err
 	}
-	names := make([]string, len(refs))
-	for i, r := range refs {
-		names[i] = r.Name
+	api := client.For[*v1.Deployment](c)
+	for _, r := range refs {
+		if err := fn(api, ns, r.Name); err != nil {
+			return err
+		}
 	}
-	return client.For[*v1.Deployment](c), ns, names, nil
+	return nil
+}
+
+// changeDeployments applies change to each deployment a rollout command
+// names (read-modify-write, retried on conflict) and prints
+// "deployment.apps/NAME <done>".
+func changeDeployments(ctx context.Context, o *cli.Options, args []string, done string, change func(*v1.Deployment) error) error {
+	return eachDeployment(o, args, func(api *client.Typed[*v1.Deployment], ns, name string) error {
+		d, err := api.Mutate(ctx, ns, name, false, change)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Out, "%s %s\n", printers.ObjectName(deploymentKind(), d), done)
+		return nil
+	})
 }
 
 // Annotations of the rollout commands, as kubectl's.
@@ -93,16 +110,9 @@ func newRolloutHistoryCommand(o *cli.Options) *cobra.Command {
 		Use:   "history deploy/NAME",
 		Short: "List a deployment's revisions, or show one with --revision",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			api, ns, names, err := deployments(o, args)
-			if err != nil {
-				return err
-			}
-			for _, name := range names {
-				if err := history(cmd.Context(), o, api, ns, name, showRevision); err != nil {
-					return err
-				}
-			}
-			return nil
+			return eachDeployment(o, args, func(api *client.Typed[*v1.Deployment], ns, name string) error {
+				return history(cmd.Context(), o, api, ns, name, showRevision)
+			})
 		},
 	}
 	cmd.Flags().Int64Var(&showRevision, "revision", 0, "show the pod template of this revision")
@@ -160,16 +170,9 @@ replica set (without its pod-template-hash label) and its annotations back
 into the deployment, as kubectl does. The deployment controller then rolls
 out that template as a new revision.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			api, ns, names, err := deployments(o, args)
-			if err != nil {
-				return err
-			}
-			for _, name := range names {
-				if err := undo(cmd.Context(), o, api, ns, name, toRevision); err != nil {
-					return err
-				}
-			}
-			return nil
+			return eachDeployment(o, args, func(api *client.Typed[*v1.Deployment], ns, name string) error {
+				return undo(cmd.Context(), o, api, ns, name, toRevision)
+			})
 		},
 	}
 	cmd.Flags().Int64Var(&toRevision, "to-revision", 0, "the revision to roll back to; 0 is the previous one")
@@ -258,27 +261,16 @@ func newRolloutRestartCommand(o *cli.Options) *cobra.Command {
 		Long: `Restart sets the pod template annotation kubectl.kubernetes.io/restartedAt
 to the current time, so the deployment controller rolls out new pods.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			api, ns, names, err := deployments(o, args)
-			if err != nil {
-				return err
-			}
-			for _, name := range names {
-				d, err := api.Mutate(cmd.Context(), ns, name, false, func(d *v1.Deployment) error {
-					if d.GetSpec().GetPaused() {
-						return fmt.Errorf("can't restart paused deployment %s (run tugctl rollout resume first)", name)
-					}
-					if d.Spec.Template == nil {
-						d.Spec.Template = &v1.PodTemplateSpec{}
-					}
-					setAnnotation(v1.Meta(d.Spec.Template), RestartedAtAnnotation, time.Now().Format(time.RFC3339))
-					return nil
-				})
-				if err != nil {
-					return err
+			return changeDeployments(cmd.Context(), o, args, "restarted", func(d *v1.Deployment) error {
+				if d.GetSpec().GetPaused() {
+					return fmt.Errorf("can't restart paused deployment %s (run tugctl rollout resume first)", d.GetMetadata().GetName())
 				}
-				fmt.Fprintf(o.Out, "%s restarted\n", printers.ObjectName(deploymentKind(), d))
-			}
-			return nil
+				if d.Spec.Template == nil {
+					d.Spec.Template = &v1.PodTemplateSpec{}
+				}
+				setAnnotation(v1.Meta(d.Spec.Template), RestartedAtAnnotation, time.Now().Format(time.RFC3339))
+				return nil
+			})
 		},
 	}
 }
@@ -294,24 +286,13 @@ func newRolloutPauseCommand(o *cli.Options, pause bool) *cobra.Command {
 		Use:   use + " deploy/NAME",
 		Short: short,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			api, ns, names, err := deployments(o, args)
-			if err != nil {
-				return err
-			}
-			for _, name := range names {
-				d, err := api.Mutate(cmd.Context(), ns, name, false, func(d *v1.Deployment) error {
-					if d.GetSpec().GetPaused() == pause {
-						return fmt.Errorf("%s %s", printers.ObjectName(deploymentKind(), d), already)
-					}
-					d.Spec.Paused = pause
-					return nil
-				})
-				if err != nil {
-					return err
+			return changeDeployments(cmd.Context(), o, args, done, func(d *v1.Deployment) error {
+				if d.GetSpec().GetPaused() == pause {
+					return fmt.Errorf("%s %s", printers.ObjectName(deploymentKind(), d), already)
 				}
-				fmt.Fprintf(o.Out, "%s %s\n", printers.ObjectName(deploymentKind(), d), done)
-			}
-			return nil
+				d.Spec.Paused = pause
+				return nil
+			})
 		},
 	}
 }

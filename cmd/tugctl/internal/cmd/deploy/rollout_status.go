@@ -35,16 +35,9 @@ Exits 0 once the deployment is successfully rolled out, and non-zero if the
 rollout exceeds its progress deadline (ProgressDeadlineExceeded) or
 --timeout passes.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			api, ns, names, err := deployments(o, args)
-			if err != nil {
-				return err
-			}
-			for _, name := range names {
-				if err := rolloutStatus(cmd.Context(), o, api, ns, name, f); err != nil {
-					return err
-				}
-			}
-			return nil
+			return eachDeployment(o, args, func(api *client.Typed[*v1.Deployment], ns, name string) error {
+				return rolloutStatus(cmd.Context(), o, api, ns, name, f)
+			})
 		},
 	}
 	cmd.Flags().BoolVarP(&f.watch, "watch", "w", true, "watch until the rollout finishes; false prints the status once")
