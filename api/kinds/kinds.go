@@ -1,12 +1,14 @@
 // Package kinds is the registry of stored kinds: for each, its names (Kind,
 // plural, short), API version, scope, constructor, defaulting and
 // validation. The apiserver, the client, tugctl and the manifest decoder all
-// resolve kinds here, so adding a kind is one message, one entry in table and
-// its validation function.
+// resolve kinds here, so adding a kind is one message (api/v1/<group>.proto),
+// one entry in its group's file here (core.go, apps.go, ...) and its
+// validation function in api/validation's file of the same group.
 package kinds
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -15,7 +17,6 @@ import (
 
 	"github.com/tugboat/tugboat/api/apierrors"
 	v1 "github.com/tugboat/tugboat/api/v1"
-	"github.com/tugboat/tugboat/api/validation"
 )
 
 // Kind describes one stored kind.
@@ -55,47 +56,12 @@ func typedDefault[T v1.Object](f func(T)) func(v1.Object) {
 
 func noDefault(v1.Object) {}
 
-var table = []*Kind{
-	{Name: "Namespace", Plural: "namespaces", Short: []string{"ns"}, APIVersion: "v1",
-		New: func() v1.Object { return &v1.Namespace{} }, Default: typedDefault(defaultNamespace), Validate: typed(validation.Namespace)},
-	{Name: "Node", Plural: "nodes", Short: []string{"no"}, APIVersion: "v1",
-		New: func() v1.Object { return &v1.Node{} }, Default: noDefault, Validate: typed(validation.Node)},
-	{Name: "Pod", Plural: "pods", Short: []string{"po"}, APIVersion: "v1", Namespaced: true,
-		New: func() v1.Object { return &v1.Pod{} }, Default: typedDefault(DefaultPod), Validate: typed(validation.Pod),
-		ValidateUpdate: typedUpdate(validation.PodUpdate)},
-	{Name: "Event", Plural: "events", Short: []string{"ev"}, APIVersion: "v1", Namespaced: true,
-		New: func() v1.Object { return &v1.Event{} }, Default: typedDefault(defaultEvent), Validate: typed(validation.Event)},
-	{Name: "Lease", Plural: "leases", APIVersion: "coordination.k8s.io/v1", Namespaced: true,
-		New: func() v1.Object { return &v1.Lease{} }, Default: noDefault, Validate: typed(validation.Lease)},
-	{Name: "ConfigMap", Plural: "configmaps", Short: []string{"cm"}, APIVersion: "v1", Namespaced: true,
-		New: func() v1.Object { return &v1.ConfigMap{} }, Default: noDefault, Validate: typed(validation.ConfigMap)},
-	{Name: "Secret", Plural: "secrets", APIVersion: "v1", Namespaced: true,
-		New: func() v1.Object { return &v1.Secret{} }, Default: typedDefault(defaultSecret), Validate: typed(validation.Secret)},
-	{Name: "Service", Plural: "services", Short: []string{"svc"}, APIVersion: "v1", Namespaced: true,
-		New: func() v1.Object { return &v1.Service{} }, Default: typedDefault(defaultService), Validate: typed(validation.Service)},
-	{Name: "Endpoints", Plural: "endpoints", Short: []string{"ep"}, APIVersion: "v1", Namespaced: true,
-		New: func() v1.Object { return &v1.Endpoints{} }, Default: typedDefault(defaultEndpoints), Validate: typed(validation.Endpoints)},
-	{Name: "ReplicaSet", Plural: "replicasets", Short: []string{"rs"}, APIVersion: "apps/v1", Namespaced: true,
-		New: func() v1.Object { return &v1.ReplicaSet{} }, Default: typedDefault(defaultReplicaSet), Validate: typed(validation.ReplicaSet),
-		ValidateUpdate: func(o, n v1.Object) (errs apierrors.FieldErrors) {
-			validation.SelectorUnchanged(&errs, o.(*v1.ReplicaSet).GetSpec().GetSelector(), n.(*v1.ReplicaSet).GetSpec().GetSelector())
-			return errs
-		}},
-	{Name: "Deployment", Plural: "deployments", Short: []string{"deploy"}, APIVersion: "apps/v1", Namespaced: true,
-		New: func() v1.Object { return &v1.Deployment{} }, Default: typedDefault(defaultDeployment), Validate: typed(validation.Deployment),
-		ValidateUpdate: func(o, n v1.Object) (errs apierrors.FieldErrors) {
-			validation.SelectorUnchanged(&errs, o.(*v1.Deployment).GetSpec().GetSelector(), n.(*v1.Deployment).GetSpec().GetSelector())
-			return errs
-		}},
-	{Name: "Role", Plural: "roles", APIVersion: "rbac.authorization.k8s.io/v1", Namespaced: true,
-		New: func() v1.Object { return &v1.Role{} }, Default: noDefault, Validate: typed(validation.Role)},
-	{Name: "ClusterRole", Plural: "clusterroles", APIVersion: "rbac.authorization.k8s.io/v1",
-		New: func() v1.Object { return &v1.ClusterRole{} }, Default: noDefault, Validate: typed(validation.ClusterRole)},
-	{Name: "RoleBinding", Plural: "rolebindings", APIVersion: "rbac.authorization.k8s.io/v1", Namespaced: true,
-		New: func() v1.Object { return &v1.RoleBinding{} }, Default: noDefault, Validate: typed(validation.RoleBinding)},
-	{Name: "ClusterRoleBinding", Plural: "clusterrolebindings", APIVersion: "rbac.authorization.k8s.io/v1",
-		New: func() v1.Object { return &v1.ClusterRoleBinding{} }, Default: noDefault, Validate: typed(validation.ClusterRoleBinding)},
-}
+// table is every kind, group by group: each API group's file (core.go,
+// apps.go, coordination.go, rbac.go) holds its kinds' entries and
+// defaults, and its validation lives in api/validation's file of the same
+// name. A new kind touches only its group's files; a new group adds its
+// files and one name here.
+var table = slices.Concat(coreKinds, appsKinds, coordinationKinds, rbacKinds)
 
 // index maps every accepted spelling (lower-cased) to its kind.
 var index = func() map[string]*Kind {

@@ -1,3 +1,5 @@
+// The core group (apiVersion v1): its kinds and their defaults.
+
 package kinds
 
 import (
@@ -7,7 +9,29 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/validation"
 )
+
+// coreKinds is the core group, apiVersion v1.
+var coreKinds = []*Kind{
+	{Name: "Namespace", Plural: "namespaces", Short: []string{"ns"}, APIVersion: "v1",
+		New: func() v1.Object { return &v1.Namespace{} }, Default: typedDefault(defaultNamespace), Validate: typed(validation.Namespace)},
+	{Name: "Node", Plural: "nodes", Short: []string{"no"}, APIVersion: "v1",
+		New: func() v1.Object { return &v1.Node{} }, Default: noDefault, Validate: typed(validation.Node)},
+	{Name: "Pod", Plural: "pods", Short: []string{"po"}, APIVersion: "v1", Namespaced: true,
+		New: func() v1.Object { return &v1.Pod{} }, Default: typedDefault(DefaultPod), Validate: typed(validation.Pod),
+		ValidateUpdate: typedUpdate(validation.PodUpdate)},
+	{Name: "Event", Plural: "events", Short: []string{"ev"}, APIVersion: "v1", Namespaced: true,
+		New: func() v1.Object { return &v1.Event{} }, Default: typedDefault(defaultEvent), Validate: typed(validation.Event)},
+	{Name: "ConfigMap", Plural: "configmaps", Short: []string{"cm"}, APIVersion: "v1", Namespaced: true,
+		New: func() v1.Object { return &v1.ConfigMap{} }, Default: noDefault, Validate: typed(validation.ConfigMap)},
+	{Name: "Secret", Plural: "secrets", APIVersion: "v1", Namespaced: true,
+		New: func() v1.Object { return &v1.Secret{} }, Default: typedDefault(defaultSecret), Validate: typed(validation.Secret)},
+	{Name: "Service", Plural: "services", Short: []string{"svc"}, APIVersion: "v1", Namespaced: true,
+		New: func() v1.Object { return &v1.Service{} }, Default: typedDefault(defaultService), Validate: typed(validation.Service)},
+	{Name: "Endpoints", Plural: "endpoints", Short: []string{"ep"}, APIVersion: "v1", Namespaced: true,
+		New: func() v1.Object { return &v1.Endpoints{} }, Default: typedDefault(defaultEndpoints), Validate: typed(validation.Endpoints)},
+}
 
 // DefaultPod fills what Kubernetes fills: restart policy, grace period, DNS
 // policy, pull policy by tag, port protocols and probe timings.
@@ -161,56 +185,6 @@ func defaultEndpoints(e *v1.Endpoints) {
 				p.Protocol = "TCP"
 			}
 		}
-	}
-}
-
-func defaultReplicaSet(r *v1.ReplicaSet) {
-	if r.Spec == nil {
-		return
-	}
-	if r.Spec.Replicas == nil {
-		r.Spec.Replicas = proto.Int32(1)
-	}
-	defaultTemplate(r.Spec.Template)
-}
-
-func defaultDeployment(d *v1.Deployment) {
-	s := d.Spec
-	if s == nil {
-		return
-	}
-	if s.Replicas == nil {
-		s.Replicas = proto.Int32(1)
-	}
-	if s.Strategy == nil {
-		s.Strategy = &v1.DeploymentStrategy{}
-	}
-	if s.Strategy.Type == "" {
-		s.Strategy.Type = "RollingUpdate"
-	}
-	if s.Strategy.Type == "RollingUpdate" {
-		if s.Strategy.RollingUpdate == nil {
-			s.Strategy.RollingUpdate = &v1.RollingUpdateDeployment{}
-		}
-		if s.Strategy.RollingUpdate.MaxSurge == "" {
-			s.Strategy.RollingUpdate.MaxSurge = "25%"
-		}
-		if s.Strategy.RollingUpdate.MaxUnavailable == "" {
-			s.Strategy.RollingUpdate.MaxUnavailable = "25%"
-		}
-	}
-	if s.RevisionHistoryLimit == nil {
-		s.RevisionHistoryLimit = proto.Int32(10)
-	}
-	if s.ProgressDeadlineSeconds == nil {
-		s.ProgressDeadlineSeconds = proto.Int32(600)
-	}
-	defaultTemplate(s.Template)
-}
-
-func defaultTemplate(t *v1.PodTemplateSpec) {
-	if t != nil && t.Spec != nil {
-		DefaultPodSpec(t.Spec)
 	}
 }
 

@@ -1,10 +1,11 @@
+// The core group (apiVersion v1): Namespace, Node, Event, ConfigMap,
+// Secret, Service, Endpoints; Pod is in core_pod.go.
+
 package validation
 
 import (
 	"fmt"
 	"net"
-
-	"google.golang.org/protobuf/proto"
 
 	"github.com/tugboat/tugboat/api/labels"
 	v1 "github.com/tugboat/tugboat/api/v1"
@@ -50,16 +51,6 @@ func Event(e *v1.Event) Errs {
 	}
 	if e.Type != "" {
 		OneOf(&errs, "type", e.Type, "Normal", "Warning")
-	}
-	return errs
-}
-
-// Lease validates a lease.
-func Lease(l *v1.Lease) Errs {
-	var errs Errs
-	ObjectMeta(&errs, l.Metadata, true, DNSSubdomain)
-	if l.Spec.GetLeaseDurationSeconds() < 0 {
-		errs.Add("spec.leaseDurationSeconds", "must be >= 0")
 	}
 	return errs
 }
@@ -160,89 +151,4 @@ func Endpoints(e *v1.Endpoints) Errs {
 		}
 	}
 	return errs
-}
-
-// replicated is the spec an apps/v1 workload shares: the Deployment's and
-// the ReplicaSet's replicas, minReadySeconds, selector and pod template.
-type replicated interface {
-	GetReplicas() int32
-	GetMinReadySeconds() int32
-	GetSelector() *v1.LabelSelector
-	GetTemplate() *v1.PodTemplateSpec
-}
-
-// replicatedSpec validates the metadata and the shared spec fields of an
-// apps/v1 workload; it reports whether there is a spec to check further.
-func replicatedSpec(errs *Errs, m *v1.ObjectMeta, s replicated, hasSpec bool) bool {
-	ObjectMeta(errs, m, true, DNSSubdomain)
-	if !hasSpec {
-		errs.Add("spec", "required")
-		return false
-	}
-	if s.GetReplicas() < 0 {
-		errs.Add("spec.replicas", "must be >= 0")
-	}
-	if s.GetMinReadySeconds() < 0 {
-		errs.Add("spec.minReadySeconds", "must be >= 0")
-	}
-	selectorMatchesTemplate(errs, s.GetSelector(), s.GetTemplate())
-	PodTemplate(errs, "spec.template", s.GetTemplate())
-	return true
-}
-
-// ReplicaSet validates a replica set.
-func ReplicaSet(r *v1.ReplicaSet) Errs {
-	var errs Errs
-	replicatedSpec(&errs, r.Metadata, r.Spec, r.Spec != nil)
-	return errs
-}
-
-// Deployment validates a deployment.
-func Deployment(d *v1.Deployment) Errs {
-	var errs Errs
-	s := d.Spec
-	if !replicatedSpec(&errs, d.Metadata, s, s != nil) {
-		return errs
-	}
-	if st := s.Strategy; st != nil {
-		OneOf(&errs, "spec.strategy.type", st.Type, "RollingUpdate", "Recreate")
-		if ru := st.RollingUpdate; ru != nil {
-			if st.Type == "Recreate" {
-				errs.Add("spec.strategy.rollingUpdate", "must be empty when type is Recreate")
-			}
-			IntOrPercent(&errs, "spec.strategy.rollingUpdate.maxSurge", ru.MaxSurge, false)
-			IntOrPercent(&errs, "spec.strategy.rollingUpdate.maxUnavailable", ru.MaxUnavailable, true)
-			if isZero(ru.MaxSurge) && isZero(ru.MaxUnavailable) {
-				errs.Add("spec.strategy.rollingUpdate.maxUnavailable", "may not be 0 when maxSurge is 0")
-			}
-		}
-	}
-	if s.RevisionHistoryLimit != nil && *s.RevisionHistoryLimit < 0 {
-		errs.Add("spec.revisionHistoryLimit", "must be >= 0")
-	}
-	if s.ProgressDeadlineSeconds != nil && *s.ProgressDeadlineSeconds <= s.MinReadySeconds {
-		errs.Add("spec.progressDeadlineSeconds", "must be greater than minReadySeconds")
-	}
-	return errs
-}
-
-func isZero(v string) bool { return v == "0" || v == "0%" }
-
-// SelectorUnchanged refuses a change of an apps/v1 selector, which is
-// immutable (pods would be orphaned or adopted behind the user's back).
-func SelectorUnchanged(errs *Errs, old, new *v1.LabelSelector) {
-	if !proto.Equal(old, new) {
-		errs.Add("spec.selector", "field is immutable")
-	}
-}
-
-func selectorMatchesTemplate(errs *Errs, sel *v1.LabelSelector, t *v1.PodTemplateSpec) {
-	LabelSelector(errs, "spec.selector", sel)
-	s, err := labels.FromLabelSelector(sel)
-	if err != nil || sel == nil {
-		return
-	}
-	if !s.Matches(t.GetMetadata().GetLabels()) {
-		errs.Add("spec.template.metadata.labels", "selector %q does not match the template's labels", s.String())
-	}
 }

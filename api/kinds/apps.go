@@ -1,0 +1,70 @@
+// The apps group (apps/v1): its kinds and their defaults.
+
+package kinds
+
+import (
+	"google.golang.org/protobuf/proto"
+
+	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/validation"
+)
+
+// appsKinds is the apps group, apps/v1.
+var appsKinds = []*Kind{
+	{Name: "ReplicaSet", Plural: "replicasets", Short: []string{"rs"}, APIVersion: "apps/v1", Namespaced: true,
+		New: func() v1.Object { return &v1.ReplicaSet{} }, Default: typedDefault(defaultReplicaSet), Validate: typed(validation.ReplicaSet),
+		ValidateUpdate: typedUpdate(validation.ReplicaSetUpdate)},
+	{Name: "Deployment", Plural: "deployments", Short: []string{"deploy"}, APIVersion: "apps/v1", Namespaced: true,
+		New: func() v1.Object { return &v1.Deployment{} }, Default: typedDefault(defaultDeployment), Validate: typed(validation.Deployment),
+		ValidateUpdate: typedUpdate(validation.DeploymentUpdate)},
+}
+
+func defaultReplicaSet(r *v1.ReplicaSet) {
+	if r.Spec == nil {
+		return
+	}
+	if r.Spec.Replicas == nil {
+		r.Spec.Replicas = proto.Int32(1)
+	}
+	defaultTemplate(r.Spec.Template)
+}
+
+func defaultDeployment(d *v1.Deployment) {
+	s := d.Spec
+	if s == nil {
+		return
+	}
+	if s.Replicas == nil {
+		s.Replicas = proto.Int32(1)
+	}
+	if s.Strategy == nil {
+		s.Strategy = &v1.DeploymentStrategy{}
+	}
+	if s.Strategy.Type == "" {
+		s.Strategy.Type = "RollingUpdate"
+	}
+	if s.Strategy.Type == "RollingUpdate" {
+		if s.Strategy.RollingUpdate == nil {
+			s.Strategy.RollingUpdate = &v1.RollingUpdateDeployment{}
+		}
+		if s.Strategy.RollingUpdate.MaxSurge == "" {
+			s.Strategy.RollingUpdate.MaxSurge = "25%"
+		}
+		if s.Strategy.RollingUpdate.MaxUnavailable == "" {
+			s.Strategy.RollingUpdate.MaxUnavailable = "25%"
+		}
+	}
+	if s.RevisionHistoryLimit == nil {
+		s.RevisionHistoryLimit = proto.Int32(10)
+	}
+	if s.ProgressDeadlineSeconds == nil {
+		s.ProgressDeadlineSeconds = proto.Int32(600)
+	}
+	defaultTemplate(s.Template)
+}
+
+func defaultTemplate(t *v1.PodTemplateSpec) {
+	if t != nil && t.Spec != nil {
+		DefaultPodSpec(t.Spec)
+	}
+}

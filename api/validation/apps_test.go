@@ -1,0 +1,86 @@
+package validation_test
+
+import (
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tugboat/tugboat/api/kinds"
+	v1 "github.com/tugboat/tugboat/api/v1"
+)
+
+func deployment() *v1.Deployment {
+	p := pod()
+	return &v1.Deployment{
+		Metadata: &v1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: &v1.DeploymentSpec{
+			Replicas: proto.Int32(3),
+			Selector: &v1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: &v1.PodTemplateSpec{Metadata: &v1.ObjectMeta{Labels: map[string]string{"app": "web"}}, Spec: p.Spec},
+		},
+	}
+}
+
+func replicaSet() *v1.ReplicaSet {
+	d := deployment()
+	return &v1.ReplicaSet{Metadata: d.Metadata, Spec: &v1.ReplicaSetSpec{Replicas: d.Spec.Replicas, Selector: d.Spec.Selector, Template: d.Spec.Template}}
+}
+
+func TestAppsValidation(t *testing.T) {
+	runValidation(t, []validationCase{
+		{"valid deployment", func() v1.Object { return deployment() }, nil},
+		{"selector mismatch", func() v1.Object { d := deployment(); d.Spec.Selector.MatchLabels["app"] = "db"; return d },
+			[]string{"spec.template.metadata.labels", "does not match"}},
+		{"no selector", func() v1.Object { d := deployment(); d.Spec.Selector = nil; return d }, []string{"spec.selector: required"}},
+		{"negative replicas", func() v1.Object { d := deployment(); d.Spec.Replicas = proto.Int32(-1); return d }, []string{"spec.replicas"}},
+		{"negative minReadySeconds", func() v1.Object { d := deployment(); d.Spec.MinReadySeconds = -1; return d }, []string{"spec.minReadySeconds"}},
+		{"surge and unavailable zero", func() v1.Object {
+			d := deployment()
+			d.Spec.Strategy = &v1.DeploymentStrategy{Type: "RollingUpdate", RollingUpdate: &v1.RollingUpdateDeployment{MaxSurge: "0", MaxUnavailable: "0%"}}
+			return d
+		}, []string{"maxUnavailable", "may not be 0"}},
+		{"surge over 100% allowed", func() v1.Object {
+			d := deployment()
+			d.Spec.Strategy = &v1.DeploymentStrategy{Type: "RollingUpdate", RollingUpdate: &v1.RollingUpdateDeployment{MaxSurge: "200%", MaxUnavailable: "1"}}
+			return d
+		}, nil},
+		{"unavailable over 100%", func() v1.Object {
+			d := deployment()
+			d.Spec.Strategy = &v1.DeploymentStrategy{RollingUpdate: &v1.RollingUpdateDeployment{MaxSurge: "1", MaxUnavailable: "150%"}}
+			return d
+		}, []string{"maxUnavailable", "100%"}},
+		{"template restart policy", func() v1.Object { d := deployment(); d.Spec.Template.Spec.RestartPolicy = "Never"; return d },
+			[]string{"spec.template.spec.restartPolicy"}},
+		{"template annotation", func() v1.Object {
+			d := deployment()
+			d.Spec.Template.Metadata.Annotations = map[string]string{"bad key!": "x"}
+			return d
+		}, []string{"spec.template.metadata.annotations[bad key!]"}},
+		{"valid replicaset", func() v1.Object { return replicaSet() }, nil},
+		{"replicaset without spec", func() v1.Object { r := replicaSet(); r.Spec = nil; return r }, []string{"spec: required"}},
+		{"replicaset negative replicas", func() v1.Object { r := replicaSet(); r.Spec.Replicas = proto.Int32(-2); return r }, []string{"spec.replicas: must be >= 0"}},
+		{"replicaset selector mismatch", func() v1.Object { r := replicaSet(); r.Spec.Selector.MatchLabels["app"] = "db"; return r },
+			[]string{"spec.template.metadata.labels", "does not match"}},
+		{"replicaset bad name", func() v1.Object { r := replicaSet(); r.Metadata.Name = "Web_1"; return r }, []string{"metadata.name"}},
+		{"deployment without spec", func() v1.Object { d := deployment(); d.Spec = nil; return d }, []string{"spec: required"}},
+	})
+}
+
+func TestSelectorImmutable(t *testing.T) {
+	k, _ := kinds.Lookup("Deployment")
+	old, next := deployment(), deployment()
+	next.Spec.Selector.MatchLabels = map[string]string{"app": "other"}
+	if errs := k.ValidateUpdate(old, next); len(errs) == 0 || !strings.Contains(errs.Err("Deployment", "web").Error(), "spec.selector: field is immutable") {
+		t.Fatalf("want immutable selector, got %v", errs)
+	}
+	if errs := k.ValidateUpdate(old, deployment()); len(errs) != 0 {
+		t.Fatalf("unchanged selector refused: %v", errs)
+	}
+	rk, _ := kinds.Lookup("ReplicaSet")
+	oldRS, nextRS := replicaSet(), replicaSet()
+	nextRS.Spec.Selector = &v1.LabelSelector{MatchLabels: map[string]string{"app": "other"}}
+	if errs := rk.ValidateUpdate(oldRS, nextRS); len(errs) == 0 {
+		t.Fatal("a ReplicaSet's selector changed")
+	}
+}
