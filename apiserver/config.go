@@ -45,7 +45,11 @@ type Config struct {
 	ServiceCIDR string
 	// NodePortRange is "LOW-HIGH" (default 30000-32767).
 	NodePortRange string
-	Logger        *slog.Logger
+	// EvictionChecks run, in order, before an eviction deletes a running
+	// pod; any may refuse it (see EvictionCheck). None: an eviction is a
+	// delete with the pod's grace period.
+	EvictionChecks []EvictionCheck
+	Logger         *slog.Logger
 }
 
 // Validate names the first bad field.

@@ -33,13 +33,8 @@ func (s *Server) Delete(ctx context.Context, req *v1.DeleteRequest) (*anypb.Any,
 	if err != nil {
 		return nil, err
 	}
-	switch req.PropagationPolicy {
-	case "", "Background", "Foreground", "Orphan":
-	default:
-		return nil, apierrors.Invalid("propagationPolicy", "%q is not one of Background, Foreground, Orphan", req.PropagationPolicy)
-	}
-	if req.GracePeriodSeconds != nil && *req.GracePeriodSeconds < 0 {
-		return nil, apierrors.Invalid("gracePeriodSeconds", "must be >= 0")
+	if err := checkDeleteOptions(req); err != nil {
+		return nil, err
 	}
 	ns := namespaceOf(k, req.Namespace)
 	if err := s.authorize(ctx, "delete", k, "", ns, req.Name, ""); err != nil {
@@ -50,6 +45,19 @@ func (s *Server) Delete(ctx context.Context, req *v1.DeleteRequest) (*anypb.Any,
 		return nil, err
 	}
 	return pack(out)
+}
+
+// checkDeleteOptions checks what Delete and Evict share of a request.
+func checkDeleteOptions(req *v1.DeleteRequest) error {
+	switch req.PropagationPolicy {
+	case "", "Background", "Foreground", "Orphan":
+	default:
+		return apierrors.Invalid("propagationPolicy", "%q is not one of Background, Foreground, Orphan", req.PropagationPolicy)
+	}
+	if req.GracePeriodSeconds != nil && *req.GracePeriodSeconds < 0 {
+		return apierrors.Invalid("gracePeriodSeconds", "must be >= 0")
+	}
+	return nil
 }
 
 func (s *Server) delete(ctx context.Context, k *kinds.Kind, ns, name string, req *v1.DeleteRequest) (v1.Object, error) {

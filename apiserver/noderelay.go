@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 
+	"google.golang.org/grpc"
+
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/kinds"
 	v1 "github.com/tugboat/tugboat/api/v1"
@@ -32,7 +34,7 @@ func (r *nodeRelay) podNode(ctx context.Context, verb, sub, ns, name string) (v1
 	}
 	node := obj.(*v1.Pod).GetSpec().GetNodeName()
 	if node == "" {
-		return nil, apierrors.New(apierrors.ErrInvalid, "pod %s/%s is not scheduled to a node yet: no logs or exec until it is (see tugctl describe pod %s)", namespaceOf(podKind, ns), name, name)
+		return nil, apierrors.New(apierrors.ErrInvalid, "pod %s/%s is not scheduled to a node yet: no logs, exec, attach or port-forward until it is (see tugctl describe pod %s)", namespaceOf(podKind, ns), name, name)
 	}
 	return r.s.tunnels.Node(node)
 }
@@ -74,6 +76,19 @@ func (r *nodeRelay) Logs(req *v1.LogsRequest, stream v1.NodeAPI_LogsServer) erro
 }
 
 func (r *nodeRelay) Exec(stream v1.NodeAPI_ExecServer) error {
+	return r.execLike(stream, "exec", true, func(ctx context.Context, nc v1.NodeAPIClient) (v1.NodeAPI_ExecClient, error) { return nc.Exec(ctx) })
+}
+
+// Attach relays NodeAPI.Attach as Exec is relayed, authorized as create
+// on pods/attach.
+func (r *nodeRelay) Attach(stream v1.NodeAPI_AttachServer) error {
+	return r.execLike(stream, "attach", false, func(ctx context.Context, nc v1.NodeAPIClient) (v1.NodeAPI_AttachClient, error) { return nc.Attach(ctx) })
+}
+
+// execLike relays exec and attach: the first message names the pod (and,
+// for exec, the command), the rest flows both ways.
+func (r *nodeRelay) execLike(stream grpc.BidiStreamingServer[v1.ExecInput, v1.ExecOutput], sub string, command bool,
+	open func(context.Context, v1.NodeAPIClient) (grpc.BidiStreamingClient[v1.ExecInput, v1.ExecOutput], error)) error {
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
 	first, err := stream.Recv()
@@ -81,47 +96,52 @@ func (r *nodeRelay) Exec(stream v1.NodeAPI_ExecServer) error {
 		return err
 	}
 	if first.Start == nil {
-		return apierrors.Invalid("start", "the first exec message must carry ExecStart")
+		return apierrors.Invalid("start", "the first %s message must carry ExecStart", sub)
 	}
-	if len(first.Start.Command) == 0 {
+	switch {
+	case command && len(first.Start.Command) == 0:
 		return apierrors.Invalid("start.command", "required")
+	case !command && len(first.Start.Command) > 0:
+		return apierrors.Invalid("start.command", "attach connects to the container's own process: no command")
 	}
 	first.Start.Namespace = namespaceOf(&kinds.Kind{Namespaced: true}, first.Start.Namespace)
-	nc, err := r.podNode(ctx, "create", "exec", first.Start.Namespace, first.Start.Pod)
+	nc, err := r.podNode(ctx, "create", sub, first.Start.Namespace, first.Start.Pod)
 	if err != nil {
 		return err
 	}
-	up, err := nc.Exec(ctx)
+	up, err := open(ctx, nc)
 	if err != nil {
 		return err
 	}
-	if err := up.Send(first); err != nil {
+	return pipe(ctx, cancel, stream, up, first)
+}
+
+// PortForward relays one forwarded connection to the pod's node,
+// authorized as create on pods/portforward.
+func (r *nodeRelay) PortForward(stream v1.NodeAPI_PortForwardServer) error {
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	first, err := stream.Recv()
+	if err != nil {
 		return err
 	}
-	go func() {
-		for {
-			in, err := stream.Recv()
-			if err != nil {
-				_ = up.CloseSend()
-				return
-			}
-			if err := up.Send(in); err != nil {
-				return
-			}
-		}
-	}()
-	for {
-		out, err := up.Recv()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := stream.Send(out); err != nil {
-			return err
-		}
+	st := first.GetStart()
+	if st == nil {
+		return apierrors.Invalid("start", "the first port-forward frame must carry PortForwardStart")
 	}
+	if st.Port < 1 || st.Port > 65535 {
+		return apierrors.Invalid("start.port", "%d is not a TCP port (1-65535)", st.Port)
+	}
+	st.Namespace = namespaceOf(&kinds.Kind{Namespaced: true}, st.Namespace)
+	nc, err := r.podNode(ctx, "create", "portforward", st.Namespace, st.Pod)
+	if err != nil {
+		return err
+	}
+	up, err := nc.PortForward(ctx)
+	if err != nil {
+		return err
+	}
+	return pipe(ctx, cancel, stream, up, first)
 }
 
 func (r *nodeRelay) ImportImage(stream v1.NodeAPI_ImportImageServer) error {
@@ -139,37 +159,47 @@ func (r *nodeRelay) ImportImage(stream v1.NodeAPI_ImportImageServer) error {
 	if err != nil {
 		return err
 	}
+	return pipe(ctx, cancel, stream, up, first)
+}
+
+// pipe relays a bidirectional stream between the user (down) and the
+// kubelet (up), first being the user's first message, already read: the
+// user's messages go up until the user closes its side (then up is
+// closed for sending too) or fails (then the call is cancelled, so the
+// kubelet stops what it runs for the user); the kubelet's go down until it
+// ends the stream, whose status is the relay's.
+func pipe[In, Out any](ctx context.Context, cancel context.CancelFunc, down grpc.BidiStreamingServer[In, Out], up grpc.BidiStreamingClient[In, Out], first *In) error {
 	if err := up.Send(first); err != nil {
 		return err
 	}
-	errc := make(chan error, 1)
 	go func() {
 		for {
-			in, err := stream.Recv()
+			in, err := down.Recv()
 			if errors.Is(err, io.EOF) {
-				errc <- up.CloseSend()
+				_ = up.CloseSend()
 				return
 			}
 			if err != nil {
-				errc <- err
 				cancel()
 				return
 			}
 			if err := up.Send(in); err != nil {
-				errc <- err
 				return
 			}
 		}
 	}()
 	for {
-		p, err := up.Recv()
+		out, err := up.Recv()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
+			if ctx.Err() != nil && down.Context().Err() != nil {
+				return down.Context().Err()
+			}
 			return err
 		}
-		if err := stream.Send(p); err != nil {
+		if err := down.Send(out); err != nil {
 			return err
 		}
 	}

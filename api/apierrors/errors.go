@@ -27,6 +27,10 @@ var (
 	ErrUnauthenticated = errors.New("unauthenticated")
 	ErrTooSlow         = errors.New("watcher too slow")
 	ErrUnavailable     = errors.New("unavailable")
+	// ErrTooManyRequests refuses a request for now, not for good: the
+	// caller should retry later (an eviction a PodDisruptionBudget does not
+	// allow yet; Kubernetes' 429 TooManyRequests).
+	ErrTooManyRequests = errors.New("too many requests")
 )
 
 // table maps each sentinel to its gRPC code, in both directions.
@@ -43,6 +47,7 @@ var table = []struct {
 	{ErrUnauthenticated, codes.Unauthenticated},
 	{ErrTooSlow, codes.ResourceExhausted},
 	{ErrUnavailable, codes.Unavailable},
+	{ErrTooManyRequests, codes.FailedPrecondition},
 }
 
 // Error is an API error: a sentinel plus the human message.
@@ -163,9 +168,10 @@ func FromGRPC(err error) error {
 }
 
 // IsNotFound and friends are shorthands for errors.Is.
-func IsNotFound(err error) bool      { return errors.Is(err, ErrNotFound) }
-func IsAlreadyExists(err error) bool { return errors.Is(err, ErrAlreadyExists) }
-func IsConflict(err error) bool      { return errors.Is(err, ErrConflict) }
-func IsInvalid(err error) bool       { return errors.Is(err, ErrInvalid) }
-func IsExpired(err error) bool       { return errors.Is(err, ErrExpired) }
-func IsTooSlow(err error) bool       { return errors.Is(err, ErrTooSlow) }
+func IsNotFound(err error) bool        { return errors.Is(err, ErrNotFound) }
+func IsAlreadyExists(err error) bool   { return errors.Is(err, ErrAlreadyExists) }
+func IsConflict(err error) bool        { return errors.Is(err, ErrConflict) }
+func IsInvalid(err error) bool         { return errors.Is(err, ErrInvalid) }
+func IsExpired(err error) bool         { return errors.Is(err, ErrExpired) }
+func IsTooSlow(err error) bool         { return errors.Is(err, ErrTooSlow) }
+func IsTooManyRequests(err error) bool { return errors.Is(err, ErrTooManyRequests) }

@@ -87,6 +87,24 @@ func (c *Client) Bind(ctx context.Context, ns, name, node string, rv int64) (*v1
 	return pod, nil
 }
 
+// Evict evicts a pod (Objects.Evict): deleted with opts as a delete would,
+// after the eviction checks (disruption budgets) allow it. A refusal for
+// now wraps apierrors.ErrTooManyRequests: retry later.
+func (c *Client) Evict(ctx context.Context, ns, name string, opts DeleteOptions) (*v1.Pod, error) {
+	a, err := c.objects.Evict(ctx, &v1.DeleteRequest{
+		Kind: "Pod", Namespace: ns, Name: name,
+		ResourceVersion: opts.ResourceVersion, GracePeriodSeconds: opts.GracePeriodSeconds, PropagationPolicy: opts.PropagationPolicy,
+	})
+	if err != nil {
+		return nil, apierrors.FromGRPC(err)
+	}
+	pod := &v1.Pod{}
+	if err := a.UnmarshalTo(pod); err != nil {
+		return nil, err
+	}
+	return pod, nil
+}
+
 type bearer struct {
 	token  string
 	secure bool

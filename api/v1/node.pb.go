@@ -75,6 +75,129 @@ func (x *TunnelFrame) GetData() []byte {
 	return nil
 }
 
+type PortForwardStart struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Pod       string                 `protobuf:"bytes,2,opt,name=pod,proto3" json:"pod,omitempty"`
+	// The pod's TCP port (1-65535).
+	Port          int32 `protobuf:"varint,3,opt,name=port,proto3" json:"port,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PortForwardStart) Reset() {
+	*x = PortForwardStart{}
+	mi := &file_api_v1_node_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PortForwardStart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PortForwardStart) ProtoMessage() {}
+
+func (x *PortForwardStart) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_node_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PortForwardStart.ProtoReflect.Descriptor instead.
+func (*PortForwardStart) Descriptor() ([]byte, []int) {
+	return file_api_v1_node_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *PortForwardStart) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *PortForwardStart) GetPod() string {
+	if x != nil {
+		return x.Pod
+	}
+	return ""
+}
+
+func (x *PortForwardStart) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+type PortForwardFrame struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The client's first frame only.
+	Start *PortForwardStart `protobuf:"bytes,1,opt,name=start,proto3" json:"start,omitempty"`
+	Data  []byte            `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	// The sender has no more bytes to send.
+	CloseWrite    bool `protobuf:"varint,3,opt,name=close_write,json=closeWrite,proto3" json:"close_write,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PortForwardFrame) Reset() {
+	*x = PortForwardFrame{}
+	mi := &file_api_v1_node_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PortForwardFrame) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PortForwardFrame) ProtoMessage() {}
+
+func (x *PortForwardFrame) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_node_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PortForwardFrame.ProtoReflect.Descriptor instead.
+func (*PortForwardFrame) Descriptor() ([]byte, []int) {
+	return file_api_v1_node_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *PortForwardFrame) GetStart() *PortForwardStart {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *PortForwardFrame) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *PortForwardFrame) GetCloseWrite() bool {
+	if x != nil {
+		return x.CloseWrite
+	}
+	return false
+}
+
 type LogsRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
@@ -94,7 +217,7 @@ type LogsRequest struct {
 
 func (x *LogsRequest) Reset() {
 	*x = LogsRequest{}
-	mi := &file_api_v1_node_proto_msgTypes[1]
+	mi := &file_api_v1_node_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -106,7 +229,7 @@ func (x *LogsRequest) String() string {
 func (*LogsRequest) ProtoMessage() {}
 
 func (x *LogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_node_proto_msgTypes[1]
+	mi := &file_api_v1_node_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -119,7 +242,7 @@ func (x *LogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogsRequest.ProtoReflect.Descriptor instead.
 func (*LogsRequest) Descriptor() ([]byte, []int) {
-	return file_api_v1_node_proto_rawDescGZIP(), []int{1}
+	return file_api_v1_node_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *LogsRequest) GetNamespace() string {
@@ -180,7 +303,7 @@ type LogsChunk struct {
 
 func (x *LogsChunk) Reset() {
 	*x = LogsChunk{}
-	mi := &file_api_v1_node_proto_msgTypes[2]
+	mi := &file_api_v1_node_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -192,7 +315,7 @@ func (x *LogsChunk) String() string {
 func (*LogsChunk) ProtoMessage() {}
 
 func (x *LogsChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_node_proto_msgTypes[2]
+	mi := &file_api_v1_node_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -205,7 +328,7 @@ func (x *LogsChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogsChunk.ProtoReflect.Descriptor instead.
 func (*LogsChunk) Descriptor() ([]byte, []int) {
-	return file_api_v1_node_proto_rawDescGZIP(), []int{2}
+	return file_api_v1_node_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *LogsChunk) GetData() []byte {
@@ -229,7 +352,7 @@ type ExecStart struct {
 
 func (x *ExecStart) Reset() {
 	*x = ExecStart{}
-	mi := &file_api_v1_node_proto_msgTypes[3]
+	mi := &file_api_v1_node_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -241,7 +364,7 @@ func (x *ExecStart) String() string {
 func (*ExecStart) ProtoMessage() {}
 
 func (x *ExecStart) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_node_proto_msgTypes[3]
+	mi := &file_api_v1_node_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -254,7 +377,7 @@ func (x *ExecStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecStart.ProtoReflect.Descriptor instead.
 func (*ExecStart) Descriptor() ([]byte, []int) {
-	return file_api_v1_node_proto_rawDescGZIP(), []int{3}
+	return file_api_v1_node_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ExecStart) GetNamespace() string {
@@ -309,7 +432,7 @@ type TerminalSize struct {
 
 func (x *TerminalSize) Reset() {
 	*x = TerminalSize{}
-	mi := &file_api_v1_node_proto_msgTypes[4]
+	mi := &file_api_v1_node_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -321,7 +444,7 @@ func (x *TerminalSize) String() string {
 func (*TerminalSize) ProtoMessage() {}
 
 func (x *TerminalSize) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_node_proto_msgTypes[4]
+	mi := &file_api_v1_node_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -334,7 +457,7 @@ func (x *TerminalSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminalSize.ProtoReflect.Descriptor instead.
 func (*TerminalSize) Descriptor() ([]byte, []int) {
-	return file_api_v1_node_proto_rawDescGZIP(), []int{4}
+	return file_api_v1_node_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *TerminalSize) GetWidth() uint32 {
@@ -364,7 +487,7 @@ type ExecInput struct {
 
 func (x *ExecInput) Reset() {
 	*x = ExecInput{}
-	mi := &file_api_v1_node_proto_msgTypes[5]
+	mi := &file_api_v1_node_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -376,7 +499,7 @@ func (x *ExecInput) String() string {
 func (*ExecInput) ProtoMessage() {}
 
 func (x *ExecInput) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_node_proto_msgTypes[5]
+	mi := &file_api_v1_node_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -389,7 +512,7 @@ func (x *ExecInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecInput.ProtoReflect.Descriptor instead.
 func (*ExecInput) Descriptor() ([]byte, []int) {
-	return file_api_v1_node_proto_rawDescGZIP(), []int{5}
+	return file_api_v1_node_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ExecInput) GetStart() *ExecStart {
@@ -433,7 +556,7 @@ type ExecOutput struct {
 
 func (x *ExecOutput) Reset() {
 	*x = ExecOutput{}
-	mi := &file_api_v1_node_proto_msgTypes[6]
+	mi := &file_api_v1_node_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -445,7 +568,7 @@ func (x *ExecOutput) String() string {
 func (*ExecOutput) ProtoMessage() {}
 
 func (x *ExecOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_node_proto_msgTypes[6]
+	mi := &file_api_v1_node_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -458,7 +581,7 @@ func (x *ExecOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecOutput.ProtoReflect.Descriptor instead.
 func (*ExecOutput) Descriptor() ([]byte, []int) {
-	return file_api_v1_node_proto_rawDescGZIP(), []int{6}
+	return file_api_v1_node_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ExecOutput) GetStdout() []byte {
@@ -500,7 +623,7 @@ type ImageUpload struct {
 
 func (x *ImageUpload) Reset() {
 	*x = ImageUpload{}
-	mi := &file_api_v1_node_proto_msgTypes[7]
+	mi := &file_api_v1_node_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -512,7 +635,7 @@ func (x *ImageUpload) String() string {
 func (*ImageUpload) ProtoMessage() {}
 
 func (x *ImageUpload) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_node_proto_msgTypes[7]
+	mi := &file_api_v1_node_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -525,7 +648,7 @@ func (x *ImageUpload) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageUpload.ProtoReflect.Descriptor instead.
 func (*ImageUpload) Descriptor() ([]byte, []int) {
-	return file_api_v1_node_proto_rawDescGZIP(), []int{7}
+	return file_api_v1_node_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ImageUpload) GetNodeName() string {
@@ -554,7 +677,7 @@ type ImportProgress struct {
 
 func (x *ImportProgress) Reset() {
 	*x = ImportProgress{}
-	mi := &file_api_v1_node_proto_msgTypes[8]
+	mi := &file_api_v1_node_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -566,7 +689,7 @@ func (x *ImportProgress) String() string {
 func (*ImportProgress) ProtoMessage() {}
 
 func (x *ImportProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_node_proto_msgTypes[8]
+	mi := &file_api_v1_node_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -579,7 +702,7 @@ func (x *ImportProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportProgress.ProtoReflect.Descriptor instead.
 func (*ImportProgress) Descriptor() ([]byte, []int) {
-	return file_api_v1_node_proto_rawDescGZIP(), []int{8}
+	return file_api_v1_node_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ImportProgress) GetBytesReceived() int64 {
@@ -612,7 +735,7 @@ type ListImagesRequest struct {
 
 func (x *ListImagesRequest) Reset() {
 	*x = ListImagesRequest{}
-	mi := &file_api_v1_node_proto_msgTypes[9]
+	mi := &file_api_v1_node_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -624,7 +747,7 @@ func (x *ListImagesRequest) String() string {
 func (*ListImagesRequest) ProtoMessage() {}
 
 func (x *ListImagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_node_proto_msgTypes[9]
+	mi := &file_api_v1_node_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -637,7 +760,7 @@ func (x *ListImagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListImagesRequest.ProtoReflect.Descriptor instead.
 func (*ListImagesRequest) Descriptor() ([]byte, []int) {
-	return file_api_v1_node_proto_rawDescGZIP(), []int{9}
+	return file_api_v1_node_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListImagesRequest) GetNodeName() string {
@@ -658,7 +781,7 @@ type ImageInfo struct {
 
 func (x *ImageInfo) Reset() {
 	*x = ImageInfo{}
-	mi := &file_api_v1_node_proto_msgTypes[10]
+	mi := &file_api_v1_node_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -670,7 +793,7 @@ func (x *ImageInfo) String() string {
 func (*ImageInfo) ProtoMessage() {}
 
 func (x *ImageInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_node_proto_msgTypes[10]
+	mi := &file_api_v1_node_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -683,7 +806,7 @@ func (x *ImageInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageInfo.ProtoReflect.Descriptor instead.
 func (*ImageInfo) Descriptor() ([]byte, []int) {
-	return file_api_v1_node_proto_rawDescGZIP(), []int{10}
+	return file_api_v1_node_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ImageInfo) GetNames() []string {
@@ -717,7 +840,7 @@ type ListImagesResponse struct {
 
 func (x *ListImagesResponse) Reset() {
 	*x = ListImagesResponse{}
-	mi := &file_api_v1_node_proto_msgTypes[11]
+	mi := &file_api_v1_node_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -729,7 +852,7 @@ func (x *ListImagesResponse) String() string {
 func (*ListImagesResponse) ProtoMessage() {}
 
 func (x *ListImagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_node_proto_msgTypes[11]
+	mi := &file_api_v1_node_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -742,7 +865,7 @@ func (x *ListImagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListImagesResponse.ProtoReflect.Descriptor instead.
 func (*ListImagesResponse) Descriptor() ([]byte, []int) {
-	return file_api_v1_node_proto_rawDescGZIP(), []int{11}
+	return file_api_v1_node_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListImagesResponse) GetNodeName() string {
@@ -768,7 +891,7 @@ type StatsRequest struct {
 
 func (x *StatsRequest) Reset() {
 	*x = StatsRequest{}
-	mi := &file_api_v1_node_proto_msgTypes[12]
+	mi := &file_api_v1_node_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -780,7 +903,7 @@ func (x *StatsRequest) String() string {
 func (*StatsRequest) ProtoMessage() {}
 
 func (x *StatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_node_proto_msgTypes[12]
+	mi := &file_api_v1_node_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -793,7 +916,7 @@ func (x *StatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsRequest.ProtoReflect.Descriptor instead.
 func (*StatsRequest) Descriptor() ([]byte, []int) {
-	return file_api_v1_node_proto_rawDescGZIP(), []int{12}
+	return file_api_v1_node_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StatsRequest) GetNodeName() string {
@@ -814,7 +937,7 @@ type ResourceUsage struct {
 
 func (x *ResourceUsage) Reset() {
 	*x = ResourceUsage{}
-	mi := &file_api_v1_node_proto_msgTypes[13]
+	mi := &file_api_v1_node_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -826,7 +949,7 @@ func (x *ResourceUsage) String() string {
 func (*ResourceUsage) ProtoMessage() {}
 
 func (x *ResourceUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_node_proto_msgTypes[13]
+	mi := &file_api_v1_node_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -839,7 +962,7 @@ func (x *ResourceUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceUsage.ProtoReflect.Descriptor instead.
 func (*ResourceUsage) Descriptor() ([]byte, []int) {
-	return file_api_v1_node_proto_rawDescGZIP(), []int{13}
+	return file_api_v1_node_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ResourceUsage) GetCpuMilli() int64 {
@@ -868,7 +991,7 @@ type PodStats struct {
 
 func (x *PodStats) Reset() {
 	*x = PodStats{}
-	mi := &file_api_v1_node_proto_msgTypes[14]
+	mi := &file_api_v1_node_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -880,7 +1003,7 @@ func (x *PodStats) String() string {
 func (*PodStats) ProtoMessage() {}
 
 func (x *PodStats) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_node_proto_msgTypes[14]
+	mi := &file_api_v1_node_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -893,7 +1016,7 @@ func (x *PodStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStats.ProtoReflect.Descriptor instead.
 func (*PodStats) Descriptor() ([]byte, []int) {
-	return file_api_v1_node_proto_rawDescGZIP(), []int{14}
+	return file_api_v1_node_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PodStats) GetNamespace() string {
@@ -936,7 +1059,7 @@ type StatsResponse struct {
 
 func (x *StatsResponse) Reset() {
 	*x = StatsResponse{}
-	mi := &file_api_v1_node_proto_msgTypes[15]
+	mi := &file_api_v1_node_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -948,7 +1071,7 @@ func (x *StatsResponse) String() string {
 func (*StatsResponse) ProtoMessage() {}
 
 func (x *StatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_node_proto_msgTypes[15]
+	mi := &file_api_v1_node_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -961,7 +1084,7 @@ func (x *StatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsResponse.ProtoReflect.Descriptor instead.
 func (*StatsResponse) Descriptor() ([]byte, []int) {
-	return file_api_v1_node_proto_rawDescGZIP(), []int{15}
+	return file_api_v1_node_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *StatsResponse) GetNodeName() string {
@@ -1008,7 +1131,7 @@ type CheckServiceRequest struct {
 
 func (x *CheckServiceRequest) Reset() {
 	*x = CheckServiceRequest{}
-	mi := &file_api_v1_node_proto_msgTypes[16]
+	mi := &file_api_v1_node_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1020,7 +1143,7 @@ func (x *CheckServiceRequest) String() string {
 func (*CheckServiceRequest) ProtoMessage() {}
 
 func (x *CheckServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_node_proto_msgTypes[16]
+	mi := &file_api_v1_node_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1033,7 +1156,7 @@ func (x *CheckServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckServiceRequest.ProtoReflect.Descriptor instead.
 func (*CheckServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_v1_node_proto_rawDescGZIP(), []int{16}
+	return file_api_v1_node_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CheckServiceRequest) GetNodeName() string {
@@ -1075,7 +1198,7 @@ type ServicePortRef struct {
 
 func (x *ServicePortRef) Reset() {
 	*x = ServicePortRef{}
-	mi := &file_api_v1_node_proto_msgTypes[17]
+	mi := &file_api_v1_node_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1087,7 +1210,7 @@ func (x *ServicePortRef) String() string {
 func (*ServicePortRef) ProtoMessage() {}
 
 func (x *ServicePortRef) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_node_proto_msgTypes[17]
+	mi := &file_api_v1_node_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1100,7 +1223,7 @@ func (x *ServicePortRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServicePortRef.ProtoReflect.Descriptor instead.
 func (*ServicePortRef) Descriptor() ([]byte, []int) {
-	return file_api_v1_node_proto_rawDescGZIP(), []int{17}
+	return file_api_v1_node_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ServicePortRef) GetProtocol() string {
@@ -1132,7 +1255,7 @@ type DNSCheck struct {
 
 func (x *DNSCheck) Reset() {
 	*x = DNSCheck{}
-	mi := &file_api_v1_node_proto_msgTypes[18]
+	mi := &file_api_v1_node_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1144,7 +1267,7 @@ func (x *DNSCheck) String() string {
 func (*DNSCheck) ProtoMessage() {}
 
 func (x *DNSCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_node_proto_msgTypes[18]
+	mi := &file_api_v1_node_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1157,7 +1280,7 @@ func (x *DNSCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DNSCheck.ProtoReflect.Descriptor instead.
 func (*DNSCheck) Descriptor() ([]byte, []int) {
-	return file_api_v1_node_proto_rawDescGZIP(), []int{18}
+	return file_api_v1_node_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DNSCheck) GetServer() string {
@@ -1203,7 +1326,7 @@ type ServiceRuleCheck struct {
 
 func (x *ServiceRuleCheck) Reset() {
 	*x = ServiceRuleCheck{}
-	mi := &file_api_v1_node_proto_msgTypes[19]
+	mi := &file_api_v1_node_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1215,7 +1338,7 @@ func (x *ServiceRuleCheck) String() string {
 func (*ServiceRuleCheck) ProtoMessage() {}
 
 func (x *ServiceRuleCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_node_proto_msgTypes[19]
+	mi := &file_api_v1_node_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1228,7 +1351,7 @@ func (x *ServiceRuleCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceRuleCheck.ProtoReflect.Descriptor instead.
 func (*ServiceRuleCheck) Descriptor() ([]byte, []int) {
-	return file_api_v1_node_proto_rawDescGZIP(), []int{19}
+	return file_api_v1_node_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ServiceRuleCheck) GetProtocol() string {
@@ -1274,7 +1397,7 @@ type CheckServiceResponse struct {
 
 func (x *CheckServiceResponse) Reset() {
 	*x = CheckServiceResponse{}
-	mi := &file_api_v1_node_proto_msgTypes[20]
+	mi := &file_api_v1_node_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1286,7 +1409,7 @@ func (x *CheckServiceResponse) String() string {
 func (*CheckServiceResponse) ProtoMessage() {}
 
 func (x *CheckServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_node_proto_msgTypes[20]
+	mi := &file_api_v1_node_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1299,7 +1422,7 @@ func (x *CheckServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckServiceResponse.ProtoReflect.Descriptor instead.
 func (*CheckServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_v1_node_proto_rawDescGZIP(), []int{20}
+	return file_api_v1_node_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CheckServiceResponse) GetNodeName() string {
@@ -1337,7 +1460,16 @@ const file_api_v1_node_proto_rawDesc = "" +
 	"\x11api/v1/node.proto\x12\x0etugboat.api.v1\x1a\x1fgoogle/protobuf/timestamp.proto\">\n" +
 	"\vTunnelFrame\x12\x1b\n" +
 	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04data\"\xce\x01\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"V\n" +
+	"\x10PortForwardStart\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x10\n" +
+	"\x03pod\x18\x02 \x01(\tR\x03pod\x12\x12\n" +
+	"\x04port\x18\x03 \x01(\x05R\x04port\"\x7f\n" +
+	"\x10PortForwardFrame\x126\n" +
+	"\x05start\x18\x01 \x01(\v2 .tugboat.api.v1.PortForwardStartR\x05start\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12\x1f\n" +
+	"\vclose_write\x18\x03 \x01(\bR\n" +
+	"closeWrite\"\xce\x01\n" +
 	"\vLogsRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x10\n" +
 	"\x03pod\x18\x02 \x01(\tR\x03pod\x12\x1c\n" +
@@ -1436,7 +1568,7 @@ const file_api_v1_node_proto_rawDesc = "" +
 	"rulesError2U\n" +
 	"\n" +
 	"NodeTunnel\x12G\n" +
-	"\aConnect\x12\x1b.tugboat.api.v1.TunnelFrame\x1a\x1b.tugboat.api.v1.TunnelFrame(\x010\x012\xd4\x03\n" +
+	"\aConnect\x12\x1b.tugboat.api.v1.TunnelFrame\x1a\x1b.tugboat.api.v1.TunnelFrame(\x010\x012\xf0\x04\n" +
 	"\aNodeAPI\x12@\n" +
 	"\x04Logs\x12\x1b.tugboat.api.v1.LogsRequest\x1a\x19.tugboat.api.v1.LogsChunk0\x01\x12A\n" +
 	"\x04Exec\x12\x19.tugboat.api.v1.ExecInput\x1a\x1a.tugboat.api.v1.ExecOutput(\x010\x01\x12N\n" +
@@ -1444,7 +1576,9 @@ const file_api_v1_node_proto_rawDesc = "" +
 	"\n" +
 	"ListImages\x12!.tugboat.api.v1.ListImagesRequest\x1a\".tugboat.api.v1.ListImagesResponse\x12D\n" +
 	"\x05Stats\x12\x1c.tugboat.api.v1.StatsRequest\x1a\x1d.tugboat.api.v1.StatsResponse\x12Y\n" +
-	"\fCheckService\x12#.tugboat.api.v1.CheckServiceRequest\x1a$.tugboat.api.v1.CheckServiceResponseB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
+	"\fCheckService\x12#.tugboat.api.v1.CheckServiceRequest\x1a$.tugboat.api.v1.CheckServiceResponse\x12U\n" +
+	"\vPortForward\x12 .tugboat.api.v1.PortForwardFrame\x1a .tugboat.api.v1.PortForwardFrame(\x010\x01\x12C\n" +
+	"\x06Attach\x12\x19.tugboat.api.v1.ExecInput\x1a\x1a.tugboat.api.v1.ExecOutput(\x010\x01B&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
 
 var (
 	file_api_v1_node_proto_rawDescOnce sync.Once
@@ -1458,64 +1592,71 @@ func file_api_v1_node_proto_rawDescGZIP() []byte {
 	return file_api_v1_node_proto_rawDescData
 }
 
-var file_api_v1_node_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_api_v1_node_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_api_v1_node_proto_goTypes = []any{
 	(*TunnelFrame)(nil),           // 0: tugboat.api.v1.TunnelFrame
-	(*LogsRequest)(nil),           // 1: tugboat.api.v1.LogsRequest
-	(*LogsChunk)(nil),             // 2: tugboat.api.v1.LogsChunk
-	(*ExecStart)(nil),             // 3: tugboat.api.v1.ExecStart
-	(*TerminalSize)(nil),          // 4: tugboat.api.v1.TerminalSize
-	(*ExecInput)(nil),             // 5: tugboat.api.v1.ExecInput
-	(*ExecOutput)(nil),            // 6: tugboat.api.v1.ExecOutput
-	(*ImageUpload)(nil),           // 7: tugboat.api.v1.ImageUpload
-	(*ImportProgress)(nil),        // 8: tugboat.api.v1.ImportProgress
-	(*ListImagesRequest)(nil),     // 9: tugboat.api.v1.ListImagesRequest
-	(*ImageInfo)(nil),             // 10: tugboat.api.v1.ImageInfo
-	(*ListImagesResponse)(nil),    // 11: tugboat.api.v1.ListImagesResponse
-	(*StatsRequest)(nil),          // 12: tugboat.api.v1.StatsRequest
-	(*ResourceUsage)(nil),         // 13: tugboat.api.v1.ResourceUsage
-	(*PodStats)(nil),              // 14: tugboat.api.v1.PodStats
-	(*StatsResponse)(nil),         // 15: tugboat.api.v1.StatsResponse
-	(*CheckServiceRequest)(nil),   // 16: tugboat.api.v1.CheckServiceRequest
-	(*ServicePortRef)(nil),        // 17: tugboat.api.v1.ServicePortRef
-	(*DNSCheck)(nil),              // 18: tugboat.api.v1.DNSCheck
-	(*ServiceRuleCheck)(nil),      // 19: tugboat.api.v1.ServiceRuleCheck
-	(*CheckServiceResponse)(nil),  // 20: tugboat.api.v1.CheckServiceResponse
-	nil,                           // 21: tugboat.api.v1.PodStats.ContainersEntry
-	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
+	(*PortForwardStart)(nil),      // 1: tugboat.api.v1.PortForwardStart
+	(*PortForwardFrame)(nil),      // 2: tugboat.api.v1.PortForwardFrame
+	(*LogsRequest)(nil),           // 3: tugboat.api.v1.LogsRequest
+	(*LogsChunk)(nil),             // 4: tugboat.api.v1.LogsChunk
+	(*ExecStart)(nil),             // 5: tugboat.api.v1.ExecStart
+	(*TerminalSize)(nil),          // 6: tugboat.api.v1.TerminalSize
+	(*ExecInput)(nil),             // 7: tugboat.api.v1.ExecInput
+	(*ExecOutput)(nil),            // 8: tugboat.api.v1.ExecOutput
+	(*ImageUpload)(nil),           // 9: tugboat.api.v1.ImageUpload
+	(*ImportProgress)(nil),        // 10: tugboat.api.v1.ImportProgress
+	(*ListImagesRequest)(nil),     // 11: tugboat.api.v1.ListImagesRequest
+	(*ImageInfo)(nil),             // 12: tugboat.api.v1.ImageInfo
+	(*ListImagesResponse)(nil),    // 13: tugboat.api.v1.ListImagesResponse
+	(*StatsRequest)(nil),          // 14: tugboat.api.v1.StatsRequest
+	(*ResourceUsage)(nil),         // 15: tugboat.api.v1.ResourceUsage
+	(*PodStats)(nil),              // 16: tugboat.api.v1.PodStats
+	(*StatsResponse)(nil),         // 17: tugboat.api.v1.StatsResponse
+	(*CheckServiceRequest)(nil),   // 18: tugboat.api.v1.CheckServiceRequest
+	(*ServicePortRef)(nil),        // 19: tugboat.api.v1.ServicePortRef
+	(*DNSCheck)(nil),              // 20: tugboat.api.v1.DNSCheck
+	(*ServiceRuleCheck)(nil),      // 21: tugboat.api.v1.ServiceRuleCheck
+	(*CheckServiceResponse)(nil),  // 22: tugboat.api.v1.CheckServiceResponse
+	nil,                           // 23: tugboat.api.v1.PodStats.ContainersEntry
+	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
 }
 var file_api_v1_node_proto_depIdxs = []int32{
-	3,  // 0: tugboat.api.v1.ExecInput.start:type_name -> tugboat.api.v1.ExecStart
-	4,  // 1: tugboat.api.v1.ExecInput.resize:type_name -> tugboat.api.v1.TerminalSize
-	10, // 2: tugboat.api.v1.ListImagesResponse.images:type_name -> tugboat.api.v1.ImageInfo
-	13, // 3: tugboat.api.v1.PodStats.usage:type_name -> tugboat.api.v1.ResourceUsage
-	21, // 4: tugboat.api.v1.PodStats.containers:type_name -> tugboat.api.v1.PodStats.ContainersEntry
-	22, // 5: tugboat.api.v1.StatsResponse.time:type_name -> google.protobuf.Timestamp
-	13, // 6: tugboat.api.v1.StatsResponse.node:type_name -> tugboat.api.v1.ResourceUsage
-	14, // 7: tugboat.api.v1.StatsResponse.pods:type_name -> tugboat.api.v1.PodStats
-	17, // 8: tugboat.api.v1.CheckServiceRequest.ports:type_name -> tugboat.api.v1.ServicePortRef
-	18, // 9: tugboat.api.v1.CheckServiceResponse.dns:type_name -> tugboat.api.v1.DNSCheck
-	19, // 10: tugboat.api.v1.CheckServiceResponse.rules:type_name -> tugboat.api.v1.ServiceRuleCheck
-	13, // 11: tugboat.api.v1.PodStats.ContainersEntry.value:type_name -> tugboat.api.v1.ResourceUsage
-	0,  // 12: tugboat.api.v1.NodeTunnel.Connect:input_type -> tugboat.api.v1.TunnelFrame
-	1,  // 13: tugboat.api.v1.NodeAPI.Logs:input_type -> tugboat.api.v1.LogsRequest
-	5,  // 14: tugboat.api.v1.NodeAPI.Exec:input_type -> tugboat.api.v1.ExecInput
-	7,  // 15: tugboat.api.v1.NodeAPI.ImportImage:input_type -> tugboat.api.v1.ImageUpload
-	9,  // 16: tugboat.api.v1.NodeAPI.ListImages:input_type -> tugboat.api.v1.ListImagesRequest
-	12, // 17: tugboat.api.v1.NodeAPI.Stats:input_type -> tugboat.api.v1.StatsRequest
-	16, // 18: tugboat.api.v1.NodeAPI.CheckService:input_type -> tugboat.api.v1.CheckServiceRequest
-	0,  // 19: tugboat.api.v1.NodeTunnel.Connect:output_type -> tugboat.api.v1.TunnelFrame
-	2,  // 20: tugboat.api.v1.NodeAPI.Logs:output_type -> tugboat.api.v1.LogsChunk
-	6,  // 21: tugboat.api.v1.NodeAPI.Exec:output_type -> tugboat.api.v1.ExecOutput
-	8,  // 22: tugboat.api.v1.NodeAPI.ImportImage:output_type -> tugboat.api.v1.ImportProgress
-	11, // 23: tugboat.api.v1.NodeAPI.ListImages:output_type -> tugboat.api.v1.ListImagesResponse
-	15, // 24: tugboat.api.v1.NodeAPI.Stats:output_type -> tugboat.api.v1.StatsResponse
-	20, // 25: tugboat.api.v1.NodeAPI.CheckService:output_type -> tugboat.api.v1.CheckServiceResponse
-	19, // [19:26] is the sub-list for method output_type
-	12, // [12:19] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	1,  // 0: tugboat.api.v1.PortForwardFrame.start:type_name -> tugboat.api.v1.PortForwardStart
+	5,  // 1: tugboat.api.v1.ExecInput.start:type_name -> tugboat.api.v1.ExecStart
+	6,  // 2: tugboat.api.v1.ExecInput.resize:type_name -> tugboat.api.v1.TerminalSize
+	12, // 3: tugboat.api.v1.ListImagesResponse.images:type_name -> tugboat.api.v1.ImageInfo
+	15, // 4: tugboat.api.v1.PodStats.usage:type_name -> tugboat.api.v1.ResourceUsage
+	23, // 5: tugboat.api.v1.PodStats.containers:type_name -> tugboat.api.v1.PodStats.ContainersEntry
+	24, // 6: tugboat.api.v1.StatsResponse.time:type_name -> google.protobuf.Timestamp
+	15, // 7: tugboat.api.v1.StatsResponse.node:type_name -> tugboat.api.v1.ResourceUsage
+	16, // 8: tugboat.api.v1.StatsResponse.pods:type_name -> tugboat.api.v1.PodStats
+	19, // 9: tugboat.api.v1.CheckServiceRequest.ports:type_name -> tugboat.api.v1.ServicePortRef
+	20, // 10: tugboat.api.v1.CheckServiceResponse.dns:type_name -> tugboat.api.v1.DNSCheck
+	21, // 11: tugboat.api.v1.CheckServiceResponse.rules:type_name -> tugboat.api.v1.ServiceRuleCheck
+	15, // 12: tugboat.api.v1.PodStats.ContainersEntry.value:type_name -> tugboat.api.v1.ResourceUsage
+	0,  // 13: tugboat.api.v1.NodeTunnel.Connect:input_type -> tugboat.api.v1.TunnelFrame
+	3,  // 14: tugboat.api.v1.NodeAPI.Logs:input_type -> tugboat.api.v1.LogsRequest
+	7,  // 15: tugboat.api.v1.NodeAPI.Exec:input_type -> tugboat.api.v1.ExecInput
+	9,  // 16: tugboat.api.v1.NodeAPI.ImportImage:input_type -> tugboat.api.v1.ImageUpload
+	11, // 17: tugboat.api.v1.NodeAPI.ListImages:input_type -> tugboat.api.v1.ListImagesRequest
+	14, // 18: tugboat.api.v1.NodeAPI.Stats:input_type -> tugboat.api.v1.StatsRequest
+	18, // 19: tugboat.api.v1.NodeAPI.CheckService:input_type -> tugboat.api.v1.CheckServiceRequest
+	2,  // 20: tugboat.api.v1.NodeAPI.PortForward:input_type -> tugboat.api.v1.PortForwardFrame
+	7,  // 21: tugboat.api.v1.NodeAPI.Attach:input_type -> tugboat.api.v1.ExecInput
+	0,  // 22: tugboat.api.v1.NodeTunnel.Connect:output_type -> tugboat.api.v1.TunnelFrame
+	4,  // 23: tugboat.api.v1.NodeAPI.Logs:output_type -> tugboat.api.v1.LogsChunk
+	8,  // 24: tugboat.api.v1.NodeAPI.Exec:output_type -> tugboat.api.v1.ExecOutput
+	10, // 25: tugboat.api.v1.NodeAPI.ImportImage:output_type -> tugboat.api.v1.ImportProgress
+	13, // 26: tugboat.api.v1.NodeAPI.ListImages:output_type -> tugboat.api.v1.ListImagesResponse
+	17, // 27: tugboat.api.v1.NodeAPI.Stats:output_type -> tugboat.api.v1.StatsResponse
+	22, // 28: tugboat.api.v1.NodeAPI.CheckService:output_type -> tugboat.api.v1.CheckServiceResponse
+	2,  // 29: tugboat.api.v1.NodeAPI.PortForward:output_type -> tugboat.api.v1.PortForwardFrame
+	8,  // 30: tugboat.api.v1.NodeAPI.Attach:output_type -> tugboat.api.v1.ExecOutput
+	22, // [22:31] is the sub-list for method output_type
+	13, // [13:22] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_node_proto_init() }
@@ -1529,7 +1670,7 @@ func file_api_v1_node_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_node_proto_rawDesc), len(file_api_v1_node_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -133,6 +133,8 @@ const (
 	NodeAPI_ListImages_FullMethodName   = "/tugboat.api.v1.NodeAPI/ListImages"
 	NodeAPI_Stats_FullMethodName        = "/tugboat.api.v1.NodeAPI/Stats"
 	NodeAPI_CheckService_FullMethodName = "/tugboat.api.v1.NodeAPI/CheckService"
+	NodeAPI_PortForward_FullMethodName  = "/tugboat.api.v1.NodeAPI/PortForward"
+	NodeAPI_Attach_FullMethodName       = "/tugboat.api.v1.NodeAPI/Attach"
 )
 
 // NodeAPIClient is the client API for NodeAPI service.
@@ -159,6 +161,25 @@ type NodeAPIClient interface {
 	// node's Service rules (the proxy's nftables table) for its ClusterIP
 	// ports.
 	CheckService(ctx context.Context, in *CheckServiceRequest, opts ...grpc.CallOption) (*CheckServiceResponse, error)
+	// PortForward carries one TCP connection to a port of a pod, opened
+	// inside the pod's network namespace (so a server listening on the
+	// pod's localhost is reached, as kubectl port-forward reaches it). The
+	// client's first frame carries PortForwardStart; then each side sends
+	// the connection's bytes in data frames, and close_write when it has no
+	// more to send (a TCP half-close). The stream ends when both sides have
+	// closed; a connection the pod refuses ends it with Unavailable naming
+	// the pod and port. The apiserver relays it to the pod's node,
+	// authorized as "create" on pods/portforward; the Kubernetes HTTP door
+	// serves pods/portforward over the same stream, one per connection.
+	PortForward(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PortForwardFrame, PortForwardFrame], error)
+	// Attach connects to the main process of a running container, as exec
+	// connects to a new one: the first ExecInput carries ExecStart without a
+	// command (stdin only if the container was made with stdin: true; tty
+	// as the container's), later ones stdin bytes, its end and resizes. The
+	// output is the process's from now on; the last message says it exited,
+	// with its exit code, or the stream just ends if the client detaches.
+	// Relayed like exec, authorized as "create" on pods/attach.
+	Attach(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecInput, ExecOutput], error)
 }
 
 type nodeAPIClient struct {
@@ -244,6 +265,32 @@ func (c *nodeAPIClient) CheckService(ctx context.Context, in *CheckServiceReques
 	return out, nil
 }
 
+func (c *nodeAPIClient) PortForward(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PortForwardFrame, PortForwardFrame], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &NodeAPI_ServiceDesc.Streams[3], NodeAPI_PortForward_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[PortForwardFrame, PortForwardFrame]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type NodeAPI_PortForwardClient = grpc.BidiStreamingClient[PortForwardFrame, PortForwardFrame]
+
+func (c *nodeAPIClient) Attach(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecInput, ExecOutput], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &NodeAPI_ServiceDesc.Streams[4], NodeAPI_Attach_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExecInput, ExecOutput]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type NodeAPI_AttachClient = grpc.BidiStreamingClient[ExecInput, ExecOutput]
+
 // NodeAPIServer is the server API for NodeAPI service.
 // All implementations must embed UnimplementedNodeAPIServer
 // for forward compatibility.
@@ -268,6 +315,25 @@ type NodeAPIServer interface {
 	// node's Service rules (the proxy's nftables table) for its ClusterIP
 	// ports.
 	CheckService(context.Context, *CheckServiceRequest) (*CheckServiceResponse, error)
+	// PortForward carries one TCP connection to a port of a pod, opened
+	// inside the pod's network namespace (so a server listening on the
+	// pod's localhost is reached, as kubectl port-forward reaches it). The
+	// client's first frame carries PortForwardStart; then each side sends
+	// the connection's bytes in data frames, and close_write when it has no
+	// more to send (a TCP half-close). The stream ends when both sides have
+	// closed; a connection the pod refuses ends it with Unavailable naming
+	// the pod and port. The apiserver relays it to the pod's node,
+	// authorized as "create" on pods/portforward; the Kubernetes HTTP door
+	// serves pods/portforward over the same stream, one per connection.
+	PortForward(grpc.BidiStreamingServer[PortForwardFrame, PortForwardFrame]) error
+	// Attach connects to the main process of a running container, as exec
+	// connects to a new one: the first ExecInput carries ExecStart without a
+	// command (stdin only if the container was made with stdin: true; tty
+	// as the container's), later ones stdin bytes, its end and resizes. The
+	// output is the process's from now on; the last message says it exited,
+	// with its exit code, or the stream just ends if the client detaches.
+	// Relayed like exec, authorized as "create" on pods/attach.
+	Attach(grpc.BidiStreamingServer[ExecInput, ExecOutput]) error
 	mustEmbedUnimplementedNodeAPIServer()
 }
 
@@ -295,6 +361,12 @@ func (UnimplementedNodeAPIServer) Stats(context.Context, *StatsRequest) (*StatsR
 }
 func (UnimplementedNodeAPIServer) CheckService(context.Context, *CheckServiceRequest) (*CheckServiceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CheckService not implemented")
+}
+func (UnimplementedNodeAPIServer) PortForward(grpc.BidiStreamingServer[PortForwardFrame, PortForwardFrame]) error {
+	return status.Error(codes.Unimplemented, "method PortForward not implemented")
+}
+func (UnimplementedNodeAPIServer) Attach(grpc.BidiStreamingServer[ExecInput, ExecOutput]) error {
+	return status.Error(codes.Unimplemented, "method Attach not implemented")
 }
 func (UnimplementedNodeAPIServer) mustEmbedUnimplementedNodeAPIServer() {}
 func (UnimplementedNodeAPIServer) testEmbeddedByValue()                 {}
@@ -396,6 +468,20 @@ func _NodeAPI_CheckService_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _NodeAPI_PortForward_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(NodeAPIServer).PortForward(&grpc.GenericServerStream[PortForwardFrame, PortForwardFrame]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type NodeAPI_PortForwardServer = grpc.BidiStreamingServer[PortForwardFrame, PortForwardFrame]
+
+func _NodeAPI_Attach_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(NodeAPIServer).Attach(&grpc.GenericServerStream[ExecInput, ExecOutput]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type NodeAPI_AttachServer = grpc.BidiStreamingServer[ExecInput, ExecOutput]
+
 // NodeAPI_ServiceDesc is the grpc.ServiceDesc for NodeAPI service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -431,6 +517,18 @@ var NodeAPI_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "ImportImage",
 			Handler:       _NodeAPI_ImportImage_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "PortForward",
+			Handler:       _NodeAPI_PortForward_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "Attach",
+			Handler:       _NodeAPI_Attach_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
 		},

@@ -698,7 +698,7 @@ const file_api_v1_objects_proto_rawDesc = "" +
 	"\tnode_name\x18\x03 \x01(\tR\bnodeName\x12)\n" +
 	"\x10resource_version\x18\x04 \x01(\x03R\x0fresourceVersion\x12+\n" +
 	"\x11observed_revision\x18\x05 \x01(\x03R\x10observedRevision\x12\x16\n" +
-	"\x06binder\x18\x06 \x01(\tR\x06binder2\x87\x04\n" +
+	"\x06binder\x18\x06 \x01(\tR\x06binder2\xc5\x04\n" +
 	"\aObjects\x12=\n" +
 	"\x06Create\x12\x1d.tugboat.api.v1.CreateRequest\x1a\x14.google.protobuf.Any\x127\n" +
 	"\x03Get\x12\x1a.tugboat.api.v1.GetRequest\x1a\x14.google.protobuf.Any\x12A\n" +
@@ -707,7 +707,8 @@ const file_api_v1_objects_proto_rawDesc = "" +
 	"\fUpdateStatus\x12\x1d.tugboat.api.v1.UpdateRequest\x1a\x14.google.protobuf.Any\x12=\n" +
 	"\x06Delete\x12\x1d.tugboat.api.v1.DeleteRequest\x1a\x14.google.protobuf.Any\x12C\n" +
 	"\x05Watch\x12\x1c.tugboat.api.v1.WatchRequest\x1a\x1a.tugboat.api.v1.WatchEvent0\x01\x129\n" +
-	"\x04Bind\x12\x1b.tugboat.api.v1.BindRequest\x1a\x14.google.protobuf.AnyB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
+	"\x04Bind\x12\x1b.tugboat.api.v1.BindRequest\x1a\x14.google.protobuf.Any\x12<\n" +
+	"\x05Evict\x12\x1d.tugboat.api.v1.DeleteRequest\x1a\x14.google.protobuf.AnyB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
 
 var (
 	file_api_v1_objects_proto_rawDescOnce sync.Once
@@ -747,16 +748,18 @@ var file_api_v1_objects_proto_depIdxs = []int32{
 	5,  // 9: tugboat.api.v1.Objects.Delete:input_type -> tugboat.api.v1.DeleteRequest
 	6,  // 10: tugboat.api.v1.Objects.Watch:input_type -> tugboat.api.v1.WatchRequest
 	8,  // 11: tugboat.api.v1.Objects.Bind:input_type -> tugboat.api.v1.BindRequest
-	9,  // 12: tugboat.api.v1.Objects.Create:output_type -> google.protobuf.Any
-	9,  // 13: tugboat.api.v1.Objects.Get:output_type -> google.protobuf.Any
-	3,  // 14: tugboat.api.v1.Objects.List:output_type -> tugboat.api.v1.ListResponse
-	9,  // 15: tugboat.api.v1.Objects.Update:output_type -> google.protobuf.Any
-	9,  // 16: tugboat.api.v1.Objects.UpdateStatus:output_type -> google.protobuf.Any
-	9,  // 17: tugboat.api.v1.Objects.Delete:output_type -> google.protobuf.Any
-	7,  // 18: tugboat.api.v1.Objects.Watch:output_type -> tugboat.api.v1.WatchEvent
-	9,  // 19: tugboat.api.v1.Objects.Bind:output_type -> google.protobuf.Any
-	12, // [12:20] is the sub-list for method output_type
-	4,  // [4:12] is the sub-list for method input_type
+	5,  // 12: tugboat.api.v1.Objects.Evict:input_type -> tugboat.api.v1.DeleteRequest
+	9,  // 13: tugboat.api.v1.Objects.Create:output_type -> google.protobuf.Any
+	9,  // 14: tugboat.api.v1.Objects.Get:output_type -> google.protobuf.Any
+	3,  // 15: tugboat.api.v1.Objects.List:output_type -> tugboat.api.v1.ListResponse
+	9,  // 16: tugboat.api.v1.Objects.Update:output_type -> google.protobuf.Any
+	9,  // 17: tugboat.api.v1.Objects.UpdateStatus:output_type -> google.protobuf.Any
+	9,  // 18: tugboat.api.v1.Objects.Delete:output_type -> google.protobuf.Any
+	7,  // 19: tugboat.api.v1.Objects.Watch:output_type -> tugboat.api.v1.WatchEvent
+	9,  // 20: tugboat.api.v1.Objects.Bind:output_type -> google.protobuf.Any
+	9,  // 21: tugboat.api.v1.Objects.Evict:output_type -> google.protobuf.Any
+	13, // [13:22] is the sub-list for method output_type
+	4,  // [4:13] is the sub-list for method input_type
 	4,  // [4:4] is the sub-list for extension type_name
 	4,  // [4:4] is the sub-list for extension extendee
 	0,  // [0:4] is the sub-list for field type_name

@@ -28,6 +28,7 @@ const (
 	Objects_Delete_FullMethodName       = "/tugboat.api.v1.Objects/Delete"
 	Objects_Watch_FullMethodName        = "/tugboat.api.v1.Objects/Watch"
 	Objects_Bind_FullMethodName         = "/tugboat.api.v1.Objects/Bind"
+	Objects_Evict_FullMethodName        = "/tugboat.api.v1.Objects/Evict"
 )
 
 // ObjectsClient is the client API for Objects service.
@@ -57,6 +58,19 @@ type ObjectsClient interface {
 	Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchEvent], error)
 	// Bind sets a pod's spec.nodeName. Aborted if it is already bound.
 	Bind(ctx context.Context, in *BindRequest, opts ...grpc.CallOption) (*anypb.Any, error)
+	// Evict deletes a pod as a voluntary disruption: Kubernetes' policy/v1
+	// Eviction, the pods/eviction subresource, which kubectl drain and
+	// tugctl drain use. The request is a delete of the pod (kind "Pod" or
+	// empty), with its grace period, preconditions and propagation policy,
+	// authorized as "create" on pods/eviction. Before the pod is deleted the
+	// apiserver's eviction checks run (apiserver.EvictionCheck; the
+	// PodDisruptionBudget check once that kind exists): a check that refuses
+	// answers FailedPrecondition (apierrors.ErrTooManyRequests, HTTP 429 at
+	// the Kubernetes door) naming the budget, and nothing changes — the
+	// caller retries later. A pod that is not running (pending, succeeded,
+	// failed) disrupts nothing and is not checked. The answer is the pod as
+	// the delete left it (with deletion_timestamp while it stops).
+	Evict(ctx context.Context, in *DeleteRequest, opts ...grpc.CallOption) (*anypb.Any, error)
 }
 
 type objectsClient struct {
@@ -156,6 +170,16 @@ func (c *objectsClient) Bind(ctx context.Context, in *BindRequest, opts ...grpc.
 	return out, nil
 }
 
+func (c *objectsClient) Evict(ctx context.Context, in *DeleteRequest, opts ...grpc.CallOption) (*anypb.Any, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(anypb.Any)
+	err := c.cc.Invoke(ctx, Objects_Evict_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ObjectsServer is the server API for Objects service.
 // All implementations must embed UnimplementedObjectsServer
 // for forward compatibility.
@@ -183,6 +207,19 @@ type ObjectsServer interface {
 	Watch(*WatchRequest, grpc.ServerStreamingServer[WatchEvent]) error
 	// Bind sets a pod's spec.nodeName. Aborted if it is already bound.
 	Bind(context.Context, *BindRequest) (*anypb.Any, error)
+	// Evict deletes a pod as a voluntary disruption: Kubernetes' policy/v1
+	// Eviction, the pods/eviction subresource, which kubectl drain and
+	// tugctl drain use. The request is a delete of the pod (kind "Pod" or
+	// empty), with its grace period, preconditions and propagation policy,
+	// authorized as "create" on pods/eviction. Before the pod is deleted the
+	// apiserver's eviction checks run (apiserver.EvictionCheck; the
+	// PodDisruptionBudget check once that kind exists): a check that refuses
+	// answers FailedPrecondition (apierrors.ErrTooManyRequests, HTTP 429 at
+	// the Kubernetes door) naming the budget, and nothing changes — the
+	// caller retries later. A pod that is not running (pending, succeeded,
+	// failed) disrupts nothing and is not checked. The answer is the pod as
+	// the delete left it (with deletion_timestamp while it stops).
+	Evict(context.Context, *DeleteRequest) (*anypb.Any, error)
 	mustEmbedUnimplementedObjectsServer()
 }
 
@@ -216,6 +253,9 @@ func (UnimplementedObjectsServer) Watch(*WatchRequest, grpc.ServerStreamingServe
 }
 func (UnimplementedObjectsServer) Bind(context.Context, *BindRequest) (*anypb.Any, error) {
 	return nil, status.Error(codes.Unimplemented, "method Bind not implemented")
+}
+func (UnimplementedObjectsServer) Evict(context.Context, *DeleteRequest) (*anypb.Any, error) {
+	return nil, status.Error(codes.Unimplemented, "method Evict not implemented")
 }
 func (UnimplementedObjectsServer) mustEmbedUnimplementedObjectsServer() {}
 func (UnimplementedObjectsServer) testEmbeddedByValue()                 {}
@@ -375,6 +415,24 @@ func _Objects_Bind_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Objects_Evict_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ObjectsServer).Evict(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Objects_Evict_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ObjectsServer).Evict(ctx, req.(*DeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Objects_ServiceDesc is the grpc.ServiceDesc for Objects service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -409,6 +467,10 @@ var Objects_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Bind",
 			Handler:    _Objects_Bind_Handler,
+		},
+		{
+			MethodName: "Evict",
+			Handler:    _Objects_Evict_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

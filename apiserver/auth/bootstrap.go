@@ -14,7 +14,7 @@ var (
 	// workloads are what edit and view cover (view: not secrets).
 	viewable = []string{"pods", "pods/log", "services", "endpoints", "configmaps", "events", "replicasets", "deployments",
 		"namespaces", "nodes", "leases", "replicasets/status", "deployments/status", "pods/status"}
-	editable = []string{"pods", "pods/exec", "pods/log", "services", "endpoints", "configmaps", "secrets", "events",
+	editable = []string{"pods", "pods/exec", "pods/attach", "pods/portforward", "pods/eviction", "pods/log", "services", "endpoints", "configmaps", "secrets", "events",
 		"replicasets", "deployments", "replicasets/scale", "deployments/scale"}
 )
 

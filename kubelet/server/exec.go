@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 
+	"google.golang.org/grpc"
+
 	"github.com/tugboat/tugboat/api/apierrors"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/kubelet/runtime"
@@ -42,6 +44,32 @@ func (s *Server) Exec(stream v1.NodeAPI_ExecServer) error {
 		return errorf(apierrors.ErrInvalid, "container %q in pod %q is not running", name, pod.GetMetadata().GetName())
 	}
 
+	code, err := streamIO(ctx, cancel, stream, start, func(req runtime.ExecRequest) (int, error) {
+		req.Cmd = start.Command
+		return s.cfg.Runtime.Exec(ctx, as[0].ID, req)
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return grpcErr(ctx.Err())
+		}
+		if errors.Is(err, runtime.ErrNotRunning) || errors.Is(err, runtime.ErrNotFound) {
+			return errorf(apierrors.ErrInvalid, "container %q in pod %q is not running", name, pod.GetMetadata().GetName())
+		}
+		msg := fmt.Sprintf("exec %q in container %q: %v\n", strings.Join(start.Command, " "), name, err)
+		if err := stream.Send(&v1.ExecOutput{Stderr: []byte(msg)}); err != nil {
+			return err
+		}
+		code = 126
+	}
+	return stream.Send(&v1.ExecOutput{Exited: true, ExitCode: int32(code)})
+}
+
+// streamIO runs a process through run with the I/O of an exec-shaped
+// stream: stdout and stderr go back as they come (sends serialized), the
+// client's later messages carry stdin, its end and terminal resizes, and a
+// client that goes away cancels ctx (killing an exec'd command). It
+// returns run's result; the caller sends the last message.
+func streamIO(ctx context.Context, cancel context.CancelFunc, stream grpc.BidiStreamingServer[v1.ExecInput, v1.ExecOutput], start *v1.ExecStart, run func(runtime.ExecRequest) (int, error)) (int, error) {
 	var sendMu sync.Mutex
 	send := func(out *v1.ExecOutput) error {
 		sendMu.Lock()
@@ -49,7 +77,6 @@ func (s *Server) Exec(stream v1.NodeAPI_ExecServer) error {
 		return stream.Send(out)
 	}
 	req := runtime.ExecRequest{
-		Cmd:    start.Command,
 		TTY:    start.Tty,
 		Stdout: &chunkWriter{send: func(b []byte) error { return send(&v1.ExecOutput{Stdout: b}) }},
 		Stderr: &chunkWriter{send: func(b []byte) error { return send(&v1.ExecOutput{Stderr: b}) }},
@@ -97,19 +124,5 @@ func (s *Server) Exec(stream v1.NodeAPI_ExecServer) error {
 			}
 		}
 	}()
-	code, err := s.cfg.Runtime.Exec(ctx, as[0].ID, req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return grpcErr(ctx.Err())
-		}
-		if errors.Is(err, runtime.ErrNotRunning) || errors.Is(err, runtime.ErrNotFound) {
-			return errorf(apierrors.ErrInvalid, "container %q in pod %q is not running", name, pod.GetMetadata().GetName())
-		}
-		msg := fmt.Sprintf("exec %q in container %q: %v\n", strings.Join(start.Command, " "), name, err)
-		if err := send(&v1.ExecOutput{Stderr: []byte(msg)}); err != nil {
-			return err
-		}
-		code = 126
-	}
-	return send(&v1.ExecOutput{Exited: true, ExitCode: int32(code)})
+	return run(req)
 }

@@ -1,5 +1,8 @@
 // Package server is the kubelet's NodeAPI: container logs (follow,
-// previous, tail), exec (stdin, tty, resize), image import and listing,
+// previous, tail), exec (stdin, tty, resize), attach to a container's own
+// process (runtimes with an Attacher), port-forward (one TCP connection
+// per stream to a port on the pod's localhost, inside its network
+// namespace), image import and listing,
 // cpu/memory stats, and a check of a Service's DNS name and rules as the
 // node sees them. The kubelet serves it on the tunnel it keeps open
 // to the apiserver (api/tunnel), which relays users' calls to the node

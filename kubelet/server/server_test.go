@@ -94,6 +94,25 @@ func (f *fakeRuntime) ListImages(context.Context) ([]runtime.ImageStatus, error)
 	return []runtime.ImageStatus{{Ref: "b:1", ID: "sha256:x", Size: 5}, {Ref: "a:1", ID: "sha256:x", Size: 5}}, nil
 }
 
+// ListPodSandbox answers with one ready sandbox on the node's network for
+// any pod (port-forward dials the node's localhost then).
+func (f *fakeRuntime) ListPodSandbox(_ context.Context, flt runtime.SandboxFilter) ([]runtime.SandboxStatus, error) {
+	if flt.PodUID == "u-none" {
+		return nil, nil
+	}
+	return []runtime.SandboxStatus{{ID: "sb-" + flt.PodUID, State: runtime.SandboxReady, Config: runtime.SandboxConfig{HostNetwork: true}}}, nil
+}
+
+// Attach prints what it was attached with, echoes stdin and exits 5.
+func (f *fakeRuntime) Attach(ctx context.Context, id string, req runtime.ExecRequest) (int, error) {
+	fmt.Fprintf(req.Stdout, "attached to %s tty=%v", id, req.TTY)
+	if req.Stdin != nil {
+		b, _ := io.ReadAll(req.Stdin)
+		fmt.Fprintf(req.Stdout, " read %q", b)
+	}
+	return 5, nil
+}
+
 type pods map[string]*v1.Pod
 
 func (p pods) Get(k string) (*v1.Pod, bool) { pod, ok := p[k]; return pod, ok }
@@ -112,6 +131,7 @@ func setup(t *testing.T) (v1.NodeAPIClient, *fakeRuntime, string, *int) {
 	rt := &fakeRuntime{containers: []runtime.ContainerStatus{
 		{ID: "c0", Pod: ref, Name: "app", Attempt: 0, State: runtime.ContainerExited, LogPath: log0},
 		{ID: "c1", Pod: ref, Name: "app", Attempt: 1, State: runtime.ContainerRunning, LogPath: log1},
+		{ID: "c3", Pod: runtime.PodRef{Namespace: "default", Name: "att", UID: "u3"}, Name: "app", State: runtime.ContainerRunning},
 	}}
 	imports := 0
 	srv := New(Config{NodeName: "n1", Runtime: rt, OnImport: func() { imports++ }, Pods: pods{
@@ -119,11 +139,13 @@ func setup(t *testing.T) (v1.NodeAPIClient, *fakeRuntime, string, *int) {
 			Spec: &v1.PodSpec{Containers: []*v1.Container{{Name: "app"}}}},
 		"default/two": {Metadata: &v1.ObjectMeta{Name: "two", Namespace: "default", Uid: "u2"},
 			Spec: &v1.PodSpec{Containers: []*v1.Container{{Name: "a"}, {Name: "b"}}}},
+		"default/att": {Metadata: &v1.ObjectMeta{Name: "att", Namespace: "default", Uid: "u3"},
+			Spec: &v1.PodSpec{Containers: []*v1.Container{{Name: "app", Stdin: true, Tty: true}}}},
 	}})
 	g := grpc.NewServer()
 	srv.Register(g)
 	go tunnel.Serve(ctx, s.Client, "n1", g, nil)
-	for _, name := range []string{"web", "two"} {
+	for _, name := range []string{"web", "two", "att"} {
 		spec := &v1.PodSpec{NodeName: "n1", Containers: []*v1.Container{{Name: "app", Image: "busybox"}}}
 		if _, err := client.For[*v1.Pod](s.Client).Create(ctx, &v1.Pod{Metadata: &v1.ObjectMeta{Name: name, Namespace: "default"}, Spec: spec}); err != nil {
 			t.Fatal(err)
