@@ -28,9 +28,9 @@ type env struct {
 	home string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, opts ...apiservertest.Option) *env {
 	t.Helper()
-	srv := apiservertest.Start(t)
+	srv := apiservertest.Start(t, opts...)
 	return &env{t: t, srv: srv, c: srv.Client, home: t.TempDir()}
 }
 

@@ -6,7 +6,7 @@
 //
 //	cmd/basic          create, get, delete          (run, expose, explain, set)
 //	cmd/deploy         apply, rollout, scale        (autoscale)
-//	cmd/cluster        top                          (cordon, drain, taint, certificate)
+//	cmd/cluster        top, cordon, uncordon, drain, taint  (certificate)
 //	cmd/troubleshoot   describe, trace, logs, exec  (attach, port-forward, cp, events)
 //	cmd/config, cmd/token, cmd/image, cmd/auth      their commands
 //	                   (settings: label, annotate, completion get a cmd/settings)
