@@ -10,6 +10,7 @@ import (
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/informer"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/apiserver/apiservertest"
 )
 
@@ -83,13 +84,12 @@ func TestInformerAcrossApiserverRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for inf.ResourceVersion() < rv && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if got := inf.ResourceVersion(); got < rv {
-		t.Fatalf("informer at %d, store at %d", got, rv)
-	}
+	wait.Eventually(t, 30*time.Second, "the informer caught up", func() error {
+		if got := inf.ResourceVersion(); got < rv {
+			return fmt.Errorf("informer at %d, store at %d", got, rv)
+		}
+		return nil
+	})
 	if len(inf.List()) != len(want) {
 		t.Fatalf("informer has %d objects, store %d", len(inf.List()), len(want))
 	}

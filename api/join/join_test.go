@@ -2,6 +2,8 @@ package join_test
 
 import (
 	"context"
+	"crypto/x509"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/tugboat/tugboat/api/join"
 	"github.com/tugboat/tugboat/api/pki"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/apiserver/apiservertest"
 )
 
@@ -58,19 +61,19 @@ func TestJoinThenRenew(t *testing.T) {
 	cfg.RenewWhenLeft = 1
 	done := make(chan struct{})
 	go func() { _ = join.RunRenewal(rctx, c, cfg, nil); close(done) }()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		after, err := pki.ParseCertPEM(mustRead(t, certFile))
-		if err == nil && after.SerialNumber.Cmp(before.SerialNumber) != 0 {
-			if after.Subject.CommonName != "system:node:n9" {
-				t.Fatalf("renewed for %s", after.Subject.CommonName)
-			}
-			break
+	var after *x509.Certificate
+	wait.Eventually(t, 20*time.Second, "the certificate renewed", func() error {
+		var err error
+		if after, err = pki.ParseCertPEM(mustRead(t, certFile)); err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("certificate not renewed")
+		if after.SerialNumber.Cmp(before.SerialNumber) == 0 {
+			return fmt.Errorf("still serial %s", before.SerialNumber)
 		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	})
+	if after.Subject.CommonName != "system:node:n9" {
+		t.Fatalf("renewed for %s", after.Subject.CommonName)
 	}
 	rcancel()
 	<-done

@@ -3,11 +3,14 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tugboat/tugboat/api/wait"
 )
 
 // TestSkeletonRetriesAndDrops: an error is retried with backoff until it
@@ -49,19 +52,14 @@ func TestSkeletonRetriesAndDrops(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("flaky key never succeeded")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	wait.Eventually(t, 5*time.Second, "the panicking key retried", func() error {
 		mu.Lock()
-		p := calls["panics"]
-		mu.Unlock()
-		if p >= 2 {
-			break
+		defer mu.Unlock()
+		if p := calls["panics"]; p < 2 {
+			return fmt.Errorf("called %d times", p)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("panicking key was not retried")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	if calls["flaky"] != 3 || calls["bad"] != 1 {

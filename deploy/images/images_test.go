@@ -21,6 +21,8 @@ import (
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/tugboat/tugboat/api/wait"
 )
 
 func TestBusyboxArchive(t *testing.T) {
@@ -118,20 +120,16 @@ func TestEchoServer(t *testing.T) {
 
 	url := fmt.Sprintf("http://127.0.0.1:%d/hello", port)
 	var body string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	wait.Eventually(t, 10*time.Second, "the echo server", func() error {
 		resp, err := http.Get(url)
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			body = string(b)
-			break
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("echo server did not answer: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(b)
+		return nil
+	})
 	if want := "pod=web-0 ip=10.244.9.9 path=/hello\n"; body != want {
 		t.Fatalf("body %q, want %q", body, want)
 	}
