@@ -33,6 +33,7 @@ type fakeNode struct {
 	imported [][]byte
 	images   []*v1.ImageInfo
 	resizes  []string
+	forwards []string // "ns/pod:port" of each PortForward
 	// stats answers Stats; check answers CheckService (nil: Unimplemented).
 	stats *v1.StatsResponse
 	check func(*v1.CheckServiceRequest) *v1.CheckServiceResponse
@@ -205,4 +206,39 @@ func (n *fakeNode) set(fn func(n *fakeNode)) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	fn(n)
+}
+
+// PortForward answers each connection with "POD:PORT got " and the bytes
+// the client sent, once it has half-closed; port 9 refuses, as a closed
+// port in the pod would.
+func (n *fakeNode) PortForward(s v1.NodeAPI_PortForwardServer) error {
+	first, err := s.Recv()
+	if err != nil {
+		return err
+	}
+	st := first.GetStart()
+	n.mu.Lock()
+	n.forwards = append(n.forwards, fmt.Sprintf("%s/%s:%d", st.Namespace, st.Pod, st.Port))
+	n.mu.Unlock()
+	if st.Port == 9 {
+		return status.Errorf(codes.Unavailable, "error forwarding port 9 to pod %s: connection refused", st.Pod)
+	}
+	var got []byte
+	for {
+		f, err := s.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		got = append(got, f.Data...)
+		if f.CloseWrite {
+			break
+		}
+	}
+	if err := s.Send(&v1.PortForwardFrame{Data: []byte(fmt.Sprintf("%s:%d got %s", st.Pod, st.Port, got))}); err != nil {
+		return err
+	}
+	return s.Send(&v1.PortForwardFrame{CloseWrite: true})
 }

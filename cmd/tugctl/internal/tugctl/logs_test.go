@@ -49,7 +49,7 @@ func TestLogsAndExecTargets(t *testing.T) {
 	mustFail(t, e.run("logs", "web", "-c", "missing"), `container "missing" not found`)
 	mustFail(t, e.run("logs", "pending"), "not scheduled to a node yet")
 	mustFail(t, e.run("logs", "nope"), `pods "default/nope" not found`)
-	mustFail(t, e.run("logs", "svc/web"), "logs and exec take a pod, a deployment or a replica set")
+	mustFail(t, e.run("logs", "svc/web"), "want a pod, a deployment or a replica set, not services")
 
 	// A deployment's pods: the running, ready one is picked.
 	sel := map[string]string{"app": "api"}

@@ -54,27 +54,39 @@ func podTarget(ctx context.Context, o *cli.Options, arg string) (ns, name string
 		}
 		sel = rs.GetSpec().GetSelector()
 	default:
-		return "", "", fmt.Errorf("%q: logs and exec take a pod, a deployment or a replica set, not %s", arg, k.Plural)
+		return "", "", fmt.Errorf("%q: want a pod, a deployment or a replica set, not %s", arg, k.Plural)
 	}
 	s, err := labels.FromLabelSelector(sel)
 	if err != nil {
 		return "", "", fmt.Errorf("%s: spec.selector: %v", arg, err)
 	}
+	name, err = pickPod(ctx, o, ns, arg, s)
+	return ns, name, err
+}
+
+// pickPod is the pod of ns that sel matches most worth looking at (see
+// podRank), saying "Found N pods, using pod/X" on ErrOut when there are
+// several; what names the object whose selector it is.
+func pickPod(ctx context.Context, o *cli.Options, ns, what string, s labels.Selector) (string, error) {
 	if s.Empty() {
-		return "", "", fmt.Errorf("%s: spec.selector selects nothing", arg)
+		return "", fmt.Errorf("%s: spec.selector selects nothing", what)
+	}
+	c, err := o.Client()
+	if err != nil {
+		return "", err
 	}
 	pods, _, err := client.For[*v1.Pod](c).List(ctx, client.ListOptions{Namespace: ns, LabelSelector: s.String()})
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
 	if len(pods) == 0 {
-		return "", "", fmt.Errorf("%s: no pods match its selector %s", arg, s.String())
+		return "", fmt.Errorf("%s: no pods match its selector %s", what, s.String())
 	}
 	sort.SliceStable(pods, func(i, j int) bool { return podRank(pods[i], pods[j]) })
 	if len(pods) > 1 {
 		fmt.Fprintf(o.ErrOut, "Found %d pods, using pod/%s\n", len(pods), pods[0].GetMetadata().GetName())
 	}
-	return ns, pods[0].GetMetadata().GetName(), nil
+	return pods[0].GetMetadata().GetName(), nil
 }
 
 // podRank says whether pod a is a better pick than b for logs and exec:
