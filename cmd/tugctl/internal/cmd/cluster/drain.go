@@ -203,7 +203,9 @@ type evicting struct {
 	refusal   string    // the last refusal's message
 }
 
-func (e *evicting) id() string { return e.pod.GetMetadata().GetNamespace() + "/" + e.pod.GetMetadata().GetName() }
+func (e *evicting) id() string {
+	return e.pod.GetMetadata().GetNamespace() + "/" + e.pod.GetMetadata().GetName()
+}
 
 // drainNode evicts the node's pods and waits until they are gone.
 func drainNode(ctx context.Context, o *cli.Options, node string, f *drainFlags) error {
