@@ -11,7 +11,6 @@
 package printers
 
 import (
-	"fmt"
 	"io"
 	"strings"
 	"unicode/utf8"
@@ -25,15 +24,6 @@ const (
 	JSON  = "json"
 	Name  = "name"
 )
-
-// ParseOutput checks an -o value.
-func ParseOutput(s string) (string, error) {
-	switch s {
-	case Table, Wide, YAML, JSON, Name:
-		return s, nil
-	}
-	return "", fmt.Errorf("--output %q: want one of wide, yaml, json, name", s)
-}
 
 // Aligner lays rows out in columns three spaces apart, as kubectl does. It
 // remembers its widths so rows printed later (watch) line up.

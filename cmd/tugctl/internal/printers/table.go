@@ -13,9 +13,12 @@ import (
 type TableOptions struct {
 	Wide          bool // -o wide: the columns of priority 1 too
 	WithNamespace bool // -A: a NAMESPACE column first (namespaced kinds)
-	WithKind      bool // several kinds: names print as kind/name
+	WithKind      bool // several kinds: the name column prints kind/name
 	ShowLabels    bool // --show-labels: a LABELS column last
 	NoHeaders     bool // --no-headers
+	// LabelColumns are -L's label keys: a column each, after the kind's
+	// columns, headed by the key's last path segment in upper case.
+	LabelColumns []string
 }
 
 // TablePrinter prints the tables of one kind. It keeps its Aligner, so
@@ -41,6 +44,9 @@ func (p *TablePrinter) Header(cols []table.Column) []string {
 			h = append(h, strings.ToUpper(c.Name))
 		}
 	}
+	for _, l := range p.Options.LabelColumns {
+		h = append(h, strings.ToUpper(l[strings.LastIndex(l, "/")+1:]))
+	}
 	if p.Options.ShowLabels {
 		h = append(h, "LABELS")
 	}
@@ -59,10 +65,13 @@ func (p *TablePrinter) Row(cols []table.Column, r table.Row) []string {
 			continue
 		}
 		s := fmt.Sprint(c)
-		if i == 0 && p.Options.WithKind {
+		if cols[i].Format == "name" && p.Options.WithKind {
 			s = ResourceName(p.Kind) + "/" + s
 		}
 		out = append(out, s)
+	}
+	for _, l := range p.Options.LabelColumns {
+		out = append(out, m.GetLabels()[l])
 	}
 	if p.Options.ShowLabels {
 		out = append(out, table.LabelString(m.GetLabels()))

@@ -25,6 +25,8 @@ type getFlags struct {
 	showLabels    bool
 	noHeaders     bool
 	forObject     string
+	sortBy        string
+	labelColumns  []string
 }
 
 func newGetCommand(o *cli.Options) *cobra.Command {
@@ -41,6 +43,9 @@ separated; "all" is pods, services, deployments and replicasets.`,
 		Example: `  tugctl get pods
   tugctl get deploy nginx -o yaml
   tugctl get po,svc -l app=nginx -o wide
+  tugctl get pods -o jsonpath='{range .items[*]}{.metadata.name}{"\t"}{.status.podIP}{"\n"}{end}'
+  tugctl get pods -o custom-columns=NAME:.metadata.name,NODE:.spec.nodeName --sort-by=.spec.nodeName
+  tugctl get pods -L app,tier
   tugctl get pods -A --field-selector spec.nodeName=node1
   tugctl get pods -w
   tugctl get events --for deploy/nginx -w`,
@@ -49,7 +54,9 @@ separated; "all" is pods, services, deployments and replicasets.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&f.output, "output", "o", "", "output format: wide, yaml, json or name")
+	fl.StringVarP(&f.output, "output", "o", "", "output format: wide, yaml, json, name, jsonpath=TEMPLATE, jsonpath-file=FILE, custom-columns=HEADER:PATH,..., custom-columns-file=FILE, go-template=TEMPLATE, go-template-file=FILE")
+	fl.StringVar(&f.sortBy, "sort-by", "", "sort by the value at this field path, e.g. .metadata.creationTimestamp or {.status.podIP}")
+	fl.StringSliceVarP(&f.labelColumns, "label-columns", "L", nil, "a column for each of these label keys (comma separated or repeated)")
 	fl.BoolVarP(&f.watch, "watch", "w", false, "after listing, print changes as they happen")
 	fl.StringVarP(&f.selector, "selector", "l", "", "label selector: a=b,c!=d,e in (x,y),f,!g")
 	fl.StringVar(&f.fieldSelector, "field-selector", "", "field selector on any scalar field by JSON path: spec.nodeName=n1,status.phase!=Running")
@@ -63,6 +70,13 @@ func runGet(ctx context.Context, o *cli.Options, args []string, f *getFlags) err
 	output, err := printers.ParseOutput(f.output)
 	if err != nil {
 		return err
+	}
+	output.NoHeaders = f.noHeaders
+	if f.sortBy != "" && f.watch {
+		return fmt.Errorf("--sort-by: not with --watch (a watch prints changes as they come)")
+	}
+	if _, err := printers.RelaxedJSONPath(f.sortBy); err != nil {
+		return fmt.Errorf("--sort-by %s: %v", f.sortBy, err)
 	}
 	ra, err := cli.ParseResourceArgs(args)
 	if err != nil {
@@ -91,9 +105,16 @@ func runGet(ctx context.Context, o *cli.Options, args []string, f *getFlags) err
 	if err != nil {
 		return err
 	}
+	if f.sortBy != "" {
+		for _, g := range groups {
+			if err := printers.SortBy(g.Objs, f.sortBy); err != nil {
+				return err
+			}
+		}
+	}
 	opts := printers.TableOptions{
-		Wide: output == printers.Wide, WithNamespace: o.Flags.AllNamespaces, WithKind: len(groups) > 1,
-		ShowLabels: f.showLabels, NoHeaders: f.noHeaders,
+		Wide: output.Format == printers.Wide, WithNamespace: o.Flags.AllNamespaces, WithKind: len(groups) > 1,
+		ShowLabels: f.showLabels, NoHeaders: f.noHeaders, LabelColumns: f.labelColumns,
 	}
 	now := time.Now()
 	total := 0
@@ -104,9 +125,9 @@ func runGet(ctx context.Context, o *cli.Options, args []string, f *getFlags) err
 	}
 	var tp *printers.TablePrinter
 	switch {
-	case total == 0 && !ra.Named() && !f.watch && output != printers.YAML && output != printers.JSON:
+	case total == 0 && !ra.Named() && !f.watch && output.Format != printers.YAML && output.Format != printers.JSON:
 		o.NoResources(ra)
-	case output == printers.Table || output == printers.Wide:
+	case output.IsTable():
 		first := true
 		for _, g := range groups {
 			if len(g.Objs) == 0 {
@@ -120,7 +141,7 @@ func runGet(ctx context.Context, o *cli.Options, args []string, f *getFlags) err
 			tp.PrintTable(o.Out, table.For(g.Kind, g.Objs, now))
 		}
 	default:
-		if err := printers.WriteObjects(o.Out, all, output, ra.Named() && len(ra.Refs) == 1); err != nil {
+		if err := output.Print(o.Out, all, ra.Named() && len(ra.Refs) == 1); err != nil {
 			return err
 		}
 	}
@@ -128,7 +149,7 @@ func runGet(ctx context.Context, o *cli.Options, args []string, f *getFlags) err
 		g := groups[0]
 		if tp == nil {
 			tp = &printers.TablePrinter{Kind: g.Kind, Options: opts}
-			if output == printers.Table || output == printers.Wide {
+			if output.IsTable() {
 				tp.PrintHeader(o.Out)
 			}
 		}
@@ -168,7 +189,7 @@ func eventsForSelector(arg string) (string, error) {
 
 // watch prints every change after the list, until ctx ends. A watch that
 // breaks resumes from the last version seen; an expired version re-lists.
-func watch(ctx context.Context, o *cli.Options, g *cli.KindObjects, ra cli.ResourceArgs, f *getFlags, output string, tp *printers.TablePrinter) error {
+func watch(ctx context.Context, o *cli.Options, g *cli.KindObjects, ra cli.ResourceArgs, f *getFlags, output *printers.Output, tp *printers.TablePrinter) error {
 	api, err := o.API(g.Kind)
 	if err != nil {
 		return err
@@ -222,14 +243,16 @@ func watch(ctx context.Context, o *cli.Options, g *cli.KindObjects, ra cli.Resou
 }
 
 // printChange prints a watched object: a row, or a document.
-func printChange(o *cli.Options, obj v1.Object, output string, tp *printers.TablePrinter) {
-	switch output {
-	case printers.Table, printers.Wide:
+func printChange(o *cli.Options, obj v1.Object, output *printers.Output, tp *printers.TablePrinter) {
+	switch {
+	case output.IsTable():
 		tp.PrintRow(o.Out, table.RowOf(tp.Kind, obj, time.Now()))
-	case printers.YAML:
+	case output.Format == printers.YAML:
 		io.WriteString(o.Out, "---\n")
-		_ = printers.WriteObjects(o.Out, []v1.Object{obj}, output, true)
+		_ = output.Print(o.Out, []v1.Object{obj}, true)
 	default:
-		_ = printers.WriteObjects(o.Out, []v1.Object{obj}, output, true)
+		if err := output.Print(o.Out, []v1.Object{obj}, true); err != nil {
+			fmt.Fprintf(o.ErrOut, "error: %v\n", err)
+		}
 	}
 }
