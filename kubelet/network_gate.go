@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tugboat/tugboat/kubelet/network"
+
+	"github.com/tugboat/tugboat/internal/netns"
 )
 
 // errNotInitialised: the pod network manager is made once the pod CIDR is
@@ -164,9 +166,9 @@ func (g *netGate) CreateNetNS(name string) (string, error) {
 	return mgr.CreateNetNS(name)
 }
 
-func (g *netGate) DeleteNetNS(path string) error { return network.DeleteNetNS(path) }
+func (g *netGate) DeleteNetNS(path string) error { return netns.Remove(path) }
 
-func (g *netGate) NetNSExists(path string) bool { return network.NetNSExists(path) }
+func (g *netGate) NetNSExists(path string) bool { return netns.IsPinned(path) }
 
 func (g *netGate) SetUpPod(ctx context.Context, p network.PodNetwork) (netip.Addr, error) {
 	mgr, err := g.manager()

@@ -9,7 +9,9 @@ import (
 	"sync"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
+	vnetns "github.com/vishvananda/netns"
+
+	"github.com/tugboat/tugboat/internal/netns"
 )
 
 // Host is one "machine" of the lab: a network namespace with loopback, one
@@ -33,7 +35,7 @@ type Host struct {
 	lab  *Lab
 	log  *slog.Logger
 	port string // the host's port on the switch bridge (h<Index>)
-	ns   netns.NsHandle
+	ns   vnetns.NsHandle
 	nl   *netlink.Handle
 
 	mu     sync.Mutex
@@ -76,9 +78,6 @@ func (l *Lab) buildHost(i int) (*Host, error) {
 	if err := l.attachPort(h.port); err != nil {
 		return h, err
 	}
-	if err := linkUp(h.nl, "lo"); err != nil {
-		return h, fmt.Errorf("netlab: %s: %w", name, err)
-	}
 	eth, err := h.nl.LinkByName(hostIface)
 	if err != nil {
 		return h, fmt.Errorf("netlab: %s: %w", name, err)
@@ -110,7 +109,7 @@ func (h *Host) Do(fn func() error) error {
 	if closed {
 		return fmt.Errorf("netlab: %s: lab closed", h.Name)
 	}
-	return inNetns(h.ns, fn)
+	return netns.Do(int(h.ns), fn)
 }
 
 // Disconnect simulates a network partition of the host: its port on the

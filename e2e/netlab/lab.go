@@ -11,7 +11,9 @@ import (
 	"sync"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
+	vnetns "github.com/vishvananda/netns"
+
+	"github.com/tugboat/tugboat/internal/netns"
 )
 
 // Names inside the lab's own namespaces (they cannot clash with anything
@@ -46,8 +48,8 @@ type Lab struct {
 	cfg    Config
 	log    *slog.Logger
 	lock   *os.File // flock held for the lab's life (see CleanupStale)
-	rootNs netns.NsHandle
-	swNs   netns.NsHandle
+	rootNs vnetns.NsHandle
+	swNs   vnetns.NsHandle
 	rootNL *netlink.Handle
 	swNL   *netlink.Handle
 	spawn  *spawner // forks the hosts' processes (see spawner)
@@ -93,8 +95,8 @@ func New(ctx context.Context, cfg Config) (*Lab, error) {
 		cfg:         cfg,
 		log:         log,
 		lock:        lock,
-		rootNs:      netns.None(),
-		swNs:        netns.None(),
+		rootNs:      vnetns.None(),
+		swNs:        vnetns.None(),
 	}
 	if err := l.build(ctx); err != nil {
 		if cerr := l.Close(); cerr != nil {
@@ -109,7 +111,7 @@ func New(ctx context.Context, cfg Config) (*Lab, error) {
 // build makes the lab's namespaces and links; Close undoes any part of it.
 func (l *Lab) build(ctx context.Context) error {
 	var err error
-	if l.rootNs, err = netns.GetFromPath("/proc/self/ns/net"); err != nil {
+	if l.rootNs, err = vnetns.GetFromPath("/proc/self/ns/net"); err != nil {
 		return fmt.Errorf("netlab: open root netns: %w", err)
 	}
 	if l.rootNL, err = netlink.NewHandleAt(l.rootNs); err != nil {
@@ -167,9 +169,6 @@ func (l *Lab) buildSwitch() error {
 	l.netnsMade = append(l.netnsMade, l.SwitchNetns)
 	if l.swNL, err = netlink.NewHandleAt(l.swNs); err != nil {
 		return fmt.Errorf("netlab: netlink in %s: %w", l.SwitchNetns, err)
-	}
-	if err := linkUp(l.swNL, "lo"); err != nil {
-		return fmt.Errorf("netlab: %s: %w", l.SwitchNetns, err)
 	}
 	la := netlink.NewLinkAttrs()
 	la.Name = bridgeName
@@ -277,7 +276,7 @@ func (l *Lab) close() error {
 	// Anything still in the lab's namespaces was started from inside it (a
 	// daemon that left its process group, a host-network container).
 	for _, n := range names {
-		if key, err := nsKeyOf(netnsPath(n)); err == nil && isNetnsMount(netnsPath(n)) {
+		if key, err := nsKeyOf(netnsPath(n)); err == nil && netns.IsPinned(netnsPath(n)) {
 			for _, pid := range killPIDsInNetns(key) {
 				l.log.Warn("killed leftover process in lab netns", "netns", n, "pid", pid)
 			}
@@ -316,7 +315,7 @@ func (l *Lab) close() error {
 	return err
 }
 
-func closeNs(h *netns.NsHandle) {
+func closeNs(h *vnetns.NsHandle) {
 	if h.IsOpen() {
 		_ = h.Close()
 	}
@@ -336,8 +335,8 @@ func linkUp(nl *netlink.Handle, name string) error {
 // writeSysctl writes val to the sysctl file path as seen from the network
 // namespace ns (files under /proc/sys/net are per namespace of the thread
 // that opens them).
-func writeSysctl(ns netns.NsHandle, path, val string) error {
-	return inNetns(ns, func() error {
+func writeSysctl(ns vnetns.NsHandle, path, val string) error {
+	return netns.Do(int(ns), func() error {
 		if err := os.WriteFile(path, []byte(val), 0o644); err != nil {
 			return fmt.Errorf("netlab: sysctl: %w", err)
 		}

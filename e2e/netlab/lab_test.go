@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/tugboat/tugboat/internal/netns"
 )
 
 const waitFor = 10 * time.Second
@@ -71,7 +73,7 @@ func TestHostLayout(t *testing.T) {
 		if want := nthAddr(lab.Subnet, 11+i); h.IP != want {
 			t.Errorf("%s: IP %s, want %s", h.Name, h.IP, want)
 		}
-		if h.NetnsPath != "/run/netns/"+h.Name || !isNetnsMount(h.NetnsPath) {
+		if h.NetnsPath != "/run/netns/"+h.Name || !netns.IsPinned(h.NetnsPath) {
 			t.Errorf("%s: NetnsPath %s is not a mounted netns", h.Name, h.NetnsPath)
 		}
 		err := h.Do(func() error {

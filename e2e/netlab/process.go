@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vishvananda/netns"
+	vnetns "github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -334,5 +334,5 @@ func (l *Lab) StartInRoot(cmd *exec.Cmd) error {
 	if cmd.SysProcAttr.Pdeathsig == 0 {
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	}
-	return l.spawn.start(netns.None(), cmd)
+	return l.spawn.start(vnetns.None(), cmd)
 }

@@ -6,7 +6,7 @@ import (
 	"os/exec"
 	"runtime"
 
-	"github.com/vishvananda/netns"
+	vnetns "github.com/vishvananda/netns"
 )
 
 // spawner forks every process of a lab from one OS thread that stays locked
@@ -28,7 +28,7 @@ type spawner struct {
 }
 
 type spawnReq struct {
-	ns     netns.NsHandle
+	ns     vnetns.NsHandle
 	cmd    *exec.Cmd
 	result chan error
 }
@@ -48,7 +48,7 @@ func newSpawner() (*spawner, error) {
 func (s *spawner) run(ready chan<- error) {
 	defer close(s.done)
 	runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
-	orig, err := netns.Get()
+	orig, err := vnetns.Get()
 	if err != nil {
 		ready <- fmt.Errorf("netlab: spawner: get netns: %w", err)
 		return
@@ -60,12 +60,12 @@ func (s *spawner) run(ready chan<- error) {
 			req.result <- req.cmd.Start()
 			continue
 		}
-		if err := netns.Set(req.ns); err != nil {
+		if err := vnetns.Set(req.ns); err != nil {
 			req.result <- fmt.Errorf("setns: %w", err)
 			continue
 		}
 		serr := req.cmd.Start()
-		if err := netns.Set(orig); err != nil {
+		if err := vnetns.Set(orig); err != nil {
 			// The thread is stuck in the host's namespace: stop using it.
 			// Returning ends the thread, which SIGKILLs what it forked
 			// (Pdeathsig), this last process included.
@@ -78,8 +78,8 @@ func (s *spawner) run(ready chan<- error) {
 }
 
 // start runs cmd.Start on the spawner's thread inside the namespace ns
-// (netns.None(): the test process's own).
-func (s *spawner) start(ns netns.NsHandle, cmd *exec.Cmd) error {
+// (vnetns.None(): the test process's own).
+func (s *spawner) start(ns vnetns.NsHandle, cmd *exec.Cmd) error {
 	req := spawnReq{ns: ns, cmd: cmd, result: make(chan error, 1)}
 	select {
 	case s.reqs <- req:

@@ -15,6 +15,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/tugboat/tugboat/internal/netns"
 )
 
 // stateDir holds the lock files that tell live labs from stale ones. It is
@@ -229,7 +231,7 @@ func removeRun(rn *runNames, rootNL *netlink.Handle, log *slog.Logger) ([]string
 	var errs []error
 	for _, n := range rn.netns {
 		path := netnsPath(n)
-		if !isNetnsMount(path) {
+		if !netns.IsPinned(path) {
 			continue
 		}
 		if key, err := nsKeyOf(path); err == nil {

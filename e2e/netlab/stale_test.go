@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tugboat/tugboat/internal/netns"
 )
 
 // Prefixes that keep the stale-cleanup tests' labs apart from each other's
@@ -56,7 +58,7 @@ func TestCleanupStaleRemovesKilledRun(t *testing.T) {
 			t.Errorf("removed %s of a live lab", r)
 		}
 	}
-	if !isNetnsMount(live.Hosts[0].NetnsPath) {
+	if !netns.IsPinned(live.Hosts[0].NetnsPath) {
 		t.Errorf("live lab's %s is gone", live.Hosts[0].NetnsPath)
 	}
 	if _, err := os.Stat(runLockPath(live.ID)); err != nil {
@@ -91,7 +93,7 @@ func TestCleanupStaleLeavesManualLab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if slices.Contains(removed, id+"-sw") || !isNetnsMount(netnsPath(id+"-sw")) {
+	if slices.Contains(removed, id+"-sw") || !netns.IsPinned(netnsPath(id+"-sw")) {
 		t.Errorf("removed the manual lab's netns (removed %v)", removed)
 	}
 	if !slices.Contains(removed, orphan+"-sw") || len(leftovers(t, orphan)) > 0 {

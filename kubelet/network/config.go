@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+
+	"github.com/tugboat/tugboat/internal/netns"
 )
 
 // Defaults for Config.
@@ -45,7 +47,7 @@ type Config struct {
 	// BinDirs are searched for plugin binaries (DefaultBinDirs).
 	BinDirs []string
 	// NetNSDir is where pod network namespaces are pinned
-	// (DefaultNetNSDir).
+	// (netns.DefaultDir).
 	NetNSDir string
 
 	// PodCIDR is the node's pod CIDR (e.g. 10.244.1.0/24), needed to write
@@ -74,7 +76,7 @@ func (c *Config) setDefaults() {
 		c.BinDirs = DefaultBinDirs
 	}
 	if c.NetNSDir == "" {
-		c.NetNSDir = DefaultNetNSDir
+		c.NetNSDir = netns.DefaultDir
 	}
 	if c.NetworkName == "" {
 		c.NetworkName = DefaultNetworkName

@@ -19,6 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/tugboat/tugboat/internal/netns"
 )
 
 // ErrNotReady is wrapped by Status (and by SetUpPod) when the network
@@ -91,11 +93,12 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Manager, 
 // Config returns the manager's config, defaults filled in.
 func (m *Manager) Config() Config { return m.cfg }
 
-// CreateNetNS makes a pod network namespace named name in NetNSDir (see
-// the package function CreateNetNS).
+// CreateNetNS makes a pod network namespace named name in NetNSDir, pinned
+// and with loopback up (netns.Create; netns.ErrExists if the name is
+// taken).
 func (m *Manager) CreateNetNS(name string) (string, error) {
 	start := time.Now()
-	path, err := CreateNetNS(m.cfg.NetNSDir, name)
+	path, err := netns.Create(m.cfg.NetNSDir, name)
 	m.metrics.netnsDuration.WithLabelValues("create").Observe(time.Since(start).Seconds())
 	return path, err
 }
@@ -104,7 +107,7 @@ func (m *Manager) CreateNetNS(name string) (string, error) {
 // TearDownPod.
 func (m *Manager) DeleteNetNS(path string) error {
 	start := time.Now()
-	err := DeleteNetNS(path)
+	err := netns.Remove(path)
 	m.metrics.netnsDuration.WithLabelValues("delete").Observe(time.Since(start).Seconds())
 	return err
 }
@@ -187,7 +190,7 @@ func (m *Manager) tearDown(ctx context.Context, pod PodNetwork, fallback *libcni
 	defer func() { m.metrics.observeCNI("del", start, err) }()
 
 	nsPath := pod.NetNSPath
-	if nsPath != "" && !NetNSExists(nsPath) {
+	if nsPath != "" && !netns.IsPinned(nsPath) {
 		nsPath = "" // gone: plugins then only release their state
 	}
 	type attachment struct {

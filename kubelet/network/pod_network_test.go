@@ -18,6 +18,7 @@ import (
 	"github.com/containernetworking/cni/libcni"
 
 	"github.com/tugboat/tugboat/api/wait"
+	"github.com/tugboat/tugboat/internal/netns"
 	"github.com/tugboat/tugboat/kubelet/network"
 	"github.com/tugboat/tugboat/kubelet/network/networktest"
 )
@@ -34,7 +35,7 @@ func newPod(t *testing.T, n *networktest.Network) network.PodNetwork {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = network.DeleteNetNS(path) })
+	t.Cleanup(func() { _ = netns.Remove(path) })
 	return network.PodNetwork{ID: id, NetNSPath: path, Namespace: "default", Name: "pod-" + id[:6], UID: "uid-" + id}
 }
 
@@ -65,7 +66,7 @@ func TestPodNetwork(t *testing.T) {
 
 	// A listener inside the pod's namespace, reached from the host.
 	var l net.Listener
-	if err := network.InNetNS(pod.NetNSPath, func() (err error) {
+	if err := netns.DoPath(pod.NetNSPath, func() (err error) {
 		l, err = net.Listen("tcp", net.JoinHostPort(ip.String(), "8080"))
 		return err
 	}); err != nil {
@@ -173,7 +174,7 @@ func TestPodWithoutHostPorts(t *testing.T) {
 
 	// lo is up (CreateNetNS did it): a listener on 127.0.0.1 answers
 	// inside the pod, and the pod IP answers from the host.
-	err = network.InNetNS(pod.NetNSPath, func() error {
+	err = netns.DoPath(pod.NetNSPath, func() error {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return err
@@ -194,7 +195,7 @@ func TestPodWithoutHostPorts(t *testing.T) {
 		t.Fatal(err)
 	}
 	var l net.Listener
-	if err := network.InNetNS(pod.NetNSPath, func() (err error) {
+	if err := netns.DoPath(pod.NetNSPath, func() (err error) {
 		l, err = net.Listen("tcp", net.JoinHostPort(ip.String(), "8080"))
 		return err
 	}); err != nil {
@@ -283,52 +284,6 @@ func cachedChain(t *testing.T, n *networktest.Network, id string) string {
 		types = append(types, p.Network.Type)
 	}
 	return strings.Join(types, ",")
-}
-
-func TestCreateNetNS(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs root; skipped with -short")
-	}
-	if err := networktest.Check(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	dir := network.DefaultNetNSDir
-	name := fmt.Sprintf("tugboat-test-ns-%d", time.Now().UnixNano())
-	path, err := network.CreateNetNS(dir, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer network.DeleteNetNS(path)
-	if _, err := network.CreateNetNS(dir, name); err == nil {
-		t.Fatal("created the same name twice")
-	}
-	if !network.NetNSExists(path) {
-		t.Fatal("NetNSExists = false")
-	}
-	out, err := exec.Command("ip", "netns", "exec", name, "ip", "-o", "link", "show", "lo").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "UP") {
-		t.Errorf("lo in the new netns is not up: %v %s", err, out)
-	}
-	if err := network.DeleteNetNS(path); err != nil {
-		t.Fatal(err)
-	}
-	if err := network.DeleteNetNS(path); err != nil {
-		t.Fatalf("second delete: %v", err)
-	}
-	if network.NetNSExists(path) {
-		t.Fatal("still exists after delete")
-	}
-	// What a reboot leaves of a pin on disk: the file without its mount.
-	stale := filepath.Join(t.TempDir(), "stale-pin")
-	if err := os.WriteFile(stale, nil, 0o444); err != nil {
-		t.Fatal(err)
-	}
-	if network.NetNSExists(stale) {
-		t.Error("NetNSExists = true for a pin file with no namespace mounted on it")
-	}
 }
 
 func hasRule(n *networktest.Network, words ...string) bool {

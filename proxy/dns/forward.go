@@ -14,7 +14,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/tugboat/tugboat/proxy/internal/netnsutil"
+	"github.com/tugboat/tugboat/internal/netns"
 )
 
 // forwarder sends queries outside the zone to the upstreams. It starts
@@ -76,7 +76,7 @@ func (f *forwarder) exchangeOne(r *dns.Msg, network, upstream string, timeout ti
 		return resp, err
 	}
 	var conn net.Conn
-	err := netnsutil.Do(f.netns, func() (err error) {
+	err := netns.Do(f.netns, func() (err error) {
 		conn, err = net.DialTimeout(network, upstream, timeout)
 		return err
 	})

@@ -14,7 +14,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tugboat/tugboat/proxy/internal/netnsutil"
+	"github.com/tugboat/tugboat/internal/netns"
 )
 
 // TTL of the zone's records and of its negative answers, in seconds.
@@ -98,7 +98,7 @@ func (s *Server) Run(ctx context.Context) error {
 	var pc net.PacketConn
 	var ln net.Listener
 	addr := s.cfg.Listen.String()
-	err := netnsutil.Do(s.cfg.NetNS, func() (err error) {
+	err := netns.Do(s.cfg.NetNS, func() (err error) {
 		if pc, err = net.ListenPacket("udp4", addr); err != nil {
 			return err
 		}

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
-	"github.com/tugboat/tugboat/proxy/internal/netnsutil"
+	"github.com/tugboat/tugboat/internal/netns"
 )
 
 // DefaultTable is the table the proxy owns.
@@ -317,7 +317,7 @@ func (d *Datapath) done(mode string, start time.Time, changed map[string]time.Ti
 // the datapath's namespace, so that replies bridged between two pods of
 // one node go through conntrack and are un-DNATed.
 func (d *Datapath) ensureBridgeNetfilter() error {
-	return netnsutil.Do(d.cfg.NetNS, func() error {
+	return netns.Do(d.cfg.NetNS, func() error {
 		p := filepath.Join("/proc/sys/net/bridge", "bridge-nf-call-iptables")
 		b, err := os.ReadFile(p)
 		if err != nil {

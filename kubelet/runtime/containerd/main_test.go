@@ -21,6 +21,8 @@ import (
 	"github.com/tugboat/tugboat/kubelet/network/networktest"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 	"github.com/tugboat/tugboat/kubelet/runtime/containerd/containerdtest"
+
+	"github.com/tugboat/tugboat/internal/netns"
 )
 
 // testCIDR is this package's pod CIDR; other packages' tests use others.
@@ -121,7 +123,7 @@ func (e *env) runPod(name string) *pod {
 	if p.NetNS, err = e.net.CreateNetNS("tugboat-test-" + p.UID); err != nil {
 		e.t.Fatal(err)
 	}
-	e.t.Cleanup(func() { _ = network.DeleteNetNS(p.NetNS) })
+	e.t.Cleanup(func() { _ = netns.Remove(p.NetNS) })
 
 	cfg := runtime.SandboxConfig{
 		Pod:       runtime.PodRef{Namespace: "default", Name: name, UID: p.UID},

@@ -18,7 +18,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,9 +25,9 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
+	vnetns "github.com/vishvananda/netns"
 
-	"github.com/tugboat/tugboat/proxy/internal/netnsutil"
+	"github.com/tugboat/tugboat/internal/netns"
 )
 
 // Prefix starts the name of every namespace the tests make:
@@ -40,7 +39,7 @@ var staleOnce sync.Once
 // removeStale deletes the namespaces of test processes that are gone (a
 // test binary killed by its timeout runs no cleanup).
 func removeStale() {
-	entries, _ := os.ReadDir("/run/netns")
+	entries, _ := os.ReadDir(netns.DefaultDir)
 	for _, e := range entries {
 		rest, ok := strings.CutPrefix(e.Name(), Prefix)
 		if !ok {
@@ -53,7 +52,7 @@ func removeStale() {
 		if _, err := os.Stat("/proc/" + pid); err == nil {
 			continue // still running
 		}
-		_ = netns.DeleteNamed(e.Name())
+		_ = netns.Remove(filepath.Join(netns.DefaultDir, e.Name()))
 	}
 }
 
@@ -70,11 +69,12 @@ func RequireRoot(t testing.TB) {
 type NS struct {
 	t      testing.TB
 	Name   string
-	Handle netns.NsHandle
+	Handle vnetns.NsHandle
 	NL     *netlink.Handle
 }
 
-// New makes a namespace with loopback up, removed when the test ends.
+// New makes a namespace with loopback up (netns.Create), removed when
+// the test ends.
 func New(t testing.TB, label string) *NS {
 	t.Helper()
 	RequireRoot(t)
@@ -82,41 +82,29 @@ func New(t testing.TB, label string) *NS {
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	name := fmt.Sprintf("%s%d-%s-%s", Prefix, os.Getpid(), label, hex.EncodeToString(b))
-	type res struct {
-		h   netns.NsHandle
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		// NewNamed moves this thread into the new namespace; the thread
-		// stays locked and dies with the goroutine.
-		runtime.LockOSThread()
-		h, err := netns.NewNamed(name)
-		ch <- res{h, err}
-	}()
-	r := <-ch
-	if r.err != nil {
-		t.Fatalf("creating network namespace %s: %v", name, r.err)
-	}
-	nl, err := netlink.NewHandleAt(r.h)
+	path, err := netns.Create(netns.DefaultDir, name)
 	if err != nil {
+		t.Fatalf("creating network namespace %s: %v", name, err)
+	}
+	h, err := vnetns.GetFromPath(path)
+	if err != nil {
+		_ = netns.Remove(path)
+		t.Fatalf("opening network namespace %s: %v", name, err)
+	}
+	nl, err := netlink.NewHandleAt(h)
+	if err != nil {
+		h.Close()
+		_ = netns.Remove(path)
 		t.Fatalf("netlink in %s: %v", name, err)
 	}
-	ns := &NS{t: t, Name: name, Handle: r.h, NL: nl}
+	ns := &NS{t: t, Name: name, Handle: h, NL: nl}
 	t.Cleanup(func() {
 		nl.Close()
-		r.h.Close()
-		if err := netns.DeleteNamed(name); err != nil {
+		h.Close()
+		if err := netns.Remove(path); err != nil {
 			t.Errorf("deleting network namespace %s: %v", name, err)
 		}
 	})
-	lo, err := nl.LinkByName("lo")
-	if err == nil {
-		err = nl.LinkSetUp(lo)
-	}
-	if err != nil {
-		t.Fatalf("%s: lo up: %v", name, err)
-	}
 	return ns
 }
 
@@ -124,7 +112,7 @@ func New(t testing.TB, label string) *NS {
 func (n *NS) Fd() int { return int(n.Handle) }
 
 // Do runs fn inside the namespace.
-func (n *NS) Do(fn func() error) error { return netnsutil.Do(n.Fd(), fn) }
+func (n *NS) Do(fn func() error) error { return netns.Do(n.Fd(), fn) }
 
 // Sysctl writes a /proc/sys/net value inside the namespace
 // ("net/ipv4/ip_forward").
