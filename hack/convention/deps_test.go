@@ -9,9 +9,14 @@ import (
 	"testing"
 )
 
+// shared are the folders every binary may link: api/ (the API contract
+// and the client library) and internal/ (code two components need that is
+// not API, such as internal/netns; it imports nothing of the components).
+var shared = []string{"api", "internal"}
+
 // allowed names, per binary (its folder), the folders of this module its
-// packages may come from besides api/ (the client library every binary
-// uses) and its own folder. A new binary needs a line here.
+// packages may come from besides the shared ones and its own folder. A new
+// binary needs a line here.
 var allowed = map[string][]string{
 	// The all-in-one composes every component in one process.
 	"cmd/tugboat":            {"apiserver", "scheduler", "controllers", "kubelet", "proxy"},
@@ -121,8 +126,13 @@ func TestBinariesLinkOnlyTheirComponent(t *testing.T) {
 			continue
 		}
 		mayUse := func(path string) bool {
-			if under(path, "api") || under(path, bin) {
+			if under(path, bin) {
 				return true
+			}
+			for _, d := range shared {
+				if under(path, d) {
+					return true
+				}
 			}
 			for _, d := range extra {
 				if under(path, d) {
@@ -152,8 +162,8 @@ func TestBinariesLinkOnlyTheirComponent(t *testing.T) {
 					for p := cur; p != ""; p = via[p] {
 						chain = append([]string{p}, chain...)
 					}
-					t.Errorf("%s links %s, which it may not (it may use api/, %s/ and %v): %s",
-						bin, imp, bin, extra, strings.Join(chain, " -> "))
+					t.Errorf("%s links %s, which it may not (it may use %v, %s/ and %v): %s",
+						bin, imp, shared, bin, extra, strings.Join(chain, " -> "))
 					continue
 				}
 				queue = append(queue, imp)
@@ -163,6 +173,23 @@ func TestBinariesLinkOnlyTheirComponent(t *testing.T) {
 	for e, why := range exceptions {
 		if !used[e] {
 			t.Logf("the exception %s -> %s (%s) is no longer needed: remove it from exceptions", e.from, e.to, why)
+		}
+	}
+}
+
+// TestInternalImportsNothingElse: internal/ is shared by components, so it
+// may import nothing of the module outside itself (not a component, not
+// api/, not e2e/ or hack/).
+func TestInternalImportsNothingElse(t *testing.T) {
+	pkgs, _ := modulePackages(t)
+	for path, p := range pkgs {
+		if !under(path, "internal") {
+			continue
+		}
+		for _, imp := range p.imports {
+			if !under(imp, "internal") {
+				t.Errorf("%s imports %s: internal/ may import only internal/", path, imp)
+			}
 		}
 	}
 }

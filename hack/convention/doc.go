@@ -4,9 +4,10 @@
 //
 //   - deps_test.go: `go list -deps` of every binary under cmd/ and deploy/
 //     shows only packages of the folders it may link: a component binary
-//     its own folder and api/, tugctl its own cmd/tugctl tree and api/, the
-//     all-in-one cmd/tugboat every component. kubelet ↛ proxy, tugctl ↛
-//     apiserver, scheduler ↛ controllers, no binary ↛ e2e/ or hack/.
+//     its own folder, api/ and internal/, tugctl its own cmd/tugctl tree,
+//     api/ and internal/, the all-in-one cmd/tugboat every component.
+//     kubelet ↛ proxy, tugctl ↛ apiserver, scheduler ↛ controllers, no
+//     binary ↛ e2e/ or hack/; internal/ imports nothing else of the module.
 //   - etcd_test.go: only apiserver/storage, the apiserver's etcd start-up
 //     (etcd.go, server.go), its test server and the etcd image's main
 //     import an etcd package.

@@ -20,11 +20,11 @@
 // mounts, and the calling process's threads.
 //
 // Threads: every function runs its namespace work on a goroutine of its
-// own, locked to an OS thread, and never changes the caller's thread. Do
-// returns the thread to its original namespace afterwards; a thread that
-// cannot be returned, and the thread Create unshares, stays locked and
-// dies with its goroutine, so no goroutine ever runs in a namespace it did
-// not ask for.
+// own, locked to an OS thread, and never changes the caller's thread. The
+// thread goes back to its original namespace afterwards (Create's too,
+// after its unshare); one that cannot be put back stays locked and dies
+// with its goroutine, so no goroutine ever runs in a namespace it did not
+// ask for (see onThread).
 package netns
 
 import (
@@ -69,16 +69,9 @@ func Create(dir, name string) (string, error) {
 	}
 	f.Close()
 
-	// Unshare on a thread of our own that is thrown away afterwards: the
-	// goroutine ends locked, so the Go runtime terminates the thread
-	// instead of reusing it in the new namespace.
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		errc <- func() error {
-			if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-				return fmt.Errorf("unshare: %w", err)
-			}
+	err = onThread(
+		func() error { return unix.Unshare(unix.CLONE_NEWNET) },
+		func() error {
 			self := fmt.Sprintf("/proc/%d/task/%d/ns/net", os.Getpid(), unix.Gettid())
 			if err := unix.Mount(self, path, "none", unix.MS_BIND, ""); err != nil {
 				return fmt.Errorf("bind mount: %w", err)
@@ -91,9 +84,8 @@ func Create(dir, name string) (string, error) {
 				return fmt.Errorf("loopback up: %w", err)
 			}
 			return nil
-		}()
-	}()
-	if err := <-errc; err != nil {
+		})
+	if err != nil {
 		_ = Remove(path)
 		return "", fmt.Errorf("netns %s: %w", path, err)
 	}
@@ -131,6 +123,21 @@ func Do(fd int, fn func() error) error {
 	if fd == 0 {
 		return fn()
 	}
+	return onThread(func() error { return vnetns.Set(vnetns.NsHandle(fd)) }, fn)
+}
+
+// onThread runs enter and then, if enter succeeded, fn, on a goroutine of
+// its own locked to its OS thread, and puts the thread back into the
+// network namespace it started in before unlocking it. Only a thread that
+// cannot be put back stays locked, so that the Go runtime ends it with the
+// goroutine.
+//
+// Never leaving a thread behind on purpose matters: the runtime cannot end
+// the process's main thread, so a goroutine that exits locked on it wedges
+// it in the foreign namespace for good, and /proc/<pid>/ns/net, which
+// names the main thread's namespace (the kubelet's host network, netlab's
+// root namespace), would name that one from then on.
+func onThread(enter, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -141,7 +148,7 @@ func Do(fd int, fn func() error) error {
 			return
 		}
 		defer orig.Close()
-		if err := vnetns.Set(vnetns.NsHandle(fd)); err != nil {
+		if err := enter(); err != nil {
 			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("entering network namespace: %w", err)
 			return

@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/vishvananda/netlink"
@@ -195,5 +197,54 @@ func TestPinIsSeenByIPNetns(t *testing.T) {
 	out, err := exec.Command("ip", "netns", "exec", name, "ip", "-o", "link", "show", "lo").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "UP") {
 		t.Errorf("lo in the new netns is not up: %v %s", err, out)
+	}
+}
+
+// TestNoThreadLeftInANamespace: after many Creates and Dos, every thread
+// of the process is back in the namespace it started in. (A thread left
+// locked on purpose would, when it is the main thread, which Go cannot
+// end, keep /proc/<pid>/ns/net pointing at a pod's namespace.)
+func TestNoThreadLeftInANamespace(t *testing.T) {
+	requireRoot(t)
+	dir := nsDir(t)
+	want, err := os.Readlink("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			path, err := Create(dir, "churn-"+strconv.Itoa(i))
+			if err == nil {
+				err = DoPath(path, func() error { return nil })
+			}
+			if err == nil {
+				err = Remove(path)
+			}
+			if err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		got, err := os.Readlink("/proc/self/task/" + task.Name() + "/ns/net")
+		if err != nil {
+			continue // the thread ended meanwhile
+		}
+		if got != want {
+			t.Errorf("thread %s is in %s, not the process's %s", task.Name(), got, want)
+		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/apierrors"
 	v1 "github.com/tugboat/tugboat/api/v1"
-	"github.com/tugboat/tugboat/kubelet/network"
+	"github.com/tugboat/tugboat/internal/netns"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 )
 
@@ -110,7 +110,7 @@ func (s *Server) forwardInNetNS(ctx context.Context, sb runtime.SandboxStatus, p
 	if sb.Config.HostNetwork || sb.Config.NetNSPath == "" {
 		err = dial()
 	} else {
-		err = network.InNetNS(sb.Config.NetNSPath, dial)
+		err = netns.DoPath(sb.Config.NetNSPath, dial)
 	}
 	if err != nil {
 		return err
