@@ -1,5 +1,7 @@
-// Package basic is kubectl's "Basic Commands" group: create, get and
-// delete (run, expose, explain and set go here too). They read and write
+// Package basic is kubectl's "Basic Commands" group: create (from
+// manifests, or generated from flags: deployment, service, configmap,
+// secret, namespace), get, delete, expose and run (explain and set go here
+// too). They read and write
 // objects through the generic object API; get prints them through
 // api/table and package printers, -w watches them.
 //
@@ -16,5 +18,5 @@ import (
 
 // Commands are the group's commands, for the root command.
 func Commands(o *cli.Options) []*cobra.Command {
-	return []*cobra.Command{newCreateCommand(o), newGetCommand(o), newDeleteCommand(o)}
+	return []*cobra.Command{newCreateCommand(o), newGetCommand(o), newDeleteCommand(o), newExposeCommand(o), newRunCommand(o)}
 }

@@ -17,16 +17,21 @@ import (
 func newCreateCommand(o *cli.Options) *cobra.Command {
 	f := &cli.FileFlags{}
 	cmd := &cobra.Command{
-		Use:   "create -f FILE|DIR|- | create namespace NAME",
+		Use:   "create -f FILE|DIR|- | create deployment|service|configmap|secret|namespace NAME ...",
 		Short: "Create objects from manifests; fails for objects that exist",
 		Example: `  tugctl create -f pod.yaml
-  tugctl create namespace web`,
+  tugctl create namespace web
+  tugctl create deployment web --image=nginx:1.25 --replicas=3 --port=80
+  tugctl create service nodeport web --tcp=80:8080
+  tugctl create configmap app --from-literal=mode=prod --from-file=app.conf
+  tugctl create secret generic db --from-literal=password=s3cret --dry-run=client -o yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runCreate(cmd.Context(), o, f)
 		},
 	}
 	f.Register(cmd, "to create")
+	cmd.AddCommand(newCreateDeploymentCommand(o), newCreateServiceCommand(o), newCreateConfigMapCommand(o), newCreateSecretCommand(o))
 	cmd.AddCommand(&cobra.Command{
 		Use:     "namespace NAME",
 		Aliases: []string{"ns"},
