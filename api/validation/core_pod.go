@@ -2,6 +2,7 @@ package validation
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"google.golang.org/protobuf/proto"
@@ -49,6 +50,13 @@ func PodUpdate(old, new *v1.Pod) Errs {
 
 // PodTemplate validates a ReplicaSet's or Deployment's pod template.
 func PodTemplate(errs *Errs, path string, t *v1.PodTemplateSpec) {
+	podTemplate(errs, path, t, "Always")
+}
+
+// podTemplate validates a controller's pod template whose restartPolicy
+// must be one of restartPolicies (Always for the apps kinds; OnFailure or
+// Never for Jobs).
+func podTemplate(errs *Errs, path string, t *v1.PodTemplateSpec, restartPolicies ...string) {
 	if t == nil {
 		errs.Add(path, "required")
 		return
@@ -58,8 +66,12 @@ func PodTemplate(errs *Errs, path string, t *v1.PodTemplateSpec) {
 		Annotations(errs, path+".metadata.annotations", t.Metadata.Annotations)
 	}
 	PodSpec(errs, path+".spec", t.Spec)
-	if t.Spec != nil && t.Spec.RestartPolicy != "" && t.Spec.RestartPolicy != "Always" {
-		errs.Add(path+".spec.restartPolicy", "%q: only Always is supported for controllers", t.Spec.RestartPolicy)
+	if rp := t.GetSpec().GetRestartPolicy(); t.Spec != nil && !slices.Contains(restartPolicies, rp) && (rp != "" || restartPolicies[0] != "Always") {
+		if len(restartPolicies) == 1 {
+			errs.Add(path+".spec.restartPolicy", "%q: only %s is supported for controllers", t.Spec.RestartPolicy, restartPolicies[0])
+		} else {
+			errs.Add(path+".spec.restartPolicy", "Unsupported value: %q: supported values: %q", t.Spec.RestartPolicy, restartPolicies)
+		}
 	}
 }
 

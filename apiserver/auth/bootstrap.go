@@ -13,9 +13,10 @@ var (
 	core      = []string{""}
 	// workloads are what edit and view cover (view: not secrets).
 	viewable = []string{"pods", "pods/log", "services", "endpoints", "configmaps", "events", "replicasets", "deployments",
-		"namespaces", "nodes", "leases", "replicasets/status", "deployments/status", "pods/status"}
+		"namespaces", "nodes", "leases", "replicasets/status", "deployments/status", "pods/status",
+		"jobs", "jobs/status"}
 	editable = []string{"pods", "pods/exec", "pods/attach", "pods/portforward", "pods/eviction", "pods/log", "services", "endpoints", "configmaps", "secrets", "events",
-		"replicasets", "deployments", "replicasets/scale", "deployments/scale"}
+		"replicasets", "deployments", "replicasets/scale", "deployments/scale", "jobs"}
 )
 
 func clusterRole(name string, rules ...*v1.PolicyRule) *v1.ClusterRole {
@@ -49,7 +50,8 @@ func DefaultPolicy() []v1.Object {
 			rule(anyGroup, []string{"replicasets", "deployments", "services"}, readVerbs)),
 		clusterRole("system:kube-controller-manager",
 			rule(anyGroup, []string{"pods", "pods/status", "replicasets", "replicasets/status", "deployments", "deployments/status",
-				"endpoints", "events", "nodes", "nodes/status", "leases", "namespaces", "services", "configmaps"}, all),
+				"endpoints", "events", "nodes", "nodes/status", "leases", "namespaces", "services", "configmaps",
+				"jobs", "jobs/status"}, all),
 			// The garbage collector deletes Secrets whose owner is gone.
 			rule(core, []string{"secrets"}, []string{"list", "watch", "delete"})),
 		clusterRole("system:kube-proxy",

@@ -50,6 +50,7 @@ func describers() map[string]describeFunc {
 		"Secret":     typedDescribe(describeSecret),
 		"Deployment": typedDescribe(describeDeployment),
 		"ReplicaSet": typedDescribe(describeReplicaSet),
+		"Job":        typedDescribe(describeJob),
 	}
 }
 
