@@ -35,6 +35,9 @@ func main() {
 	fs.IntVar(&cfg.Deployment.Workers, "concurrent-deployment-syncs", 5, "Deployments synced in parallel")
 	fs.IntVar(&cfg.GarbageCollector.Workers, "concurrent-gc-syncs", 20, "objects the garbage collector examines in parallel")
 	fs.IntVar(&cfg.Endpoints.Workers, "concurrent-endpoint-syncs", 5, "Services whose Endpoints are synced in parallel")
+	fs.IntVar(&cfg.Job.Workers, "concurrent-job-syncs", 5, "Jobs synced in parallel")
+	fs.DurationVar(&cfg.Job.PodBackoff, "job-pod-backoff", 10*time.Second, "delay before a Job's failed pod is replaced, doubled per further failure")
+	fs.DurationVar(&cfg.Job.PodBackoffMax, "job-pod-backoff-max", 6*time.Minute, "the longest such delay")
 
 	fs.DurationVar(&cfg.NodeLifecycle.GracePeriod, "node-monitor-grace-period", 15*time.Second, "a node whose lease is not renewed for this long becomes unreachable (Ready=Unknown, unreachable taint)")
 	fs.DurationVar(&cfg.NodeLifecycle.MonitorPeriod, "node-monitor-period", 5*time.Second, "how often every node's health is checked even without events")

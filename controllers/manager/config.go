@@ -13,6 +13,7 @@ import (
 	"github.com/tugboat/tugboat/controllers/deployment"
 	"github.com/tugboat/tugboat/controllers/endpoints"
 	"github.com/tugboat/tugboat/controllers/garbagecollector"
+	"github.com/tugboat/tugboat/controllers/job"
 	"github.com/tugboat/tugboat/controllers/nodeipam"
 	"github.com/tugboat/tugboat/controllers/nodelifecycle"
 	"github.com/tugboat/tugboat/controllers/replicaset"
@@ -44,6 +45,7 @@ type Config struct {
 	NodeLifecycle    nodelifecycle.Config
 	NodeIPAM         nodeipam.Config
 	Endpoints        endpoints.Config
+	Job              job.Config
 
 	Logger *slog.Logger
 }
@@ -87,7 +89,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("--leader-elect-renew-deadline (%s) must be shorter than --leader-elect-lease-duration (%s)", le.RenewDeadline, le.LeaseDuration)
 		}
 	}
-	for _, v := range []interface{ Validate() error }{&c.ReplicaSet, &c.Deployment, &c.GarbageCollector, &c.NodeLifecycle, &c.NodeIPAM, &c.Endpoints} {
+	for _, v := range []interface{ Validate() error }{&c.ReplicaSet, &c.Deployment, &c.GarbageCollector, &c.NodeLifecycle, &c.NodeIPAM, &c.Endpoints, &c.Job} {
 		if err := v.Validate(); err != nil {
 			return err
 		}

@@ -32,6 +32,7 @@ import (
 	"github.com/tugboat/tugboat/controllers/deployment"
 	"github.com/tugboat/tugboat/controllers/endpoints"
 	"github.com/tugboat/tugboat/controllers/garbagecollector"
+	"github.com/tugboat/tugboat/controllers/job"
 	"github.com/tugboat/tugboat/controllers/nodeipam"
 	"github.com/tugboat/tugboat/controllers/nodelifecycle"
 	"github.com/tugboat/tugboat/controllers/replicaset"
@@ -55,6 +56,7 @@ func controllers() []entry {
 		}},
 		{"nodeipam", func(d controller.Deps, c *Config) (controller.Runner, error) { return nodeipam.New(d, c.NodeIPAM) }},
 		{"endpoints", func(d controller.Deps, c *Config) (controller.Runner, error) { return endpoints.New(d, c.Endpoints) }},
+		{"job", func(d controller.Deps, c *Config) (controller.Runner, error) { return job.New(d, c.Job) }},
 	}
 }
 

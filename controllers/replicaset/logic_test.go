@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/controllers/controller"
 )
 
 type podOpt func(*v1.Pod)
@@ -83,7 +84,7 @@ func TestSlowStart(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var mu sync.Mutex
 			calls := 0
-			ok, err := slowStart(c.count, 1, func() error {
+			ok, err := controller.SlowStart(c.count, 1, func() error {
 				mu.Lock()
 				defer mu.Unlock()
 				calls++

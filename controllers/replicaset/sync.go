@@ -71,7 +71,7 @@ func (c *Controller) manage(ctx context.Context, log logger, rs *v1.ReplicaSet, 
 		n := min(-diff, c.cfg.BurstReplicas)
 		log.Debug("creating pods", "have", len(pods), "want", want, "creating", n)
 		c.exp.ExpectCreations(key, n)
-		created, err := slowStart(n, 1, func() error { return c.createPod(ctx, rs) })
+		created, err := controller.SlowStart(n, 1, func() error { return c.createPod(ctx, rs) })
 		// Creates that were skipped or failed will never be observed.
 		for range n - created {
 			c.exp.CreationObserved(key)
@@ -94,34 +94,6 @@ func (c *Controller) manage(ctx context.Context, log logger, rs *v1.ReplicaSet, 
 // logger is the part of *slog.Logger manage uses.
 type logger interface {
 	Debug(msg string, args ...any)
-}
-
-// slowStart calls fn count times in batches of initial, 2*initial, ... run
-// in parallel, stopping after the first batch with a failure, so that a
-// systematic failure (quota, bad template) costs a few calls, not hundreds.
-// It returns how many calls succeeded and the first error.
-func slowStart(count, initial int, fn func() error) (int, error) {
-	remaining, successes := count, 0
-	for batch := min(remaining, initial); batch > 0; batch = min(2*batch, remaining) {
-		errs := make(chan error, batch)
-		var wg sync.WaitGroup
-		for range batch {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := fn(); err != nil {
-					errs <- err
-				}
-			}()
-		}
-		wg.Wait()
-		successes += batch - len(errs)
-		if len(errs) > 0 {
-			return successes, <-errs
-		}
-		remaining -= batch
-	}
-	return successes, nil
 }
 
 // maxGenerateNamePrefix keeps generated pod names within a DNS label.

@@ -35,6 +35,12 @@ type ClusterOptions struct {
 	ReadyDelay time.Duration
 	// NeverReady, if set, picks pods that run but never become Ready.
 	NeverReady func(*v1.Pod) bool
+	// Exit, if set, says how a running pod ends: ok false keeps it
+	// running; otherwise, ReadyDelay after it started, every container
+	// terminates with code and the pod becomes Succeeded (code 0) or
+	// Failed, as a kubelet reports a pod with restartPolicy Never or
+	// OnFailure whose containers exited (batch workloads).
+	Exit func(*v1.Pod) (code int32, ok bool)
 }
 
 // Cluster is a set of fake nodes and a fake scheduler.
@@ -269,6 +275,25 @@ func (cl *Cluster) sync(ctx context.Context, key string) error {
 			return nil
 		}
 		return err
+	case p.GetStatus().GetPhase() == "Running" && cl.opts.Exit != nil:
+		code, ok := cl.opts.Exit(p)
+		if !ok {
+			return nil
+		}
+		if age := time.Since(p.GetStatus().GetStartTime().AsTime()); age < cl.opts.ReadyDelay {
+			cl.loop.EnqueueAfter(key, cl.opts.ReadyDelay-age)
+			return nil
+		}
+		_, err := client.For[*v1.Pod](cl.c).Mutate(ctx, m.Namespace, m.Name, true, func(p *v1.Pod) error {
+			if p.Spec.NodeName == node && p.Status.Phase == "Running" {
+				exitPod(p, code)
+			}
+			return nil
+		})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
 	case p.GetStatus().GetPhase() == "Pending":
 		age := time.Since(controller.GetCondition(p.GetStatus().GetConditions(), "PodScheduled").GetLastTransitionTime().AsTime())
 		if age < cl.opts.ReadyDelay {
@@ -309,5 +334,25 @@ func runPod(p *v1.Pod, ready bool) {
 		{Type: "Ready", Status: readyS},
 	} {
 		controller.SetCondition(&st.Conditions, c, now)
+	}
+}
+
+// exitPod sets the status a kubelet reports for a pod whose containers all
+// exited with code and will not be restarted.
+func exitPod(p *v1.Pod, code int32) {
+	now := timestamppb.Now()
+	st := p.Status
+	st.Phase, st.Reason = "Succeeded", "Completed"
+	if code != 0 {
+		st.Phase, st.Reason = "Failed", "Error"
+	}
+	st.ContainerStatuses = nil
+	for _, c := range p.Spec.Containers {
+		st.ContainerStatuses = append(st.ContainerStatuses, &v1.ContainerStatus{Name: c.Name, Image: c.Image,
+			State: &v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: code, Reason: st.Reason,
+				StartedAt: st.StartTime, FinishedAt: now}}})
+	}
+	for _, c := range []*v1.Condition{{Type: "ContainersReady", Status: "False", Reason: "PodCompleted"}, {Type: "Ready", Status: "False", Reason: "PodCompleted"}} {
+		controller.SetCondition(&st.Conditions, c, now.AsTime())
 	}
 }
