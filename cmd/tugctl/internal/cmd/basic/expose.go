@@ -15,7 +15,7 @@ import (
 type exposeFlags struct {
 	genFlags
 	port, targetPort, name, typ, protocol, selector, clusterIP string
-	nodePort                                               int32
+	nodePort                                                   int32
 }
 
 func newExposeCommand(o *cli.Options) *cobra.Command {
