@@ -116,7 +116,7 @@ current-context), else 127.0.0.1:6443.`,
 		token.Commands(o),
 		image.Commands(o),
 		auth.Commands(o),
-		{newVersionCommand(o), newAPIResourcesCommand(o)},
+		{newVersionCommand(o), newAPIResourcesCommand(o), newAPIVersionsCommand(o)},
 	} {
 		root.AddCommand(group...)
 	}

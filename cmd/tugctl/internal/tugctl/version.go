@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"sort"
 	"strings"
 	"time"
 
@@ -100,6 +101,29 @@ func newAPIResourcesCommand(o *cli.Options) *cobra.Command {
 				rows = append(rows, []string{k.Plural, strings.Join(k.Short, ","), k.APIVersion, fmt.Sprint(k.Namespaced), k.Name})
 			}
 			printers.WriteRows(o.Out, rows)
+			return nil
+		},
+	}
+}
+
+func newAPIVersionsCommand(o *cli.Options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "api-versions",
+		Short: "List the API versions the kinds are served at, as group/version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			seen := map[string]bool{}
+			var out []string
+			for _, k := range kinds.All() {
+				if !seen[k.APIVersion] {
+					seen[k.APIVersion] = true
+					out = append(out, k.APIVersion)
+				}
+			}
+			sort.Strings(out)
+			for _, v := range out {
+				fmt.Fprintln(o.Out, v)
+			}
 			return nil
 		},
 	}

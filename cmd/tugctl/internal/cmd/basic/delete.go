@@ -46,6 +46,7 @@ foreground (they go first) or orphan (they are kept).`,
   tugctl delete deploy/nginx --cascade=orphan
   tugctl delete -f nginx.yaml
   tugctl delete pods -l app=nginx --grace-period=0`,
+		ValidArgsFunction: o.CompleteObjects,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runDelete(cmd.Context(), o, args, f)
 		},

@@ -49,6 +49,7 @@ separated; "all" is pods, services, deployments and replicasets.`,
   tugctl get pods -A --field-selector spec.nodeName=node1
   tugctl get pods -w
   tugctl get events --for deploy/nginx -w`,
+		ValidArgsFunction: o.CompleteObjects,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runGet(cmd.Context(), o, args, f)
 		},

@@ -43,6 +43,7 @@ passes first, the error names the objects still waiting and what they have.`,
   tugctl wait deploy -l app=web --for=condition=Available
   tugctl wait pod/web --for=delete
   tugctl wait pod/web --for=jsonpath='{.status.phase}'=Running`,
+		ValidArgsFunction: o.CompleteObjects,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runWait(cmd.Context(), o, args, f)
 		},

@@ -26,6 +26,7 @@ func newDescribeCommand(o *cli.Options) *cobra.Command {
 		Example: `  tugctl describe pod nginx
   tugctl describe deploy/nginx
   tugctl describe nodes`,
+		ValidArgsFunction: o.CompleteObjects,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runDescribe(cmd.Context(), o, args, f)
 		},

@@ -32,6 +32,7 @@ with the command's exit status.`,
 		Example: `  tugctl exec nginx -- ls /usr/share/nginx/html
   tugctl exec -it deploy/web -c app -- sh
   echo hello | tugctl exec -i nginx -- cat`,
+		ValidArgsFunction: o.CompletePods,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pod, command, err := execArgs(args, cmd.ArgsLenAtDash())
 			if err != nil {

@@ -31,7 +31,8 @@ running, ready one first).`,
 		Example: `  tugctl logs nginx
   tugctl logs deploy/web -c sidecar --tail 20 -f
   tugctl logs web-7c5ddbdf54-x2x9q --previous`,
-		Args: cli.ExactArgs(1, "POD"),
+		Args:              cli.ExactArgs(1, "POD"),
+		ValidArgsFunction: o.CompletePods,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLogs(cmd.Context(), o, args[0], f)
 		},

@@ -41,6 +41,7 @@ Runs until interrupted.`,
 		Example: `  tugctl port-forward pod/web 8080:80
   tugctl port-forward svc/web 8080:http
   tugctl port-forward deploy/web :80 --address 0.0.0.0`,
+		ValidArgsFunction: o.CompletePods,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 2 {
 				return fmt.Errorf("port-forward: want TARGET [LOCAL_PORT:]REMOTE_PORT..., e.g. tugctl port-forward pod/web 8080:80")
