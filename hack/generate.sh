@@ -11,3 +11,7 @@ protoc -I . -I /usr/include \
   --go_out=. --go_opt=paths=source_relative \
   --go-grpc_out=. --go-grpc_opt=paths=source_relative \
   api/v1/*.proto
+# The same files as a descriptor set with their comments (source info):
+# embedded by api/v1/comments.go, read by the OpenAPI documents (kubectl
+# explain) for field descriptions.
+protoc -I . -I /usr/include --include_source_info -o api/v1/descriptors.binpb api/v1/*.proto

@@ -50,10 +50,14 @@ var table = []struct {
 	{ErrTooManyRequests, codes.FailedPrecondition},
 }
 
-// Error is an API error: a sentinel plus the human message.
+// Error is an API error: a sentinel plus the human message. Fields lists
+// the invalid fields of an ErrInvalid built by FieldErrors.Err or Invalid,
+// so an edge can report them one by one (the Kubernetes door's
+// details.causes); the message names them too.
 type Error struct {
-	Kind error
-	Msg  string
+	Kind   error
+	Msg    string
+	Fields FieldErrors
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -115,12 +119,13 @@ func (l FieldErrors) Err(kind, name string) error {
 	if name != "" {
 		prefix += " " + fmt.Sprintf("%q", name)
 	}
-	return New(ErrInvalid, "%s is invalid: %s", prefix, strings.Join(parts, "; "))
+	return &Error{Kind: ErrInvalid, Msg: fmt.Sprintf("%s is invalid: %s", prefix, strings.Join(parts, "; ")), Fields: l}
 }
 
 // Invalid returns an ErrInvalid for a single field.
 func Invalid(path, format string, args ...any) error {
-	return New(ErrInvalid, "%s: %s", path, fmt.Sprintf(format, args...))
+	msg := fmt.Sprintf(format, args...)
+	return &Error{Kind: ErrInvalid, Msg: path + ": " + msg, Fields: FieldErrors{{Path: path, Msg: msg}}}
 }
 
 // ToGRPC maps err to a gRPC status error at the server edge. Errors that wrap

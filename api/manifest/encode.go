@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 
@@ -39,9 +40,11 @@ func ParseFormat(s string) (Format, error) {
 // sorted. Integers print as numbers except metadata.resourceVersion, which
 // prints as a string as in Kubernetes. Unset fields are omitted.
 //
-// Fields that hold "a number or a string" (quantities such as cpu: 1,
-// targetPort: 80, maxSurge: 1) are strings in the API and print as strings
-// ("1", "80"): Decode reads either form, so output round-trips.
+// Fields marked int_or_string in the .proto files (targetPort, maxSurge, a
+// probe's port) are strings in the API and print as numbers when they hold
+// an integer (targetPort: 80, maxSurge: "25%"), as Kubernetes' IntOrString
+// does, so client-go decodes them. Quantities (cpu: "1") stay strings, as
+// in Kubernetes. Decode reads either form, so output round-trips.
 func Marshal(obj v1.Object, f Format) ([]byte, error) {
 	m, err := ToMap(obj)
 	if err != nil {
@@ -104,7 +107,8 @@ func ToMap(obj v1.Object) (map[string]any, error) {
 }
 
 // integers turns protojson's quoted 64-bit integers back into numbers, as
-// Kubernetes prints them, except metadata.resourceVersion.
+// Kubernetes prints them, except metadata.resourceVersion, and
+// int-or-string fields that hold an integer into numbers.
 func integers(md protoreflect.MessageDescriptor, m map[string]any, path string) {
 	for key, v := range m {
 		fd := md.Fields().ByJSONName(key)
@@ -137,6 +141,10 @@ func integerValue(fd protoreflect.FieldDescriptor, v any, path string) any {
 		if sub, ok := v.(map[string]any); ok {
 			integers(fd.Message(), sub, path)
 		}
+	case protoreflect.StringKind:
+		if s, ok := v.(string); ok && v1.IsIntOrString(fd) && intOrStringNumber.MatchString(s) {
+			return json.Number(s)
+		}
 	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind,
 		protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
 		if s, ok := v.(string); ok && path != "metadata.resourceVersion" {
@@ -145,6 +153,10 @@ func integerValue(fd protoreflect.FieldDescriptor, v any, path string) any {
 	}
 	return v
 }
+
+// intOrStringNumber is an int-or-string value that prints as a number: an
+// int32 without sign or leading zeros, as Kubernetes' IntOrString holds.
+var intOrStringNumber = regexp.MustCompile(`^(0|[1-9][0-9]{0,8})$`)
 
 // ordered is a map that encodes with some keys first and the rest sorted.
 type ordered struct {

@@ -607,7 +607,7 @@ var File_api_v1_apps_proto protoreflect.FileDescriptor
 
 const file_api_v1_apps_proto_rawDesc = "" +
 	"\n" +
-	"\x11api/v1/apps.proto\x12\x0etugboat.api.v1\x1a\x11api/v1/meta.proto\x1a\x11api/v1/core.proto\"\xb2\x01\n" +
+	"\x11api/v1/apps.proto\x12\x0etugboat.api.v1\x1a\x11api/v1/meta.proto\x1a\x11api/v1/core.proto\x1a\x14api/v1/options.proto\"\xb2\x01\n" +
 	"\n" +
 	"ReplicaSet\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x122\n" +
@@ -618,26 +618,27 @@ const file_api_v1_apps_proto_rawDesc = "" +
 	"\bselector\x18\x02 \x01(\v2\x1d.tugboat.api.v1.LabelSelectorR\bselector\x12;\n" +
 	"\btemplate\x18\x03 \x01(\v2\x1f.tugboat.api.v1.PodTemplateSpecR\btemplate\x12*\n" +
 	"\x11min_ready_seconds\x18\x04 \x01(\x05R\x0fminReadySecondsB\v\n" +
-	"\t_replicas\"\xa6\x02\n" +
+	"\t_replicas\"\xb9\x02\n" +
 	"\x10ReplicaSetStatus\x12\x1a\n" +
 	"\breplicas\x18\x01 \x01(\x05R\breplicas\x124\n" +
 	"\x16fully_labeled_replicas\x18\x02 \x01(\x05R\x14fullyLabeledReplicas\x12%\n" +
 	"\x0eready_replicas\x18\x03 \x01(\x05R\rreadyReplicas\x12-\n" +
 	"\x12available_replicas\x18\x04 \x01(\x05R\x11availableReplicas\x12/\n" +
-	"\x13observed_generation\x18\x05 \x01(\x03R\x12observedGeneration\x129\n" +
+	"\x13observed_generation\x18\x05 \x01(\x03R\x12observedGeneration\x12L\n" +
 	"\n" +
-	"conditions\x18\x06 \x03(\v2\x19.tugboat.api.v1.ConditionR\n" +
+	"conditions\x18\x06 \x03(\v2\x19.tugboat.api.v1.ConditionB\x11\xd2\xf3\x18\x04type\xda\xf3\x18\x05mergeR\n" +
 	"conditions\"\xb2\x01\n" +
 	"\n" +
 	"Deployment\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x122\n" +
 	"\x04spec\x18\x02 \x01(\v2\x1e.tugboat.api.v1.DeploymentSpecR\x04spec\x128\n" +
-	"\x06status\x18\x03 \x01(\v2 .tugboat.api.v1.DeploymentStatusR\x06status\"\xef\x03\n" +
+	"\x06status\x18\x03 \x01(\v2 .tugboat.api.v1.DeploymentStatusR\x06status\"\xff\x03\n" +
 	"\x0eDeploymentSpec\x12\x1f\n" +
 	"\breplicas\x18\x01 \x01(\x05H\x00R\breplicas\x88\x01\x01\x129\n" +
 	"\bselector\x18\x02 \x01(\v2\x1d.tugboat.api.v1.LabelSelectorR\bselector\x12;\n" +
-	"\btemplate\x18\x03 \x01(\v2\x1f.tugboat.api.v1.PodTemplateSpecR\btemplate\x12>\n" +
-	"\bstrategy\x18\x04 \x01(\v2\".tugboat.api.v1.DeploymentStrategyR\bstrategy\x12*\n" +
+	"\btemplate\x18\x03 \x01(\v2\x1f.tugboat.api.v1.PodTemplateSpecR\btemplate\x12N\n" +
+	"\bstrategy\x18\x04 \x01(\v2\".tugboat.api.v1.DeploymentStrategyB\x0e\xda\xf3\x18\n" +
+	"retainKeysR\bstrategy\x12*\n" +
 	"\x11min_ready_seconds\x18\x05 \x01(\x05R\x0fminReadySeconds\x129\n" +
 	"\x16revision_history_limit\x18\x06 \x01(\x05H\x01R\x14revisionHistoryLimit\x88\x01\x01\x12\x16\n" +
 	"\x06paused\x18\a \x01(\bR\x06paused\x12?\n" +
@@ -647,19 +648,19 @@ const file_api_v1_apps_proto_rawDesc = "" +
 	"\x1a_progress_deadline_seconds\"x\n" +
 	"\x12DeploymentStrategy\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12N\n" +
-	"\x0erolling_update\x18\x02 \x01(\v2'.tugboat.api.v1.RollingUpdateDeploymentR\rrollingUpdate\"_\n" +
-	"\x17RollingUpdateDeployment\x12'\n" +
-	"\x0fmax_unavailable\x18\x01 \x01(\tR\x0emaxUnavailable\x12\x1b\n" +
-	"\tmax_surge\x18\x02 \x01(\tR\bmaxSurge\"\xf7\x02\n" +
+	"\x0erolling_update\x18\x02 \x01(\v2'.tugboat.api.v1.RollingUpdateDeploymentR\rrollingUpdate\"k\n" +
+	"\x17RollingUpdateDeployment\x12-\n" +
+	"\x0fmax_unavailable\x18\x01 \x01(\tB\x04\xc8\xf3\x18\x01R\x0emaxUnavailable\x12!\n" +
+	"\tmax_surge\x18\x02 \x01(\tB\x04\xc8\xf3\x18\x01R\bmaxSurge\"\x8a\x03\n" +
 	"\x10DeploymentStatus\x12/\n" +
 	"\x13observed_generation\x18\x01 \x01(\x03R\x12observedGeneration\x12\x1a\n" +
 	"\breplicas\x18\x02 \x01(\x05R\breplicas\x12)\n" +
 	"\x10updated_replicas\x18\x03 \x01(\x05R\x0fupdatedReplicas\x12%\n" +
 	"\x0eready_replicas\x18\x04 \x01(\x05R\rreadyReplicas\x12-\n" +
 	"\x12available_replicas\x18\x05 \x01(\x05R\x11availableReplicas\x121\n" +
-	"\x14unavailable_replicas\x18\x06 \x01(\x05R\x13unavailableReplicas\x129\n" +
+	"\x14unavailable_replicas\x18\x06 \x01(\x05R\x13unavailableReplicas\x12L\n" +
 	"\n" +
-	"conditions\x18\a \x03(\v2\x19.tugboat.api.v1.ConditionR\n" +
+	"conditions\x18\a \x03(\v2\x19.tugboat.api.v1.ConditionB\x11\xd2\xf3\x18\x04type\xda\xf3\x18\x05mergeR\n" +
 	"conditions\x12'\n" +
 	"\x0fcollision_count\x18\b \x01(\x05R\x0ecollisionCountB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
 
@@ -719,6 +720,7 @@ func file_api_v1_apps_proto_init() {
 	}
 	file_api_v1_meta_proto_init()
 	file_api_v1_core_proto_init()
+	file_api_v1_options_proto_init()
 	file_api_v1_apps_proto_msgTypes[1].OneofWrappers = []any{}
 	file_api_v1_apps_proto_msgTypes[4].OneofWrappers = []any{}
 	type x struct{}

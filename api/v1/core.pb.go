@@ -4178,7 +4178,7 @@ var File_api_v1_core_proto protoreflect.FileDescriptor
 
 const file_api_v1_core_proto_rawDesc = "" +
 	"\n" +
-	"\x11api/v1/core.proto\x12\x0etugboat.api.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x11api/v1/meta.proto\"\xaf\x01\n" +
+	"\x11api/v1/core.proto\x12\x0etugboat.api.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x11api/v1/meta.proto\x1a\x14api/v1/options.proto\"\xaf\x01\n" +
 	"\tNamespace\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x121\n" +
 	"\x04spec\x18\x02 \x01(\v2\x1d.tugboat.api.v1.NamespaceSpecR\x04spec\x127\n" +
@@ -4192,10 +4192,10 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x04Node\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x12,\n" +
 	"\x04spec\x18\x02 \x01(\v2\x18.tugboat.api.v1.NodeSpecR\x04spec\x122\n" +
-	"\x06status\x18\x03 \x01(\v2\x1a.tugboat.api.v1.NodeStatusR\x06status\"\xb8\x01\n" +
+	"\x06status\x18\x03 \x01(\v2\x1a.tugboat.api.v1.NodeStatusR\x06status\"\xc3\x01\n" +
 	"\bNodeSpec\x12\x19\n" +
-	"\bpod_cidr\x18\x01 \x01(\tR\apodCIDR\x12\x1b\n" +
-	"\tpod_cidrs\x18\x02 \x03(\tR\bpodCIDRs\x12$\n" +
+	"\bpod_cidr\x18\x01 \x01(\tR\apodCIDR\x12&\n" +
+	"\tpod_cidrs\x18\x02 \x03(\tB\t\xda\xf3\x18\x05mergeR\bpodCIDRs\x12$\n" +
 	"\runschedulable\x18\x03 \x01(\bR\runschedulable\x12-\n" +
 	"\x06taints\x18\x04 \x03(\v2\x15.tugboat.api.v1.TaintR\x06taints\x12\x1f\n" +
 	"\vprovider_id\x18\x05 \x01(\tR\n" +
@@ -4205,15 +4205,15 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x16\n" +
 	"\x06effect\x18\x03 \x01(\tR\x06effect\x129\n" +
 	"\n" +
-	"time_added\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\ttimeAdded\"\x89\x04\n" +
+	"time_added\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\ttimeAdded\"\xaf\x04\n" +
 	"\n" +
 	"NodeStatus\x12D\n" +
 	"\bcapacity\x18\x01 \x03(\v2(.tugboat.api.v1.NodeStatus.CapacityEntryR\bcapacity\x12M\n" +
-	"\vallocatable\x18\x02 \x03(\v2+.tugboat.api.v1.NodeStatus.AllocatableEntryR\vallocatable\x129\n" +
+	"\vallocatable\x18\x02 \x03(\v2+.tugboat.api.v1.NodeStatus.AllocatableEntryR\vallocatable\x12L\n" +
 	"\n" +
-	"conditions\x18\x03 \x03(\v2\x19.tugboat.api.v1.ConditionR\n" +
-	"conditions\x129\n" +
-	"\taddresses\x18\x04 \x03(\v2\x1b.tugboat.api.v1.NodeAddressR\taddresses\x12;\n" +
+	"conditions\x18\x03 \x03(\v2\x19.tugboat.api.v1.ConditionB\x11\xd2\xf3\x18\x04type\xda\xf3\x18\x05mergeR\n" +
+	"conditions\x12L\n" +
+	"\taddresses\x18\x04 \x03(\v2\x1b.tugboat.api.v1.NodeAddressB\x11\xd2\xf3\x18\x04type\xda\xf3\x18\x05mergeR\taddresses\x12;\n" +
 	"\tnode_info\x18\x05 \x01(\v2\x1e.tugboat.api.v1.NodeSystemInfoR\bnodeInfo\x126\n" +
 	"\x06images\x18\x06 \x03(\v2\x1e.tugboat.api.v1.ContainerImageR\x06images\x1a;\n" +
 	"\rCapacityEntry\x12\x10\n" +
@@ -4246,18 +4246,18 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x06status\x18\x03 \x01(\v2\x19.tugboat.api.v1.PodStatusR\x06status\"v\n" +
 	"\x0fPodTemplateSpec\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x12+\n" +
-	"\x04spec\x18\x02 \x01(\v2\x17.tugboat.api.v1.PodSpecR\x04spec\"\x90\b\n" +
-	"\aPodSpec\x129\n" +
+	"\x04spec\x18\x02 \x01(\v2\x17.tugboat.api.v1.PodSpecR\x04spec\"\xd4\b\n" +
+	"\aPodSpec\x12L\n" +
 	"\n" +
-	"containers\x18\x01 \x03(\v2\x19.tugboat.api.v1.ContainerR\n" +
-	"containers\x12B\n" +
-	"\x0finit_containers\x18\x02 \x03(\v2\x19.tugboat.api.v1.ContainerR\x0einitContainers\x12%\n" +
+	"containers\x18\x01 \x03(\v2\x19.tugboat.api.v1.ContainerB\x11\xd2\xf3\x18\x04name\xda\xf3\x18\x05mergeR\n" +
+	"containers\x12U\n" +
+	"\x0finit_containers\x18\x02 \x03(\v2\x19.tugboat.api.v1.ContainerB\x11\xd2\xf3\x18\x04name\xda\xf3\x18\x05mergeR\x0einitContainers\x12%\n" +
 	"\x0erestart_policy\x18\x03 \x01(\tR\rrestartPolicy\x12N\n" +
 	"\rnode_selector\x18\x04 \x03(\v2).tugboat.api.v1.PodSpec.NodeSelectorEntryR\fnodeSelector\x12<\n" +
 	"\vtolerations\x18\x05 \x03(\v2\x1a.tugboat.api.v1.TolerationR\vtolerations\x12\x1b\n" +
 	"\tnode_name\x18\x06 \x01(\tR\bnodeName\x12L\n" +
-	" termination_grace_period_seconds\x18\a \x01(\x03H\x00R\x1dterminationGracePeriodSeconds\x88\x01\x01\x120\n" +
-	"\avolumes\x18\b \x03(\v2\x16.tugboat.api.v1.VolumeR\avolumes\x124\n" +
+	" termination_grace_period_seconds\x18\a \x01(\x03H\x00R\x1dterminationGracePeriodSeconds\x88\x01\x01\x12N\n" +
+	"\avolumes\x18\b \x03(\v2\x16.tugboat.api.v1.VolumeB\x1c\xd2\xf3\x18\x04name\xda\xf3\x18\x10merge,retainKeysR\avolumes\x124\n" +
 	"\baffinity\x18\t \x01(\v2\x18.tugboat.api.v1.AffinityR\baffinity\x12\x1a\n" +
 	"\bhostname\x18\n" +
 	" \x01(\tR\bhostname\x12\x1c\n" +
@@ -4275,18 +4275,18 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B#\n" +
 	"!_termination_grace_period_secondsB\x1a\n" +
 	"\x18_active_deadline_secondsB\x17\n" +
-	"\x15_enable_service_links\"\xb1\x05\n" +
+	"\x15_enable_service_links\"\xf8\x05\n" +
 	"\tContainer\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +
 	"\acommand\x18\x03 \x03(\tR\acommand\x12\x12\n" +
 	"\x04args\x18\x04 \x03(\tR\x04args\x12\x1f\n" +
 	"\vworking_dir\x18\x05 \x01(\tR\n" +
-	"workingDir\x12(\n" +
-	"\x03env\x18\x06 \x03(\v2\x16.tugboat.api.v1.EnvVarR\x03env\x123\n" +
-	"\x05ports\x18\a \x03(\v2\x1d.tugboat.api.v1.ContainerPortR\x05ports\x12B\n" +
-	"\tresources\x18\b \x01(\v2$.tugboat.api.v1.ResourceRequirementsR\tresources\x12@\n" +
-	"\rvolume_mounts\x18\t \x03(\v2\x1b.tugboat.api.v1.VolumeMountR\fvolumeMounts\x12<\n" +
+	"workingDir\x12;\n" +
+	"\x03env\x18\x06 \x03(\v2\x16.tugboat.api.v1.EnvVarB\x11\xd2\xf3\x18\x04name\xda\xf3\x18\x05mergeR\x03env\x12O\n" +
+	"\x05ports\x18\a \x03(\v2\x1d.tugboat.api.v1.ContainerPortB\x1a\xd2\xf3\x18\rcontainerPort\xda\xf3\x18\x05mergeR\x05ports\x12B\n" +
+	"\tresources\x18\b \x01(\v2$.tugboat.api.v1.ResourceRequirementsR\tresources\x12X\n" +
+	"\rvolume_mounts\x18\t \x03(\v2\x1b.tugboat.api.v1.VolumeMountB\x16\xd2\xf3\x18\tmountPath\xda\xf3\x18\x05mergeR\fvolumeMounts\x12<\n" +
 	"\x0eliveness_probe\x18\n" +
 	" \x01(\v2\x15.tugboat.api.v1.ProbeR\rlivenessProbe\x12>\n" +
 	"\x0freadiness_probe\x18\v \x01(\v2\x15.tugboat.api.v1.ProbeR\x0ereadinessProbe\x12:\n" +
@@ -4353,19 +4353,19 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"!_termination_grace_period_seconds\"&\n" +
 	"\n" +
 	"ExecAction\x12\x18\n" +
-	"\acommand\x18\x01 \x03(\tR\acommand\"\xa2\x01\n" +
+	"\acommand\x18\x01 \x03(\tR\acommand\"\xa8\x01\n" +
 	"\rHTTPGetAction\x12\x12\n" +
-	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
-	"\x04port\x18\x02 \x01(\tR\x04port\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
+	"\x04port\x18\x02 \x01(\tB\x04\xc8\xf3\x18\x01R\x04port\x12\x12\n" +
 	"\x04host\x18\x03 \x01(\tR\x04host\x12\x16\n" +
 	"\x06scheme\x18\x04 \x01(\tR\x06scheme\x12=\n" +
 	"\fhttp_headers\x18\x05 \x03(\v2\x1a.tugboat.api.v1.HTTPHeaderR\vhttpHeaders\"6\n" +
 	"\n" +
 	"HTTPHeader\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value\"9\n" +
-	"\x0fTCPSocketAction\x12\x12\n" +
-	"\x04port\x18\x01 \x01(\tR\x04port\x12\x12\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"?\n" +
+	"\x0fTCPSocketAction\x12\x18\n" +
+	"\x04port\x18\x01 \x01(\tB\x04\xc8\xf3\x18\x01R\x04port\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\"\xb3\x01\n" +
 	"\n" +
 	"Toleration\x12\x10\n" +
@@ -4414,11 +4414,11 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x05items\x18\x02 \x03(\v2\x19.tugboat.api.v1.KeyToPathR\x05items\x12&\n" +
 	"\fdefault_mode\x18\x03 \x01(\x05H\x00R\vdefaultMode\x88\x01\x01\x12\x1a\n" +
 	"\boptional\x18\x04 \x01(\bR\boptionalB\x0f\n" +
-	"\r_default_mode\"\xef\x03\n" +
+	"\r_default_mode\"\x82\x04\n" +
 	"\tPodStatus\x12\x14\n" +
-	"\x05phase\x18\x01 \x01(\tR\x05phase\x129\n" +
+	"\x05phase\x18\x01 \x01(\tR\x05phase\x12L\n" +
 	"\n" +
-	"conditions\x18\x02 \x03(\v2\x19.tugboat.api.v1.ConditionR\n" +
+	"conditions\x18\x02 \x03(\v2\x19.tugboat.api.v1.ConditionB\x11\xd2\xf3\x18\x04type\xda\xf3\x18\x05mergeR\n" +
 	"conditions\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x17\n" +
@@ -4528,11 +4528,11 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\aService\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x12/\n" +
 	"\x04spec\x18\x02 \x01(\v2\x1b.tugboat.api.v1.ServiceSpecR\x04spec\x125\n" +
-	"\x06status\x18\x03 \x01(\v2\x1d.tugboat.api.v1.ServiceStatusR\x06status\"\xfb\x02\n" +
+	"\x06status\x18\x03 \x01(\v2\x1d.tugboat.api.v1.ServiceStatusR\x06status\"\x8e\x03\n" +
 	"\vServiceSpec\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12E\n" +
-	"\bselector\x18\x02 \x03(\v2).tugboat.api.v1.ServiceSpec.SelectorEntryR\bselector\x121\n" +
-	"\x05ports\x18\x03 \x03(\v2\x1b.tugboat.api.v1.ServicePortR\x05ports\x12\x1d\n" +
+	"\bselector\x18\x02 \x03(\v2).tugboat.api.v1.ServiceSpec.SelectorEntryR\bselector\x12D\n" +
+	"\x05ports\x18\x03 \x03(\v2\x1b.tugboat.api.v1.ServicePortB\x11\xd2\xf3\x18\x04port\xda\xf3\x18\x05mergeR\x05ports\x12\x1d\n" +
 	"\n" +
 	"cluster_ip\x18\x04 \x01(\tR\tclusterIP\x12\x1f\n" +
 	"\vcluster_ips\x18\x05 \x03(\tR\n" +
@@ -4541,12 +4541,12 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x17external_traffic_policy\x18\a \x01(\tR\x15externalTrafficPolicy\x1a;\n" +
 	"\rSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8f\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x95\x01\n" +
 	"\vServicePort\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bprotocol\x18\x02 \x01(\tR\bprotocol\x12\x12\n" +
-	"\x04port\x18\x03 \x01(\x05R\x04port\x12\x1f\n" +
-	"\vtarget_port\x18\x04 \x01(\tR\n" +
+	"\x04port\x18\x03 \x01(\x05R\x04port\x12%\n" +
+	"\vtarget_port\x18\x04 \x01(\tB\x04\xc8\xf3\x18\x01R\n" +
 	"targetPort\x12\x1b\n" +
 	"\tnode_port\x18\x05 \x01(\x05R\bnodePort\"J\n" +
 	"\rServiceStatus\x129\n" +
@@ -4768,6 +4768,7 @@ func file_api_v1_core_proto_init() {
 		return
 	}
 	file_api_v1_meta_proto_init()
+	file_api_v1_options_proto_init()
 	file_api_v1_core_proto_msgTypes[12].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[23].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[28].OneofWrappers = []any{}

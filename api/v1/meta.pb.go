@@ -474,7 +474,7 @@ var File_api_v1_meta_proto protoreflect.FileDescriptor
 
 const file_api_v1_meta_proto_rawDesc = "" +
 	"\n" +
-	"\x11api/v1/meta.proto\x12\x0etugboat.api.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8e\x06\n" +
+	"\x11api/v1/meta.proto\x12\x0etugboat.api.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14api/v1/options.proto\"\xab\x06\n" +
 	"\n" +
 	"ObjectMeta\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
@@ -485,14 +485,14 @@ const file_api_v1_meta_proto_rawDesc = "" +
 	"generation\x18\x05 \x01(\x03R\n" +
 	"generation\x12>\n" +
 	"\x06labels\x18\x06 \x03(\v2&.tugboat.api.v1.ObjectMeta.LabelsEntryR\x06labels\x12M\n" +
-	"\vannotations\x18\a \x03(\v2+.tugboat.api.v1.ObjectMeta.AnnotationsEntryR\vannotations\x12I\n" +
-	"\x10owner_references\x18\b \x03(\v2\x1e.tugboat.api.v1.OwnerReferenceR\x0fownerReferences\x12I\n" +
+	"\vannotations\x18\a \x03(\v2+.tugboat.api.v1.ObjectMeta.AnnotationsEntryR\vannotations\x12[\n" +
+	"\x10owner_references\x18\b \x03(\v2\x1e.tugboat.api.v1.OwnerReferenceB\x10\xd2\xf3\x18\x03uid\xda\xf3\x18\x05mergeR\x0fownerReferences\x12I\n" +
 	"\x12creation_timestamp\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x11creationTimestamp\x12I\n" +
 	"\x12deletion_timestamp\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\x11deletionTimestamp\x12A\n" +
-	"\x1ddeletion_grace_period_seconds\x18\v \x01(\x03R\x1adeletionGracePeriodSeconds\x12\x1e\n" +
+	"\x1ddeletion_grace_period_seconds\x18\v \x01(\x03R\x1adeletionGracePeriodSeconds\x12)\n" +
 	"\n" +
-	"finalizers\x18\f \x03(\tR\n" +
+	"finalizers\x18\f \x03(\tB\t\xda\xf3\x18\x05mergeR\n" +
 	"finalizers\x12#\n" +
 	"\rgenerate_name\x18\r \x01(\tR\fgenerateName\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
@@ -578,6 +578,7 @@ func file_api_v1_meta_proto_init() {
 	if File_api_v1_meta_proto != nil {
 		return
 	}
+	file_api_v1_options_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

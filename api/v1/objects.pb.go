@@ -23,8 +23,11 @@ const (
 )
 
 type CreateRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Object        *anypb.Any             `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Object *anypb.Any             `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
+	// Validate, default and admit, but store nothing: the answer is the
+	// object as it would be stored (Kubernetes' dryRun=All).
+	DryRun        bool `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -64,6 +67,13 @@ func (x *CreateRequest) GetObject() *anypb.Any {
 		return x.Object
 	}
 	return nil
+}
+
+func (x *CreateRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
 }
 
 type GetRequest struct {
@@ -276,8 +286,10 @@ func (x *ListResponse) GetContinue() string {
 }
 
 type UpdateRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Object        *anypb.Any             `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Object *anypb.Any             `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
+	// As CreateRequest.dry_run.
+	DryRun        bool `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -319,6 +331,13 @@ func (x *UpdateRequest) GetObject() *anypb.Any {
 	return nil
 }
 
+func (x *UpdateRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
 type DeleteRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Kind      string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
@@ -330,8 +349,13 @@ type DeleteRequest struct {
 	GracePeriodSeconds *int64 `protobuf:"varint,5,opt,name=grace_period_seconds,json=gracePeriodSeconds,proto3,oneof" json:"grace_period_seconds,omitempty"`
 	// Background (default), Foreground or Orphan.
 	PropagationPolicy string `protobuf:"bytes,6,opt,name=propagation_policy,json=propagationPolicy,proto3" json:"propagation_policy,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Precondition on the object's uid; empty means any.
+	Uid string `protobuf:"bytes,7,opt,name=uid,proto3" json:"uid,omitempty"`
+	// As CreateRequest.dry_run: the answer is the object as the delete would
+	// leave it, and nothing changes.
+	DryRun        bool `protobuf:"varint,8,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DeleteRequest) Reset() {
@@ -406,6 +430,128 @@ func (x *DeleteRequest) GetPropagationPolicy() string {
 	return ""
 }
 
+func (x *DeleteRequest) GetUid() string {
+	if x != nil {
+		return x.Uid
+	}
+	return ""
+}
+
+func (x *DeleteRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+type PatchRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Kind      string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Namespace string                 `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Name      string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// "merge" (application/merge-patch+json, RFC 7386), "json"
+	// (application/json-patch+json, RFC 6902) or "strategic"
+	// (application/strategic-merge-patch+json).
+	Type string `protobuf:"bytes,4,opt,name=type,proto3" json:"type,omitempty"`
+	// The patch document, JSON, against the object's Kubernetes-shaped JSON
+	// (as manifests write it).
+	Patch []byte `protobuf:"bytes,5,opt,name=patch,proto3" json:"patch,omitempty"`
+	// Empty patches the object (metadata and spec; status as stored);
+	// "status" patches its status only.
+	Subresource string `protobuf:"bytes,6,opt,name=subresource,proto3" json:"subresource,omitempty"`
+	// Precondition: 0 means any version.
+	ResourceVersion int64 `protobuf:"varint,7,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
+	DryRun          bool  `protobuf:"varint,8,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *PatchRequest) Reset() {
+	*x = PatchRequest{}
+	mi := &file_api_v1_objects_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PatchRequest) ProtoMessage() {}
+
+func (x *PatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_objects_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PatchRequest.ProtoReflect.Descriptor instead.
+func (*PatchRequest) Descriptor() ([]byte, []int) {
+	return file_api_v1_objects_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PatchRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *PatchRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *PatchRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PatchRequest) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *PatchRequest) GetPatch() []byte {
+	if x != nil {
+		return x.Patch
+	}
+	return nil
+}
+
+func (x *PatchRequest) GetSubresource() string {
+	if x != nil {
+		return x.Subresource
+	}
+	return ""
+}
+
+func (x *PatchRequest) GetResourceVersion() int64 {
+	if x != nil {
+		return x.ResourceVersion
+	}
+	return 0
+}
+
+func (x *PatchRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
 type WatchRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
@@ -422,7 +568,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_api_v1_objects_proto_msgTypes[6]
+	mi := &file_api_v1_objects_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -434,7 +580,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_objects_proto_msgTypes[6]
+	mi := &file_api_v1_objects_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -447,7 +593,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_api_v1_objects_proto_rawDescGZIP(), []int{6}
+	return file_api_v1_objects_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *WatchRequest) GetKind() string {
@@ -505,7 +651,7 @@ type WatchEvent struct {
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_api_v1_objects_proto_msgTypes[7]
+	mi := &file_api_v1_objects_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -517,7 +663,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_objects_proto_msgTypes[7]
+	mi := &file_api_v1_objects_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -530,7 +676,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_api_v1_objects_proto_rawDescGZIP(), []int{7}
+	return file_api_v1_objects_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *WatchEvent) GetType() string {
@@ -577,7 +723,7 @@ type BindRequest struct {
 
 func (x *BindRequest) Reset() {
 	*x = BindRequest{}
-	mi := &file_api_v1_objects_proto_msgTypes[8]
+	mi := &file_api_v1_objects_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -589,7 +735,7 @@ func (x *BindRequest) String() string {
 func (*BindRequest) ProtoMessage() {}
 
 func (x *BindRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_objects_proto_msgTypes[8]
+	mi := &file_api_v1_objects_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -602,7 +748,7 @@ func (x *BindRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BindRequest.ProtoReflect.Descriptor instead.
 func (*BindRequest) Descriptor() ([]byte, []int) {
-	return file_api_v1_objects_proto_rawDescGZIP(), []int{8}
+	return file_api_v1_objects_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *BindRequest) GetNamespace() string {
@@ -651,9 +797,10 @@ var File_api_v1_objects_proto protoreflect.FileDescriptor
 
 const file_api_v1_objects_proto_rawDesc = "" +
 	"\n" +
-	"\x14api/v1/objects.proto\x12\x0etugboat.api.v1\x1a\x19google/protobuf/any.proto\"=\n" +
+	"\x14api/v1/objects.proto\x12\x0etugboat.api.v1\x1a\x19google/protobuf/any.proto\"V\n" +
 	"\rCreateRequest\x12,\n" +
-	"\x06object\x18\x01 \x01(\v2\x14.google.protobuf.AnyR\x06object\"R\n" +
+	"\x06object\x18\x01 \x01(\v2\x14.google.protobuf.AnyR\x06object\x12\x17\n" +
+	"\adry_run\x18\x02 \x01(\bR\x06dryRun\"R\n" +
 	"\n" +
 	"GetRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1c\n" +
@@ -669,17 +816,29 @@ const file_api_v1_objects_proto_rawDesc = "" +
 	"\fListResponse\x12*\n" +
 	"\x05items\x18\x01 \x03(\v2\x14.google.protobuf.AnyR\x05items\x12)\n" +
 	"\x10resource_version\x18\x02 \x01(\x03R\x0fresourceVersion\x12\x1a\n" +
-	"\bcontinue\x18\x03 \x01(\tR\bcontinue\"=\n" +
+	"\bcontinue\x18\x03 \x01(\tR\bcontinue\"V\n" +
 	"\rUpdateRequest\x12,\n" +
-	"\x06object\x18\x01 \x01(\v2\x14.google.protobuf.AnyR\x06object\"\xff\x01\n" +
+	"\x06object\x18\x01 \x01(\v2\x14.google.protobuf.AnyR\x06object\x12\x17\n" +
+	"\adry_run\x18\x02 \x01(\bR\x06dryRun\"\xaa\x02\n" +
 	"\rDeleteRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12)\n" +
 	"\x10resource_version\x18\x04 \x01(\x03R\x0fresourceVersion\x125\n" +
 	"\x14grace_period_seconds\x18\x05 \x01(\x03H\x00R\x12gracePeriodSeconds\x88\x01\x01\x12-\n" +
-	"\x12propagation_policy\x18\x06 \x01(\tR\x11propagationPolicyB\x17\n" +
-	"\x15_grace_period_seconds\"\xe2\x01\n" +
+	"\x12propagation_policy\x18\x06 \x01(\tR\x11propagationPolicy\x12\x10\n" +
+	"\x03uid\x18\a \x01(\tR\x03uid\x12\x17\n" +
+	"\adry_run\x18\b \x01(\bR\x06dryRunB\x17\n" +
+	"\x15_grace_period_seconds\"\xe4\x01\n" +
+	"\fPatchRequest\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1c\n" +
+	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x12\n" +
+	"\x04type\x18\x04 \x01(\tR\x04type\x12\x14\n" +
+	"\x05patch\x18\x05 \x01(\fR\x05patch\x12 \n" +
+	"\vsubresource\x18\x06 \x01(\tR\vsubresource\x12)\n" +
+	"\x10resource_version\x18\a \x01(\x03R\x0fresourceVersion\x12\x17\n" +
+	"\adry_run\x18\b \x01(\bR\x06dryRun\"\xe2\x01\n" +
 	"\fWatchRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
@@ -698,7 +857,7 @@ const file_api_v1_objects_proto_rawDesc = "" +
 	"\tnode_name\x18\x03 \x01(\tR\bnodeName\x12)\n" +
 	"\x10resource_version\x18\x04 \x01(\x03R\x0fresourceVersion\x12+\n" +
 	"\x11observed_revision\x18\x05 \x01(\x03R\x10observedRevision\x12\x16\n" +
-	"\x06binder\x18\x06 \x01(\tR\x06binder2\xc5\x04\n" +
+	"\x06binder\x18\x06 \x01(\tR\x06binder2\x82\x05\n" +
 	"\aObjects\x12=\n" +
 	"\x06Create\x12\x1d.tugboat.api.v1.CreateRequest\x1a\x14.google.protobuf.Any\x127\n" +
 	"\x03Get\x12\x1a.tugboat.api.v1.GetRequest\x1a\x14.google.protobuf.Any\x12A\n" +
@@ -708,7 +867,8 @@ const file_api_v1_objects_proto_rawDesc = "" +
 	"\x06Delete\x12\x1d.tugboat.api.v1.DeleteRequest\x1a\x14.google.protobuf.Any\x12C\n" +
 	"\x05Watch\x12\x1c.tugboat.api.v1.WatchRequest\x1a\x1a.tugboat.api.v1.WatchEvent0\x01\x129\n" +
 	"\x04Bind\x12\x1b.tugboat.api.v1.BindRequest\x1a\x14.google.protobuf.Any\x12<\n" +
-	"\x05Evict\x12\x1d.tugboat.api.v1.DeleteRequest\x1a\x14.google.protobuf.AnyB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
+	"\x05Evict\x12\x1d.tugboat.api.v1.DeleteRequest\x1a\x14.google.protobuf.Any\x12;\n" +
+	"\x05Patch\x12\x1c.tugboat.api.v1.PatchRequest\x1a\x14.google.protobuf.AnyB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
 
 var (
 	file_api_v1_objects_proto_rawDescOnce sync.Once
@@ -722,7 +882,7 @@ func file_api_v1_objects_proto_rawDescGZIP() []byte {
 	return file_api_v1_objects_proto_rawDescData
 }
 
-var file_api_v1_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_api_v1_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_api_v1_objects_proto_goTypes = []any{
 	(*CreateRequest)(nil), // 0: tugboat.api.v1.CreateRequest
 	(*GetRequest)(nil),    // 1: tugboat.api.v1.GetRequest
@@ -730,36 +890,39 @@ var file_api_v1_objects_proto_goTypes = []any{
 	(*ListResponse)(nil),  // 3: tugboat.api.v1.ListResponse
 	(*UpdateRequest)(nil), // 4: tugboat.api.v1.UpdateRequest
 	(*DeleteRequest)(nil), // 5: tugboat.api.v1.DeleteRequest
-	(*WatchRequest)(nil),  // 6: tugboat.api.v1.WatchRequest
-	(*WatchEvent)(nil),    // 7: tugboat.api.v1.WatchEvent
-	(*BindRequest)(nil),   // 8: tugboat.api.v1.BindRequest
-	(*anypb.Any)(nil),     // 9: google.protobuf.Any
+	(*PatchRequest)(nil),  // 6: tugboat.api.v1.PatchRequest
+	(*WatchRequest)(nil),  // 7: tugboat.api.v1.WatchRequest
+	(*WatchEvent)(nil),    // 8: tugboat.api.v1.WatchEvent
+	(*BindRequest)(nil),   // 9: tugboat.api.v1.BindRequest
+	(*anypb.Any)(nil),     // 10: google.protobuf.Any
 }
 var file_api_v1_objects_proto_depIdxs = []int32{
-	9,  // 0: tugboat.api.v1.CreateRequest.object:type_name -> google.protobuf.Any
-	9,  // 1: tugboat.api.v1.ListResponse.items:type_name -> google.protobuf.Any
-	9,  // 2: tugboat.api.v1.UpdateRequest.object:type_name -> google.protobuf.Any
-	9,  // 3: tugboat.api.v1.WatchEvent.object:type_name -> google.protobuf.Any
+	10, // 0: tugboat.api.v1.CreateRequest.object:type_name -> google.protobuf.Any
+	10, // 1: tugboat.api.v1.ListResponse.items:type_name -> google.protobuf.Any
+	10, // 2: tugboat.api.v1.UpdateRequest.object:type_name -> google.protobuf.Any
+	10, // 3: tugboat.api.v1.WatchEvent.object:type_name -> google.protobuf.Any
 	0,  // 4: tugboat.api.v1.Objects.Create:input_type -> tugboat.api.v1.CreateRequest
 	1,  // 5: tugboat.api.v1.Objects.Get:input_type -> tugboat.api.v1.GetRequest
 	2,  // 6: tugboat.api.v1.Objects.List:input_type -> tugboat.api.v1.ListRequest
 	4,  // 7: tugboat.api.v1.Objects.Update:input_type -> tugboat.api.v1.UpdateRequest
 	4,  // 8: tugboat.api.v1.Objects.UpdateStatus:input_type -> tugboat.api.v1.UpdateRequest
 	5,  // 9: tugboat.api.v1.Objects.Delete:input_type -> tugboat.api.v1.DeleteRequest
-	6,  // 10: tugboat.api.v1.Objects.Watch:input_type -> tugboat.api.v1.WatchRequest
-	8,  // 11: tugboat.api.v1.Objects.Bind:input_type -> tugboat.api.v1.BindRequest
+	7,  // 10: tugboat.api.v1.Objects.Watch:input_type -> tugboat.api.v1.WatchRequest
+	9,  // 11: tugboat.api.v1.Objects.Bind:input_type -> tugboat.api.v1.BindRequest
 	5,  // 12: tugboat.api.v1.Objects.Evict:input_type -> tugboat.api.v1.DeleteRequest
-	9,  // 13: tugboat.api.v1.Objects.Create:output_type -> google.protobuf.Any
-	9,  // 14: tugboat.api.v1.Objects.Get:output_type -> google.protobuf.Any
-	3,  // 15: tugboat.api.v1.Objects.List:output_type -> tugboat.api.v1.ListResponse
-	9,  // 16: tugboat.api.v1.Objects.Update:output_type -> google.protobuf.Any
-	9,  // 17: tugboat.api.v1.Objects.UpdateStatus:output_type -> google.protobuf.Any
-	9,  // 18: tugboat.api.v1.Objects.Delete:output_type -> google.protobuf.Any
-	7,  // 19: tugboat.api.v1.Objects.Watch:output_type -> tugboat.api.v1.WatchEvent
-	9,  // 20: tugboat.api.v1.Objects.Bind:output_type -> google.protobuf.Any
-	9,  // 21: tugboat.api.v1.Objects.Evict:output_type -> google.protobuf.Any
-	13, // [13:22] is the sub-list for method output_type
-	4,  // [4:13] is the sub-list for method input_type
+	6,  // 13: tugboat.api.v1.Objects.Patch:input_type -> tugboat.api.v1.PatchRequest
+	10, // 14: tugboat.api.v1.Objects.Create:output_type -> google.protobuf.Any
+	10, // 15: tugboat.api.v1.Objects.Get:output_type -> google.protobuf.Any
+	3,  // 16: tugboat.api.v1.Objects.List:output_type -> tugboat.api.v1.ListResponse
+	10, // 17: tugboat.api.v1.Objects.Update:output_type -> google.protobuf.Any
+	10, // 18: tugboat.api.v1.Objects.UpdateStatus:output_type -> google.protobuf.Any
+	10, // 19: tugboat.api.v1.Objects.Delete:output_type -> google.protobuf.Any
+	8,  // 20: tugboat.api.v1.Objects.Watch:output_type -> tugboat.api.v1.WatchEvent
+	10, // 21: tugboat.api.v1.Objects.Bind:output_type -> google.protobuf.Any
+	10, // 22: tugboat.api.v1.Objects.Evict:output_type -> google.protobuf.Any
+	10, // 23: tugboat.api.v1.Objects.Patch:output_type -> google.protobuf.Any
+	14, // [14:24] is the sub-list for method output_type
+	4,  // [4:14] is the sub-list for method input_type
 	4,  // [4:4] is the sub-list for extension type_name
 	4,  // [4:4] is the sub-list for extension extendee
 	0,  // [0:4] is the sub-list for field type_name
@@ -777,7 +940,7 @@ func file_api_v1_objects_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_objects_proto_rawDesc), len(file_api_v1_objects_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -29,6 +29,7 @@ const (
 	Objects_Watch_FullMethodName        = "/tugboat.api.v1.Objects/Watch"
 	Objects_Bind_FullMethodName         = "/tugboat.api.v1.Objects/Bind"
 	Objects_Evict_FullMethodName        = "/tugboat.api.v1.Objects/Evict"
+	Objects_Patch_FullMethodName        = "/tugboat.api.v1.Objects/Patch"
 )
 
 // ObjectsClient is the client API for Objects service.
@@ -71,6 +72,14 @@ type ObjectsClient interface {
 	// failed) disrupts nothing and is not checked. The answer is the pod as
 	// the delete left it (with deletion_timestamp while it stops).
 	Evict(ctx context.Context, in *DeleteRequest, opts ...grpc.CallOption) (*anypb.Any, error)
+	// Patch changes an object by a patch document (JSON merge patch, JSON
+	// patch or strategic merge patch, package api/patch) applied to the
+	// stored object on the server, then stored as Update (or UpdateStatus
+	// for subresource "status") would store it: a compare-and-swap on the
+	// version it read, retried when another writer got there first.
+	// Authorized as verb "patch". InvalidArgument when the patch does not
+	// apply or its result is not a valid object.
+	Patch(ctx context.Context, in *PatchRequest, opts ...grpc.CallOption) (*anypb.Any, error)
 }
 
 type objectsClient struct {
@@ -180,6 +189,16 @@ func (c *objectsClient) Evict(ctx context.Context, in *DeleteRequest, opts ...gr
 	return out, nil
 }
 
+func (c *objectsClient) Patch(ctx context.Context, in *PatchRequest, opts ...grpc.CallOption) (*anypb.Any, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(anypb.Any)
+	err := c.cc.Invoke(ctx, Objects_Patch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ObjectsServer is the server API for Objects service.
 // All implementations must embed UnimplementedObjectsServer
 // for forward compatibility.
@@ -220,6 +239,14 @@ type ObjectsServer interface {
 	// failed) disrupts nothing and is not checked. The answer is the pod as
 	// the delete left it (with deletion_timestamp while it stops).
 	Evict(context.Context, *DeleteRequest) (*anypb.Any, error)
+	// Patch changes an object by a patch document (JSON merge patch, JSON
+	// patch or strategic merge patch, package api/patch) applied to the
+	// stored object on the server, then stored as Update (or UpdateStatus
+	// for subresource "status") would store it: a compare-and-swap on the
+	// version it read, retried when another writer got there first.
+	// Authorized as verb "patch". InvalidArgument when the patch does not
+	// apply or its result is not a valid object.
+	Patch(context.Context, *PatchRequest) (*anypb.Any, error)
 	mustEmbedUnimplementedObjectsServer()
 }
 
@@ -256,6 +283,9 @@ func (UnimplementedObjectsServer) Bind(context.Context, *BindRequest) (*anypb.An
 }
 func (UnimplementedObjectsServer) Evict(context.Context, *DeleteRequest) (*anypb.Any, error) {
 	return nil, status.Error(codes.Unimplemented, "method Evict not implemented")
+}
+func (UnimplementedObjectsServer) Patch(context.Context, *PatchRequest) (*anypb.Any, error) {
+	return nil, status.Error(codes.Unimplemented, "method Patch not implemented")
 }
 func (UnimplementedObjectsServer) mustEmbedUnimplementedObjectsServer() {}
 func (UnimplementedObjectsServer) testEmbeddedByValue()                 {}
@@ -433,6 +463,24 @@ func _Objects_Evict_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Objects_Patch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ObjectsServer).Patch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Objects_Patch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ObjectsServer).Patch(ctx, req.(*PatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Objects_ServiceDesc is the grpc.ServiceDesc for Objects service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -471,6 +519,10 @@ var Objects_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Evict",
 			Handler:    _Objects_Evict_Handler,
+		},
+		{
+			MethodName: "Patch",
+			Handler:    _Objects_Patch_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
