@@ -43,7 +43,7 @@ type auditEntry struct {
 	Message   string    `json:"message,omitempty"`
 }
 
-var mutating = map[string]bool{"Create": true, "Update": true, "UpdateStatus": true, "Delete": true, "Bind": true, "Evict": true, "JoinNode": true, "RenewCertificate": true}
+var mutating = map[string]bool{"Create": true, "Update": true, "Patch": true, "UpdateStatus": true, "Delete": true, "Bind": true, "Evict": true, "JoinNode": true, "RenewCertificate": true}
 
 func (a *auditLog) record(ctx context.Context, method string, req any, err error) {
 	verb := method[strings.LastIndex(method, "/")+1:]

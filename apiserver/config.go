@@ -16,6 +16,10 @@ type Config struct {
 	Listen string
 	// MetricsListen is the HTTP address for /metrics and /healthz ("" disables).
 	MetricsListen string
+	// KubeListen is the address of the Kubernetes HTTP API (kubectl,
+	// client-go), HTTPS with the same TLS as Listen ("127.0.0.1:6444"; ""
+	// disables; port 0 picks a free one).
+	KubeListen string
 	// EtcdServers are external etcd client URLs; empty starts an embedded etcd.
 	EtcdServers []string
 	// DataDir is where the embedded etcd keeps its data.
@@ -63,6 +67,11 @@ func (c *Config) Validate() error {
 	if c.MetricsListen != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
 			return fmt.Errorf("--metrics-listen %q: %v", c.MetricsListen, err)
+		}
+	}
+	if c.KubeListen != "" {
+		if _, _, err := net.SplitHostPort(c.KubeListen); err != nil {
+			return fmt.Errorf("--kube-listen %q: %v", c.KubeListen, err)
 		}
 	}
 	if len(c.EtcdServers) == 0 && c.DataDir == "" {

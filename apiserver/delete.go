@@ -73,6 +73,9 @@ func (s *Server) delete(ctx context.Context, k *kinds.Kind, ns, name string, req
 		if req.ResourceVersion != 0 && req.ResourceVersion != m.ResourceVersion {
 			return nil, apierrors.Conflict(k.Plural, ns, name, req.ResourceVersion, m.ResourceVersion)
 		}
+		if req.Uid != "" && req.Uid != m.Uid {
+			return nil, apierrors.New(apierrors.ErrConflict, "%s %q: the UID in the precondition (%s) does not match the UID in record (%s); the object might have been deleted and then recreated", k.Plural, name, req.Uid, m.Uid)
+		}
 		next := proto.Clone(cur).(v1.Object)
 		nm := v1.Meta(next)
 		switch req.PropagationPolicy {
@@ -90,6 +93,9 @@ func (s *Server) delete(ctx context.Context, k *kinds.Kind, ns, name string, req
 		}
 		var out v1.Object
 		if grace == 0 && len(nm.Finalizers) == 0 {
+			if req.DryRun {
+				return cur, nil
+			}
 			out, err = s.store.Delete(ctx, k, cur, m.ResourceVersion)
 			if err == nil {
 				s.release(ctx, k, cur)
@@ -104,6 +110,9 @@ func (s *Server) delete(ctx context.Context, k *kinds.Kind, ns, name string, req
 			}
 			if proto.Equal(next, cur) {
 				return cur, nil
+			}
+			if req.DryRun {
+				return next, nil
 			}
 			out, err = s.store.Update(ctx, k, next, m.ResourceVersion)
 			if err == nil && k.Name == "Namespace" {

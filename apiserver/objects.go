@@ -70,14 +70,17 @@ func (s *Server) Create(ctx context.Context, req *v1.CreateRequest) (*anypb.Any,
 	if err := s.authorize(ctx, "create", k, "", namespaceOf(k, m.Namespace), m.Name, ""); err != nil {
 		return nil, err
 	}
-	out, err := s.create(ctx, obj)
+	out, err := s.create(ctx, obj, req.DryRun)
 	if err != nil {
 		return nil, err
 	}
 	return pack(out)
 }
 
-func (s *Server) create(ctx context.Context, obj v1.Object) (v1.Object, error) {
+// create stores a new object; with dryRun it does every step but the
+// store (admission reservations are released) and returns the object as it
+// would be stored.
+func (s *Server) create(ctx context.Context, obj v1.Object, dryRun bool) (v1.Object, error) {
 	k, err := kinds.ForMessage(obj)
 	if err != nil {
 		return nil, err
@@ -105,6 +108,10 @@ func (s *Server) create(ctx context.Context, obj v1.Object) (v1.Object, error) {
 	}
 	if err := s.admit(ctx, k, obj, nil); err != nil {
 		return nil, err
+	}
+	if dryRun {
+		s.release(ctx, k, obj)
+		return obj, nil
 	}
 	out, err := s.store.Create(ctx, k, obj)
 	if err != nil {
@@ -225,7 +232,7 @@ func (s *Server) Update(ctx context.Context, req *v1.UpdateRequest) (*anypb.Any,
 	if err := s.authorize(ctx, "update", k, "", namespaceOf(k, m.Namespace), m.Name, ""); err != nil {
 		return nil, err
 	}
-	out, err := s.update(ctx, k, obj, false)
+	out, err := s.update(ctx, k, obj, false, req.DryRun)
 	if err != nil {
 		return nil, err
 	}
@@ -246,14 +253,22 @@ func (s *Server) UpdateStatus(ctx context.Context, req *v1.UpdateRequest) (*anyp
 	if err := s.authorize(ctx, "update", k, "status", namespaceOf(k, m.Namespace), m.Name, ""); err != nil {
 		return nil, err
 	}
-	out, err := s.update(ctx, k, obj, true)
+	out, err := s.update(ctx, k, obj, true, req.DryRun)
 	if err != nil {
 		return nil, err
 	}
 	return pack(out)
 }
 
-func (s *Server) update(ctx context.Context, k *kinds.Kind, in v1.Object, statusOnly bool) (v1.Object, error) {
+func (s *Server) update(ctx context.Context, k *kinds.Kind, in v1.Object, statusOnly, dryRun bool) (v1.Object, error) {
+	return s.updateFrom(ctx, k, in, statusOnly, dryRun, func(v1.Object) (v1.Object, error) { return in, nil })
+}
+
+// updateFrom is update with the user's object built from the stored one
+// (build), so that a patch is applied again to what another writer stored
+// when a compare-and-swap loses. in names the object and the version
+// wanted (0: any).
+func (s *Server) updateFrom(ctx context.Context, k *kinds.Kind, in v1.Object, statusOnly, dryRun bool, build func(cur v1.Object) (v1.Object, error)) (v1.Object, error) {
 	m := v1.Meta(in)
 	ns := namespaceOf(k, m.Namespace)
 	want := m.ResourceVersion
@@ -266,12 +281,16 @@ func (s *Server) update(ctx context.Context, k *kinds.Kind, in v1.Object, status
 		if want != 0 && want != have {
 			return nil, apierrors.Conflict(k.Plural, ns, m.Name, want, have)
 		}
+		user, err := build(cur)
+		if err != nil {
+			return nil, err
+		}
 		var next v1.Object
 		if statusOnly {
 			next = proto.Clone(cur).(v1.Object)
-			copyField(next, in, "status")
+			copyField(next, user, "status")
 		} else {
-			next, err = s.mergeUpdate(k, cur, in)
+			next, err = s.mergeUpdate(k, cur, user)
 			if err != nil {
 				return nil, err
 			}
@@ -291,6 +310,12 @@ func (s *Server) update(ctx context.Context, k *kinds.Kind, in v1.Object, status
 		}
 		if proto.Equal(next, cur) {
 			return cur, nil
+		}
+		if dryRun {
+			if !statusOnly {
+				s.updateDone(ctx, k, cur, next, false)
+			}
+			return next, nil
 		}
 		if done, out, err := s.maybeFinalize(ctx, k, next, have); done {
 			return out, err

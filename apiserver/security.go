@@ -202,7 +202,7 @@ func (s *Server) followRBAC(ctx context.Context) error {
 // bootstrapPolicy creates the default roles and bindings that are missing.
 func (s *Server) bootstrapPolicy(ctx context.Context) error {
 	for _, obj := range auth.DefaultPolicy() {
-		if _, err := s.create(ctx, obj); err != nil && !isAlreadyExists(err) {
+		if _, err := s.create(ctx, obj, false); err != nil && !isAlreadyExists(err) {
 			return err
 		}
 	}

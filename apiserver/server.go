@@ -59,6 +59,8 @@ type Server struct {
 	lis     net.Listener
 	// metricsLis serves /metrics and /healthz (nil when disabled).
 	metricsLis net.Listener
+	// kubeLis serves the Kubernetes HTTP API (nil when disabled).
+	kubeLis net.Listener
 	nsMu       sync.Mutex
 	nsActive   map[string]bool // namespaces with a finalizer running
 	nsCtx      context.Context // the Run context, for namespace finalizers
@@ -169,6 +171,14 @@ func (s *Server) listen() error {
 		}
 		s.metricsLis = ml
 	}
+	if s.cfg.KubeListen != "" {
+		kl, err := net.Listen("tcp", s.cfg.KubeListen)
+		if err != nil {
+			s.closeListeners()
+			return fmt.Errorf("--kube-listen %s: %w", s.cfg.KubeListen, err)
+		}
+		s.kubeLis = kl
+	}
 	return nil
 }
 
@@ -176,6 +186,9 @@ func (s *Server) closeListeners() {
 	s.lis.Close()
 	if s.metricsLis != nil {
 		s.metricsLis.Close()
+	}
+	if s.kubeLis != nil {
+		s.kubeLis.Close()
 	}
 }
 
@@ -241,7 +254,7 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); s.runCompactor(ctx) }()
 	go func() { defer wg.Done(); s.resumeNamespaceFinalizers(ctx) }()
 	go func() { defer wg.Done(); s.reencrypt(ctx) }()
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	if s.cfg.MetricsListen != "" {
 		wg.Add(1)
 		go func() {
@@ -252,9 +265,18 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 		}()
 	}
+	if s.kubeLis != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.serveKube(ctx); err != nil {
+				errc <- err
+			}
+		}()
+	}
 	go func() { errc <- s.grpc.Serve(s.lis) }()
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	s.log.Info("apiserver serving", "addr", s.Addr(), "tls", s.cfg.TLS != nil)
+	s.log.Info("apiserver serving", "addr", s.Addr(), "kubeAddr", s.KubeAddr(), "tls", s.cfg.TLS != nil)
 	var err error
 	select {
 	case <-ctx.Done():
@@ -301,7 +323,7 @@ func (s *Server) healthz(ctx context.Context) error {
 func (s *Server) bootstrap(ctx context.Context) error {
 	for _, name := range []string{"default", "kube-system", "kube-node-lease"} {
 		ns := &v1.Namespace{Metadata: &v1.ObjectMeta{Name: name}}
-		if _, err := s.create(ctx, ns); err != nil && !isAlreadyExists(err) {
+		if _, err := s.create(ctx, ns, false); err != nil && !isAlreadyExists(err) {
 			return fmt.Errorf("creating namespace %s: %w", name, err)
 		}
 	}

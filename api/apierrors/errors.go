@@ -18,10 +18,13 @@ import (
 
 // The sentinels. Every error the API returns wraps exactly one of them.
 var (
-	ErrNotFound        = errors.New("not found")
-	ErrAlreadyExists   = errors.New("already exists")
-	ErrConflict        = errors.New("conflict")
-	ErrInvalid         = errors.New("invalid")
+	ErrNotFound      = errors.New("not found")
+	ErrAlreadyExists = errors.New("already exists")
+	ErrConflict      = errors.New("conflict")
+	ErrInvalid       = errors.New("invalid")
+	// ErrBadRequest is a request that cannot be read at all (not JSON, a
+	// malformed patch): Kubernetes' 400 BadRequest beside 422 Invalid.
+	ErrBadRequest      = errors.New("bad request")
 	ErrExpired         = errors.New("resource version expired")
 	ErrForbidden       = errors.New("forbidden")
 	ErrUnauthenticated = errors.New("unauthenticated")
@@ -42,6 +45,7 @@ var table = []struct {
 	{ErrAlreadyExists, codes.AlreadyExists},
 	{ErrConflict, codes.Aborted},
 	{ErrInvalid, codes.InvalidArgument},
+	{ErrBadRequest, codes.InvalidArgument},
 	{ErrExpired, codes.OutOfRange},
 	{ErrForbidden, codes.PermissionDenied},
 	{ErrUnauthenticated, codes.Unauthenticated},

@@ -11,10 +11,10 @@ import (
 
 // appsKinds is the apps group, apps/v1.
 var appsKinds = []*Kind{
-	{Name: "ReplicaSet", Plural: "replicasets", Short: []string{"rs"}, APIVersion: "apps/v1", Namespaced: true,
+	{Name: "ReplicaSet", Plural: "replicasets", Short: []string{"rs"}, Categories: []string{"all"}, APIVersion: "apps/v1", Namespaced: true,
 		New: func() v1.Object { return &v1.ReplicaSet{} }, Default: typedDefault(defaultReplicaSet), Validate: typed(validation.ReplicaSet),
 		ValidateUpdate: typedUpdate(validation.ReplicaSetUpdate)},
-	{Name: "Deployment", Plural: "deployments", Short: []string{"deploy"}, APIVersion: "apps/v1", Namespaced: true,
+	{Name: "Deployment", Plural: "deployments", Short: []string{"deploy"}, Categories: []string{"all"}, APIVersion: "apps/v1", Namespaced: true,
 		New: func() v1.Object { return &v1.Deployment{} }, Default: typedDefault(defaultDeployment), Validate: typed(validation.Deployment),
 		ValidateUpdate: typedUpdate(validation.DeploymentUpdate)},
 }

@@ -21,10 +21,12 @@ import (
 
 // Kind describes one stored kind.
 type Kind struct {
-	Name       string   // "Pod"
-	Plural     string   // "pods": the etcd key segment and the CLI name
-	Short      []string // "po"
-	APIVersion string   // "v1", "apps/v1", ...
+	Name   string   // "Pod"
+	Plural string   // "pods": the etcd key segment and the CLI name
+	Short  []string // "po"
+	// Categories groups kinds for `kubectl get all` ("all").
+	Categories []string
+	APIVersion string // "v1", "apps/v1", ...
 	Namespaced bool
 	New        func() v1.Object
 	Default    func(v1.Object)

@@ -247,6 +247,10 @@ func decodeList(src Source, top map[string]any) ([]Object, []error) {
 
 // decodeObject resolves the kind of one object and fills its message.
 func decodeObject(src Source, top map[string]any) (*Object, []error) {
+	return decodeObjectWith(&walker{}, src, top)
+}
+
+func decodeObjectWith(w *walker, src Source, top map[string]any) (*Object, []error) {
 	e := &Error{Source: src}
 	if md, ok := top["metadata"].(map[string]any); ok {
 		e.Name, _ = md["name"].(string)
@@ -277,7 +281,6 @@ func decodeObject(src Source, top map[string]any) (*Object, []error) {
 		}
 	}
 	obj := k.New()
-	w := &walker{}
 	norm := w.message(obj.ProtoReflect().Descriptor(), body, "")
 	if len(w.errs) > 0 {
 		errs := make([]error, len(w.errs))

@@ -26,6 +26,10 @@ import (
 type walker struct {
 	errs    []fieldErr
 	dropped int
+	// ignoreUnknown drops unknown fields instead of failing, recording
+	// their paths in unknown (the HTTP door's fieldValidation=Ignore).
+	ignoreUnknown bool
+	unknown       []string
 }
 
 type fieldErr struct{ path, msg string }
@@ -70,7 +74,16 @@ func (w *walker) message(md protoreflect.MessageDescriptor, v any, path string) 
 		p := join(path, key)
 		fd := fields.ByJSONName(key)
 		if fd == nil {
-			w.fail(p, "%s", unknownField(md, key))
+			switch {
+			case isZero(val):
+				// An unset field that Tugboat lacks, written out by a
+				// client that prints zero values (client-go's Go structs:
+				// "resources": {}, "port": 0): it sets nothing.
+			case w.ignoreUnknown:
+				w.unknown = append(w.unknown, p)
+			default:
+				w.fail(p, "%s", unknownField(md, key))
+			}
 			continue
 		}
 		if val == nil {
@@ -81,6 +94,37 @@ func (w *walker) message(md protoreflect.MessageDescriptor, v any, path string) 
 		}
 	}
 	return out
+}
+
+// isZero reports whether a JSON value is a zero value: null, "", 0, false,
+// or a list or mapping of zero values.
+func isZero(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case string:
+		return v == ""
+	case bool:
+		return !v
+	case json.Number:
+		f, err := v.Float64()
+		return err == nil && f == 0
+	case []any:
+		for _, e := range v {
+			if !isZero(e) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		for _, e := range v {
+			if !isZero(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 func unknownField(md protoreflect.MessageDescriptor, key string) string {

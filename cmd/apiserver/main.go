@@ -1,5 +1,6 @@
-// Command apiserver serves the Tugboat API over gRPC and is the only
-// component that talks to etcd. `apiserver pki init` makes the cluster's
+// Command apiserver serves the Tugboat API over gRPC and the Kubernetes API
+// over HTTPS (for kubectl and client-go), and is the only component that
+// talks to etcd. `apiserver pki init` makes the cluster's
 // certificates.
 package main
 
@@ -26,6 +27,7 @@ func main() {
 	var etcd string
 	fs := flag.NewFlagSet("apiserver", flag.ExitOnError)
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:6443", "gRPC listen address host:port")
+	fs.StringVar(&cfg.KubeListen, "kube-listen", "127.0.0.1:6444", "Kubernetes HTTP API address host:port for kubectl and client-go (HTTPS, same TLS and authentication as --listen; empty disables)")
 	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "127.0.0.1:9443", "HTTP address for /metrics and /healthz (empty disables)")
 	fs.StringVar(&etcd, "etcd-servers", "", "comma-separated external etcd client URLs; empty starts an embedded etcd")
 	fs.StringVar(&cfg.DataDir, "data-dir", "/var/lib/tugboat/etcd", "embedded etcd data directory")

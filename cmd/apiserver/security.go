@@ -54,9 +54,14 @@ func (f *securityFlags) apply(cfg *apiserver.Config, log *slog.Logger) error {
 		set(&f.signKey, "ca.key")
 	}
 	if f.insecure {
-		host, _, _ := net.SplitHostPort(cfg.Listen)
-		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-			return fmt.Errorf("--insecure is for a loopback-only development setup, but --listen is %s: use TLS (apiserver pki init, then --pki-dir)", cfg.Listen)
+		for flag, addr := range map[string]string{"--listen": cfg.Listen, "--kube-listen": cfg.KubeListen} {
+			if addr == "" {
+				continue
+			}
+			host, _, _ := net.SplitHostPort(addr)
+			if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+				return fmt.Errorf("--insecure is for a loopback-only development setup, but %s is %s: use TLS (apiserver pki init, then --pki-dir)", flag, addr)
+			}
 		}
 		if f.certFile != "" {
 			return fmt.Errorf("--insecure and --tls-cert-file contradict each other")

@@ -1,0 +1,111 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+
+	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/apiserver/kubeapi"
+)
+
+// The Kubernetes HTTP API (package kubeapi) on its own port, --kube-listen
+// (default 6444, beside gRPC's 6443). A port of its own rather than one
+// port with ALPN: the gRPC server keeps its own HTTP/2 transport (faster
+// than grpc-go's ServeHTTP mode), and each door gets its own listener
+// limits. Both doors share the TLS configuration, and every HTTP request
+// runs the gRPC handlers in-process through kubeBackend, so it is
+// authenticated, authorized, admitted and audited as the gRPC call is.
+
+// kubeBackend is the Server as kubeapi.Backend.
+type kubeBackend struct{ s *Server }
+
+func (b kubeBackend) Authenticate(ctx context.Context, r *http.Request) (context.Context, error) {
+	p := &peer.Peer{Addr: tcpAddr(r.RemoteAddr)}
+	if r.TLS != nil {
+		p.AuthInfo = credentials.TLSInfo{State: *r.TLS}
+	}
+	ctx = peer.NewContext(ctx, p)
+	if a := r.Header.Get("Authorization"); a != "" {
+		ctx = metadata.NewIncomingContext(ctx, metadata.Pairs("authorization", a))
+	}
+	return b.s.authenticate(ctx, "")
+}
+
+func (b kubeBackend) Call(ctx context.Context, method string, req any, h func(ctx context.Context) (any, error)) (any, error) {
+	resp, err := h(ctx)
+	if b.s.audit != nil {
+		b.s.audit.record(ctx, method, req, err)
+	}
+	return resp, err
+}
+
+func (b kubeBackend) Objects() v1.ObjectsServer { return b.s }
+func (b kubeBackend) Nodes() v1.NodeAPIServer   { return &nodeRelay{s: b.s} }
+func (b kubeBackend) Ready(ctx context.Context) error {
+	return b.s.healthz(ctx)
+}
+
+func tcpAddr(s string) net.Addr {
+	a, err := net.ResolveTCPAddr("tcp", s)
+	if err != nil {
+		return &net.TCPAddr{}
+	}
+	return a
+}
+
+// KubeAddr is the Kubernetes API listener's address ("" when off).
+func (s *Server) KubeAddr() string {
+	if s.kubeLis == nil {
+		return ""
+	}
+	return s.kubeLis.Addr().String()
+}
+
+// newKubeServer makes the HTTP server of the Kubernetes API.
+func (s *Server) newKubeServer() *http.Server {
+	h := kubeapi.New(kubeapi.Config{Backend: kubeBackend{s}, Logger: s.log})
+	h.Register(s.reg)
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		ErrorLog:          nil,
+	}
+	if s.cfg.TLS != nil {
+		t := s.cfg.TLS.Clone()
+		t.NextProtos = []string{"h2", "http/1.1"}
+		srv.TLSConfig = t
+	}
+	return srv
+}
+
+// serveKube serves the Kubernetes API until ctx ends.
+func (s *Server) serveKube(ctx context.Context) error {
+	srv := s.newKubeServer()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			srv.Close()
+		}
+	}()
+	var err error
+	if srv.TLSConfig != nil {
+		err = srv.Serve(tls.NewListener(s.kubeLis, srv.TLSConfig))
+	} else {
+		err = srv.Serve(s.kubeLis)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}

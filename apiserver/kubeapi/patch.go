@@ -1,0 +1,49 @@
+package kubeapi
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/tugboat/tugboat/api/apierrors"
+	"github.com/tugboat/tugboat/api/patch"
+	v1 "github.com/tugboat/tugboat/api/v1"
+)
+
+// errUnsupportedMedia is a body type the door does not read: 415.
+var errUnsupportedMedia = apierrors.New(apierrors.ErrBadRequest, "unsupported media type")
+
+// patchType reads the patch type from the Content-Type.
+func patchType(r *http.Request) (patch.Type, error) {
+	ct := r.Header.Get("Content-Type")
+	if strings.HasPrefix(ct, "application/apply-patch") {
+		return "", apierrors.New(apierrors.ErrBadRequest, "server-side apply (application/apply-patch+yaml) is not supported by Tugboat yet: use kubectl apply without --server-side (a strategic merge patch)")
+	}
+	return patch.ForContentType(ct)
+}
+
+// patch serves PATCH of an object or its status through Objects.Patch.
+func (h *Handler) patch(w http.ResponseWriter, r *http.Request, q *request) error {
+	t, err := patchType(r)
+	if err != nil {
+		return err
+	}
+	dry, err := dryRun(r)
+	if err != nil {
+		return err
+	}
+	if _, err := fieldValidation(r); err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	req := &v1.PatchRequest{Kind: q.res.kind.Name, Namespace: q.namespace, Name: q.name, Type: string(t), Patch: body, Subresource: q.sub, DryRun: dry}
+	out, err := h.call(r.Context(), "Patch", req, func(ctx context.Context) (any, error) { return h.b.Objects().Patch(ctx, req) })
+	if err != nil {
+		return err
+	}
+	h.writeObject(w, r, http.StatusOK, q.res, out)
+	return nil
+}

@@ -1,0 +1,136 @@
+package kubeapi
+
+import (
+	"sort"
+	"strings"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/tugboat/tugboat/api/kinds"
+	v1 "github.com/tugboat/tugboat/api/v1"
+)
+
+// resource is one kind as the HTTP API serves it: its group, version and
+// plural in paths, and which subresources it has. All of it is derived from
+// the kind registry and the kind's descriptor.
+type resource struct {
+	kind     *kinds.Kind
+	group    string // "" for the core group
+	version  string // "v1"
+	scalable bool   // spec.replicas + spec.selector: the scale subresource
+}
+
+// groupVersion is "v1" or "apps/v1".
+func (r *resource) groupVersion() string { return r.kind.APIVersion }
+
+// subresources are the subresources of a kind with their verbs.
+func (r *resource) subresources() map[string][]string {
+	out := map[string][]string{}
+	if r.kind.HasStatus() {
+		out["status"] = []string{"get", "patch", "update"}
+	}
+	if r.scalable {
+		out["scale"] = []string{"get", "patch", "update"}
+	}
+	if r.kind.Name == "Pod" {
+		out["binding"] = []string{"create"}
+		out["eviction"] = []string{"create"}
+		out["log"] = []string{"get"}
+		out["exec"] = []string{"create", "get"}
+		out["attach"] = []string{"create", "get"}
+		out["portforward"] = []string{"create", "get"}
+	}
+	return out
+}
+
+var objectVerbs = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+
+// registry is every served resource, by group/version and plural.
+type registry struct {
+	byPath map[string]*resource // "apps/v1/deployments", "v1/pods"
+	groups []string             // API groups other than core, sorted
+	all    []*resource
+}
+
+func newRegistry() *registry {
+	reg := &registry{byPath: map[string]*resource{}}
+	seen := map[string]bool{}
+	for _, k := range kinds.All() {
+		r := &resource{kind: k, version: k.APIVersion}
+		if g, v, ok := strings.Cut(k.APIVersion, "/"); ok {
+			r.group, r.version = g, v
+		}
+		r.scalable = isScalable(k.New().ProtoReflect().Descriptor())
+		reg.byPath[k.APIVersion+"/"+k.Plural] = r
+		reg.all = append(reg.all, r)
+		if r.group != "" && !seen[r.group] {
+			seen[r.group] = true
+			reg.groups = append(reg.groups, r.group)
+		}
+	}
+	sort.Strings(reg.groups)
+	return reg
+}
+
+// lookup finds the resource plural in groupVersion ("v1", "apps/v1").
+func (reg *registry) lookup(groupVersion, plural string) *resource {
+	return reg.byPath[groupVersion+"/"+plural]
+}
+
+// inGroupVersion lists the resources of one group version.
+func (reg *registry) inGroupVersion(gv string) []*resource {
+	var out []*resource
+	for _, r := range reg.all {
+		if r.groupVersion() == gv {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// isScalable: the kind has spec.replicas (an integer) and spec.selector.
+func isScalable(md protoreflect.MessageDescriptor) bool {
+	spec := md.Fields().ByName("spec")
+	if spec == nil || spec.Message() == nil {
+		return false
+	}
+	f := spec.Message().Fields()
+	rep := f.ByName("replicas")
+	return rep != nil && rep.Kind() == protoreflect.Int32Kind && f.ByName("selector") != nil
+}
+
+// replicas reads and writes spec.replicas of a scalable object, and its
+// status.replicas.
+func specReplicas(obj v1.Object) int32 {
+	spec := obj.ProtoReflect().Get(v1.Field(obj, "spec")).Message()
+	return int32(spec.Get(spec.Descriptor().Fields().ByName("replicas")).Int())
+}
+
+func setSpecReplicas(obj v1.Object, n int32) {
+	m := obj.ProtoReflect()
+	spec := m.Mutable(v1.Field(obj, "spec")).Message()
+	spec.Set(spec.Descriptor().Fields().ByName("replicas"), protoreflect.ValueOfInt32(n))
+}
+
+func statusReplicas(obj v1.Object) int32 {
+	fd := v1.Field(obj, "status")
+	if fd == nil {
+		return 0
+	}
+	st := obj.ProtoReflect().Get(fd).Message()
+	if r := st.Descriptor().Fields().ByName("replicas"); r != nil && r.Kind() == protoreflect.Int32Kind {
+		return int32(st.Get(r).Int())
+	}
+	return 0
+}
+
+// specSelector is spec.selector of a scalable object.
+func specSelector(obj v1.Object) *v1.LabelSelector {
+	spec := obj.ProtoReflect().Get(v1.Field(obj, "spec")).Message()
+	fd := spec.Descriptor().Fields().ByName("selector")
+	if fd == nil || fd.Message() == nil || !spec.Has(fd) {
+		return nil
+	}
+	sel, _ := spec.Get(fd).Message().Interface().(*v1.LabelSelector)
+	return sel
+}
