@@ -60,15 +60,15 @@ type Server struct {
 	// metricsLis serves /metrics and /healthz (nil when disabled).
 	metricsLis net.Listener
 	// kubeLis serves the Kubernetes HTTP API (nil when disabled).
-	kubeLis net.Listener
-	nsMu       sync.Mutex
-	nsActive   map[string]bool // namespaces with a finalizer running
-	nsCtx      context.Context // the Run context, for namespace finalizers
-	tunnels    *tunnel.Registry
-	authn      *auth.Authenticator // nil: authentication off
-	rbac       *auth.RBAC
-	audit      *auditLog
-	services   *serviceAllocator
+	kubeLis  net.Listener
+	nsMu     sync.Mutex
+	nsActive map[string]bool // namespaces with a finalizer running
+	nsCtx    context.Context // the Run context, for namespace finalizers
+	tunnels  *tunnel.Registry
+	authn    *auth.Authenticator // nil: authentication off
+	rbac     *auth.RBAC
+	audit    *auditLog
+	services *serviceAllocator
 	// admission holds per-kind admission steps by Kind name.
 	admission map[string][]Admitter
 }

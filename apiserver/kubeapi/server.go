@@ -72,7 +72,7 @@ func New(cfg Config) *Handler {
 		cfg.Version = "v1.32.0-tugboat"
 	}
 	h := &Handler{cfg: cfg, b: cfg.Backend, log: cfg.Logger.With("component", "kubeapi"), reg: newRegistry()}
-	h.openapi = newOpenAPIDocs(h.reg)
+	h.openapi = newOpenAPIDocs(h.reg, cfg.Version)
 	return h
 }
 
