@@ -109,3 +109,5 @@ func (s *Server) serveKube(ctx context.Context) error {
 	}
 	return err
 }
+
+func (b kubeBackend) Auth() v1.AuthServer { return &authService{s: b.s} }

@@ -107,7 +107,7 @@ func ToMap(obj v1.Object) (map[string]any, error) {
 }
 
 // integers turns protojson's quoted 64-bit integers back into numbers, as
-// Kubernetes prints them, except metadata.resourceVersion, and
+// Kubernetes prints them, except resourceVersions, and
 // int-or-string fields that hold an integer into numbers.
 func integers(md protoreflect.MessageDescriptor, m map[string]any, path string) {
 	for key, v := range m {
@@ -147,7 +147,9 @@ func integerValue(fd protoreflect.FieldDescriptor, v any, path string) any {
 		}
 	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind,
 		protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
-		if s, ok := v.(string); ok && path != "metadata.resourceVersion" {
+		// Every resourceVersion is a string in Kubernetes (metadata's, an
+		// ObjectReference's): an opaque token, not a number to compute with.
+		if s, ok := v.(string); ok && fd.Name() != "resource_version" {
 			return json.Number(s)
 		}
 	}

@@ -27,8 +27,8 @@ import (
 	"mime"
 	"strings"
 
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
 	"github.com/tugboat/tugboat/api/apierrors"

@@ -39,6 +39,10 @@ type Server struct {
 // Option adjusts the config before start.
 type Option func(*apiserver.Config)
 
+// WithKubeAPI serves the Kubernetes HTTP API on a free loopback port
+// (Server.KubeAddr).
+func WithKubeAPI(c *apiserver.Config) { c.KubeListen = "127.0.0.1:0" }
+
 // Start runs an apiserver with embedded etcd and returns it with a client.
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
@@ -141,8 +145,11 @@ func (s *Server) start() {
 	s.cancel = cancel
 	s.done = make(chan error, 1)
 	go func() { s.done <- srv.Run(ctx) }()
-	// Keep the same port across restarts so clients reconnect.
+	// Keep the same ports across restarts so clients reconnect.
 	s.cfg.Listen = srv.Addr()
+	if s.cfg.KubeListen != "" {
+		s.cfg.KubeListen = srv.KubeAddr()
+	}
 	if s.Client == nil {
 		// One client for the server's life: it reconnects across restarts.
 		c, err := client.New(client.Config{Server: srv.Addr(), UserAgent: "test", TLS: s.clientTLS})

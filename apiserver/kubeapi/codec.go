@@ -21,7 +21,8 @@ const maxBodyBytes = 3 << 20
 // errTooLarge is a body over maxBodyBytes: 413.
 var errTooLarge = errors.New("request entity too large")
 
-// readBody reads a request body up to maxBodyBytes.
+// readBody reads a request body up to maxBodyBytes, as JSON: a
+// Kubernetes protobuf body is converted (protobuf.go).
 func readBody(r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
 	if err != nil {
@@ -29,6 +30,9 @@ func readBody(r *http.Request) ([]byte, error) {
 	}
 	if len(b) > maxBodyBytes {
 		return nil, errTooLarge
+	}
+	if isProtobuf(r.Header.Get("Content-Type")) && len(b) > 0 {
+		return protobufToJSON(b)
 	}
 	return b, nil
 }
@@ -67,8 +71,8 @@ func dryRun(r *http.Request) (bool, error) {
 // decodeBody reads an object of resource res from the body with the
 // manifest codec.
 func decodeBody(w http.ResponseWriter, r *http.Request, res *resource) (v1.Object, error) {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") && !strings.HasPrefix(ct, "*/*") {
-		return nil, apierrors.New(apierrors.ErrBadRequest, "the body's Content-Type %q is not supported: send application/json", ct)
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") && !strings.HasPrefix(ct, "*/*") && !isProtobuf(ct) {
+		return nil, apierrors.New(errUnsupportedMedia, "the body's Content-Type %q is not supported: send application/json", ct)
 	}
 	body, err := readBody(r)
 	if err != nil {

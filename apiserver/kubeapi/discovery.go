@@ -48,12 +48,25 @@ func (h *Handler) discovery(w http.ResponseWriter, r *http.Request, path string)
 		for _, g := range h.reg.groups {
 			groups = append(groups, h.group(g))
 		}
+		for _, g := range sortedKeys(reviewGroups) {
+			gv := groupVersionForDiscovery{GroupVersion: g + "/v1", Version: "v1"}
+			groups = append(groups, apiGroup{Name: g, Versions: []groupVersionForDiscovery{gv}, PreferredVersion: gv})
+		}
 		writeJSON(w, http.StatusOK, map[string]any{"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 	case path == "/api/v1":
 		h.resourceList(w, "v1")
 	default:
 		rest := strings.TrimPrefix(path, "/apis/")
 		group, version, _ := strings.Cut(rest, "/")
+		if rr, ok := reviewGroups[group]; ok && (version == "v1" || version == "") {
+			gv := groupVersionForDiscovery{GroupVersion: group + "/v1", Version: "v1"}
+			if version == "" {
+				writeJSON(w, http.StatusOK, apiGroup{Kind: "APIGroup", APIVersion: "v1", Name: group, Versions: []groupVersionForDiscovery{gv}, PreferredVersion: gv})
+				return
+			}
+			writeJSON(w, http.StatusOK, map[string]any{"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group + "/v1", "resources": []apiResource{rr}})
+			return
+		}
 		if !h.hasGroup(group) {
 			writeStatus(w, notFound("the server could not find the requested resource"))
 			return
@@ -126,6 +139,15 @@ func (h *Handler) resourceList(w http.ResponseWriter, gv string) {
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": out})
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func goVersion() string { return runtime.Version() }

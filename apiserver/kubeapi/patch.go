@@ -10,16 +10,17 @@ import (
 	v1 "github.com/tugboat/tugboat/api/v1"
 )
 
-// errUnsupportedMedia is a body type the door does not read: 415.
-var errUnsupportedMedia = apierrors.New(apierrors.ErrBadRequest, "unsupported media type")
-
 // patchType reads the patch type from the Content-Type.
 func patchType(r *http.Request) (patch.Type, error) {
 	ct := r.Header.Get("Content-Type")
 	if strings.HasPrefix(ct, "application/apply-patch") {
-		return "", apierrors.New(apierrors.ErrBadRequest, "server-side apply (application/apply-patch+yaml) is not supported by Tugboat yet: use kubectl apply without --server-side (a strategic merge patch)")
+		return "", apierrors.New(errUnsupportedMedia, "server-side apply (application/apply-patch+yaml) is not supported by Tugboat yet: use kubectl apply without --server-side (a strategic merge patch)")
 	}
-	return patch.ForContentType(ct)
+	t, err := patch.ForContentType(ct)
+	if err != nil {
+		return "", apierrors.New(errUnsupportedMedia, "%v", err)
+	}
+	return t, nil
 }
 
 // patch serves PATCH of an object or its status through Objects.Patch.

@@ -29,6 +29,8 @@ type Backend interface {
 	// and the NodeAPI relay to kubelets (logs, exec, port-forward).
 	Objects() v1.ObjectsServer
 	Nodes() v1.NodeAPIServer
+	// Auth is the gRPC Auth service (access reviews, who am I).
+	Auth() v1.AuthServer
 	// Ready reports whether the apiserver can serve (etcd answers).
 	Ready(ctx context.Context) error
 }
@@ -120,6 +122,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.discovery(rw, r, path)
 	case path == "/openapi/v2" || strings.HasPrefix(path, "/openapi/v3"):
 		h.serveOpenAPI(rw, r, path)
+	case h.review(rw, r, path):
 	case strings.HasPrefix(path, "/api/v1/") || strings.HasPrefix(path, "/apis/"):
 		h.resource(rw, r, path)
 	default:

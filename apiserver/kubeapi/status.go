@@ -27,10 +27,15 @@ var statusTable = []struct {
 	{apierrors.ErrTooSlow, http.StatusTooManyRequests, "TooManyRequests"},
 	{apierrors.ErrUnavailable, http.StatusServiceUnavailable, "ServiceUnavailable"},
 	{errMethodNotAllowed, http.StatusMethodNotAllowed, "MethodNotAllowed"},
+	{errUnsupportedMedia, http.StatusUnsupportedMediaType, "UnsupportedMediaType"},
 }
 
-// errMethodNotAllowed is an HTTP method a path does not serve.
-var errMethodNotAllowed = errors.New("method not allowed")
+// errMethodNotAllowed is an HTTP method a path does not serve;
+// errUnsupportedMedia a body type the door does not read.
+var (
+	errMethodNotAllowed = errors.New("method not allowed")
+	errUnsupportedMedia = errors.New("unsupported media type")
+)
 
 // Status is metav1.Status.
 type Status struct {
