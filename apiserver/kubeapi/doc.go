@@ -3,7 +3,8 @@
 // work against Tugboat. It adds no storage, no authorization and no
 // validation of its own: every request is turned into the call the gRPC
 // door would get (Objects.Create, Get, List, Update, UpdateStatus, Patch,
-// Delete, Watch, Bind; the NodeAPI relay for logs and exec) and run
+// Delete, Watch, Bind, Evict; the NodeAPI relay for logs, exec, attach and
+// port-forward) and run
 // in-process through the same Backend — the same authentication (client
 // certificate or bearer token), RBAC and node authorizer, admission,
 // validation, storage, watch cache and audit log.
@@ -29,7 +30,6 @@
 // OpenAPI (from the kind registry and the protobuf descriptors, package
 // api/openapi), list and watch envelopes, watch-list (sendInitialEvents),
 // tables, the scale subresource (read and written through Get and Update),
-// eviction (a hook; today a delete with the pod's grace period),
 // fieldValidation, dryRun, and the streaming protocols of log, exec,
 // attach and port-forward (WebSocket channel.k8s.io), relayed to the
 // kubelet over the tunnel the gRPC relay already uses.

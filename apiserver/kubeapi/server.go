@@ -35,18 +35,10 @@ type Backend interface {
 	Ready(ctx context.Context) error
 }
 
-// EvictFunc evicts a pod (POST pods/NAME/eviction). The workloads issue's
-// PodDisruptionBudget fills it with a budget check; until then Config's
-// default deletes the pod with its grace period, or the eviction's
-// deleteOptions.
-type EvictFunc func(ctx context.Context, b Backend, ns, name string, opts *v1.DeleteRequest) error
-
 // Config configures the handler.
 type Config struct {
 	Backend Backend
 	Logger  *slog.Logger
-	// Evict handles evictions; nil deletes the pod (see EvictFunc).
-	Evict EvictFunc
 	// Version is what /version reports as gitVersion (default
 	// "v1.32.0-tugboat": the Kubernetes API release whose shapes are served).
 	Version string
@@ -66,9 +58,6 @@ type Handler struct {
 func New(cfg Config) *Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
-	}
-	if cfg.Evict == nil {
-		cfg.Evict = deleteEviction
 	}
 	if cfg.Version == "" {
 		cfg.Version = "v1.32.0-tugboat"

@@ -25,6 +25,7 @@ var statusTable = []struct {
 	{apierrors.ErrForbidden, http.StatusForbidden, "Forbidden"},
 	{apierrors.ErrUnauthenticated, http.StatusUnauthorized, "Unauthorized"},
 	{apierrors.ErrTooSlow, http.StatusTooManyRequests, "TooManyRequests"},
+	{apierrors.ErrTooManyRequests, http.StatusTooManyRequests, "TooManyRequests"},
 	{apierrors.ErrUnavailable, http.StatusServiceUnavailable, "ServiceUnavailable"},
 	{errMethodNotAllowed, http.StatusMethodNotAllowed, "MethodNotAllowed"},
 	{errUnsupportedMedia, http.StatusUnsupportedMediaType, "UnsupportedMediaType"},

@@ -50,8 +50,10 @@ func (h *Handler) bind(w http.ResponseWriter, r *http.Request, q *request) error
 	return nil
 }
 
-// evict serves POST pods/NAME/eviction (a policy/v1 Eviction) with the
-// configured EvictFunc.
+// evict serves POST pods/NAME/eviction (a policy/v1 Eviction) with
+// Objects.Evict: authorized as create on pods/eviction, the apiserver's
+// eviction checks (the disruption budgets) run first, and a refusal is 429
+// TooManyRequests naming the budget.
 func (h *Handler) evict(w http.ResponseWriter, r *http.Request, q *request) error {
 	if r.Method != http.MethodPost {
 		return methodNotAllowed(r)
@@ -75,20 +77,11 @@ func (h *Handler) evict(w http.ResponseWriter, r *http.Request, q *request) erro
 	if err != nil {
 		return err
 	}
-	if err := h.cfg.Evict(r.Context(), h.b, q.namespace, q.name, req); err != nil {
+	if _, err := h.call(r.Context(), "Evict", req, func(ctx context.Context) (any, error) { return h.b.Objects().Evict(ctx, req) }); err != nil {
 		return err
 	}
 	st := success(q.target())
 	st.Code = http.StatusCreated
 	writeJSON(w, http.StatusCreated, st)
 	return nil
-}
-
-// deleteEviction is the EvictFunc until disruption budgets exist: the pod
-// is deleted with its grace period (or the eviction's), through
-// Objects.Delete, so it is authorized as a delete of the pod.
-func deleteEviction(ctx context.Context, b Backend, ns, name string, req *v1.DeleteRequest) error {
-	req.Kind, req.Namespace, req.Name = "Pod", ns, name
-	_, err := b.Call(ctx, objectsService+"Delete", req, func(ctx context.Context) (any, error) { return b.Objects().Delete(ctx, req) })
-	return apierrors.FromGRPC(err)
 }
