@@ -84,11 +84,19 @@ func (a *authService) Review(ctx context.Context, req *v1.AccessReviewRequest) (
 		subject = &auth.User{Name: req.AsUser, Groups: append(append([]string(nil), req.AsGroups...), auth.GroupAuthenticated)}
 	}
 	ns := namespaceOf(k, req.Namespace)
+	if k.Name == "ClusterRole" && (req.Verb == "bind" || req.Verb == "escalate") {
+		// Binding a ClusterRole with a RoleBinding is decided in the
+		// binding's namespace.
+		ns = req.Namespace
+	}
 	err = a.s.authorize(auth.WithUser(ctx, subject), req.Verb, k, sub, ns, req.Name, "")
 	if err != nil {
+		if ok, why := a.s.bindAllowed(subject, req.Verb, k, sub, ns, req.Name); ok {
+			return &v1.AccessReviewResponse{Allowed: true, Reason: why}, nil
+		}
 		return &v1.AccessReviewResponse{Allowed: false, Reason: err.Error()}, nil
 	}
-	return &v1.AccessReviewResponse{Allowed: true}, nil
+	return &v1.AccessReviewResponse{Allowed: true, Reason: a.s.escalationNote(subject, req.Verb, k, sub, ns)}, nil
 }
 
 // JoinNode spends a join token once for a node certificate.

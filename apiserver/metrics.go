@@ -42,7 +42,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	m.authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tugboat_apiserver_auth_failures_total",
-		Help: "Requests refused by stage (authentication, authorization).",
+		Help: "Requests refused by stage (authentication, authorization, escalation: RBAC grants beyond the caller's own).",
 	}, []string{"stage"})
 	reg.MustRegister(m.requests, m.latency, m.watchSent, m.watchOpen, m.authFailures)
 	return m

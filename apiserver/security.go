@@ -2,7 +2,10 @@ package apiserver
 
 import (
 	"context"
+	"slices"
 	"strings"
+
+	"google.golang.org/protobuf/proto"
 
 	"google.golang.org/grpc"
 
@@ -199,12 +202,44 @@ func (s *Server) followRBAC(ctx context.Context) error {
 	return nil
 }
 
-// bootstrapPolicy creates the default roles and bindings that are missing.
+// bootstrapPolicy creates the default roles and bindings that are missing,
+// and puts the default ClusterRoles' rules back as this version defines
+// them (a fix to a default role reaches existing clusters), as Kubernetes'
+// auto-reconciliation does, unless the role is annotated
+// rbac.authorization.kubernetes.io/autoupdate: "false".
 func (s *Server) bootstrapPolicy(ctx context.Context) error {
 	for _, obj := range auth.DefaultPolicy() {
-		if _, err := s.create(ctx, obj, false); err != nil && !isAlreadyExists(err) {
+		_, err := s.create(ctx, obj, false)
+		if isAlreadyExists(err) {
+			if cr, ok := obj.(*v1.ClusterRole); ok {
+				err = s.reconcileClusterRole(ctx, cr)
+			} else {
+				err = nil
+			}
+		}
+		if err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+func (s *Server) reconcileClusterRole(ctx context.Context, want *v1.ClusterRole) error {
+	k, _ := kinds.Lookup("ClusterRole")
+	obj, err := s.store.Get(ctx, k, "", want.Metadata.Name)
+	if err != nil {
+		return err
+	}
+	have := obj.(*v1.ClusterRole)
+	if have.GetMetadata().GetAnnotations()["rbac.authorization.kubernetes.io/autoupdate"] == "false" ||
+		slices.EqualFunc(have.Rules, want.Rules, func(a, b *v1.PolicyRule) bool { return proto.Equal(a, b) }) {
+		return nil
+	}
+	next := proto.Clone(have).(*v1.ClusterRole)
+	next.Rules = want.Rules
+	if _, err := s.update(ctx, k, next, false, false); err != nil {
+		return err
+	}
+	s.log.Info("default ClusterRole reconciled to this version's rules", "clusterrole", want.Metadata.Name)
 	return nil
 }

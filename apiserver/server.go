@@ -131,6 +131,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.closeEtcd()
 		return nil, err
 	}
+	if s.rbac != nil {
+		rbacEscalation{s}.register()
+	}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(4 << 20),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),

@@ -14,7 +14,9 @@ var rbacKinds = []*Kind{
 	{Name: "ClusterRole", Plural: "clusterroles", APIVersion: "rbac.authorization.k8s.io/v1",
 		New: func() v1.Object { return &v1.ClusterRole{} }, Default: noDefault, Validate: typed(validation.ClusterRole)},
 	{Name: "RoleBinding", Plural: "rolebindings", APIVersion: "rbac.authorization.k8s.io/v1", Namespaced: true,
-		New: func() v1.Object { return &v1.RoleBinding{} }, Default: noDefault, Validate: typed(validation.RoleBinding)},
+		New: func() v1.Object { return &v1.RoleBinding{} }, Default: noDefault, Validate: typed(validation.RoleBinding),
+		ValidateUpdate: typedUpdate(validation.RoleBindingUpdate)},
 	{Name: "ClusterRoleBinding", Plural: "clusterrolebindings", APIVersion: "rbac.authorization.k8s.io/v1",
-		New: func() v1.Object { return &v1.ClusterRoleBinding{} }, Default: noDefault, Validate: typed(validation.ClusterRoleBinding)},
+		New: func() v1.Object { return &v1.ClusterRoleBinding{} }, Default: noDefault, Validate: typed(validation.ClusterRoleBinding),
+		ValidateUpdate: typedUpdate(validation.ClusterRoleBindingUpdate)},
 }

@@ -89,3 +89,26 @@ func rbacName(errs *Errs, path, v string) {
 		}
 	}
 }
+
+// RoleBindingUpdate checks what may not change in a role binding (old is
+// stored): its roleRef, as in Kubernetes — a binding is re-pointed by
+// deleting and re-creating it, so the escalation check sees the new role.
+func RoleBindingUpdate(old, new *v1.RoleBinding) Errs {
+	var errs Errs
+	roleRefUnchanged(&errs, old.GetRoleRef(), new.GetRoleRef())
+	return errs
+}
+
+// ClusterRoleBindingUpdate checks what may not change in a cluster role
+// binding: its roleRef.
+func ClusterRoleBindingUpdate(old, new *v1.ClusterRoleBinding) Errs {
+	var errs Errs
+	roleRefUnchanged(&errs, old.GetRoleRef(), new.GetRoleRef())
+	return errs
+}
+
+func roleRefUnchanged(errs *Errs, old, new *v1.RoleRef) {
+	if old.GetKind() != new.GetKind() || old.GetName() != new.GetName() {
+		errs.Add("roleRef", "cannot change roleRef")
+	}
+}

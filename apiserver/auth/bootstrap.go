@@ -38,7 +38,10 @@ func clusterBinding(name, role, kind, subject string) *v1.ClusterRoleBinding {
 func DefaultPolicy() []v1.Object {
 	return []v1.Object{
 		clusterRole("cluster-admin", rule(anyGroup, all, all)),
-		clusterRole("admin", rule(anyGroup, append(editable, "roles", "rolebindings"), all)),
+		// Explicit verbs on the RBAC kinds: "*" would include escalate
+		// and bind, and so every permission (escalation.go).
+		clusterRole("admin", rule(anyGroup, editable, all),
+			rule([]string{RBACGroup}, []string{"roles", "rolebindings"}, []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"})),
 		clusterRole("edit", rule(anyGroup, editable, all)),
 		clusterRole("view", rule(anyGroup, viewable, readVerbs)),
 		clusterRole("system:kube-scheduler",

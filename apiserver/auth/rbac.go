@@ -145,8 +145,7 @@ func allows(rules []*v1.PolicyRule, a Attributes) bool {
 		if !matchAny(r.Verbs, a.Verb) || !matchAny(r.ApiGroups, a.APIGroup) {
 			continue
 		}
-		if !slices.Contains(r.Resources, "*") && !slices.Contains(r.Resources, res) &&
-			!(a.Subresource != "" && slices.Contains(r.Resources, a.Resource+"/*")) {
+		if !resourceCovers(r.Resources, res) {
 			continue
 		}
 		if len(r.ResourceNames) > 0 && !slices.Contains(r.ResourceNames, a.Name) {

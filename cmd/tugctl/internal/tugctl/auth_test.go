@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/apiserver/apiservertest"
 )
 
@@ -126,4 +127,35 @@ func TestAuthWhoAmIAndCanI(t *testing.T) {
 	mustFail(t, e.run("auth", "can-i", "list", "pdos"), `the server doesn't have a resource type "pdos"`)
 	mustFail(t, e.run("auth", "can-i", "list", "pods", "--as-group", "g"), "--as-group: needs --as USER")
 	mustFail(t, e.run("auth", "can-i", "list"), "accepts between 2 and 3 arg(s)")
+
+	// Writing RBAC objects: a namespace admin may create roles, but only
+	// within what she holds, and can-i says so; she may not bind
+	// cluster-admin nor escalate.
+	mustCreate(t, e.c, &v1.RoleBinding{
+		Metadata: &v1.ObjectMeta{Name: "vera-admin", Namespace: "default"},
+		Subjects: []*v1.RBACSubject{{Kind: "User", Name: "vera"}},
+		RoleRef:  &v1.RoleRef{ApiGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "admin"},
+	})
+	wait.Eventually(t, 10*time.Second, "vera's admin binding in force", func() error {
+		if r := e.run("auth", "can-i", "create", "roles", "--as", "vera"); r.code != 0 {
+			return fmt.Errorf("%v", r)
+		}
+		return nil
+	})
+	r = e.run("auth", "can-i", "create", "roles", "--as", "vera")
+	if r.out != "yes\n" || !strings.Contains(r.err, "Warning: only roles granting permissions the user already holds (no escalate verb on roles)") {
+		t.Errorf("can-i create roles as a namespace admin: %v", r)
+	}
+	r = e.run("auth", "can-i", "create", "rolebindings", "--as", "vera", "-v")
+	if !strings.HasPrefix(r.out, "yes - only to roles and clusterroles whose permissions the user holds") {
+		t.Errorf("can-i create rolebindings -v: %v", r)
+	}
+	for _, args := range [][]string{{"escalate", "roles"}, {"bind", "clusterroles", "cluster-admin"}} {
+		if r := e.run(append([]string{"auth", "can-i", "--as", "vera"}, args...)...); r.code != 1 || r.out != "no\n" {
+			t.Errorf("vera can-i %v: %v", args, r)
+		}
+	}
+	if r := e.run("auth", "can-i", "bind", "clusterroles", "view", "--as", "vera"); r.code != 0 || r.out != "yes\n" || !strings.Contains(r.err, "holds every permission of clusterrole \"view\"") {
+		t.Errorf("vera can-i bind view (she holds it): %v", r)
+	}
 }

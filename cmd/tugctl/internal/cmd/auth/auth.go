@@ -78,7 +78,18 @@ func runCanI(ctx context.Context, o *cli.Options, args []string, f *canIFlags) e
 		return apierrors.FromGRPC(err)
 	}
 	if resp.Allowed {
-		fmt.Fprintln(o.Out, "yes")
+		// An allowed answer with a reason is a qualified yes: writing RBAC
+		// objects is allowed only within what the user holds (the
+		// apiserver's escalation check), and can-i says so.
+		switch {
+		case resp.Reason == "":
+			fmt.Fprintln(o.Out, "yes")
+		case f.verbose:
+			fmt.Fprintf(o.Out, "yes - %s\n", resp.Reason)
+		default:
+			fmt.Fprintln(o.Out, "yes")
+			fmt.Fprintf(o.ErrOut, "Warning: %s\n", resp.Reason)
+		}
 		return nil
 	}
 	if f.verbose && resp.Reason != "" {
