@@ -9,7 +9,8 @@ import (
 
 // batch is the tables of the batch group (batch/v1).
 var batch = map[string]def{
-	"Job": kindDef(jobColumns, jobCells),
+	"Job":     kindDef(jobColumns, jobCells),
+	"CronJob": kindDef(cronJobColumns, cronJobCells),
 }
 
 var jobColumns = append([]Column{
@@ -66,4 +67,31 @@ func jobDuration(st *v1.JobStatus, now time.Time) string {
 		return HumanDuration(now.Sub(st.GetStartTime().AsTime()))
 	}
 	return HumanDuration(st.GetCompletionTime().AsTime().Sub(st.GetStartTime().AsTime()))
+}
+
+var cronJobColumns = append([]Column{
+	nameColumn,
+	{Name: "Schedule", Type: "string", Description: "The cron schedule of its Jobs."},
+	{Name: "Timezone", Type: "string", Description: "The time zone the schedule is read in (<none>: the controller-manager's)."},
+	{Name: "Suspend", Type: "string", Description: "Whether new Jobs are held back."},
+	{Name: "Active", Type: "integer", Description: "Jobs running now."},
+	{Name: "Last Schedule", Type: "string", Description: "Time since a Job was last scheduled."},
+	ageColumn,
+}, templateColumns...)
+
+func cronJobCells(c *v1.CronJob, now time.Time) []any {
+	sp, st := c.GetSpec(), c.GetStatus()
+	last := "<none>"
+	if st.GetLastScheduleTime() != nil {
+		last = Age(st.GetLastScheduleTime(), now)
+	}
+	return append([]any{
+		c.Metadata.GetName(),
+		sp.GetSchedule(),
+		OrNone(sp.GetTimeZone()),
+		fmt.Sprint(sp.GetSuspend()),
+		int64(len(st.GetActive())),
+		last,
+		Age(c.Metadata.GetCreationTimestamp(), now),
+	}, templateCells(sp.GetJobTemplate().GetSpec().GetTemplate(), sp.GetJobTemplate().GetSpec().GetSelector())...)
 }

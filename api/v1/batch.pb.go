@@ -615,6 +615,288 @@ func (x *UncountedTerminatedPods) GetFailed() []string {
 	return nil
 }
 
+type CronJob struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *ObjectMeta            `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Spec          *CronJobSpec           `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
+	Status        *CronJobStatus         `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CronJob) Reset() {
+	*x = CronJob{}
+	mi := &file_api_v1_batch_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CronJob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CronJob) ProtoMessage() {}
+
+func (x *CronJob) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_batch_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CronJob.ProtoReflect.Descriptor instead.
+func (*CronJob) Descriptor() ([]byte, []int) {
+	return file_api_v1_batch_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CronJob) GetMetadata() *ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *CronJob) GetSpec() *CronJobSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *CronJob) GetStatus() *CronJobStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+type CronJobSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Five fields (minute hour day-of-month month day-of-week) or one of
+	// @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly.
+	Schedule string `protobuf:"bytes,1,opt,name=schedule,proto3" json:"schedule,omitempty"`
+	// An IANA time zone ("Europe/Berlin") the schedule is read in; default
+	// the controller-manager's local time zone.
+	TimeZone *string `protobuf:"bytes,2,opt,name=time_zone,json=timeZone,proto3,oneof" json:"time_zone,omitempty"`
+	// A Job not started within this many seconds of its scheduled time is
+	// skipped (MissSchedule) instead.
+	StartingDeadlineSeconds *int64 `protobuf:"varint,3,opt,name=starting_deadline_seconds,json=startingDeadlineSeconds,proto3,oneof" json:"starting_deadline_seconds,omitempty"`
+	// Allow (default), Forbid (skip while a Job runs) or Replace (delete the
+	// running Job first).
+	ConcurrencyPolicy string           `protobuf:"bytes,4,opt,name=concurrency_policy,json=concurrencyPolicy,proto3" json:"concurrency_policy,omitempty"`
+	Suspend           *bool            `protobuf:"varint,5,opt,name=suspend,proto3,oneof" json:"suspend,omitempty"`
+	JobTemplate       *JobTemplateSpec `protobuf:"bytes,6,opt,name=job_template,json=jobTemplate,proto3" json:"job_template,omitempty"`
+	// Finished Jobs kept (defaults 3 and 1).
+	SuccessfulJobsHistoryLimit *int32 `protobuf:"varint,7,opt,name=successful_jobs_history_limit,json=successfulJobsHistoryLimit,proto3,oneof" json:"successful_jobs_history_limit,omitempty"`
+	FailedJobsHistoryLimit     *int32 `protobuf:"varint,8,opt,name=failed_jobs_history_limit,json=failedJobsHistoryLimit,proto3,oneof" json:"failed_jobs_history_limit,omitempty"`
+	unknownFields              protoimpl.UnknownFields
+	sizeCache                  protoimpl.SizeCache
+}
+
+func (x *CronJobSpec) Reset() {
+	*x = CronJobSpec{}
+	mi := &file_api_v1_batch_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CronJobSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CronJobSpec) ProtoMessage() {}
+
+func (x *CronJobSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_batch_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CronJobSpec.ProtoReflect.Descriptor instead.
+func (*CronJobSpec) Descriptor() ([]byte, []int) {
+	return file_api_v1_batch_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *CronJobSpec) GetSchedule() string {
+	if x != nil {
+		return x.Schedule
+	}
+	return ""
+}
+
+func (x *CronJobSpec) GetTimeZone() string {
+	if x != nil && x.TimeZone != nil {
+		return *x.TimeZone
+	}
+	return ""
+}
+
+func (x *CronJobSpec) GetStartingDeadlineSeconds() int64 {
+	if x != nil && x.StartingDeadlineSeconds != nil {
+		return *x.StartingDeadlineSeconds
+	}
+	return 0
+}
+
+func (x *CronJobSpec) GetConcurrencyPolicy() string {
+	if x != nil {
+		return x.ConcurrencyPolicy
+	}
+	return ""
+}
+
+func (x *CronJobSpec) GetSuspend() bool {
+	if x != nil && x.Suspend != nil {
+		return *x.Suspend
+	}
+	return false
+}
+
+func (x *CronJobSpec) GetJobTemplate() *JobTemplateSpec {
+	if x != nil {
+		return x.JobTemplate
+	}
+	return nil
+}
+
+func (x *CronJobSpec) GetSuccessfulJobsHistoryLimit() int32 {
+	if x != nil && x.SuccessfulJobsHistoryLimit != nil {
+		return *x.SuccessfulJobsHistoryLimit
+	}
+	return 0
+}
+
+func (x *CronJobSpec) GetFailedJobsHistoryLimit() int32 {
+	if x != nil && x.FailedJobsHistoryLimit != nil {
+		return *x.FailedJobsHistoryLimit
+	}
+	return 0
+}
+
+type JobTemplateSpec struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *ObjectMeta            `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Spec          *JobSpec               `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobTemplateSpec) Reset() {
+	*x = JobTemplateSpec{}
+	mi := &file_api_v1_batch_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobTemplateSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobTemplateSpec) ProtoMessage() {}
+
+func (x *JobTemplateSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_batch_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobTemplateSpec.ProtoReflect.Descriptor instead.
+func (*JobTemplateSpec) Descriptor() ([]byte, []int) {
+	return file_api_v1_batch_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *JobTemplateSpec) GetMetadata() *ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *JobTemplateSpec) GetSpec() *JobSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+type CronJobStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The Jobs running now.
+	Active             []*ObjectReference     `protobuf:"bytes,1,rep,name=active,proto3" json:"active,omitempty"`
+	LastScheduleTime   *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=last_schedule_time,json=lastScheduleTime,proto3" json:"last_schedule_time,omitempty"`
+	LastSuccessfulTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=last_successful_time,json=lastSuccessfulTime,proto3" json:"last_successful_time,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *CronJobStatus) Reset() {
+	*x = CronJobStatus{}
+	mi := &file_api_v1_batch_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CronJobStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CronJobStatus) ProtoMessage() {}
+
+func (x *CronJobStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_batch_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CronJobStatus.ProtoReflect.Descriptor instead.
+func (*CronJobStatus) Descriptor() ([]byte, []int) {
+	return file_api_v1_batch_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *CronJobStatus) GetActive() []*ObjectReference {
+	if x != nil {
+		return x.Active
+	}
+	return nil
+}
+
+func (x *CronJobStatus) GetLastScheduleTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastScheduleTime
+	}
+	return nil
+}
+
+func (x *CronJobStatus) GetLastSuccessfulTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastSuccessfulTime
+	}
+	return nil
+}
+
 var File_api_v1_batch_proto protoreflect.FileDescriptor
 
 const file_api_v1_batch_proto_rawDesc = "" +
@@ -676,7 +958,34 @@ const file_api_v1_batch_proto_rawDesc = "" +
 	"\x06_ready\"O\n" +
 	"\x17UncountedTerminatedPods\x12\x1c\n" +
 	"\tsucceeded\x18\x01 \x03(\tR\tsucceeded\x12\x16\n" +
-	"\x06failed\x18\x02 \x03(\tR\x06failedB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
+	"\x06failed\x18\x02 \x03(\tR\x06failed\"\xa9\x01\n" +
+	"\aCronJob\x126\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x12/\n" +
+	"\x04spec\x18\x02 \x01(\v2\x1b.tugboat.api.v1.CronJobSpecR\x04spec\x125\n" +
+	"\x06status\x18\x03 \x01(\v2\x1d.tugboat.api.v1.CronJobStatusR\x06status\"\x9e\x04\n" +
+	"\vCronJobSpec\x12\x1a\n" +
+	"\bschedule\x18\x01 \x01(\tR\bschedule\x12 \n" +
+	"\ttime_zone\x18\x02 \x01(\tH\x00R\btimeZone\x88\x01\x01\x12?\n" +
+	"\x19starting_deadline_seconds\x18\x03 \x01(\x03H\x01R\x17startingDeadlineSeconds\x88\x01\x01\x12-\n" +
+	"\x12concurrency_policy\x18\x04 \x01(\tR\x11concurrencyPolicy\x12\x1d\n" +
+	"\asuspend\x18\x05 \x01(\bH\x02R\asuspend\x88\x01\x01\x12B\n" +
+	"\fjob_template\x18\x06 \x01(\v2\x1f.tugboat.api.v1.JobTemplateSpecR\vjobTemplate\x12F\n" +
+	"\x1dsuccessful_jobs_history_limit\x18\a \x01(\x05H\x03R\x1asuccessfulJobsHistoryLimit\x88\x01\x01\x12>\n" +
+	"\x19failed_jobs_history_limit\x18\b \x01(\x05H\x04R\x16failedJobsHistoryLimit\x88\x01\x01B\f\n" +
+	"\n" +
+	"_time_zoneB\x1c\n" +
+	"\x1a_starting_deadline_secondsB\n" +
+	"\n" +
+	"\b_suspendB \n" +
+	"\x1e_successful_jobs_history_limitB\x1c\n" +
+	"\x1a_failed_jobs_history_limit\"v\n" +
+	"\x0fJobTemplateSpec\x126\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x12+\n" +
+	"\x04spec\x18\x02 \x01(\v2\x17.tugboat.api.v1.JobSpecR\x04spec\"\xe0\x01\n" +
+	"\rCronJobStatus\x127\n" +
+	"\x06active\x18\x01 \x03(\v2\x1f.tugboat.api.v1.ObjectReferenceR\x06active\x12H\n" +
+	"\x12last_schedule_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x10lastScheduleTime\x12L\n" +
+	"\x14last_successful_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x12lastSuccessfulTimeB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
 
 var (
 	file_api_v1_batch_proto_rawDescOnce sync.Once
@@ -690,7 +999,7 @@ func file_api_v1_batch_proto_rawDescGZIP() []byte {
 	return file_api_v1_batch_proto_rawDescData
 }
 
-var file_api_v1_batch_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_api_v1_batch_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_api_v1_batch_proto_goTypes = []any{
 	(*Job)(nil),                  // 0: tugboat.api.v1.Job
 	(*JobSpec)(nil),              // 1: tugboat.api.v1.JobSpec
@@ -700,31 +1009,45 @@ var file_api_v1_batch_proto_goTypes = []any{
 	(*PodFailurePolicyOnPodConditionsPattern)(nil), // 5: tugboat.api.v1.PodFailurePolicyOnPodConditionsPattern
 	(*JobStatus)(nil),               // 6: tugboat.api.v1.JobStatus
 	(*UncountedTerminatedPods)(nil), // 7: tugboat.api.v1.UncountedTerminatedPods
-	(*ObjectMeta)(nil),              // 8: tugboat.api.v1.ObjectMeta
-	(*LabelSelector)(nil),           // 9: tugboat.api.v1.LabelSelector
-	(*PodTemplateSpec)(nil),         // 10: tugboat.api.v1.PodTemplateSpec
-	(*Condition)(nil),               // 11: tugboat.api.v1.Condition
-	(*timestamppb.Timestamp)(nil),   // 12: google.protobuf.Timestamp
+	(*CronJob)(nil),                 // 8: tugboat.api.v1.CronJob
+	(*CronJobSpec)(nil),             // 9: tugboat.api.v1.CronJobSpec
+	(*JobTemplateSpec)(nil),         // 10: tugboat.api.v1.JobTemplateSpec
+	(*CronJobStatus)(nil),           // 11: tugboat.api.v1.CronJobStatus
+	(*ObjectMeta)(nil),              // 12: tugboat.api.v1.ObjectMeta
+	(*LabelSelector)(nil),           // 13: tugboat.api.v1.LabelSelector
+	(*PodTemplateSpec)(nil),         // 14: tugboat.api.v1.PodTemplateSpec
+	(*Condition)(nil),               // 15: tugboat.api.v1.Condition
+	(*timestamppb.Timestamp)(nil),   // 16: google.protobuf.Timestamp
+	(*ObjectReference)(nil),         // 17: tugboat.api.v1.ObjectReference
 }
 var file_api_v1_batch_proto_depIdxs = []int32{
-	8,  // 0: tugboat.api.v1.Job.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	12, // 0: tugboat.api.v1.Job.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	1,  // 1: tugboat.api.v1.Job.spec:type_name -> tugboat.api.v1.JobSpec
 	6,  // 2: tugboat.api.v1.Job.status:type_name -> tugboat.api.v1.JobStatus
-	9,  // 3: tugboat.api.v1.JobSpec.selector:type_name -> tugboat.api.v1.LabelSelector
-	10, // 4: tugboat.api.v1.JobSpec.template:type_name -> tugboat.api.v1.PodTemplateSpec
+	13, // 3: tugboat.api.v1.JobSpec.selector:type_name -> tugboat.api.v1.LabelSelector
+	14, // 4: tugboat.api.v1.JobSpec.template:type_name -> tugboat.api.v1.PodTemplateSpec
 	2,  // 5: tugboat.api.v1.JobSpec.pod_failure_policy:type_name -> tugboat.api.v1.PodFailurePolicy
 	3,  // 6: tugboat.api.v1.PodFailurePolicy.rules:type_name -> tugboat.api.v1.PodFailurePolicyRule
 	4,  // 7: tugboat.api.v1.PodFailurePolicyRule.on_exit_codes:type_name -> tugboat.api.v1.PodFailurePolicyOnExitCodesRequirement
 	5,  // 8: tugboat.api.v1.PodFailurePolicyRule.on_pod_conditions:type_name -> tugboat.api.v1.PodFailurePolicyOnPodConditionsPattern
-	11, // 9: tugboat.api.v1.JobStatus.conditions:type_name -> tugboat.api.v1.Condition
-	12, // 10: tugboat.api.v1.JobStatus.start_time:type_name -> google.protobuf.Timestamp
-	12, // 11: tugboat.api.v1.JobStatus.completion_time:type_name -> google.protobuf.Timestamp
+	15, // 9: tugboat.api.v1.JobStatus.conditions:type_name -> tugboat.api.v1.Condition
+	16, // 10: tugboat.api.v1.JobStatus.start_time:type_name -> google.protobuf.Timestamp
+	16, // 11: tugboat.api.v1.JobStatus.completion_time:type_name -> google.protobuf.Timestamp
 	7,  // 12: tugboat.api.v1.JobStatus.uncounted_terminated_pods:type_name -> tugboat.api.v1.UncountedTerminatedPods
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	12, // 13: tugboat.api.v1.CronJob.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	9,  // 14: tugboat.api.v1.CronJob.spec:type_name -> tugboat.api.v1.CronJobSpec
+	11, // 15: tugboat.api.v1.CronJob.status:type_name -> tugboat.api.v1.CronJobStatus
+	10, // 16: tugboat.api.v1.CronJobSpec.job_template:type_name -> tugboat.api.v1.JobTemplateSpec
+	12, // 17: tugboat.api.v1.JobTemplateSpec.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	1,  // 18: tugboat.api.v1.JobTemplateSpec.spec:type_name -> tugboat.api.v1.JobSpec
+	17, // 19: tugboat.api.v1.CronJobStatus.active:type_name -> tugboat.api.v1.ObjectReference
+	16, // 20: tugboat.api.v1.CronJobStatus.last_schedule_time:type_name -> google.protobuf.Timestamp
+	16, // 21: tugboat.api.v1.CronJobStatus.last_successful_time:type_name -> google.protobuf.Timestamp
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_batch_proto_init() }
@@ -736,13 +1059,14 @@ func file_api_v1_batch_proto_init() {
 	file_api_v1_core_proto_init()
 	file_api_v1_batch_proto_msgTypes[1].OneofWrappers = []any{}
 	file_api_v1_batch_proto_msgTypes[6].OneofWrappers = []any{}
+	file_api_v1_batch_proto_msgTypes[9].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_batch_proto_rawDesc), len(file_api_v1_batch_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -4,7 +4,11 @@ package validation
 
 import (
 	"fmt"
+	"strings"
+	"time"
+	_ "time/tzdata" // timeZone is checked without relying on the host's zoneinfo (static binaries in FROM scratch images)
 
+	"github.com/robfig/cron/v3"
 	"google.golang.org/protobuf/proto"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
@@ -137,3 +141,74 @@ func JobUpdate(old, new *v1.Job) Errs {
 // sameInt32 reports whether two optional int32 fields hold the same value
 // (both unset, or both set and equal).
 func sameInt32(a, b *int32) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+// maxCronJobNameLength leaves room for the suffix of the Jobs a CronJob
+// makes ("-" and the scheduled time in minutes) within 63 characters.
+const maxCronJobNameLength = 52
+
+// CronSchedule parses a CronJob's schedule as the controller reads it:
+// five fields or an @hourly-style descriptor, in loc.
+func CronSchedule(schedule string, loc *time.Location) (cron.Schedule, error) {
+	if strings.Contains(schedule, "TZ=") {
+		return nil, fmt.Errorf("cannot use TZ or CRON_TZ in schedule, use the timeZone field instead")
+	}
+	if loc != nil && loc != time.Local {
+		schedule = "CRON_TZ=" + loc.String() + " " + schedule
+	}
+	return cron.ParseStandard(schedule)
+}
+
+// CronJob validates a cron job.
+func CronJob(c *v1.CronJob) Errs {
+	var errs Errs
+	ObjectMeta(&errs, c.Metadata, true, DNSSubdomain)
+	if n := c.GetMetadata().GetName(); len(n) > maxCronJobNameLength {
+		errs.Add("metadata.name", "must be no more than %d characters", maxCronJobNameLength)
+	}
+	s := c.Spec
+	if s == nil {
+		errs.Add("spec", "required")
+		return errs
+	}
+	var loc *time.Location
+	if tz := s.TimeZone; tz != nil {
+		l, err := time.LoadLocation(*tz)
+		switch {
+		case *tz == "" || *tz == "Local":
+			errs.Add("spec.timeZone", "%q is not a valid time zone: give an IANA name such as Etc/UTC or Europe/Berlin", *tz)
+		case err != nil:
+			errs.Add("spec.timeZone", "unknown time zone %q", *tz)
+		default:
+			loc = l
+		}
+	}
+	if s.Schedule == "" {
+		errs.Add("spec.schedule", "required")
+	} else if _, err := CronSchedule(s.Schedule, loc); err != nil {
+		errs.Add("spec.schedule", "invalid schedule %q: %v", s.Schedule, err)
+	}
+	OneOf(&errs, "spec.concurrencyPolicy", s.ConcurrencyPolicy, "Allow", "Forbid", "Replace")
+	if s.StartingDeadlineSeconds != nil && *s.StartingDeadlineSeconds < 0 {
+		errs.Add("spec.startingDeadlineSeconds", "must be greater than or equal to 0")
+	}
+	if s.SuccessfulJobsHistoryLimit != nil && *s.SuccessfulJobsHistoryLimit < 0 {
+		errs.Add("spec.successfulJobsHistoryLimit", "must be greater than or equal to 0")
+	}
+	if s.FailedJobsHistoryLimit != nil && *s.FailedJobsHistoryLimit < 0 {
+		errs.Add("spec.failedJobsHistoryLimit", "must be greater than or equal to 0")
+	}
+	jt := s.JobTemplate
+	if jt.GetSpec() == nil {
+		errs.Add("spec.jobTemplate.spec", "required")
+		return errs
+	}
+	if jt.Metadata != nil {
+		Labels(&errs, "spec.jobTemplate.metadata.labels", jt.Metadata.Labels)
+		Annotations(&errs, "spec.jobTemplate.metadata.annotations", jt.Metadata.Annotations)
+	}
+	if jt.Spec.GetManualSelector() || jt.Spec.Selector != nil {
+		errs.Add("spec.jobTemplate.spec.selector", "must be empty: each Job's selector is generated from its uid")
+	}
+	JobSpec(&errs, "spec.jobTemplate.spec", jt.Spec)
+	return errs
+}

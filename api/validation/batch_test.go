@@ -93,3 +93,37 @@ func TestJobUpdate(t *testing.T) {
 		t.Errorf("parallelism and suspend may change: %v", errs)
 	}
 }
+
+func cronJob() *v1.CronJob {
+	return &v1.CronJob{Metadata: &v1.ObjectMeta{Name: "hello", Namespace: "default"},
+		Spec: &v1.CronJobSpec{Schedule: "*/1 * * * *", JobTemplate: &v1.JobTemplateSpec{Spec: job().Spec}}}
+}
+
+func TestCronJobValidation(t *testing.T) {
+	runValidation(t, []validationCase{
+		{"valid cronjob", func() v1.Object { return cronJob() }, nil},
+		{"hourly", func() v1.Object { c := cronJob(); c.Spec.Schedule = "@hourly"; return c }, nil},
+		{"time zone", func() v1.Object { c := cronJob(); c.Spec.TimeZone = proto.String("Europe/Berlin"); return c }, nil},
+		{"invalid schedule", func() v1.Object { c := cronJob(); c.Spec.Schedule = "61 * * * *"; return c },
+			[]string{`spec.schedule: invalid schedule "61 * * * *"`}},
+		{"six fields", func() v1.Object { c := cronJob(); c.Spec.Schedule = "0 */1 * * * *"; return c }, []string{"spec.schedule"}},
+		{"TZ in schedule", func() v1.Object { c := cronJob(); c.Spec.Schedule = "CRON_TZ=UTC 0 * * * *"; return c },
+			[]string{"use the timeZone field instead"}},
+		{"unknown time zone", func() v1.Object { c := cronJob(); c.Spec.TimeZone = proto.String("Mars/Olympus"); return c },
+			[]string{`spec.timeZone: unknown time zone "Mars/Olympus"`}},
+		{"no schedule", func() v1.Object { c := cronJob(); c.Spec.Schedule = ""; return c }, []string{"spec.schedule: required"}},
+		{"bad concurrency policy", func() v1.Object { c := cronJob(); c.Spec.ConcurrencyPolicy = "Sometimes"; return c },
+			[]string{"spec.concurrencyPolicy"}},
+		{"negative history", func() v1.Object { c := cronJob(); c.Spec.FailedJobsHistoryLimit = proto.Int32(-1); return c },
+			[]string{"spec.failedJobsHistoryLimit"}},
+		{"long name", func() v1.Object { c := cronJob(); c.Metadata.Name = strings.Repeat("a", 53); return c },
+			[]string{"metadata.name: must be no more than 52 characters"}},
+		{"template completions", func() v1.Object { c := cronJob(); c.Spec.JobTemplate.Spec.Completions = proto.Int32(-1); return c },
+			[]string{"spec.jobTemplate.spec.completions: must be greater than or equal to 0"}},
+		{"template restart policy", func() v1.Object {
+			c := cronJob()
+			c.Spec.JobTemplate.Spec.Template.Spec.RestartPolicy = "Always"
+			return c
+		}, []string{"spec.jobTemplate.spec.template.spec.restartPolicy"}},
+	})
+}

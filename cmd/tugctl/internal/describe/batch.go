@@ -3,6 +3,7 @@ package describe
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/tugboat/tugboat/api/table"
 	v1 "github.com/tugboat/tugboat/api/v1"
@@ -64,4 +65,43 @@ func describeJob(ctx context.Context, d *describer, j *v1.Job) error {
 	d.podTemplate(1, sp.GetTemplate())
 	d.conditions(st.GetConditions(), true)
 	return d.events(ctx, j)
+}
+
+func describeCronJob(ctx context.Context, d *describer, c *v1.CronJob) error {
+	sp, st := c.GetSpec(), c.GetStatus()
+	d.meta(c.GetMetadata(), true)
+	d.kv(0, "Schedule", sp.GetSchedule())
+	d.kv(0, "Time Zone", table.OrNone(sp.GetTimeZone()))
+	d.kv(0, "Concurrency Policy", sp.GetConcurrencyPolicy())
+	d.kv(0, "Suspend", sp.GetSuspend())
+	d.kv(0, "Successful Job History Limit", sp.GetSuccessfulJobsHistoryLimit())
+	d.kv(0, "Failed Job History Limit", sp.GetFailedJobsHistoryLimit())
+	if sp.StartingDeadlineSeconds != nil {
+		d.kv(0, "Starting Deadline Seconds", fmt.Sprintf("%ds", sp.GetStartingDeadlineSeconds()))
+	} else {
+		d.kv(0, "Starting Deadline Seconds", "<unset>")
+	}
+	js := sp.GetJobTemplate().GetSpec()
+	d.kv(0, "Parallelism", js.GetParallelism())
+	if js.Completions != nil {
+		d.kv(0, "Completions", js.GetCompletions())
+	} else {
+		d.kv(0, "Completions", "<unset>")
+	}
+	d.text(0, "Pod Template:")
+	d.podTemplate(1, js.GetTemplate())
+	if st.GetLastScheduleTime() != nil {
+		d.kv(0, "Last Schedule Time", timeString(st.GetLastScheduleTime()))
+	} else {
+		d.kv(0, "Last Schedule Time", "<unset>")
+	}
+	if st.GetLastSuccessfulTime() != nil {
+		d.kv(0, "Last Successful Time", timeString(st.GetLastSuccessfulTime()))
+	}
+	var active []string
+	for _, a := range st.GetActive() {
+		active = append(active, a.GetName())
+	}
+	d.kv(0, "Active Jobs", table.OrNone(strings.Join(active, ", ")))
+	return d.events(ctx, c)
 }

@@ -51,6 +51,7 @@ func describers() map[string]describeFunc {
 		"Deployment": typedDescribe(describeDeployment),
 		"ReplicaSet": typedDescribe(describeReplicaSet),
 		"Job":        typedDescribe(describeJob),
+		"CronJob":    typedDescribe(describeCronJob),
 	}
 }
 
