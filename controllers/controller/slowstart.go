@@ -29,4 +29,3 @@ func SlowStart(count, initial int, fn func() error) (int, error) {
 	}
 	return successes, nil
 }
-
