@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tugboat/tugboat/api/client"
+	"github.com/tugboat/tugboat/controllers/cronjob"
 	"github.com/tugboat/tugboat/controllers/deployment"
 	"github.com/tugboat/tugboat/controllers/endpoints"
 	"github.com/tugboat/tugboat/controllers/garbagecollector"
@@ -46,6 +47,7 @@ type Config struct {
 	NodeIPAM         nodeipam.Config
 	Endpoints        endpoints.Config
 	Job              job.Config
+	CronJob          cronjob.Config
 
 	Logger *slog.Logger
 }
@@ -89,7 +91,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("--leader-elect-renew-deadline (%s) must be shorter than --leader-elect-lease-duration (%s)", le.RenewDeadline, le.LeaseDuration)
 		}
 	}
-	for _, v := range []interface{ Validate() error }{&c.ReplicaSet, &c.Deployment, &c.GarbageCollector, &c.NodeLifecycle, &c.NodeIPAM, &c.Endpoints, &c.Job} {
+	for _, v := range []interface{ Validate() error }{&c.ReplicaSet, &c.Deployment, &c.GarbageCollector, &c.NodeLifecycle, &c.NodeIPAM, &c.Endpoints, &c.Job, &c.CronJob} {
 		if err := v.Validate(); err != nil {
 			return err
 		}

@@ -29,6 +29,7 @@ import (
 	"github.com/tugboat/tugboat/api/metricsserver"
 	"github.com/tugboat/tugboat/api/record"
 	"github.com/tugboat/tugboat/controllers/controller"
+	"github.com/tugboat/tugboat/controllers/cronjob"
 	"github.com/tugboat/tugboat/controllers/deployment"
 	"github.com/tugboat/tugboat/controllers/endpoints"
 	"github.com/tugboat/tugboat/controllers/garbagecollector"
@@ -57,6 +58,7 @@ func controllers() []entry {
 		{"nodeipam", func(d controller.Deps, c *Config) (controller.Runner, error) { return nodeipam.New(d, c.NodeIPAM) }},
 		{"endpoints", func(d controller.Deps, c *Config) (controller.Runner, error) { return endpoints.New(d, c.Endpoints) }},
 		{"job", func(d controller.Deps, c *Config) (controller.Runner, error) { return job.New(d, c.Job) }},
+		{"cronjob", func(d controller.Deps, c *Config) (controller.Runner, error) { return cronjob.New(d, c.CronJob) }},
 	}
 }
 

@@ -31,7 +31,7 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"defaults", func(*manager.Config) {}, ""},
 		{"no client", func(c *manager.Config) { c.Client = nil }, "--server"},
-		{"unknown controller", func(c *manager.Config) { c.Controllers = []string{"*", "-nodeipam", "cronjob"} }, `--controllers: unknown controller "cronjob"`},
+		{"unknown controller", func(c *manager.Config) { c.Controllers = []string{"*", "-nodeipam", "cronjobs"} }, `--controllers: unknown controller "cronjobs"`},
 		{"subset", func(c *manager.Config) { c.Controllers = []string{"replicaset", "garbagecollector"} }, ""},
 		{"renew >= lease", func(c *manager.Config) { c.LeaderElection.RenewDeadline = 20 * time.Second }, "--leader-elect-renew-deadline"},
 		{"sub-second lease", func(c *manager.Config) { c.LeaderElection.LeaseDuration = 500 * time.Millisecond }, "--leader-elect-lease-duration"},
