@@ -13,6 +13,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/apiserver/apiservertest"
 	"github.com/tugboat/tugboat/proxy/internal/nstest"
 )
@@ -100,7 +101,7 @@ func BenchmarkEndpointChangeToRules(b *testing.B) {
 	go func() { done <- Run(pctx, cfg) }()
 	defer func() { cancel(); <-done }()
 	// Programmed once the table holds the last Service's chain.
-	eventuallyB(b, 2*time.Minute, func() error {
+	wait.Eventually(b, 2*time.Minute, "the last Service's chain programmed", func() error {
 		_, err := l.Node.Exec(ctx, "nft", "list", "chain", "ip", "tugboat", "svc-default/svc-0999/tcp/80")
 		return err
 	})
@@ -141,19 +142,4 @@ func BenchmarkEndpointChangeToRules(b *testing.B) {
 	b.ReportMetric(pct(live, 0.5)*1000, "write-to-live-p50-ms")
 	b.ReportMetric(pct(live, 0.99)*1000, "write-to-live-p99-ms")
 	b.ReportMetric(initial.Seconds(), "start-to-programmed-s")
-}
-
-func eventuallyB(b testing.TB, timeout time.Duration, cond func() error) {
-	b.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("after %s: %v", timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

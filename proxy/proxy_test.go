@@ -18,6 +18,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/apiserver/apiservertest"
 	"github.com/tugboat/tugboat/proxy/dns"
 	"github.com/tugboat/tugboat/proxy/internal/nstest"
@@ -30,21 +31,6 @@ func testLogger() *slog.Logger {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
-func eventually(t *testing.T, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %v", timeout, err)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
 }
 
 func node(name, podCIDR, ip string) *v1.Node {
@@ -130,7 +116,7 @@ func TestProxyAgainstAPIServer(t *testing.T) {
 	}()
 
 	// DNS from a pod, through its default route to the node.
-	eventually(t, 20*time.Second, func() error {
+	wait.Eventually(t, 20*time.Second, "DNS from a pod", func() error {
 		out, err := dig(l.Pods[0], "web.default.svc.cluster.local")
 		if err != nil || !strings.Contains(out, web.Spec.ClusterIp) {
 			return fmt.Errorf("dig: %v\n%s", err, out)
@@ -146,7 +132,7 @@ func TestProxyAgainstAPIServer(t *testing.T) {
 
 	// The ClusterIP reaches both endpoints.
 	seen := map[string]bool{}
-	eventually(t, 10*time.Second, func() error {
+	wait.Eventually(t, 10*time.Second, "the ClusterIP reaching both endpoints", func() error {
 		got, err := nstest.Ask(l.Pods[0], webAddr)
 		if err != nil {
 			return err
@@ -159,7 +145,7 @@ func TestProxyAgainstAPIServer(t *testing.T) {
 	})
 
 	// The route to node-b's pods.
-	eventually(t, 10*time.Second, func() error {
+	wait.Eventually(t, 10*time.Second, "the route to node-b's pods", func() error {
 		rs, err := l.Node.NL.RouteListFiltered(unix.AF_INET, &netlink.Route{Protocol: routes.RouteProtocol}, netlink.RT_FILTER_PROTOCOL)
 		if err != nil {
 			return err
@@ -177,7 +163,7 @@ func TestProxyAgainstAPIServer(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() error {
+	wait.Eventually(t, 10*time.Second, "only pod2 answering", func() error {
 		for i := 0; i < 10; i++ {
 			got, err := nstest.Ask(l.Pods[0], webAddr)
 			if err != nil || !strings.HasPrefix(got, "pod2 ") {
@@ -206,7 +192,7 @@ func TestProxyAgainstAPIServer(t *testing.T) {
 	}
 	p = start(t, srv.Client, l)
 	stopped = false
-	eventually(t, 20*time.Second, func() error {
+	wait.Eventually(t, 20*time.Second, "the table after the restart", func() error {
 		out, err := l.Node.Exec(ctx, "nft", "list", "table", "ip", nftables.DefaultTable)
 		if err != nil {
 			return err

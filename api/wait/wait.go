@@ -12,6 +12,7 @@ package wait
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -27,7 +28,8 @@ const (
 // when timeout has passed or ctx is done and returns an error that says how
 // long and how often it tried and wraps cond's last error (so errors.Is and
 // errors.As see it). cond gets a context that ends at the deadline, for the
-// calls it makes.
+// calls it makes. A cond that knows it can no longer hold (the process it
+// waits for has exited) returns Stop(err), and Until returns err at once.
 func Until(ctx context.Context, timeout time.Duration, cond func(context.Context) error) error {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -39,6 +41,10 @@ func Until(ctx context.Context, timeout time.Duration, cond func(context.Context
 		last := cond(ctx)
 		if last == nil {
 			return nil
+		}
+		var stop stopError
+		if errors.As(last, &stop) {
+			return stop.err
 		}
 		t := time.NewTimer(delay)
 		select {
@@ -53,6 +59,15 @@ func Until(ctx context.Context, timeout time.Duration, cond func(context.Context
 		}
 	}
 }
+
+// Stop wraps err so that Until (and Eventually) give up at once and return
+// (report) err instead of polling on to the deadline.
+func Stop(err error) error { return stopError{err} }
+
+type stopError struct{ err error }
+
+func (e stopError) Error() string { return e.err.Error() }
+func (e stopError) Unwrap() error { return e.err }
 
 // TB is the part of testing.TB that Eventually uses; a *testing.T or
 // *testing.B is one. (An interface, so that this package does not link the

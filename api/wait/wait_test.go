@@ -55,6 +55,17 @@ func TestUntilStopsWhenParentIsDone(t *testing.T) {
 	}
 }
 
+func TestUntilReturnsAStopAtOnce(t *testing.T) {
+	n := 0
+	err := Until(context.Background(), time.Hour, func(context.Context) error {
+		n++
+		return Stop(fmt.Errorf("exited: %w", errSaw))
+	})
+	if n != 1 || !errors.Is(err, errSaw) || err.Error() != "exited: saw 2 of 3" {
+		t.Fatalf("Until = %q after %d calls, want the stopped error after 1", err, n)
+	}
+}
+
 // recorder is a TB that records a failure instead of ending the test.
 type recorder struct{ msg string }
 

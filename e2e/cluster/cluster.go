@@ -18,6 +18,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/e2e/netlab"
 	"github.com/tugboat/tugboat/kubelet/network/networktest"
 	"github.com/tugboat/tugboat/kubelet/runtime/containerd/containerdtest"
@@ -359,24 +360,21 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 	if c.Client, err = c.ClientAs("admin"); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	err = wait.Until(ctx, 30*time.Second, func(ctx context.Context) error {
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
 		_, err := client.For[*v1.Namespace](c.Client).Get(rctx, "", "default")
 		cancel()
-		if err == nil {
-			return nil
-		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("cluster: the apiserver exited; see %s", p.log)
+			return wait.Stop(fmt.Errorf("cluster: the apiserver exited; see %s", p.log))
 		default:
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("cluster: the apiserver at %s is not ready after 30s: %v; see %s", c.Server, err, p.log)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: the apiserver at %s is not ready: %w; see %s", c.Server, err, p.log)
 	}
+	return nil
 }
 
 // Close stops the kubelets, containerd (killing every container), the

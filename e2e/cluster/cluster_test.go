@@ -18,6 +18,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/deploy/images"
 	"github.com/tugboat/tugboat/e2e/cluster"
 	"github.com/tugboat/tugboat/e2e/netlab"
@@ -57,12 +58,20 @@ func runHelper(binDir string) int {
 		fmt.Println("error", err)
 		return 1
 	}
-	for {
+	// The test that runs this helper gives it two minutes.
+	err = wait.Until(ctx, 2*time.Minute, func(ctx context.Context) error {
 		p, err := client.For[*v1.Pod](c.Client).Get(ctx, "default", "left")
-		if err == nil && p.GetStatus().GetPhase() == "Running" {
-			break
+		if err != nil {
+			return err
 		}
-		time.Sleep(100 * time.Millisecond)
+		if p.GetStatus().GetPhase() != "Running" {
+			return fmt.Errorf("pod left is %s", p.GetStatus().GetPhase())
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
 	}
 	fmt.Println("ready", c.ID)
 	select {}
@@ -155,17 +164,12 @@ func TestCleanupAfterKilledRun(t *testing.T) {
 	if _, err := netlab.CleanupStale(ctx, netlab.DefaultPrefix, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		left := leftovers(id, dir)
-		if len(left) == 0 {
-			break
+	wait.Eventually(t, 10*time.Second, "nothing left of the killed run", func() error {
+		if left := leftovers(id, dir); len(left) > 0 {
+			return fmt.Errorf("left behind:\n%s", strings.Join(left, "\n"))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("left behind by the killed run:\n%s", strings.Join(left, "\n"))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // leftovers lists what a run left: its directory, processes that use it

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/e2e/netlab"
 	"github.com/tugboat/tugboat/kubelet/runtime/containerd"
 )
@@ -268,7 +269,8 @@ func (n *Node) WaitReady(ctx context.Context) error {
 // (if not empty) a message containing msg; it returns the condition.
 func (n *Node) waitCondition(ctx context.Context, status, msg string) error {
 	var last *v1.Condition
-	for {
+	// The caller's ctx is the deadline.
+	err := wait.Until(ctx, maxWait, func(ctx context.Context) error {
 		node, err := client.For[*v1.Node](n.c.Client).Get(ctx, "", n.Name)
 		if err == nil {
 			for _, c := range node.GetStatus().GetConditions() {
@@ -281,15 +283,21 @@ func (n *Node) waitCondition(ctx context.Context, status, msg string) error {
 			}
 		}
 		if n.Exited() {
-			return fmt.Errorf("cluster: the kubelet of %s exited; see %s", n.Name, n.LogPath)
+			return wait.Stop(fmt.Errorf("cluster: the kubelet of %s exited; see %s", n.Name, n.LogPath))
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("cluster: %s: Ready is %v, want %s: %w; see %s", n.Name, last, status, ctx.Err(), n.LogPath)
-		case <-time.After(100 * time.Millisecond):
+		if err != nil {
+			return err
 		}
+		return fmt.Errorf("Ready is %v", last)
+	})
+	if err != nil && !n.Exited() {
+		return fmt.Errorf("cluster: %s: want Ready %s %q: %w; see %s", n.Name, status, msg, err, n.LogPath)
 	}
+	return err
 }
+
+// maxWait bounds the waits whose deadline is the caller's context.
+const maxWait = 24 * time.Hour
 
 // WaitReadyCondition waits for the Node's Ready condition to have status
 // and a message containing msg.

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/kubelet/runtime/containerd/containerdtest"
 )
 
@@ -183,7 +184,7 @@ func cgroupDirs(path string) []string {
 // killCgroup kills every process in the cgroup tree and waits briefly for
 // them to go.
 func killCgroup(path string) error {
-	for attempt := 0; attempt < 50; attempt++ {
+	err := wait.Until(context.Background(), time.Second, func(context.Context) error {
 		pids := 0
 		for _, d := range cgroupDirs(path) {
 			_ = filepath.WalkDir(d, func(p string, de fs.DirEntry, err error) error {
@@ -200,12 +201,15 @@ func killCgroup(path string) error {
 				return nil
 			})
 		}
-		if pids == 0 {
-			return nil
+		if pids > 0 {
+			return fmt.Errorf("%d processes signalled", pids)
 		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: processes left in cgroup %s: %w", path, err)
 	}
-	return fmt.Errorf("cluster: processes left in cgroup %s", path)
+	return nil
 }
 
 // removeCgroup removes a cgroup tree, deepest first.

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tugboat/tugboat/api/wait"
 )
 
 // TestComposeCluster is the CI end-to-end test of `make up`.
@@ -87,28 +89,25 @@ func TestComposeCluster(t *testing.T) {
 		break
 	}
 	// The request lines reach the log file shortly after the responses.
-	var logs string
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		out, err := e.tugctl(ctx, "logs", pod)
+	err = wait.Until(ctx, 20*time.Second, func(ctx context.Context) error {
+		logs, err := e.tugctl(ctx, "logs", pod)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		logs = out
-		if strings.Contains(logs, "listening") && strings.Contains(logs, "request") || time.Now().After(deadline) {
-			break
+		if !strings.Contains(logs, "listening") || !strings.Contains(logs, "request") {
+			return fmt.Errorf("tugctl logs %s = %q", pod, logs)
 		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	if !strings.Contains(logs, "listening") || !strings.Contains(logs, "request") {
-		t.Errorf("tugctl logs %s = %q, want the start line and the requests", pod, logs)
+		return nil
+	})
+	if err != nil {
+		t.Errorf("want the start line and the requests: %v", err)
 	}
 
 	// A pod whose image the node pulls from the cluster's registry.
 	if _, err := e.tugctl(ctx, "apply", "-f", filepath.Join(e.module, "deploy", "examples", "registry-pod.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Minute, "registry-check pulled and ran", func() error {
+	wait.Eventually(t, 2*time.Minute, "registry-check pulled and ran", func() error {
 		out, err := e.tugctl(ctx, "logs", "registry-check")
 		if err != nil || !strings.Contains(out, "pulled from the cluster registry") {
 			desc, _ := e.tugctl(ctx, "describe", "pod", "registry-check")
@@ -122,7 +121,7 @@ func TestComposeCluster(t *testing.T) {
 	if out, err := exec.CommandContext(ctx, "docker", "stop", e.container("worker-2")).CombinedOutput(); err != nil {
 		t.Fatalf("docker stop worker-2: %v: %s", err, out)
 	}
-	eventually(t, 3*time.Minute, "the web pods replaced on worker-1", func() error {
+	wait.Eventually(t, 3*time.Minute, "the web pods replaced on worker-1", func() error {
 		pods := webPods(t, ctx, e)
 		ready, err := e.tugctl(ctx, "get", "deploy", "web", "--no-headers")
 		if err != nil {
@@ -146,7 +145,7 @@ func TestComposeCluster(t *testing.T) {
 // waitAvailable waits until the web Deployment has n available replicas.
 func waitAvailable(t *testing.T, ctx context.Context, e *env, n int) {
 	t.Helper()
-	eventually(t, 3*time.Minute, "Deployment web available", func() error {
+	wait.Eventually(t, 3*time.Minute, "Deployment web available", func() error {
 		out, err := e.tugctl(ctx, "get", "deploy", "web", "--no-headers")
 		if err != nil {
 			return err
@@ -182,7 +181,7 @@ func answers(t *testing.T, addr string, want map[string]bool) []string {
 	nodeRE := regexp.MustCompile(`node=(\S+)`)
 	hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	seen := map[string]bool{}
-	eventually(t, time.Minute, "answers through "+addr+" from pods on every node", func() error {
+	wait.Eventually(t, time.Minute, "answers through "+addr+" from pods on every node", func() error {
 		resp, err := hc.Get("http://" + addr + "/")
 		if err != nil {
 			return err

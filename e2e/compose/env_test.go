@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tugboat/tugboat/e2e/cluster"
 )
@@ -146,20 +145,4 @@ func freePorts(t *testing.T, n int) []int {
 		l.Close()
 	}
 	return ports
-}
-
-// eventually polls cond until it returns nil or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not done after %s: %v", what, timeout, err)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/kinds"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/e2e/cluster"
 )
 
@@ -78,7 +79,7 @@ func TestFaultCatalogue(t *testing.T) {
 		}
 	}()
 	watch := k.start(t, "get", "events", "-w")
-	eventually(t, 30*time.Second, "get events -w lists the probe event", func() error {
+	wait.Eventually(t, 30*time.Second, "get events -w lists the probe event", func() error {
 		if !strings.Contains(watch.String(), "written to expire") {
 			return fmt.Errorf("output so far:\n%s", watch.String())
 		}
@@ -141,7 +142,7 @@ func TestFaultCatalogue(t *testing.T) {
 		waitMetric(t, kubeletOf(r.Node), "tugboat_events_recorded_total", 1, "reason=BackOff")
 		// Every back-off is one Event, aggregated: describe shows one
 		// BackOff line with its count.
-		eventually(t, time.Minute, "one aggregated BackOff line", func() error {
+		wait.Eventually(t, time.Minute, "one aggregated BackOff line", func() error {
 			out, err := k.run("describe", "pod", "crasher")
 			if err != nil {
 				return err
@@ -196,7 +197,7 @@ func TestFaultCatalogue(t *testing.T) {
 	})
 	t.Run("a DNS name with a typo: NXDOMAIN", func(t *testing.T) {
 		// The healthy path first: DNS, rules on every node, endpoints.
-		eventually(t, 2*time.Minute, "trace service web all done", func() error {
+		wait.Eventually(t, 2*time.Minute, "trace service web all done", func() error {
 			r, err := k.trace("service", "web")
 			if err != nil {
 				return err
@@ -208,7 +209,7 @@ func TestFaultCatalogue(t *testing.T) {
 		})
 		// A pod asks for the misspelt name...
 		clientPod := waitRunning(t, api, "client")
-		eventually(t, time.Minute, "nslookup wbe from the client pod says NXDOMAIN", func() error {
+		wait.Eventually(t, time.Minute, "nslookup wbe from the client pod says NXDOMAIN", func() error {
 			out, err := k.run("exec", "client", "--", "sh", "-c", "nslookup wbe.default.svc.cluster.local; true")
 			if err != nil {
 				return err
@@ -245,7 +246,7 @@ func TestFaultCatalogue(t *testing.T) {
 		}
 	})
 	t.Run("get events -w streamed the faults' events", func(t *testing.T) {
-		eventually(t, 30*time.Second, "the watch printed new events", func() error {
+		wait.Eventually(t, 30*time.Second, "the watch printed new events", func() error {
 			out := watch.String()
 			for _, want := range []string{"FailedScheduling", "BackOff", "Unhealthy"} {
 				if !strings.Contains(out, want) {
@@ -296,7 +297,7 @@ func TestFaultCatalogue(t *testing.T) {
 		// pod on the lost node before it is evicted.
 		create(echoDeployment("survivor", 3, 20))
 		var victim *v1.Pod
-		eventually(t, 2*time.Minute, "3 survivor pods Ready", func() error {
+		wait.Eventually(t, 2*time.Minute, "3 survivor pods Ready", func() error {
 			pods, _, err := client.For[*v1.Pod](api).List(ctx, client.ListOptions{Namespace: "default", LabelSelector: "app=survivor"})
 			if err != nil {
 				return err
@@ -331,7 +332,7 @@ func TestFaultCatalogue(t *testing.T) {
 			t.Fatal(err)
 		}
 		assertContains(t, "describe node "+lost.Name, out, "Ready Unknown ", "NodeStatusUnknown", "node.kubernetes.io/unreachable:NoExecute")
-		eventually(t, 2*time.Minute, "the lost node's pods evicted and replaced elsewhere", func() error {
+		wait.Eventually(t, 2*time.Minute, "the lost node's pods evicted and replaced elsewhere", func() error {
 			pods, _, err := client.For[*v1.Pod](api).List(ctx, client.ListOptions{Namespace: "default", LabelSelector: "app=survivor"})
 			if err != nil {
 				return err
@@ -398,7 +399,7 @@ func TestFaultCatalogue(t *testing.T) {
 			}
 			return evs[0].GetFirstTimestamp().AsTime(), nil
 		}
-		eventually(t, time.Minute, "the guaranteed pod evicted after the best-effort one", func() error {
+		wait.Eventually(t, time.Minute, "the guaranteed pod evicted after the best-effort one", func() error {
 			tb, err := evictedAt("best-effort")
 			if err != nil {
 				return err
@@ -423,7 +424,7 @@ func TestFaultCatalogue(t *testing.T) {
 	t.Run("events older than the TTL disappear", func(t *testing.T) {
 		// The TTL counts from the last write; etcd leases are shared for
 		// up to a minute, so an event lives at most TTL + 1m.
-		eventually(t, time.Until(ttlWritten.Add(2*eventTTL+30*time.Second)), "the probe event expired", func() error {
+		wait.Eventually(t, time.Until(ttlWritten.Add(2*eventTTL+30*time.Second)), "the probe event expired", func() error {
 			_, err := client.For[*v1.Event](api).Get(ctx, "default", "ttl-probe")
 			if err == nil {
 				return fmt.Errorf("ttl-probe still there %s after it was written", time.Since(ttlWritten).Round(time.Second))
@@ -470,7 +471,7 @@ func logText(t *testing.T, k tugctl, args ...string) {
 func waitTraceAny(t *testing.T, k tugctl, kind, name, stuckAt, layer string, reasons []string) traceReport {
 	t.Helper()
 	var r traceReport
-	eventually(t, time.Minute, fmt.Sprintf("trace %s %s stuck at %s, layer %s, reason one of %v", kind, name, stuckAt, layer, reasons), func() error {
+	wait.Eventually(t, time.Minute, fmt.Sprintf("trace %s %s stuck at %s, layer %s, reason one of %v", kind, name, stuckAt, layer, reasons), func() error {
 		var err error
 		if r, err = k.trace(kind, name); err != nil {
 			return err
@@ -497,7 +498,7 @@ func isReady(p *v1.Pod) bool {
 func waitRunning(t *testing.T, api *client.Client, name string) *v1.Pod {
 	t.Helper()
 	var p *v1.Pod
-	eventually(t, time.Minute, name+" running", func() error {
+	wait.Eventually(t, time.Minute, name+" running", func() error {
 		var err error
 		p, err = client.For[*v1.Pod](api).Get(context.Background(), "default", name)
 		if err != nil {

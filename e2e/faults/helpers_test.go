@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/deploy/images"
 	"github.com/tugboat/tugboat/e2e/cluster"
 	"github.com/tugboat/tugboat/e2e/netlab"
@@ -73,7 +74,7 @@ func startProxies(t *testing.T, c *cluster.Cluster) []*proxy {
 		}
 	})
 	for _, p := range out {
-		eventually(t, 30*time.Second, "proxy on "+p.node.Name+" healthy", func() error {
+		wait.Eventually(t, 30*time.Second, "proxy on "+p.node.Name+" healthy", func() error {
 			if p.proc.Exited() {
 				return fmt.Errorf("proxy on %s exited:\n%s", p.node.Name, tailFile(p.log, 30))
 			}
@@ -100,23 +101,6 @@ func tailFile(path string, n int) string {
 	}
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
-// eventually polls cond until it returns nil, failing the test after
-// timeout with cond's last error.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %s: %v", what, timeout, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 // tugctl runs the tugctl binary as the cluster's admin.
@@ -197,7 +181,7 @@ func (k tugctl) trace(kind, name string) (traceReport, error) {
 func (k tugctl) waitTrace(t *testing.T, timeout time.Duration, kind, name, stuckAt, layer, reason, msg string) traceReport {
 	t.Helper()
 	var r traceReport
-	eventually(t, timeout, fmt.Sprintf("trace %s %s stuck at %s, layer %s, reason %s", kind, name, stuckAt, layer, reason), func() error {
+	wait.Eventually(t, timeout, fmt.Sprintf("trace %s %s stuck at %s, layer %s, reason %s", kind, name, stuckAt, layer, reason), func() error {
 		var err error
 		if r, err = k.trace(kind, name); err != nil {
 			return err
@@ -262,7 +246,7 @@ func scrape(addr, name string, want ...string) (float64, error) {
 // waitMetric waits until the metric is at least min.
 func waitMetric(t *testing.T, addr, name string, min float64, labels ...string) {
 	t.Helper()
-	eventually(t, 30*time.Second, fmt.Sprintf("%s%v >= %v at %s", name, labels, min, addr), func() error {
+	wait.Eventually(t, 30*time.Second, fmt.Sprintf("%s%v >= %v at %s", name, labels, min, addr), func() error {
 		v, err := scrape(addr, name, labels...)
 		if err != nil {
 			return err

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tugboat/tugboat/api/wait"
 )
 
 // TestAllInOne runs `tugboat up` in one lab host, runs the quick-start
@@ -33,7 +35,7 @@ func TestAllInOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	admin := filepath.Join(data, "admin.config")
-	eventually(t, 2*time.Minute, "the node Ready", func() error {
+	wait.Eventually(t, 2*time.Minute, "the node Ready", func() error {
 		if p.Exited() {
 			t.Fatalf("tugboat up exited; see %s", p.LogPath())
 		}

@@ -274,22 +274,6 @@ func tugctl(ctx context.Context, config string, args ...string) (string, error) 
 	return string(out), nil
 }
 
-// eventually polls cond until it returns nil or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not done after %s: %v", what, timeout, err)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-}
-
 // dumpLogs prints the tail of every log file in dir.
 func dumpLogs(t *testing.T, dir string) {
 	files, _ := filepath.Glob(filepath.Join(dir, "*"))

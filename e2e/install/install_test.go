@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/e2e/netlab"
 )
 
@@ -41,7 +42,7 @@ func TestInstallScript(t *testing.T) {
 		r.startEnv(cp, cpPrefix, cpEtc, c)
 	}
 	admin := filepath.Join(cpEtc, "admin.config")
-	eventually(t, time.Minute, "the apiserver answers the admin", func() error {
+	wait.Eventually(t, time.Minute, "the apiserver answers the admin", func() error {
 		_, err := tugctl(r.ctx, admin, "get", "ns", "default")
 		return err
 	})
@@ -68,14 +69,14 @@ func TestInstallScript(t *testing.T) {
 		// systemd restarts the proxy until the kubelet has joined (its
 		// certificate is the node's); here we wait for the certificate.
 		cert := filepath.Join(data, "kubelet", "pki", "node.crt")
-		eventually(t, time.Minute, name+" joined (node certificate written)", func() error {
+		wait.Eventually(t, time.Minute, name+" joined (node certificate written)", func() error {
 			_, err := os.Stat(cert)
 			return err
 		})
 		r.startEnv(h, prefix, etc, "proxy")
 		nodeIPs = append(nodeIPs, h.IP.String())
 	}
-	eventually(t, 2*time.Minute, "two Ready workers", func() error {
+	wait.Eventually(t, 2*time.Minute, "two Ready workers", func() error {
 		out, err := tugctl(r.ctx, admin, "get", "nodes", "--no-headers")
 		if err != nil {
 			return err

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tugboat/tugboat/api/wait"
 )
 
 // quickStart runs the README's quick start against a cluster: apply
@@ -23,7 +25,7 @@ func quickStart(t *testing.T, ctx context.Context, config string, nodeIPs []stri
 	if _, err := tugctl(ctx, config, "apply", "-f", filepath.Join(built.moduleDir, "deploy", "examples", "web.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 3*time.Minute, "Deployment web available", func() error {
+	wait.Eventually(t, 3*time.Minute, "Deployment web available", func() error {
 		out, err := tugctl(ctx, config, "get", "deploy", "web", "--no-headers")
 		if err != nil {
 			return err
@@ -55,7 +57,7 @@ func quickStart(t *testing.T, ctx context.Context, config string, nodeIPs []stri
 	for _, ip := range nodeIPs {
 		url := "http://" + ip + ":30080/"
 		seen := map[string]bool{}
-		eventually(t, time.Minute, "answers from every node's pods through "+url, func() error {
+		wait.Eventually(t, time.Minute, "answers from every node's pods through "+url, func() error {
 			resp, err := hc.Get(url)
 			if err != nil {
 				return err

@@ -2,6 +2,7 @@ package kubelet_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/e2e/cluster"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 )
@@ -84,20 +86,16 @@ func TestKubeletRestartKeepsContainers(t *testing.T) {
 
 	// The pod deleted while the kubelet was down is torn down: sandbox,
 	// containers, IP reservation.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	wait.Eventually(t, 60*time.Second, "the pod deleted meanwhile torn down", func() error {
 		sbs, err := rt.ListPodSandbox(context.Background(), runtime.SandboxFilter{PodUID: gone.Metadata.Uid})
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if len(sbs) == 0 && !reserved(n, goneIP) {
-			break
+		if len(sbs) > 0 || reserved(n, goneIP) {
+			return fmt.Errorf("its sandboxes %v / IP reservation %v are still there", sbs, reserved(n, goneIP))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the deleted pod's sandboxes %v / IP reservation %v are still there", sbs, reserved(n, goneIP))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // reserved reports whether host-local holds a reservation for ip.

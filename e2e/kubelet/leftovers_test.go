@@ -18,6 +18,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/e2e/cluster"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 )
@@ -106,17 +107,12 @@ func leftovers(t *testing.T, n *cluster.Node) []string {
 
 func waitNoLeftovers(t *testing.T, n *cluster.Node, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		left := leftovers(t, n)
-		if len(left) == 0 {
-			return
+	wait.Eventually(t, timeout, "nothing left behind on "+n.Name, func() error {
+		if left := leftovers(t, n); len(left) > 0 {
+			return fmt.Errorf("left behind (%d):\n%s", len(left), strings.Join(left, "\n"))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("left behind on %s (%d):\n%s", n.Name, len(left), strings.Join(left, "\n"))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestDeleting50PodsLeavesNothing starts 50 pods on one node, deletes
@@ -148,11 +144,10 @@ func TestDeleting50PodsLeavesNothing(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
+	wait.Eventually(t, 3*time.Minute, fmt.Sprintf("%d pods running", count), func() error {
 		list, _, err := pods.List(context.Background(), client.ListOptions{Namespace: ns})
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		up := 0
 		for _, p := range list {
@@ -160,14 +155,11 @@ func TestDeleting50PodsLeavesNothing(t *testing.T) {
 				up++
 			}
 		}
-		if up == count {
-			break
+		if up != count {
+			return fmt.Errorf("%d of %d pods running", up, count)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d pods running after 3 minutes", up, count)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return nil
+	})
 	if left := leftovers(t, n); len(left) < 4*count {
 		t.Fatalf("only %d pod resources found before deleting; the leftover check looks in the wrong places: %v", len(left), left)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/deploy/images"
 	"github.com/tugboat/tugboat/e2e/cluster"
 )
@@ -121,36 +122,33 @@ func createPod(t *testing.T, c *client.Client, pod *v1.Pod) *v1.Pod {
 // with the pod's last status.
 func waitPod(t *testing.T, c *client.Client, ns, name string, timeout time.Duration, what string, cond func(*v1.Pod) bool) *v1.Pod {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
 	var last *v1.Pod
-	for {
+	wait.Eventually(t, timeout, fmt.Sprintf("pod %s/%s %s", ns, name, what), func() error {
 		p, err := client.For[*v1.Pod](c).Get(context.Background(), ns, name)
-		if err == nil {
-			last = p
-			if cond(p) {
-				return p
-			}
+		if err != nil {
+			return fmt.Errorf("%w; last status: %v", err, last.GetStatus())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pod %s/%s: not %s within %s; last status: %v (err %v)", ns, name, what, timeout, last.GetStatus(), err)
+		last = p
+		if !cond(p) {
+			return fmt.Errorf("last status: %v", p.GetStatus())
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
+	return last
 }
 
 func waitGone(t *testing.T, c *client.Client, ns, name string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	wait.Eventually(t, timeout, fmt.Sprintf("pod %s/%s gone", ns, name), func() error {
 		_, err := client.For[*v1.Pod](c).Get(context.Background(), ns, name)
 		if apierrors.IsNotFound(err) {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pod %s/%s still there after %s (err %v)", ns, name, timeout, err)
+		if err == nil {
+			return errors.New("still there")
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 func running(p *v1.Pod) bool {
@@ -201,19 +199,15 @@ func podEvents(t *testing.T, c *client.Client, ns, name string) []string {
 // contains want.
 func waitEvent(t *testing.T, c *client.Client, ns, name, want string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	wait.Eventually(t, timeout, fmt.Sprintf("event %q for pod %s/%s", want, ns, name), func() error {
 		evs := podEvents(t, c, ns, name)
 		for _, e := range evs {
 			if strings.Contains(e, want) {
-				return
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no event %q for pod %s/%s within %s; events: %q", want, ns, name, timeout, evs)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Errorf("events: %q", evs)
+	})
 }
 
 // execIn runs cmd in the pod's container through the apiserver (the

@@ -2,6 +2,7 @@ package kubelet_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 )
 
 // TestPodServesFromItsIP: a busybox httpd pod on each node reaches Running
@@ -89,22 +91,24 @@ func TestPodServesFromItsIP(t *testing.T) {
 func fetch(t *testing.T, url string) string {
 	t.Helper()
 	hc := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var body string
+	wait.Eventually(t, 20*time.Second, "GET "+url, func() error {
 		resp, err := hc.Get(url)
-		if err == nil {
-			b, rerr := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if rerr == nil && resp.StatusCode == 200 {
-				return string(b)
-			}
-			err = rerr
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET %s: %v", url, err)
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("%s: %q", resp.Status, b)
+		}
+		body = string(b)
+		return nil
+	})
+	return body
 }
 
 // TestServiceEnvVars: a pod gets the variables of the Services in its

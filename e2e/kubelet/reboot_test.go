@@ -18,6 +18,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/e2e/cluster"
 	"github.com/tugboat/tugboat/kubelet/network"
 )
@@ -158,8 +159,7 @@ func TestNodeReboot(t *testing.T) {
 
 	// The old sandbox is cleaned up: its pin file and, unless host-local
 	// handed the same address out again, its IP reservation.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	wait.Eventually(t, 30*time.Second, "the old sandbox cleaned up after the reboot", func() error {
 		var problems []string
 		if _, err := os.Stat(pins[0]); !errors.Is(err, fs.ErrNotExist) {
 			problems = append(problems, "old pin file "+pins[0]+" still there")
@@ -167,14 +167,11 @@ func TestNodeReboot(t *testing.T) {
 		if before.Status.PodIp != after.Status.PodIp && reserved(n, before.Status.PodIp) {
 			problems = append(problems, "old IP "+before.Status.PodIp+" still reserved")
 		}
-		if len(problems) == 0 {
-			break
+		if len(problems) > 0 {
+			return errors.New(strings.Join(problems, "; "))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the reboot: %s", strings.Join(problems, "; "))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // killShimsAndContainers SIGKILLs the shims' children (each container's

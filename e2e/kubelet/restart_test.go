@@ -1,6 +1,7 @@
 package kubelet_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 )
 
 // TestCrashLoopBackOff: a container that exits 1 is restarted with
@@ -162,17 +164,15 @@ func TestGracefulDelete(t *testing.T) {
 
 func waitLog(t *testing.T, path, want string) string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		b, _ := os.ReadFile(path)
-		if strings.Contains(string(b), want) {
-			return string(b)
+	var b []byte
+	wait.Eventually(t, 30*time.Second, fmt.Sprintf("%s to say %q", path, want), func() error {
+		b, _ = os.ReadFile(path)
+		if !strings.Contains(string(b), want) {
+			return fmt.Errorf("it says %q", b)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never said %q: %q", path, want, b)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
+	return string(b)
 }
 
 // TestActiveDeadlineSeconds: a pod that runs past its

@@ -20,6 +20,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/internal/netns"
 )
 
@@ -33,7 +34,7 @@ func pingOnce(ctx context.Context, bb string, from *Host, to netip.Addr) error {
 // ping succeeds once one echo is answered within waitFor: on a loaded
 // machine the first packet (neighbour resolution) may take over a second.
 func ping(ctx context.Context, bb string, from *Host, to netip.Addr) error {
-	return Eventually(ctx, waitFor, func(ctx context.Context) error {
+	return wait.Until(ctx, waitFor, func(ctx context.Context) error {
 		return pingOnce(ctx, bb, from, to)
 	})
 }
@@ -141,7 +142,7 @@ func TestRootReachesServerInHost(t *testing.T) {
 	}
 	client := &http.Client{Timeout: time.Second}
 	var body string
-	err = Eventually(ctx, waitFor, func(ctx context.Context) error {
+	err = wait.Until(ctx, waitFor, func(ctx context.Context) error {
 		resp, err := client.Get("http://" + addr + "/")
 		if err != nil {
 			return err
@@ -219,7 +220,7 @@ func TestDisconnectReconnect(t *testing.T) {
 	h1, h2 := lab.Hosts[0], lab.Hosts[1]
 	addr := listenIn(t, h2, h2.IP)
 
-	if err := Eventually(ctx, waitFor, func(ctx context.Context) error { return dialOK(ctx, addr) }); err != nil {
+	if err := wait.Until(ctx, waitFor, func(ctx context.Context) error { return dialOK(ctx, addr) }); err != nil {
 		t.Fatalf("before Disconnect: root -> %s: %v", addr, err)
 	}
 	if err := ping(ctx, bb, h1, h2.IP); err != nil {
@@ -242,10 +243,10 @@ func TestDisconnectReconnect(t *testing.T) {
 	if err := h2.Reconnect(); err != nil {
 		t.Fatal(err)
 	}
-	if err := Eventually(ctx, waitFor, func(ctx context.Context) error { return dialOK(ctx, addr) }); err != nil {
+	if err := wait.Until(ctx, waitFor, func(ctx context.Context) error { return dialOK(ctx, addr) }); err != nil {
 		t.Errorf("after Reconnect: root -> %s: %v", addr, err)
 	}
-	if err := Eventually(ctx, waitFor, func(ctx context.Context) error { return ping(ctx, bb, h1, h2.IP) }); err != nil {
+	if err := wait.Until(ctx, waitFor, func(ctx context.Context) error { return ping(ctx, bb, h1, h2.IP) }); err != nil {
 		t.Errorf("after Reconnect: %v", err)
 	}
 }
@@ -271,7 +272,7 @@ func TestStopKillsProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	var child int
-	err = Eventually(ctx, waitFor, func(context.Context) error {
+	err = wait.Until(ctx, waitFor, func(context.Context) error {
 		child, err = strconv.Atoi(strings.TrimSpace(out.String()))
 		return err
 	})
@@ -314,7 +315,7 @@ func TestStopKillsProcesses(t *testing.T) {
 			t.Errorf("pid %d: exit %v, want signal: killed", p.PID(), err)
 		}
 	}
-	if err := Eventually(ctx, waitFor, func(context.Context) error { return processGone(child) }); err != nil {
+	if err := wait.Until(ctx, waitFor, func(context.Context) error { return processGone(child) }); err != nil {
 		t.Errorf("grandchild: %v", err)
 	}
 
@@ -371,7 +372,7 @@ func TestRouteFromRoot(t *testing.T) {
 	if err := lab.RouteFromRoot(podNet, h2); err != nil {
 		t.Fatal(err)
 	}
-	if err := Eventually(t.Context(), waitFor, func(ctx context.Context) error { return dialOK(ctx, addr) }); err != nil {
+	if err := wait.Until(t.Context(), waitFor, func(ctx context.Context) error { return dialOK(ctx, addr) }); err != nil {
 		t.Errorf("root -> pod %s via %s: %v", addr, h2.IP, err)
 	}
 }

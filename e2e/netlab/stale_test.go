@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/internal/netns"
 )
 
@@ -49,7 +50,7 @@ func TestCleanupStaleRemovesKilledRun(t *testing.T) {
 	if got := leftovers(t, id); len(got) > 0 {
 		t.Errorf("after CleanupStale: %v", got)
 	}
-	if err := Eventually(ctx, waitFor, func(context.Context) error { return processGone(daemon) }); err != nil {
+	if err := wait.Until(ctx, waitFor, func(context.Context) error { return processGone(daemon) }); err != nil {
 		t.Errorf("daemon left in the stale lab: %v", err)
 	}
 	// The live lab of this process is untouched.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/deploy/images"
 	"github.com/tugboat/tugboat/e2e/cluster"
 	"github.com/tugboat/tugboat/e2e/netlab"
@@ -59,7 +60,7 @@ func startProxy(t *testing.T, c *cluster.Cluster, n *cluster.Node) *proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, func() error {
+	wait.Eventually(t, 30*time.Second, "the proxy on "+n.Name+" healthy", func() error {
 		if p.proc.Exited() {
 			return fmt.Errorf("proxy on %s exited; see %s:\n%s", n.Name, p.log, tailFile(p.log, 30))
 		}
@@ -110,22 +111,6 @@ func tailFile(path string, n int) string {
 	}
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
-// eventually polls cond until it returns nil or the deadline passes.
-func eventually(t *testing.T, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %v", timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 func ctxFor(t *testing.T, d time.Duration) context.Context {
@@ -229,7 +214,7 @@ func isReady(p *v1.Pod) bool {
 func waitPodReady(t *testing.T, c *client.Client, name string) *v1.Pod {
 	t.Helper()
 	var p *v1.Pod
-	eventually(t, 90*time.Second, func() error {
+	wait.Eventually(t, 90*time.Second, "pod "+name+" Ready", func() error {
 		var err error
 		p, err = client.For[*v1.Pod](c).Get(context.Background(), "default", name)
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/labels"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/e2e/cluster"
 )
 
@@ -62,7 +63,7 @@ func TestServices(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPodReady(t, api, "client")
-	eventually(t, 2*time.Minute, func() error {
+	wait.Eventually(t, 2*time.Minute, "4 ready web endpoints", func() error {
 		eps, err := readyEndpoints(ctx, api, "web")
 		if err != nil || len(eps) != 4 {
 			return fmt.Errorf("web endpoints %v, %v", eps, err)
@@ -80,7 +81,7 @@ func TestServices(t *testing.T) {
 
 	t.Run("http://web from node3, by the pod's resolv.conf, reaches every endpoint evenly", func(t *testing.T) {
 		// Wait for node3's proxy to have all four endpoints.
-		eventually(t, 30*time.Second, func() error {
+		wait.Eventually(t, 30*time.Second, "node3's proxy balancing to all four endpoints", func() error {
 			table, err := proxies["node3"].table(ctx)
 			if err != nil {
 				return err
@@ -154,7 +155,7 @@ func TestServices(t *testing.T) {
 			t.Fatal(err)
 		}
 		var removed *v1.Pod
-		eventually(t, time.Minute, func() error {
+		wait.Eventually(t, time.Minute, "3 ready web endpoints", func() error {
 			eps, err := readyEndpoints(ctx, api, "web")
 			if err != nil || len(eps) != 3 {
 				return fmt.Errorf("web endpoints %v, %v", eps, err)
@@ -167,7 +168,7 @@ func TestServices(t *testing.T) {
 			return nil
 		})
 		// Once node3's rules no longer hold it (the programming latency)...
-		eventually(t, 30*time.Second, func() error {
+		wait.Eventually(t, 30*time.Second, "node3's rules without the removed endpoint", func() error {
 			table, err := proxies["node3"].table(ctx)
 			if err != nil || strings.Contains(table, removed.Status.PodIp+" . 8080") {
 				return fmt.Errorf("node3 still balances to %s (%v)", removed.Status.PodIp, err)
@@ -190,7 +191,7 @@ func TestServices(t *testing.T) {
 		port := np.Spec.Ports[0].NodePort
 		for _, n := range c.Nodes {
 			url := "http://" + n.IP.String() + ":" + strconv.Itoa(int(port)) + "/"
-			eventually(t, 30*time.Second, func() error {
+			wait.Eventually(t, 30*time.Second, "NodePort "+url, func() error {
 				body, err := httpGet(url)
 				if err != nil || !strings.Contains(body, "pod=web-") {
 					return fmt.Errorf("%s: %q %v", url, body, err)
@@ -205,7 +206,7 @@ func TestServices(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 30*time.Second, func() error {
+		wait.Eventually(t, 30*time.Second, "node3 rejecting the Service without endpoints", func() error {
 			table, err := proxies["node3"].table(ctx)
 			if err != nil || !strings.Contains(table, empty.Spec.ClusterIp+" . tcp . 80") {
 				return fmt.Errorf("node3 does not reject %s yet (%v)", empty.Spec.ClusterIp, err)
@@ -227,7 +228,7 @@ func TestServices(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitPodReady(t, api, "self")
-		eventually(t, 30*time.Second, func() error {
+		wait.Eventually(t, 30*time.Second, "self -> self through the ClusterIP (hairpin)", func() error {
 			out, code := fetch(t, api, "self", "self", 80)
 			if code != 0 || !strings.Contains(out, "\r\n\r\nself-ok") {
 				return fmt.Errorf("self -> self: %d %q", code, out)
@@ -242,7 +243,7 @@ func TestServices(t *testing.T) {
 		}
 		nodePort := fmt.Sprintf("tcp . %d", np.Spec.Ports[0].NodePort)
 		for _, p := range proxies {
-			eventually(t, 30*time.Second, func() error {
+			wait.Eventually(t, 30*time.Second, p.node.Name+"'s rules without web-np", func() error {
 				table, err := p.table(ctx)
 				if err != nil || strings.Contains(table, np.Spec.ClusterIp+" ") || strings.Contains(table, nodePort) || strings.Contains(table, "svc-default/web-np/") {
 					return fmt.Errorf("%s still has web-np (%v)", p.node.Name, err)
@@ -272,7 +273,7 @@ func TestServices(t *testing.T) {
 			t.Fatal(err)
 		}
 		proxies["node3"] = startProxy(t, c, node3)
-		eventually(t, 30*time.Second, func() error {
+		wait.Eventually(t, 30*time.Second, "node3's table after the restart", func() error {
 			table, err := proxies["node3"].table(ctx)
 			if err != nil {
 				return err

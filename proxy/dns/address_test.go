@@ -8,6 +8,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/proxy/internal/nstest"
 )
 
@@ -51,17 +52,10 @@ func TestPodReachesClusterDNSThroughNode(t *testing.T) {
 	defer stop()
 
 	var out string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	wait.Eventually(t, 10*time.Second, "an answer from 10.96.0.10", func() (err error) {
 		out, err = pod.Exec(context.Background(), "dig", "@10.96.0.10", "+time=2", "+tries=1", "+noall", "+comments", "+answer", "web.default.svc.cluster.local")
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	})
 	mustContain(t, out, "status: NOERROR", "web.default.svc.cluster.local. 5 IN A 10.96.0.20")
 
 	stop()

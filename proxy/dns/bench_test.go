@@ -18,6 +18,8 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tugboat/tugboat/api/wait"
 )
 
 // benchServeEnv makes the test binary a benchmark server (see
@@ -52,12 +54,12 @@ func TestDNSBenchServer(t *testing.T) {
 	go func() {
 		// Ready once it answers.
 		c := &dns.Client{Timeout: 100 * time.Millisecond}
-		for ctx.Err() == nil {
-			if _, _, err := c.Exchange(new(dns.Msg).SetQuestion("cluster.local.", dns.TypeSOA), addr); err == nil {
-				fmt.Println("ready")
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
+		err := wait.Until(ctx, time.Minute, func(context.Context) error {
+			_, _, err := c.Exchange(new(dns.Msg).SetQuestion("cluster.local.", dns.TypeSOA), addr)
+			return err
+		})
+		if err == nil {
+			fmt.Println("ready")
 		}
 	}()
 	if err := s.Run(ctx); err != nil {

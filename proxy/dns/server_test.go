@@ -13,6 +13,8 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tugboat/tugboat/api/wait"
 )
 
 // freePort returns a port free for both UDP and TCP on 127.0.0.1.
@@ -59,17 +61,11 @@ func startServer(t testing.TB, cfg Config) (*Server, string) {
 	})
 	// Wait until it answers.
 	c := &dns.Client{Timeout: 200 * time.Millisecond}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	wait.Eventually(t, 5*time.Second, "the server to answer", func() error {
 		m := new(dns.Msg).SetQuestion("cluster.local.", dns.TypeSOA)
-		if _, _, err := c.Exchange(m, cfg.Listen.String()); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("server never answered")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		_, _, err := c.Exchange(m, cfg.Listen.String())
+		return err
+	})
 	return s, cfg.Listen.String()
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/proxy/internal/nstest"
 )
 
@@ -101,7 +102,7 @@ func TestDatapathInNamespaces(t *testing.T) {
 		}
 	}
 	defer stop()
-	eventually(t, 10*time.Second, func() error {
+	wait.Eventually(t, 10*time.Second, "the web Service's chain", func() error {
 		if out := listTable(t, l.node); !strings.Contains(out, "svc-default/web/tcp/80") {
 			return fmt.Errorf("no service chain yet:\n%s", out)
 		}
@@ -207,7 +208,7 @@ func TestDatapathInNamespaces(t *testing.T) {
 		src.set(svc("dns", "ClusterIP", "10.96.0.25", port("", "UDP", 53, 0)), endpointsOf(5353, "UDP", "10.244.1.2"))
 		d.Changed(dns)
 		// The same socket (same conntrack flow) must now reach pod1.
-		eventually(t, 10*time.Second, func() error {
+		wait.Eventually(t, 10*time.Second, "the UDP flow moved to pod1", func() error {
 			got, err := askUDP(c)
 			if err != nil || got != "udp-pod1" {
 				return fmt.Errorf("got %q, %v", got, err)
@@ -219,7 +220,7 @@ func TestDatapathInNamespaces(t *testing.T) {
 		before := histogramCount(t, reg, "tugboat_proxy_programming_latency_seconds")
 		src.set(svc("web", "ClusterIP", "10.96.0.20", port("", "TCP", 80, 0)), endpointsOf(8080, "TCP", "10.244.1.3"))
 		d.Changed(web)
-		eventually(t, 10*time.Second, func() error {
+		wait.Eventually(t, 10*time.Second, "the change programmed", func() error {
 			if histogramCount(t, reg, "tugboat_proxy_programming_latency_seconds") == before {
 				return errors.New("change not programmed yet")
 			}
@@ -235,7 +236,7 @@ func TestDatapathInNamespaces(t *testing.T) {
 	t.Run("service deleted: its rules go", func(t *testing.T) {
 		src.remove(web)
 		d.Changed(web)
-		eventually(t, 10*time.Second, func() error {
+		wait.Eventually(t, 10*time.Second, "web gone from the table", func() error {
 			if out := listTable(t, l.node); strings.Contains(out, "10.96.0.20") || strings.Contains(out, "svc-default/web/") {
 				return fmt.Errorf("web still in the table:\n%s", out)
 			}

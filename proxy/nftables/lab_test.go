@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/proxy/internal/nstest"
@@ -80,22 +79,6 @@ func (f *fakeSource) remove(key string) {
 // endpointsOf is a one-subset Endpoints of the given ready IPs on port.
 func endpointsOf(port int32, proto string, ips ...string) *v1.Endpoints {
 	return eps(&v1.EndpointSubset{Addresses: addrs(ips...), Ports: []*v1.EndpointPort{{Port: port, Protocol: proto}}})
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %v", timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func listTable(t *testing.T, ns *nstest.NS) string {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tugboat/tugboat/api/wait"
 )
 
 // TestLookup reads back, from the kernel, what a synced table does with
@@ -46,7 +48,7 @@ func TestLookup(t *testing.T) {
 		{Key: keys[3], Verdict: VerdictMissing},
 		{Key: keys[4], Verdict: VerdictMissing},
 	}
-	eventually(t, 10*time.Second, func() error {
+	wait.Eventually(t, 10*time.Second, "Lookup's verdicts", func() error {
 		got, err := Lookup("", l.node.Fd(), keys)
 		if err != nil {
 			return err
@@ -58,7 +60,7 @@ func TestLookup(t *testing.T) {
 	})
 	// The Service without endpoints is counted (once the sync that made
 	// the rules has been recorded: the kernel can show them first).
-	eventually(t, 10*time.Second, func() error {
+	wait.Eventually(t, 10*time.Second, "the Service without endpoints counted", func() error {
 		if n := gaugeValue(t, reg, "tugboat_proxy_service_ports_without_endpoints"); n != 1 {
 			return fmt.Errorf("tugboat_proxy_service_ports_without_endpoints = %v, want 1", n)
 		}

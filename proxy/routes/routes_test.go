@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/proxy/internal/nstest"
 )
 
@@ -91,17 +92,12 @@ func routesIn(t *testing.T, ns *nstest.NS) []string {
 
 func waitRoutes(t *testing.T, ns *nstest.NS, want ...string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got := routesIn(t, ns)
-		if slices.Equal(got, want) {
-			return
+	wait.Eventually(t, 10*time.Second, fmt.Sprintf("routes %q", want), func() error {
+		if got := routesIn(t, ns); !slices.Equal(got, want) {
+			return fmt.Errorf("routes are %q", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("routes\n%q\nwant\n%q", got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestManagerInNamespace(t *testing.T) {

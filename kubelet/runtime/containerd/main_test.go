@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/deploy/images"
 	"github.com/tugboat/tugboat/kubelet/network"
 	"github.com/tugboat/tugboat/kubelet/network/networktest"
@@ -196,34 +197,17 @@ func (e *env) container(p *pod, cfg runtime.ContainerConfig) string {
 func (e *env) waitState(id string, state runtime.ContainerState, timeout time.Duration) runtime.ContainerStatus {
 	e.t.Helper()
 	var st runtime.ContainerStatus
-	err := poll(timeout, func() (bool, error) {
+	wait.Eventually(e.t, timeout, fmt.Sprintf("container %s %s", id, state), func() error {
 		var err error
-		st, err = e.rt.ContainerStatus(context.Background(), id)
-		return st.State == state, err
+		if st, err = e.rt.ContainerStatus(context.Background(), id); err != nil {
+			return wait.Stop(err)
+		}
+		if st.State != state {
+			return fmt.Errorf("last status %+v", st)
+		}
+		return nil
 	})
-	if err != nil {
-		e.t.Fatalf("container %s: want %s: %v (last status %+v)", id, state, err, st)
-	}
 	return st
-}
-
-// poll calls cond every 20ms until it returns true or an error, or timeout
-// passes.
-func poll(timeout time.Duration, cond func() (bool, error)) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, err := cond()
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not within %s", timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // readLog returns a container's log so far.
@@ -238,9 +222,12 @@ func readLog(t testing.TB, path string) string {
 
 func waitLog(t testing.TB, path, want string, timeout time.Duration) {
 	t.Helper()
-	if err := poll(timeout, func() (bool, error) { return strings.Contains(readLog(t, path), want), nil }); err != nil {
-		t.Fatalf("log %s never said %q: %v; it says:\n%s", path, want, err, readLog(t, path))
-	}
+	wait.Eventually(t, timeout, fmt.Sprintf("log %s to say %q", path, want), func() error {
+		if got := readLog(t, path); !strings.Contains(got, want) {
+			return fmt.Errorf("it says:\n%s", got)
+		}
+		return nil
+	})
 }
 
 func randHex(n int) string {

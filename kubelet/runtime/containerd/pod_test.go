@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/deploy/images"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 )
@@ -57,18 +59,19 @@ func TestPodLifecycle(t *testing.T) {
 	url := "http://" + p.IP.String() + "/index.html"
 	var body string
 	client := &http.Client{Timeout: 2 * time.Second}
-	if err := poll(10*time.Second, func() (bool, error) {
+	wait.Eventually(t, 10*time.Second, "GET "+url, func() error {
 		resp, err := client.Get(url)
 		if err != nil {
-			return false, nil
+			return err
 		}
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)
 		body = string(b)
-		return err == nil && resp.StatusCode == 200, nil
-	}); err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
+		if err == nil && resp.StatusCode != 200 {
+			err = fmt.Errorf("%s: %q", resp.Status, body)
+		}
+		return err
+	})
 	if body != "hello from tugboat\n" {
 		t.Fatalf("GET %s = %q", url, body)
 	}
@@ -177,8 +180,13 @@ func (e *env) assertClean(p *pod) {
 	if _, err := os.Stat(p.NetNS); !os.IsNotExist(err) {
 		e.t.Errorf("netns %s left: %v", p.NetNS, err)
 	}
-	if err := poll(5*time.Second, func() (bool, error) { return len(e.net.Leftovers()) == 0, nil }); err != nil {
-		e.t.Errorf("network left: %v", e.net.Leftovers())
+	if err := wait.Until(context.Background(), 5*time.Second, func(context.Context) error {
+		if left := e.net.Leftovers(); len(left) > 0 {
+			return fmt.Errorf("network left: %v", left)
+		}
+		return nil
+	}); err != nil {
+		e.t.Error(err)
 	}
 }
 

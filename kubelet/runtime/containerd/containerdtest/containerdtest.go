@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
+
+	"github.com/tugboat/tugboat/api/wait"
 )
 
 // Binaries a private containerd needs on PATH.
@@ -230,25 +232,22 @@ func (c *Containerd) Restart(ctx context.Context, down func() error) error {
 }
 
 func (c *Containerd) waitReady(ctx context.Context, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var lastErr error
-	for {
+	exited := errors.New("exited")
+	err := wait.Until(ctx, timeout, func(ctx context.Context) error {
 		select {
 		case <-c.exited:
-			return fmt.Errorf("containerdtest: containerd exited during start: %s", c.tailLog())
+			return wait.Stop(exited)
 		default:
 		}
-		if lastErr = c.ping(ctx); lastErr == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("containerdtest: containerd did not answer within %s: %v; log: %s", timeout, lastErr, c.tailLog())
-		case <-c.exited:
-		case <-time.After(50 * time.Millisecond):
-		}
+		return c.ping(ctx)
+	})
+	if errors.Is(err, exited) {
+		return fmt.Errorf("containerdtest: containerd exited during start: %s", c.tailLog())
 	}
+	if err != nil {
+		return fmt.Errorf("containerdtest: containerd did not answer: %w; log: %s", err, c.tailLog())
+	}
+	return nil
 }
 
 func (c *Containerd) ping(ctx context.Context) error {
