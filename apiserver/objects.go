@@ -29,7 +29,9 @@ func unpack(a *anypb.Any) (*kinds.Kind, v1.Object, error) {
 	if len(a.Value) > validation.MaxObjectBytes {
 		return nil, nil, apierrors.Invalid("object", "%d bytes is larger than the limit of %d bytes", len(a.Value), validation.MaxObjectBytes)
 	}
-	msg, err := a.UnmarshalNew()
+	// Fields this version does not know are dropped, not stored and
+	// served back to whoever reads the object (a place to hide data).
+	msg, err := anypb.UnmarshalNew(a, proto.UnmarshalOptions{DiscardUnknown: true})
 	if err != nil {
 		return nil, nil, apierrors.Invalid("object", "cannot decode %s: %v", a.TypeUrl, err)
 	}
@@ -386,8 +388,8 @@ func copyField(dst, src proto.Message, name string) {
 // Bind implements Objects.Bind: set spec.nodeName of an unbound pod.
 func (s *Server) Bind(ctx context.Context, req *v1.BindRequest) (*anypb.Any, error) {
 	podKind, _ := kinds.Lookup("Pod")
-	if req.NodeName == "" {
-		return nil, apierrors.Invalid("nodeName", "required")
+	if err := validation.NodeName("nodeName", req.NodeName); err != nil {
+		return nil, err
 	}
 	ns := namespaceOf(podKind, req.Namespace)
 	if err := s.authorize(ctx, "create", podKind, "binding", ns, req.Name, ""); err != nil {

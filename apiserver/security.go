@@ -14,6 +14,7 @@ import (
 	"github.com/tugboat/tugboat/api/kinds"
 	"github.com/tugboat/tugboat/api/pki"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/validation"
 	"github.com/tugboat/tugboat/apiserver/auth"
 	"github.com/tugboat/tugboat/apiserver/storage"
 )
@@ -91,6 +92,11 @@ func apiGroup(apiVersion string) string {
 // authorize checks the caller may do verb on kind k (with subresource sub)
 // in ns/name. fieldSelector is a list or watch's, for the node authorizer.
 func (s *Server) authorize(ctx context.Context, verb string, k *kinds.Kind, sub, ns, name, fieldSelector string) error {
+	// Every handler names its object here first: names longer than any
+	// object can have are refused before they reach a message or etcd.
+	if err := validation.NameLengths(ns, name); err != nil {
+		return err
+	}
 	u := auth.UserFrom(ctx)
 	if u == nil {
 		return nil // authentication is off

@@ -34,9 +34,19 @@ var (
 	// caller should retry later (an eviction a PodDisruptionBudget does not
 	// allow yet; Kubernetes' 429 TooManyRequests).
 	ErrTooManyRequests = errors.New("too many requests")
+	// ErrResourceVersionTooLarge refuses a watch from a resource version
+	// the server has not reached, even after waiting a few seconds:
+	// Kubernetes' "Too large resource version" (504 Timeout; OutOfRange
+	// on gRPC, which clients read as ErrExpired: re-list).
+	ErrResourceVersionTooLarge = errors.New("too large resource version")
+	// ErrLimitExceeded refuses what would pass a per-client limit (watches
+	// per connection or per user): ResourceExhausted, Kubernetes' 429
+	// (clients read the code as ErrTooSlow).
+	ErrLimitExceeded = errors.New("limit exceeded")
 )
 
-// table maps each sentinel to its gRPC code, in both directions.
+// table maps each sentinel to its gRPC code; a code back to the first
+// sentinel listed with it.
 var table = []struct {
 	err  error
 	code codes.Code
@@ -47,9 +57,11 @@ var table = []struct {
 	{ErrInvalid, codes.InvalidArgument},
 	{ErrBadRequest, codes.InvalidArgument},
 	{ErrExpired, codes.OutOfRange},
+	{ErrResourceVersionTooLarge, codes.OutOfRange},
 	{ErrForbidden, codes.PermissionDenied},
 	{ErrUnauthenticated, codes.Unauthenticated},
 	{ErrTooSlow, codes.ResourceExhausted},
+	{ErrLimitExceeded, codes.ResourceExhausted},
 	{ErrUnavailable, codes.Unavailable},
 	{ErrTooManyRequests, codes.FailedPrecondition},
 }
@@ -110,6 +122,9 @@ func (l *FieldErrors) Add(path, format string, args ...any) {
 	*l = append(*l, FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
+// maxFieldErrorLength caps one field's part of an Invalid message.
+const maxFieldErrorLength = 1024
+
 // Err returns nil for an empty list, else an ErrInvalid naming every field.
 func (l FieldErrors) Err(kind, name string) error {
 	if len(l) == 0 {
@@ -118,9 +133,15 @@ func (l FieldErrors) Err(kind, name string) error {
 	parts := make([]string, len(l))
 	for i, f := range l {
 		parts[i] = f.String()
+		if len(parts[i]) > maxFieldErrorLength {
+			// A path can hold a user's map key; never echo a huge one.
+			parts[i] = parts[i][:maxFieldErrorLength] + "..."
+		}
 	}
 	prefix := kind
-	if name != "" {
+	if len(name) > 64 {
+		prefix += fmt.Sprintf(" %q...", name[:64])
+	} else if name != "" {
 		prefix += " " + fmt.Sprintf("%q", name)
 	}
 	return &Error{Kind: ErrInvalid, Msg: fmt.Sprintf("%s is invalid: %s", prefix, strings.Join(parts, "; ")), Fields: l}

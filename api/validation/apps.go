@@ -29,6 +29,9 @@ func replicatedSpec(errs *Errs, m *v1.ObjectMeta, s replicated, hasSpec bool) bo
 	if s.GetReplicas() < 0 {
 		errs.Add("spec.replicas", "must be >= 0")
 	}
+	if s.GetReplicas() > MaxReplicas {
+		errs.Add("spec.replicas", "%d is more than the limit of %d", s.GetReplicas(), MaxReplicas)
+	}
 	if s.GetMinReadySeconds() < 0 {
 		errs.Add("spec.minReadySeconds", "must be >= 0")
 	}

@@ -84,6 +84,10 @@ func PodSpec(errs *Errs, path string, s *v1.PodSpec) {
 	if len(s.Containers) == 0 {
 		errs.Add(path+".containers", "required: at least one container")
 	}
+	if n := len(s.Containers) + len(s.InitContainers); n > MaxContainers {
+		errs.Add(path+".containers", "%d containers (with initContainers) is more than the limit of %d per pod", n, MaxContainers)
+		return
+	}
 	vols := map[string]bool{}
 	for i, v := range s.Volumes {
 		volume(errs, fmt.Sprintf("%s.volumes[%d]", path, i), v, vols)

@@ -35,26 +35,80 @@ var (
 // MaxObjectBytes is etcd's own value size limit: larger objects are refused.
 const MaxObjectBytes = 1536 * 1024
 
+// Limits every kind shares, checked before anything is stored (the
+// apiserver also refuses a request object over MaxObjectBytes before it
+// decodes it, and storage an encoded value etcd would refuse).
+const (
+	// MaxNameLength caps every object name, whatever its kind's rule: a
+	// DNS-1123 subdomain's length, as Kubernetes.
+	MaxNameLength = 253
+	// MaxLabelLength caps names that are DNS-1123 labels (namespaces,
+	// Services, container and port names).
+	MaxLabelLength = 63
+	// MaxContainers caps a pod's containers, init containers included.
+	MaxContainers = 100
+	// MaxReplicas caps a workload's replicas: far above what a lab
+	// cluster runs, far below what would fill etcd with pods.
+	MaxReplicas = 10000
+)
+
+// Short quotes v for an error message, cut to its first 64 characters
+// and its length when longer, so a huge value is not echoed back.
+func Short(v string) string {
+	if len(v) <= 64 {
+		return fmt.Sprintf("%q", v)
+	}
+	return fmt.Sprintf("%q... (%d characters)", v[:64], len(v))
+}
+
 // DNSLabel checks a DNS-1123 label (namespaces, container and port names).
 func DNSLabel(errs *Errs, path, v string) {
-	if v == "" {
+	switch {
+	case v == "":
 		errs.Add(path, "required")
-		return
-	}
-	if len(v) > 63 || !dns1123LabelRE.MatchString(v) {
-		errs.Add(path, "%q must be a DNS-1123 label: at most 63 lower-case alphanumerics or '-', starting and ending alphanumeric", v)
+	case len(v) > MaxLabelLength:
+		errs.Add(path, "%s must be no more than %d characters (a DNS-1123 label)", Short(v), MaxLabelLength)
+	case !dns1123LabelRE.MatchString(v):
+		errs.Add(path, "%s must be a DNS-1123 label: at most 63 lower-case alphanumerics or '-', starting and ending alphanumeric", Short(v))
 	}
 }
 
-// DNSSubdomain checks a DNS-1123 subdomain (most object names).
+// DNSSubdomain checks a DNS-1123 subdomain (most object names, node names).
 func DNSSubdomain(errs *Errs, path, v string) {
-	if v == "" {
+	switch {
+	case v == "":
 		errs.Add(path, "required")
-		return
+	case len(v) > MaxNameLength:
+		errs.Add(path, "%s must be no more than %d characters (a DNS-1123 subdomain)", Short(v), MaxNameLength)
+	case !dns1123SubdomainRE.MatchString(v):
+		errs.Add(path, "%s must be a DNS-1123 subdomain: lower-case alphanumerics, '-' or '.', starting and ending alphanumeric, at most 253 characters", Short(v))
 	}
-	if len(v) > 253 || !dns1123SubdomainRE.MatchString(v) {
-		errs.Add(path, "%q must be a DNS-1123 subdomain: lower-case alphanumerics, '-' or '.', starting and ending alphanumeric, at most 253 characters", v)
+}
+
+// NodeName checks a node's name where it is given (join, the Node, a
+// Bind's target, a tunnel): a DNS-1123 subdomain, as Kubernetes requires,
+// so it is also safe in a certificate subject and a file name. It returns
+// nil or an ErrInvalid naming path.
+func NodeName(path, v string) error {
+	var errs Errs
+	DNSSubdomain(&errs, path, v)
+	if len(errs) == 0 {
+		return nil
 	}
+	return apierrors.Invalid(path, "%s", errs[0].Msg)
+}
+
+// NameLengths checks what every request naming an object shares, before
+// it reaches storage: a name of at most MaxNameLength characters and a
+// namespace of at most MaxLabelLength (longer ones cannot exist).
+func NameLengths(ns, name string) error {
+	if len(name) > MaxNameLength {
+		return apierrors.Invalid("metadata.name", "%s must be no more than %d characters", Short(name), MaxNameLength)
+	}
+	if len(ns) > MaxLabelLength {
+		return apierrors.Invalid("metadata.namespace", "%s must be no more than %d characters", Short(ns), MaxLabelLength)
+	}
+	return nil
 }
 
 // NameRule says how a kind's names are checked.
@@ -69,6 +123,9 @@ func ObjectMeta(errs *Errs, m *v1.ObjectMeta, namespaced bool, name NameRule) {
 	if m.Name == "" && m.GenerateName != "" {
 		// The apiserver fills the name before validation; a bad prefix shows here.
 		errs.Add("metadata.name", "required (generateName was not expanded)")
+	} else if len(m.Name) > MaxNameLength {
+		// Whatever the kind's rule: names are etcd keys and file names.
+		errs.Add("metadata.name", "%s must be no more than %d characters", Short(m.Name), MaxNameLength)
 	} else {
 		name(errs, "metadata.name", m.Name)
 	}
@@ -109,7 +166,7 @@ func Labels(errs *Errs, path string, l map[string]string) {
 			errs.Add(fmt.Sprintf("%s[%s]", path, k), "key: %v", err)
 		}
 		if err := labels.ValidateValue(v); err != nil {
-			errs.Add(fmt.Sprintf("%s[%s]", path, k), "value %q: %v", v, err)
+			errs.Add(fmt.Sprintf("%s[%s]", path, k), "value %s: %v", Short(v), err)
 		}
 	}
 }

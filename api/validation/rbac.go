@@ -84,7 +84,7 @@ func rbacName(errs *Errs, path, v string) {
 	}
 	for _, c := range v {
 		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == ':') {
-			errs.Add(path, "%q may contain only lower-case alphanumerics, '-', '.' and ':'", v)
+			errs.Add(path, "%s may contain only lower-case alphanumerics, '-', '.' and ':'", Short(v))
 			return
 		}
 	}

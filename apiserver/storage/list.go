@@ -56,8 +56,8 @@ func (s *Store) List(ctx context.Context, k *kinds.Kind, opts ListOptions) (*Lis
 		if err == nil {
 			err = json.Unmarshal(raw, &tok)
 		}
-		if err != nil || tok.Key < prefix || tok.Key >= end {
-			return nil, apierrors.Invalid("continue", "token is not valid for this list")
+		if err != nil || tok.Key < prefix || tok.Key >= end || tok.Rev <= 0 {
+			return nil, apierrors.Invalid("continue", "token is not valid for this list (pass the continue value a previous page returned, unchanged)")
 		}
 		start, rev = tok.Key, tok.Rev
 	}
@@ -72,6 +72,9 @@ func (s *Store) List(ctx context.Context, k *kinds.Kind, opts ListOptions) (*Lis
 		if err != nil {
 			if isCompacted(err) {
 				return nil, apierrors.New(apierrors.ErrExpired, "continue token expired: the list's revision %d has been compacted; start the list again", rev)
+			}
+			if errors.Is(err, rpctypes.ErrFutureRev) {
+				return nil, apierrors.Invalid("continue", "token is not valid for this list: its revision %d is newer than the store's", rev)
 			}
 			return nil, unavailable(err)
 		}

@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -86,7 +87,7 @@ func (s *Store) Decode(k *kinds.Kind, key, value []byte, rev int64) (v1.Object, 
 		return nil, fmt.Errorf("decoding %s at revision %d: %w", k.Plural, rev, err)
 	}
 	obj := k.New()
-	if err := proto.Unmarshal(plain, obj); err != nil {
+	if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(plain, obj); err != nil {
 		return nil, fmt.Errorf("decoding %s at revision %d: %w", k.Plural, rev, err)
 	}
 	v1.Meta(obj).ResourceVersion = rev
@@ -103,8 +104,20 @@ func (s *Store) encode(k *kinds.Kind, key string, obj v1.Object) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
-	return s.enc.encrypt(k.Plural, []byte(key), b)
+	val, err := s.enc.encrypt(k.Plural, []byte(key), b)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(key) + len(val); n > MaxStoredBytes {
+		return nil, apierrors.New(apierrors.ErrInvalid, "%s %q is too large to store: %d bytes encoded, the limit is %d", k.Plural, m.Name, n, MaxStoredBytes)
+	}
+	return val, nil
 }
+
+// MaxStoredBytes caps a key and its encoded value together: under etcd's
+// default request limit (--max-request-bytes, 1.5 MiB), with room for the
+// transaction around them, so etcd never refuses a write as too large.
+const MaxStoredBytes = 1536*1024 - 16*1024
 
 func (s *Store) observe(op string, start time.Time) {
 	if s.metrics != nil {
@@ -263,6 +276,9 @@ func unavailable(err error) error {
 	}
 	if st, ok := status.FromError(err); ok && (st.Code() == codes.Canceled || st.Code() == codes.DeadlineExceeded) {
 		return err
+	}
+	if errors.Is(err, rpctypes.ErrRequestTooLarge) || errors.Is(err, rpctypes.ErrGRPCRequestTooLarge) {
+		return apierrors.New(apierrors.ErrInvalid, "etcd: %v: the object is too large to store", err)
 	}
 	return apierrors.New(apierrors.ErrUnavailable, "etcd: %v", err)
 }

@@ -97,6 +97,19 @@ type Cache struct {
 	initRev  int64    // etcd's revision when Run started: ready once rev reaches it
 	ready    chan struct{}
 	watchers map[*Watcher]struct{}
+	// advanced is closed (and replaced) whenever rev grows, for watches
+	// from a version the cache has not reached yet.
+	advanced chan struct{}
+	// progressNow asks the etcd watch for a progress notification now.
+	progressNow chan struct{}
+}
+
+// setRevLocked moves rev forward and wakes who waits for it; caller
+// holds mu.
+func (c *Cache) setRevLocked(rev int64) {
+	c.rev = rev
+	close(c.advanced)
+	c.advanced = make(chan struct{})
 }
 
 // New makes a cache for one kind; call Run to fill it.
@@ -114,12 +127,14 @@ func New(kind *kinds.Kind, store Store, cfg Config) *Cache {
 		cfg.Logger = slog.Default()
 	}
 	return &Cache{
-		kind:     kind,
-		store:    store,
-		cfg:      cfg,
-		log:      cfg.Logger.With("kind", kind.Plural),
-		ready:    make(chan struct{}),
-		watchers: map[*Watcher]struct{}{},
+		kind:        kind,
+		store:       store,
+		cfg:         cfg,
+		log:         cfg.Logger.With("kind", kind.Plural),
+		ready:       make(chan struct{}),
+		watchers:    map[*Watcher]struct{}{},
+		advanced:    make(chan struct{}),
+		progressNow: make(chan struct{}, 1),
 	}
 }
 
@@ -181,6 +196,10 @@ func (c *Cache) watch(ctx context.Context, from int64) (int64, error) {
 				return
 			case <-time.After(wait):
 				_ = w.RequestProgress(wctx)
+			case <-c.progressNow:
+				// A watch waits for a revision newer than ours: it may
+				// be current in etcd, only not of this kind.
+				_ = w.RequestProgress(wctx)
 			}
 		}
 	}()
@@ -199,7 +218,7 @@ func (c *Cache) watch(ctx context.Context, from int64) (int64, error) {
 			c.mu.Lock()
 			c.trimBefore(resp.CompactRevision)
 			if c.rev < resp.CompactRevision-1 {
-				c.rev = resp.CompactRevision - 1
+				c.setRevLocked(resp.CompactRevision - 1)
 			}
 			c.mu.Unlock()
 			return resp.CompactRevision, nil
@@ -258,7 +277,7 @@ func (c *Cache) apply(evs []storage.Change) {
 			c.startRev = c.ring[drop-1].Rev
 			c.ring = append(c.ring[:0:0], c.ring[drop:]...)
 		}
-		c.rev = e.Rev
+		c.setRevLocked(e.Rev)
 		c.fanOut(e)
 	}
 	if c.cfg.Metrics != nil {
@@ -305,7 +324,7 @@ func (c *Cache) progress(rev int64) {
 	if rev <= c.rev {
 		return
 	}
-	c.rev = rev
+	c.setRevLocked(rev)
 	bm := &Event{Type: Bookmark, Rev: rev}
 	for w := range c.watchers {
 		select {

@@ -2,6 +2,7 @@ package watchcache
 
 import (
 	"context"
+	"time"
 
 	"github.com/tugboat/tugboat/api/apierrors"
 )
@@ -17,8 +18,16 @@ type Watcher struct {
 	err     error
 }
 
+// TooLargeWait is how long a watch from a revision the cache has not seen
+// waits for it (it may have just been written) before it is refused, as
+// Kubernetes' watch cache does.
+const TooLargeWait = 3 * time.Second
+
 // Watch registers a watcher for every event after revision from (0: from
-// now). It waits for the cache to be ready.
+// now). It waits for the cache to be ready, and up to TooLargeWait for a
+// revision newer than the cache's: one it does not reach by then is
+// refused with apierrors.ErrResourceVersionTooLarge, never accepted to
+// deliver nothing.
 func (c *Cache) Watch(ctx context.Context, from int64) (*Watcher, error) {
 	select {
 	case <-c.ready:
@@ -27,6 +36,32 @@ func (c *Cache) Watch(ctx context.Context, from int64) (*Watcher, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if from > c.rev {
+		deadline := time.NewTimer(TooLargeWait)
+		defer deadline.Stop()
+		for expired := false; from > c.rev; {
+			if expired {
+				return nil, apierrors.New(apierrors.ErrResourceVersionTooLarge,
+					"too large resource version: %d, current: %d (of %s); watch from a version a list or watch returned", from, c.rev, c.kind.Plural)
+			}
+			advanced := c.advanced
+			select {
+			case c.progressNow <- struct{}{}:
+			default:
+			}
+			c.mu.Unlock()
+			select {
+			case <-advanced:
+			case <-deadline.C:
+				expired = true
+			case <-ctx.Done():
+			}
+			c.mu.Lock()
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+		}
+	}
 	w := &Watcher{c: c, ch: make(chan *Event, c.cfg.QueueSize), done: make(chan struct{}), from: from}
 	if from == 0 {
 		w.from = c.rev
