@@ -13,10 +13,10 @@ import (
 var appsKinds = []*Kind{
 	{Name: "ReplicaSet", Plural: "replicasets", Short: []string{"rs"}, Categories: []string{"all"}, APIVersion: "apps/v1", Namespaced: true,
 		New: func() v1.Object { return &v1.ReplicaSet{} }, Default: typedDefault(defaultReplicaSet), Validate: typed(validation.ReplicaSet),
-		ValidateUpdate: typedUpdate(validation.ReplicaSetUpdate)},
+		ValidateUpdate: typedUpdate(validation.ReplicaSetUpdate), Scale: replicaScale},
 	{Name: "Deployment", Plural: "deployments", Short: []string{"deploy"}, Categories: []string{"all"}, APIVersion: "apps/v1", Namespaced: true,
 		New: func() v1.Object { return &v1.Deployment{} }, Default: typedDefault(defaultDeployment), Validate: typed(validation.Deployment),
-		ValidateUpdate: typedUpdate(validation.DeploymentUpdate)},
+		ValidateUpdate: typedUpdate(validation.DeploymentUpdate), Scale: replicaScale},
 }
 
 func defaultReplicaSet(r *v1.ReplicaSet) {

@@ -33,6 +33,9 @@ type Kind struct {
 	Validate   func(v1.Object) apierrors.FieldErrors
 	// ValidateUpdate, if set, checks what may not change (old is stored).
 	ValidateUpdate func(old, new v1.Object) apierrors.FieldErrors
+	// Scale is set for scalable kinds: where their replicas and selector
+	// live (the scale subresource and its users read it from here).
+	Scale *Scale
 }
 
 // HasStatus reports whether the kind has a status field that only
@@ -59,11 +62,11 @@ func typedDefault[T v1.Object](f func(T)) func(v1.Object) {
 func noDefault(v1.Object) {}
 
 // table is every kind, group by group: each API group's file (core.go,
-// apps.go, batch.go, coordination.go, rbac.go) holds its kinds' entries and
+// apps.go, batch.go, coordination.go, policy.go, rbac.go) holds its kinds' entries and
 // defaults, and its validation lives in api/validation's file of the same
 // name. A new kind touches only its group's files; a new group adds its
 // files and one name here.
-var table = slices.Concat(coreKinds, appsKinds, batchKinds, coordinationKinds, rbacKinds)
+var table = slices.Concat(coreKinds, appsKinds, batchKinds, coordinationKinds, policyKinds, rbacKinds)
 
 // index maps every accepted spelling (lower-cased) to its kind.
 var index = func() map[string]*Kind {
