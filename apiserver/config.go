@@ -49,9 +49,9 @@ type Config struct {
 	ServiceCIDR string
 	// NodePortRange is "LOW-HIGH" (default 30000-32767).
 	NodePortRange string
-	// EvictionChecks run, in order, before an eviction deletes a running
-	// pod; any may refuse it (see EvictionCheck). None: an eviction is a
-	// delete with the pod's grace period.
+	// EvictionChecks run, in order, after the PodDisruptionBudget check,
+	// before an eviction deletes a running pod; any may refuse it (see
+	// EvictionCheck).
 	EvictionChecks []EvictionCheck
 	Logger         *slog.Logger
 }

@@ -12,8 +12,8 @@ import (
 )
 
 // EvictionCheck decides, during an eviction (Objects.Evict), whether a pod
-// may be disrupted now. The workloads issue's PodDisruptionBudget is one:
-// it is listed in Config.EvictionChecks (cmd/apiserver wires it).
+// may be disrupted now. The PodDisruptionBudget check (disruption.go)
+// always runs first; Config.EvictionChecks adds others.
 //
 // CheckEviction runs after the eviction is authorized and before the pod
 // is deleted, with the pod as stored, only for a pod that disrupts
@@ -71,7 +71,7 @@ func (s *Server) Evict(ctx context.Context, req *v1.DeleteRequest) (*anypb.Any, 
 		return nil, apierrors.Conflict(podKind.Plural, ns, req.Name, req.ResourceVersion, m.GetResourceVersion())
 	}
 	if disrupts(pod) {
-		for _, c := range s.cfg.EvictionChecks {
+		for _, c := range evictionChecks(s.cfg.EvictionChecks) {
 			if err := c.CheckEviction(ctx, s.store, pod, req); err != nil {
 				return nil, err
 			}

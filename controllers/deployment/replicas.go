@@ -4,34 +4,10 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/controllers/controller"
 )
-
-// scaledValue resolves "3" or "25%" against total; percentages round up
-// (maxSurge) or down (maxUnavailable), as Kubernetes does.
-func scaledValue(v string, total int32, roundUp bool) (int32, error) {
-	if v == "" {
-		return 0, nil
-	}
-	if p, ok := strings.CutSuffix(v, "%"); ok {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("%q is not a percentage", v)
-		}
-		num := int64(n) * int64(total)
-		if roundUp {
-			return int32((num + 99) / 100), nil
-		}
-		return int32(num / 100), nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%q is not a number or percentage", v)
-	}
-	return int32(n), nil
-}
 
 // fenceposts returns maxSurge and maxUnavailable resolved against the
 // desired replicas. If both round to zero, maxUnavailable becomes 1 so a
@@ -39,10 +15,10 @@ func scaledValue(v string, total int32, roundUp bool) (int32, error) {
 func fenceposts(d *v1.Deployment) (surge, unavailable int32, err error) {
 	ru := d.GetSpec().GetStrategy().GetRollingUpdate()
 	desired := replicas(d)
-	if surge, err = scaledValue(ru.GetMaxSurge(), desired, true); err != nil {
+	if surge, err = controller.ScaledValue(ru.GetMaxSurge(), desired, true); err != nil {
 		return 0, 0, fmt.Errorf("spec.strategy.rollingUpdate.maxSurge: %w", err)
 	}
-	if unavailable, err = scaledValue(ru.GetMaxUnavailable(), desired, false); err != nil {
+	if unavailable, err = controller.ScaledValue(ru.GetMaxUnavailable(), desired, false); err != nil {
 		return 0, 0, fmt.Errorf("spec.strategy.rollingUpdate.maxUnavailable: %w", err)
 	}
 	if surge == 0 && unavailable == 0 {

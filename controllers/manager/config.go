@@ -12,6 +12,7 @@ import (
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/controllers/cronjob"
 	"github.com/tugboat/tugboat/controllers/deployment"
+	"github.com/tugboat/tugboat/controllers/disruption"
 	"github.com/tugboat/tugboat/controllers/endpoints"
 	"github.com/tugboat/tugboat/controllers/garbagecollector"
 	"github.com/tugboat/tugboat/controllers/job"
@@ -48,6 +49,7 @@ type Config struct {
 	Endpoints        endpoints.Config
 	Job              job.Config
 	CronJob          cronjob.Config
+	Disruption       disruption.Config
 
 	Logger *slog.Logger
 }
@@ -91,7 +93,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("--leader-elect-renew-deadline (%s) must be shorter than --leader-elect-lease-duration (%s)", le.RenewDeadline, le.LeaseDuration)
 		}
 	}
-	for _, v := range []interface{ Validate() error }{&c.ReplicaSet, &c.Deployment, &c.GarbageCollector, &c.NodeLifecycle, &c.NodeIPAM, &c.Endpoints, &c.Job, &c.CronJob} {
+	for _, v := range []interface{ Validate() error }{&c.ReplicaSet, &c.Deployment, &c.GarbageCollector, &c.NodeLifecycle, &c.NodeIPAM, &c.Endpoints, &c.Job, &c.CronJob, &c.Disruption} {
 		if err := v.Validate(); err != nil {
 			return err
 		}

@@ -31,6 +31,7 @@ import (
 	"github.com/tugboat/tugboat/controllers/controller"
 	"github.com/tugboat/tugboat/controllers/cronjob"
 	"github.com/tugboat/tugboat/controllers/deployment"
+	"github.com/tugboat/tugboat/controllers/disruption"
 	"github.com/tugboat/tugboat/controllers/endpoints"
 	"github.com/tugboat/tugboat/controllers/garbagecollector"
 	"github.com/tugboat/tugboat/controllers/job"
@@ -59,6 +60,7 @@ func controllers() []entry {
 		{"endpoints", func(d controller.Deps, c *Config) (controller.Runner, error) { return endpoints.New(d, c.Endpoints) }},
 		{"job", func(d controller.Deps, c *Config) (controller.Runner, error) { return job.New(d, c.Job) }},
 		{"cronjob", func(d controller.Deps, c *Config) (controller.Runner, error) { return cronjob.New(d, c.CronJob) }},
+		{"disruption", func(d controller.Deps, c *Config) (controller.Runner, error) { return disruption.New(d, c.Disruption) }},
 	}
 }
 
