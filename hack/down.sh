@@ -38,5 +38,8 @@ if [[ -f $config_path ]] && grep -qF "for compose project $project;" "$config_pa
     say "restored your previous $config_path"
   fi
 fi
+for k in "$kubeconfig_path" "$HOME/.kube/config"; do
+  if [[ -f $k ]] && grep -qF "for compose project $project;" "$k"; then rm -f "$k"; fi
+done
 rm -rf "$creds_dir"
 say "cluster $project removed (containers, networks, volumes, tugctl config)"

@@ -5,8 +5,10 @@
 #   install.sh control-plane [--advertise-address IP] [--etcd embedded|local]
 #       apiserver (TLS + RBAC, embedded etcd or Debian's etcd-server on
 #       localhost), scheduler, controller-manager; makes the cluster CA and
-#       certificates in /etc/tugboat/pki and an admin tugctl config
-#       /etc/tugboat/admin.config; prints the command that joins a worker.
+#       certificates in /etc/tugboat/pki, an admin tugctl config
+#       /etc/tugboat/admin.config and an admin kubeconfig for kubectl
+#       /etc/tugboat/admin.kubeconfig (the Kubernetes API on --kube-port,
+#       default 6444); prints the command that joins a worker.
 #   install.sh join-command
 #       (on the control plane) a fresh one-time join token and the exact
 #       worker command line that uses it.
@@ -47,6 +49,7 @@ use_systemd=1
 packages=1
 advertise=""
 api_port=6443
+kube_port=6444
 etcd=embedded
 cluster_cidr=10.244.0.0/16
 service_cidr=10.96.0.0/16
@@ -81,6 +84,7 @@ while (($#)); do
     --skip-packages) packages=0 ;;
     --advertise-address) advertise=$2; shift ;;
     --port) api_port=$2; shift ;;
+    --kube-port) kube_port=$2; shift ;;
     --etcd) etcd=$2; shift ;;
     --cluster-cidr) cluster_cidr=$2; shift ;;
     --service-cidr) service_cidr=$2; shift ;;
@@ -231,7 +235,7 @@ control_plane() {
   fi
   local etcd_flags="--data-dir $data_dir/etcd"
   [[ $etcd == local ]] && etcd_flags="--etcd-servers http://127.0.0.1:2379"
-  write_env apiserver --listen "0.0.0.0:$api_port" --metrics-listen 127.0.0.1:9443 --pki-dir "$pki" \
+  write_env apiserver --listen "0.0.0.0:$api_port" --kube-listen "0.0.0.0:$kube_port" --metrics-listen 127.0.0.1:9443 --pki-dir "$pki" \
     --encryption-key-file "$pki/encryption.key" --service-cidr "$service_cidr" $etcd_flags
   local local_api="127.0.0.1:$api_port"
   write_env scheduler --server "$local_api" --ca-file "$pki/ca.crt" --cert-file "$pki/scheduler.crt" \
@@ -247,11 +251,16 @@ certFile: $pki/admin.crt
 keyFile: $pki/admin.key
 CFG
   )
+  # shellcheck source=lib/kubeconfig.sh
+  . "$repo/hack/lib/kubeconfig.sh"
+  write_kubeconfig "$etc_dir/admin.kubeconfig" "$advertise:$kube_port" "$pki/ca.crt" "$pki/admin.crt" "$pki/admin.key" \
+    "# Written by hack/install.sh: admin (system:masters), for kubectl: export KUBECONFIG=$etc_dir/admin.kubeconfig"
   install_units tugboat-apiserver.service tugboat-scheduler.service tugboat-controller-manager.service
   start_units tugboat-apiserver.service tugboat-scheduler.service tugboat-controller-manager.service
   if ((use_systemd)); then
     wait_apiserver
     say "control plane up at $advertise:$api_port (TLS, RBAC). Admin: export TUGBOAT_CONFIG=$etc_dir/admin.config"
+    say "kubectl: export KUBECONFIG=$etc_dir/admin.kubeconfig (the Kubernetes API at https://$advertise:$kube_port)"
     say "join a worker (one token per worker; 'install.sh join-command' makes another):"
     join_command
   fi

@@ -10,6 +10,7 @@ top=$PWD
 state=$top/.tugboat
 bin=$top/bin
 api=${TUGBOAT_LISTEN:-127.0.0.1:6443}
+kube=${TUGBOAT_KUBE_LISTEN:-127.0.0.1:6444}
 
 start() { # name args...
   local name=$1; shift
@@ -46,7 +47,7 @@ up() {
     "$bin/apiserver" pki init --dir "$pki" --nodes "$node" >/dev/null
     echo "made the cluster CA and certificates in .tugboat/pki"
   fi
-  start apiserver --listen "$api" --metrics-listen 127.0.0.1:9443 --data-dir "$state/etcd" --pki-dir "$pki"
+  start apiserver --listen "$api" --kube-listen "$kube" --metrics-listen 127.0.0.1:9443 --data-dir "$state/etcd" --pki-dir "$pki"
   wait_http apiserver http://127.0.0.1:9443/healthz
   start scheduler --server "$api" $(creds scheduler) --metrics-listen 127.0.0.1:10259
   start controller-manager --server "$api" $(creds controller-manager) --metrics-listen 127.0.0.1:10257
@@ -63,7 +64,11 @@ caFile: $pki/ca.crt
 certFile: $pki/admin.crt
 keyFile: $pki/admin.key
 CFG
+  # shellcheck source=lib/kubeconfig.sh
+  . "$(dirname "$0")/lib/kubeconfig.sh"
+  write_kubeconfig "$HOME/.tugboat/kubeconfig" "$kube" "$pki/ca.crt" "$pki/admin.crt" "$pki/admin.key" "# Written by hack/local-up.sh (make local-up)."
   echo "cluster up (TLS, RBAC on; you are admin): $bin/tugctl get nodes — config in ~/.tugboat/config"
+  offer_kube_config "$HOME/.tugboat/kubeconfig"
 }
 
 down() {

@@ -36,6 +36,7 @@ check_port() { # VAR PORT WHAT
   fi
 }
 check_port TUGBOAT_API_PORT "$TUGBOAT_API_PORT" "the apiserver"
+check_port TUGBOAT_KUBE_PORT "$TUGBOAT_KUBE_PORT" "the apiserver's Kubernetes API"
 check_port TUGBOAT_REGISTRY_PORT "$TUGBOAT_REGISTRY_PORT" "the image registry"
 check_port TUGBOAT_NODEPORT_1 "$TUGBOAT_NODEPORT_1" "nodePort 30080 of worker-1"
 check_port TUGBOAT_NODEPORT_2 "$TUGBOAT_NODEPORT_2" "nodePort 30080 of worker-2"
@@ -86,6 +87,10 @@ caFile: $creds_dir/ca.crt
 certFile: $creds_dir/admin.crt
 keyFile: $creds_dir/admin.key
 CFG
+# shellcheck source=lib/kubeconfig.sh
+. "$top/hack/lib/kubeconfig.sh"
+write_kubeconfig "$kubeconfig_path" "127.0.0.1:$TUGBOAT_KUBE_PORT" "$creds_dir/ca.crt" "$creds_dir/admin.crt" "$creds_dir/admin.key" "$marker"
+kube_hint=$(offer_kube_config "$kubeconfig_path")
 
 # --- wait for Ready nodes -----------------------------------------------------
 tugctl=$top/bin/tugctl
@@ -124,6 +129,8 @@ cat >&2 <<EOF
 Tugboat is up: $ready nodes Ready in ${t_ready}s (images ${t_images}s, compose $((t_compose - t_images))s, nodes $((t_ready - t_compose))s).
   TLS and RBAC are on; you are admin through $config_path.
   $tugctl get nodes
+  $kube_hint
+  kubectl get nodes        (the Kubernetes API: https://127.0.0.1:$TUGBOAT_KUBE_PORT, $kubeconfig_path)
   $tugctl apply -f deploy/examples/web.yaml
   curl http://127.0.0.1:$TUGBOAT_NODEPORT_1/      # nodePort 30080 on worker-1 (worker-2: $TUGBOAT_NODEPORT_2)
   registry: 127.0.0.1:$TUGBOAT_REGISTRY_PORT (from pods' nodes: registry:5000, plain HTTP)

@@ -1,9 +1,11 @@
 package kubeapi
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -145,8 +147,14 @@ func (s *statusWriter) Flush() {
 	}
 }
 
-// Unwrap lets http.ResponseController reach the connection (Hijack).
+// Unwrap lets http.ResponseController reach the connection.
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// Hijack hands the connection to an upgrade (WebSocket, SPDY).
+func (s *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	s.code, s.wrote = http.StatusSwitchingProtocols, true
+	return http.NewResponseController(s.ResponseWriter).Hijack()
+}
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	b, err := json.Marshal(v)

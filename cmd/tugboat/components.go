@@ -42,6 +42,7 @@ func apiserverConfig(cfg Config) (apiserver.Config, error) {
 	}
 	return apiserver.Config{
 		Listen:        cfg.Listen,
+		KubeListen:    cfg.KubeListen,
 		MetricsListen: "127.0.0.1:9443",
 		DataDir:       filepath.Join(cfg.DataDir, "etcd"),
 		TLS:           t,

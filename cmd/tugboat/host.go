@@ -88,14 +88,47 @@ func adminConfigYAML(server, ca, crt, key string) []byte {
 	return fmt.Appendf(nil, "# Written by tugboat up; admin (system:masters) of the single-node cluster.\nserver: %s\ncaFile: %s\ncertFile: %s\nkeyFile: %s\n", server, ca, crt, key)
 }
 
-// writeAdminConfigs writes cfg.AdminConfig and, under sudo, the invoking
-// user's ~/.tugboat/config with a copy of the admin credentials that user
-// owns (an existing config not written by tugboat up is left alone).
+// kubeconfigYAML is a kubeconfig (kubectl, client-go) for the Kubernetes
+// API at https://server with the admin credentials.
+func kubeconfigYAML(server, ca, crt, key string) []byte {
+	return fmt.Appendf(nil, `# Written by tugboat up; admin (system:masters) of the single-node cluster, for kubectl.
+apiVersion: v1
+kind: Config
+clusters:
+- name: tugboat
+  cluster: {server: "https://%s", certificate-authority: %q}
+users:
+- name: tugboat-admin
+  user: {client-certificate: %q, client-key: %q}
+contexts:
+- name: tugboat
+  context: {cluster: tugboat, user: tugboat-admin, namespace: default}
+current-context: tugboat
+`, server, ca, crt, key)
+}
+
+// kubeconfigPath is the admin kubeconfig beside the admin config.
+func (c Config) kubeconfigPath() string {
+	return strings.TrimSuffix(c.AdminConfig, filepath.Ext(c.AdminConfig)) + ".kubeconfig"
+}
+
+// writeAdminConfigs writes cfg.AdminConfig and the admin kubeconfig and,
+// under sudo, the invoking user's ~/.tugboat/config and
+// ~/.tugboat/kubeconfig (and ~/.kube/config when that is missing or
+// empty) with a copy of the admin credentials that user owns (an existing
+// config not written by tugboat up is left alone).
 func writeAdminConfigs(cfg Config, log *slog.Logger) error {
 	dir := cfg.pkiDir()
 	if err := pki.WriteFile(cfg.AdminConfig, adminConfigYAML(cfg.dialAddr(),
 		filepath.Join(dir, "ca.crt"), filepath.Join(dir, "admin.crt"), filepath.Join(dir, "admin.key")), 0o600); err != nil {
 		return err
+	}
+	if cfg.KubeListen != "" {
+		if err := pki.WriteFile(cfg.kubeconfigPath(), kubeconfigYAML(dialable(cfg.KubeListen),
+			filepath.Join(dir, "ca.crt"), filepath.Join(dir, "admin.crt"), filepath.Join(dir, "admin.key")), 0o600); err != nil {
+			return err
+		}
+		log.Info("wrote the admin kubeconfig: export KUBECONFIG="+cfg.kubeconfigPath(), "kubeconfig", cfg.kubeconfigPath())
 	}
 	name := os.Getenv("SUDO_USER")
 	if cfg.NoUserConfig || name == "" || name == "root" {
@@ -128,7 +161,23 @@ func writeAdminConfigs(cfg Config, log *slog.Logger) error {
 		filepath.Join(creds, "admin.crt"), filepath.Join(creds, "admin.key")), 0o600); err != nil {
 		return err
 	}
-	for _, p := range []string{home, creds, cfgPath, filepath.Join(creds, "ca.crt"), filepath.Join(creds, "admin.crt"), filepath.Join(creds, "admin.key")} {
+	owned := []string{home, creds, cfgPath, filepath.Join(creds, "ca.crt"), filepath.Join(creds, "admin.crt"), filepath.Join(creds, "admin.key")}
+	if cfg.KubeListen != "" {
+		kc := kubeconfigYAML(dialable(cfg.KubeListen), filepath.Join(creds, "ca.crt"), filepath.Join(creds, "admin.crt"), filepath.Join(creds, "admin.key"))
+		paths := []string{filepath.Join(home, "kubeconfig")}
+		if st, err := os.Stat(filepath.Join(u.HomeDir, ".kube", "config")); err != nil || st.Size() == 0 {
+			paths = append(paths, filepath.Join(u.HomeDir, ".kube", "config"))
+			owned = append(owned, filepath.Join(u.HomeDir, ".kube"))
+		}
+		for _, p := range paths {
+			if err := pki.WriteFile(p, kc, 0o600); err != nil {
+				return err
+			}
+			owned = append(owned, p)
+		}
+		log.Info("wrote a kubeconfig for the sudo user: kubectl get nodes works with KUBECONFIG="+paths[0], "user", name, "kubeconfig", paths)
+	}
+	for _, p := range owned {
 		if err := os.Chown(p, uid, gid); err != nil {
 			return err
 		}

@@ -55,6 +55,7 @@ func main() {
 	host, _ := os.Hostname()
 	fs.StringVar(&cfg.DataDir, "data-dir", "/var/lib/tugboat", "state: etcd data, certificates (pki/), the kubelet's root dir (kubelet/)")
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:6443", "the apiserver's address; the components reach it there too")
+	fs.StringVar(&cfg.KubeListen, "kube-listen", "127.0.0.1:6444", "the Kubernetes HTTP API's address, for kubectl and client-go (empty disables)")
 	fs.StringVar(&cfg.NodeName, "node-name", strings.ToLower(host), "the node's name")
 	fs.StringVar(&cfg.NodeIP, "node-ip", "", "the node's InternalIP (default: the address of the default route's interface)")
 	fs.StringVar(&cfg.ContainerdSocket, "containerd-socket", "/run/containerd/containerd.sock", "containerd's socket")

@@ -23,6 +23,9 @@ type Config struct {
 	DataDir string
 	// Listen is the apiserver's address, which the components dial too.
 	Listen string
+	// KubeListen is the address of the Kubernetes HTTP API (kubectl); ""
+	// disables it.
+	KubeListen string
 	// NodeName and NodeIP identify the node (NodeIP empty: detected).
 	NodeName string
 	NodeIP   string
@@ -71,6 +74,11 @@ func (c *Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("--listen %q: %v", c.Listen, err)
 	}
+	if c.KubeListen != "" {
+		if _, _, err := net.SplitHostPort(c.KubeListen); err != nil {
+			return fmt.Errorf("--kube-listen %q: %v", c.KubeListen, err)
+		}
+	}
 	if c.NodeIP != "" {
 		if _, err := netip.ParseAddr(c.NodeIP); err != nil {
 			return fmt.Errorf("--node-ip %q: %v", c.NodeIP, err)
@@ -88,8 +96,11 @@ func (c Config) pkiDir() string { return filepath.Join(c.DataDir, "pki") }
 
 // dialAddr is how the components and tugctl reach the apiserver: Listen,
 // with a wildcard host replaced by loopback.
-func (c Config) dialAddr() string {
-	host, port, _ := net.SplitHostPort(c.Listen)
+func (c Config) dialAddr() string { return dialable(c.Listen) }
+
+// dialable is a listen address as a client dials it (0.0.0.0 -> 127.0.0.1).
+func dialable(listen string) string {
+	host, port, _ := net.SplitHostPort(listen)
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		host = "127.0.0.1"
 	}

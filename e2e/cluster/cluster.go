@@ -78,9 +78,11 @@ type Cluster struct {
 	// in its own containerd namespace, "tugboat-<node>").
 	Containerd *containerdtest.Containerd
 	// Server is the apiserver's address (on the lab's root IP, so hosts
-	// reach it); Client a client of it.
-	Server string
-	Client *client.Client
+	// reach it); Client a client of it. KubeServer is the address of its
+	// Kubernetes HTTP API (kubectl, client-go), https://KubeServer.
+	Server     string
+	KubeServer string
+	Client     *client.Client
 	// ClusterCIDR is split into the nodes' /24 pod CIDRs.
 	ClusterCIDR netip.Prefix
 	Nodes       []*Node
@@ -338,6 +340,11 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		return err
 	}
 	c.Server = net.JoinHostPort(c.Lab.RootIP.String(), strconv.Itoa(port))
+	kport, err := freePort(c.Lab.RootIP)
+	if err != nil {
+		return err
+	}
+	c.KubeServer = net.JoinHostPort(c.Lab.RootIP.String(), strconv.Itoa(kport))
 	nodes := make([]string, c.opts.Nodes)
 	for i := range nodes {
 		nodes[i] = "node" + strconv.Itoa(i+1)
@@ -352,7 +359,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		return err
 	}
 	p, err := c.startProcess("apiserver", c.opts.Binaries.APIServer, append([]string{
-		"--listen", c.Server, "--metrics-listen", m, "--pki-dir", c.PKIDir(),
+		"--listen", c.Server, "--kube-listen", c.KubeServer, "--metrics-listen", m, "--pki-dir", c.PKIDir(),
 		"--data-dir", filepath.Join(c.Dir, "etcd"), "--bookmark-interval", "1s"}, c.opts.APIServerArgs...)...)
 	if err != nil {
 		return err

@@ -6,8 +6,9 @@
 #   TUGBOAT_PROJECT    compose project name (default tugboat)
 #   TUGBOAT_COMPOSE    compose command, e.g. "docker-compose" (default: v2 if
 #                      present, else v1)
-#   TUGBOAT_CONFIG     tugctl config written by up (default ~/.tugboat/config)
-#   TUGBOAT_TAG, TUGBOAT_API_PORT, TUGBOAT_REGISTRY_PORT,
+#   TUGBOAT_CONFIG     tugctl config written by up (default ~/.tugboat/config);
+#                      the kubeconfig goes beside it (kubeconfig)
+#   TUGBOAT_TAG, TUGBOAT_API_PORT, TUGBOAT_KUBE_PORT, TUGBOAT_REGISTRY_PORT,
 #   TUGBOAT_NODEPORT_1, TUGBOAT_NODEPORT_2   see docker-compose.yaml
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -22,8 +23,10 @@ project=${TUGBOAT_PROJECT:-tugboat}
 compose_file=$top/docker-compose.yaml
 config_path=${TUGBOAT_CONFIG:-$HOME/.tugboat/config}
 creds_dir=$(dirname "$config_path")/compose-$project
+kubeconfig_path=$(dirname "$config_path")/kubeconfig
 export TUGBOAT_TAG=${TUGBOAT_TAG:-dev}
 export TUGBOAT_API_PORT=${TUGBOAT_API_PORT:-6443}
+export TUGBOAT_KUBE_PORT=${TUGBOAT_KUBE_PORT:-6444}
 export TUGBOAT_REGISTRY_PORT=${TUGBOAT_REGISTRY_PORT:-5000}
 export TUGBOAT_NODEPORT_1=${TUGBOAT_NODEPORT_1:-30080}
 export TUGBOAT_NODEPORT_2=${TUGBOAT_NODEPORT_2:-30081}

@@ -52,7 +52,7 @@ func run(apiserverBin, cmBin string, n, r, workers int) error {
 	}
 	defer os.RemoveAll(dir)
 	addr := freeAddr()
-	api := exec.Command(apiserverBin, "--insecure", "--listen", addr, "--metrics-listen", "", "--data-dir", filepath.Join(dir, "etcd"), "--log-level", "warn")
+	api := exec.Command(apiserverBin, "--insecure", "--listen", addr, "--kube-listen", "", "--metrics-listen", "", "--data-dir", filepath.Join(dir, "etcd"), "--log-level", "warn")
 	api.Stderr = os.Stderr
 	if err := api.Start(); err != nil {
 		return err

@@ -51,7 +51,7 @@ func runOnce(ctx context.Context, o options, nodes int, log *slog.Logger) (*resu
 	apiMetrics, _ := freePort()
 	schedMetrics, _ := freePort()
 	api, err := start("apiserver", filepath.Join(o.binDir, "apiserver"), filepath.Join(dir, "apiserver.log"), nil,
-		"--insecure", "--listen", apiAddr, "--metrics-listen", apiMetrics, "--data-dir", filepath.Join(dir, "etcd"), "--log-level", "warn")
+		"--insecure", "--listen", apiAddr, "--kube-listen", "", "--metrics-listen", apiMetrics, "--data-dir", filepath.Join(dir, "etcd"), "--log-level", "warn")
 	if err != nil {
 		return nil, err
 	}

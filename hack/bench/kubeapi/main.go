@@ -1,0 +1,261 @@
+// Command kubeapi-bench compares the apiserver's two front doors in one
+// run, on one apiserver process (TLS 1.3, client certificates, RBAC,
+// embedded etcd with fsync): create latency p50/p99 through gRPC (tugctl's
+// client) and through HTTPS+JSON (client-go), watch delivery p99 with 100
+// watchers on each door, the apiserver's memory per idle watch on each,
+// and how many `kubectl get pods -o name` invocations per second a loop
+// sustains. Run: go run ./hack/bench/kubeapi -bin bin/apiserver
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/tugboat/tugboat/api/client"
+	"github.com/tugboat/tugboat/api/pki"
+	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/hack/bench/internal/proc"
+)
+
+func main() {
+	bin := flag.String("bin", "bin/apiserver", "apiserver binary")
+	creates := flag.Int("creates", 500, "pods to create per door for the create latency")
+	events := flag.Int("events", 200, "changes for the watch latency")
+	watchers := flag.Int("watchers", 100, "concurrent watchers for the watch latency")
+	idle := flag.Int("idle", 1000, "idle watchers opened per door for the memory per watch")
+	kubectlRuns := flag.Int("kubectl", 50, "kubectl get pods -o name invocations")
+	flag.Parse()
+	if err := run(*bin, *creates, *events, *watchers, *idle, *kubectlRuns); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(bin string, creates, events, watchers, idle, kubectlRuns int) error {
+	dir, err := os.MkdirTemp("", "tugboat-kubeapi-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	addr, err := proc.FreeAddr()
+	if err != nil {
+		return err
+	}
+	kaddr, err := proc.FreeAddr()
+	if err != nil {
+		return err
+	}
+	pkiDir := filepath.Join(dir, "pki")
+	if err := pki.Init(pki.InitOptions{Dir: pkiDir}); err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, "--listen", addr, "--kube-listen", kaddr, "--metrics-listen", "", "--data-dir", filepath.Join(dir, "etcd"),
+		"--pki-dir", pkiDir, "--log-level", "warn")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	ca, crt, key := filepath.Join(pkiDir, "ca.crt"), filepath.Join(pkiDir, "admin.crt"), filepath.Join(pkiDir, "admin.key")
+	tlsCfg, err := client.TLSFromFiles(ca, crt, key)
+	if err != nil {
+		return err
+	}
+	g, err := client.New(client.Config{Server: addr, TLS: tlsCfg})
+	if err != nil {
+		return err
+	}
+	rc := &rest.Config{Host: "https://" + kaddr, QPS: -1,
+		TLSClientConfig: rest.TLSClientConfig{CAFile: ca, CertFile: crt, KeyFile: key}}
+	rc.ContentType = "application/json" // HTTPS+JSON both ways
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	for i := 0; ; i++ {
+		if _, err := cs.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err == nil {
+			break
+		}
+		if i > 300 {
+			return fmt.Errorf("apiserver did not answer on both doors")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second)
+
+	// Create latency, the doors alternating in rounds of 50 so both see
+	// the same machine load.
+	pods := client.For[*v1.Pod](g)
+	var lg, lh []time.Duration
+	for i := 0; i < creates; i++ {
+		t0 := time.Now()
+		if _, err := pods.Create(ctx, &v1.Pod{Metadata: &v1.ObjectMeta{Name: fmt.Sprint("grpc-", i)},
+			Spec: &v1.PodSpec{Containers: []*v1.Container{{Name: "c", Image: "busybox:1.36"}}}}); err != nil {
+			return err
+		}
+		lg = append(lg, time.Since(t0))
+		t0 = time.Now()
+		if _, err := cs.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("http-", i)},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox:1.36"}}}}, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		lh = append(lh, time.Since(t0))
+	}
+	fmt.Printf("create latency, %d pods per door (interleaved):\n  gRPC        p50 %s p99 %s\n  HTTPS+JSON  p50 %s p99 %s\n",
+		creates, pct(lg, 50), pct(lg, 99), pct(lh, 50), pct(lh, 99))
+
+	// Watch delivery: watchers on both doors at once; each change is
+	// timed from the start of its write to each watcher's receipt.
+	dg, dh, err := watchLatency(ctx, g, cs, watchers, events)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("watch delivery, %d watchers per door x %d changes:\n  gRPC        p50 %s p99 %s\n  HTTPS+JSON  p50 %s p99 %s\n",
+		watchers, events, pct(dg, 50), pct(dg, 99), pct(dh, 50), pct(dh, 99))
+
+	// Memory per idle watch, each door on its own.
+	for _, door := range []string{"gRPC", "HTTPS+JSON"} {
+		wctx, cancel := context.WithCancel(ctx)
+		before := proc.RSS(cmd.Process.Pid)
+		for i := 0; i < idle; i++ {
+			var err error
+			if door == "gRPC" {
+				_, err = client.For[*v1.Secret](g).Watch(wctx, client.WatchOptions{Namespace: "default"})
+			} else {
+				_, err = cs.CoreV1().Secrets("default").Watch(wctx, metav1.ListOptions{})
+			}
+			if err != nil {
+				cancel()
+				return err
+			}
+		}
+		time.Sleep(3 * time.Second)
+		after := proc.RSS(cmd.Process.Pid)
+		fmt.Printf("apiserver RSS per idle watch, %s: %.1f KiB (%d watchers: %s -> %s)\n", door, float64(after-before)/1024/float64(idle), idle,
+			proc.MiB(float64(before)), proc.MiB(float64(after)))
+		cancel()
+		time.Sleep(3 * time.Second)
+	}
+
+	// kubectl invocations per second.
+	if kubectl, err := exec.LookPath("kubectl"); err == nil {
+		kc := filepath.Join(dir, "kubeconfig")
+		if err := os.WriteFile(kc, []byte(fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"https://%s\", certificate-authority: %q}\nusers:\n- name: a\n  user: {client-certificate: %q, client-key: %q}\ncontexts:\n- name: c\n  context: {cluster: c, user: a}\ncurrent-context: c\n", kaddr, ca, crt, key)), 0o600); err != nil {
+			return err
+		}
+		t0 := time.Now()
+		for i := 0; i < kubectlRuns; i++ {
+			c := exec.Command(kubectl, "get", "pods", "-o", "name")
+			c.Env = append(os.Environ(), "KUBECONFIG="+kc, "HOME="+dir)
+			out, err := c.Output()
+			if err != nil || strings.Count(string(out), "\n") < 2*creates {
+				return fmt.Errorf("kubectl get pods: %v (%d lines)", err, strings.Count(string(out), "\n"))
+			}
+		}
+		el := time.Since(t0)
+		fmt.Printf("kubectl get pods -o name (%d pods): %.1f invocations/s (%d in %s; discovery cached after the first)\n",
+			2*creates, float64(kubectlRuns)/el.Seconds(), kubectlRuns, el.Round(time.Millisecond))
+	} else {
+		fmt.Println("kubectl get pods -o name: kubectl not found, not measured")
+	}
+	return nil
+}
+
+func watchLatency(ctx context.Context, g *client.Client, cs *kubernetes.Clientset, n, events int) (grpcLat, httpLat []time.Duration, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	starts := sync.Map{}
+	var done sync.WaitGroup
+	record := func(out *[]time.Duration, name string) {
+		if t0, ok := starts.Load(name); ok {
+			mu.Lock()
+			*out = append(*out, time.Since(t0.(time.Time)))
+			mu.Unlock()
+		}
+	}
+	for i := 0; i < n; i++ {
+		w, err := client.For[*v1.ConfigMap](g).Watch(ctx, client.WatchOptions{Namespace: "default"})
+		if err != nil {
+			return nil, nil, err
+		}
+		hw, err := cs.CoreV1().ConfigMaps("default").Watch(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return nil, nil, err
+		}
+		done.Add(2)
+		go func() {
+			defer done.Done()
+			for got := 0; got < events; {
+				ev, err := w.Next()
+				if err != nil {
+					return
+				}
+				if ev.Type == "ADDED" && strings.HasPrefix(ev.Object.Metadata.Name, "w-") {
+					record(&grpcLat, ev.Object.Metadata.Name)
+					got++
+				}
+			}
+		}()
+		go func(hw watch.Interface) {
+			defer done.Done()
+			defer hw.Stop()
+			for got := 0; got < events; {
+				ev, ok := <-hw.ResultChan()
+				if !ok {
+					return
+				}
+				if cm, isCM := ev.Object.(*corev1.ConfigMap); isCM && ev.Type == watch.Added && strings.HasPrefix(cm.Name, "w-") {
+					record(&httpLat, cm.Name)
+					got++
+				}
+			}
+		}(hw)
+	}
+	time.Sleep(time.Second)
+	cms := client.For[*v1.ConfigMap](g)
+	for i := 0; i < events; i++ {
+		name := fmt.Sprint("w-", i)
+		starts.Store(name, time.Now())
+		if _, err := cms.Create(ctx, &v1.ConfigMap{Metadata: &v1.ObjectMeta{Name: name}}); err != nil {
+			return nil, nil, err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	waitCh := make(chan struct{})
+	go func() { done.Wait(); close(waitCh) }()
+	select {
+	case <-waitCh:
+	case <-time.After(60 * time.Second):
+		return nil, nil, fmt.Errorf("watchers did not receive every event within 60s")
+	}
+	return grpcLat, httpLat, nil
+}
+
+func pct(d []time.Duration, p int) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := (len(s)*p + 99) / 100
+	if i > 0 {
+		i--
+	}
+	return s[i].Round(10 * time.Microsecond)
+}
