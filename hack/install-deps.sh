@@ -35,6 +35,32 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# kubectl for the Kubernetes API tests (apiserver/kubeapi, e2e/kubectl):
+# machines of this kind have /usr/bin/kubectl; where it is missing, build
+# it from the Go module proxy (k8s.io/kubectl has no main package, so a
+# two-line main in a scratch module calls its root command, as
+# kubernetes/cmd/kubectl does).
+if ! command -v kubectl >/dev/null; then
+  kubectl_version=v0.37.2
+  echo "install-deps: building kubectl $kubectl_version from the Go module proxy"
+  tmp=$(mktemp -d)
+  cat >"$tmp/main.go" <<'GO'
+package main
+
+import (
+	"k8s.io/component-base/cli"
+	"k8s.io/kubectl/pkg/cmd"
+)
+
+func main() { cli.RunNoErrOutput(cmd.NewDefaultKubectlCommand()) }
+GO
+  (cd "$tmp" && go mod init kubectl-build >/dev/null 2>&1 &&
+    go get "k8s.io/kubectl@$kubectl_version" "k8s.io/component-base@$kubectl_version" >/dev/null &&
+    go mod tidy >/dev/null && CGO_ENABLED=0 go build -trimpath -o /usr/local/bin/kubectl .)
+  rm -rf "$tmp"
+  kubectl version --client
+fi
+
 # The Debian etcd-server package starts a system etcd on 2379; Tugboat's tests
 # start their own on free ports and never use it, so it is left as it is.
 echo "install-deps: ok ($(containerd --version | awk '{print $3}'), runc $(runc --version | awk 'NR==1{print $3}'), etcd $(etcd --version 2>/dev/null | awk 'NR==1{print $3}'))"
