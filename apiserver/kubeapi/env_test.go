@@ -19,6 +19,7 @@ import (
 	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/apiserver"
 	"github.com/tugboat/tugboat/apiserver/apiservertest"
+	"github.com/tugboat/tugboat/apiserver/kubeapi/kubectltest"
 	"github.com/tugboat/tugboat/controllers/controller/controllertest"
 	"github.com/tugboat/tugboat/controllers/manager"
 )
@@ -51,9 +52,9 @@ func newEnv(t *testing.T) *env {
 	srv := apiservertest.StartSecure(t, apiservertest.WithKubeAPI, func(c *apiserver.Config) { c.Auth.TokenFile = tokens })
 	e := &env{srv: srv, dir: dir, url: "https://" + srv.KubeAddr()}
 	pki := srv.PKIDir
-	e.admin = e.kubeconfig(t, "admin", fmt.Sprintf("    client-certificate: %s\n    client-key: %s\n", filepath.Join(pki, "admin.crt"), filepath.Join(pki, "admin.key")))
-	e.view = e.kubeconfig(t, "viewer", "    token: "+viewerToken+"\n")
-	e.anon = e.kubeconfig(t, "revoked", "    token: revoked-token-that-no-one-has\n")
+	e.admin = e.kubeconfig(t, "admin", fmt.Sprintf("client-certificate: %s\nclient-key: %s", filepath.Join(pki, "admin.crt"), filepath.Join(pki, "admin.key")))
+	e.view = e.kubeconfig(t, "viewer", "token: "+viewerToken)
+	e.anon = e.kubeconfig(t, "revoked", "token: revoked-token-that-no-one-has")
 	tlsCfg, err := client.TLSFromFiles(filepath.Join(pki, "ca.crt"), filepath.Join(pki, "admin.crt"), filepath.Join(pki, "admin.key"))
 	if err != nil {
 		t.Fatal(err)
@@ -65,28 +66,8 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) kubeconfig(t *testing.T, user, creds string) string {
 	t.Helper()
-	userBlock := "  user:\n" + creds
-	cfg := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: tugboat
-  cluster:
-    server: %s
-    certificate-authority: %s
-users:
-- name: %s
-%scontexts:
-- name: tugboat
-  context:
-    cluster: tugboat
-    user: %s
-    namespace: default
-current-context: tugboat
-`, e.url, filepath.Join(e.srv.PKIDir, "ca.crt"), user, userBlock, user)
 	p := filepath.Join(e.dir, user+".kubeconfig")
-	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubectltest.Kubeconfig(t, p, e.srv.KubeAddr(), filepath.Join(e.srv.PKIDir, "ca.crt"), user, creds)
 	return p
 }
 
@@ -102,21 +83,7 @@ func (e *env) startControllers(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
-// kubectlPath finds kubectl: a missing one skips the test with the install
-// hint on a developer's machine and fails it where CI=true.
-func kubectlPath(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("kubectl")
-	if err == nil {
-		return p
-	}
-	msg := "kubectl not found: Debian machines of this kind have /usr/bin/kubectl; hack/install-deps.sh builds it from the Go module proxy"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
+func kubectlPath(t *testing.T) string { return kubectltest.Path(t) }
 
 // kubectl runs kubectl with a kubeconfig and returns its output; it fails
 // the test when kubectl fails.

@@ -1,7 +1,6 @@
 package kubectl_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/api/wait"
+	"github.com/tugboat/tugboat/apiserver/kubeapi/kubectltest"
 	"github.com/tugboat/tugboat/deploy/images"
 	"github.com/tugboat/tugboat/e2e/cluster"
 )
@@ -33,19 +33,7 @@ type env struct {
 	kubeconfig string
 }
 
-func kubectlPath(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("kubectl")
-	if err == nil {
-		return p
-	}
-	msg := "kubectl not found: Debian machines of this kind have /usr/bin/kubectl; hack/install-deps.sh builds it from the Go module proxy"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
+func kubectlPath(t *testing.T) string { return kubectltest.Path(t) }
 
 func (e *env) cmd(ctx context.Context, t *testing.T, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, kubectlPath(t), args...)
@@ -105,12 +93,8 @@ func TestKubectlOnNodes(t *testing.T) {
 	e := &env{c: c, dir: t.TempDir()}
 	pki := c.PKIDir()
 	e.kubeconfig = filepath.Join(e.dir, "kubeconfig")
-	kc := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"https://%s\", certificate-authority: %q}\n"+
-		"users:\n- name: admin\n  user: {client-certificate: %q, client-key: %q}\ncontexts:\n- name: c\n  context: {cluster: c, user: admin, namespace: default}\ncurrent-context: c\n",
-		c.KubeServer, filepath.Join(pki, "ca.crt"), filepath.Join(pki, "admin.crt"), filepath.Join(pki, "admin.key"))
-	if err := os.WriteFile(e.kubeconfig, []byte(kc), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubectltest.Kubeconfig(t, e.kubeconfig, c.KubeServer, filepath.Join(pki, "ca.crt"), "admin",
+		fmt.Sprintf("client-certificate: %s\nclient-key: %s", filepath.Join(pki, "admin.crt"), filepath.Join(pki, "admin.key")))
 	if err := c.WaitNodesReady(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +142,6 @@ func testExec(t *testing.T, e *env) {
 	// exec -it: a shell on a terminal (script gives kubectl one) that
 	// answers what is typed.
 	pr, pw := io.Pipe()
-	defer pw.Close()
 	line := fmt.Sprintf("%s --kubeconfig %s exec -it talker -- sh", kubectlPath(t), e.kubeconfig)
 	cmd := exec.CommandContext(ctx, "script", "-qfec", line, "/dev/null")
 	cmd.Env = append(os.Environ(), "HOME="+e.dir, "TERM=xterm")
@@ -167,7 +150,7 @@ func testExec(t *testing.T, e *env) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	defer func() { pw.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	time.Sleep(500 * time.Millisecond)
 	fmt.Fprintf(pw, "echo answer-$((40+2)); [ -t 0 ] && echo on-a-tty\n")
 	eventually(t, "the shell's answer", func() error {
@@ -256,5 +239,4 @@ func testDrain(t *testing.T, e *env) {
 		return nil
 	})
 	e.kubectl(t, "uncordon", "node1")
-	_ = bufio.NewScanner
 }

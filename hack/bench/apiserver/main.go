@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/tugboat/tugboat/api/pki"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/hack/bench/internal/proc"
+	"github.com/tugboat/tugboat/hack/bench/internal/stats"
 )
 
 func main() {
@@ -174,15 +174,4 @@ func watchLatency(ctx context.Context, cms *client.Typed[*v1.ConfigMap], n, even
 	return out, nil
 }
 
-func pct(d []time.Duration, p int) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	i := (len(s)*p + 99) / 100
-	if i > 0 {
-		i--
-	}
-	return s[i].Round(10 * time.Microsecond)
-}
+func pct(d []time.Duration, p int) time.Duration { return stats.Percentile(d, p) }
