@@ -37,6 +37,10 @@ type apiResource struct {
 }
 
 func (h *Handler) discovery(w http.ResponseWriter, r *http.Request, path string) {
+	if (path == "/api" || path == "/apis") && wantsAggregated(r) {
+		h.writeAggregated(w, path == "/api")
+		return
+	}
 	switch {
 	case path == "/api":
 		writeJSON(w, http.StatusOK, map[string]any{
