@@ -12,7 +12,8 @@
 //     (containerd in kubelet/runtime/containerd), pod networks through CNI
 //     (kubelet/network), probes (kubelet/prober);
 //   - the NodeAPI (kubelet/server: logs, exec, image import and list,
-//     stats), served on a tunnel the kubelet opens to the apiserver;
+//     stats, a probe of a Service's path from the node), served on a
+//     tunnel the kubelet opens to the apiserver;
 //   - the image import folder watcher (kubelet/imagedir), container log
 //     rotation, and /metrics, /healthz and /debug/pprof.
 //
@@ -59,7 +60,6 @@ import (
 	"github.com/tugboat/tugboat/kubelet/runtime"
 	"github.com/tugboat/tugboat/kubelet/runtime/containerd"
 	"github.com/tugboat/tugboat/kubelet/server"
-	"github.com/tugboat/tugboat/proxy/nftables"
 )
 
 // Run runs the kubelet until ctx ends. It returns an error only for a bad
@@ -187,7 +187,7 @@ func Run(ctx context.Context, cfg Config) error {
 		clusterDNS = cfg.ClusterDNS[0]
 	}
 	api := server.New(server.Config{NodeName: cfg.NodeName, Runtime: rt, Pods: podInformer, OnImport: pods.WakeAll,
-		ClusterDNS: clusterDNS, ServiceRules: proxyRules{table: nftables.DefaultTable}, Logger: log})
+		ClusterDNS: clusterDNS, Logger: log})
 	grpcServer := grpc.NewServer()
 	api.Register(grpcServer)
 

@@ -1121,8 +1121,8 @@ type CheckServiceRequest struct {
 	// dns_name is asked (type A) of the node's cluster DNS; empty: no DNS
 	// check.
 	DnsName string `protobuf:"bytes,2,opt,name=dns_name,json=dnsName,proto3" json:"dns_name,omitempty"`
-	// cluster_ip and ports: the node's rules for each ClusterIP port are
-	// looked up; empty cluster_ip: no rule check.
+	// cluster_ip and ports: each ClusterIP port is connected to from the
+	// node; empty cluster_ip: no connection is tried.
 	ClusterIp     string            `protobuf:"bytes,3,opt,name=cluster_ip,json=clusterIp,proto3" json:"cluster_ip,omitempty"`
 	Ports         []*ServicePortRef `protobuf:"bytes,4,rep,name=ports,proto3" json:"ports,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1190,8 +1190,12 @@ func (x *CheckServiceRequest) GetPorts() []*ServicePortRef {
 type ServicePortRef struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// TCP, UDP or SCTP.
-	Protocol      string `protobuf:"bytes,1,opt,name=protocol,proto3" json:"protocol,omitempty"`
-	Port          int32  `protobuf:"varint,2,opt,name=port,proto3" json:"port,omitempty"`
+	Protocol string `protobuf:"bytes,1,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	Port     int32  `protobuf:"varint,2,opt,name=port,proto3" json:"port,omitempty"`
+	// endpoints ("ip:port", at most 8) are connected to directly as well, so
+	// that a ClusterIP port that fails can be told to be the datapath's
+	// fault (an endpoint accepts) or the endpoints' (they refuse too).
+	Endpoints     []string `protobuf:"bytes,3,rep,name=endpoints,proto3" json:"endpoints,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1238,6 +1242,13 @@ func (x *ServicePortRef) GetPort() int32 {
 		return x.Port
 	}
 	return 0
+}
+
+func (x *ServicePortRef) GetEndpoints() []string {
+	if x != nil {
+		return x.Endpoints
+	}
+	return nil
 }
 
 type DNSCheck struct {
@@ -1311,33 +1322,38 @@ func (x *DNSCheck) GetError() string {
 	return ""
 }
 
-type ServiceRuleCheck struct {
-	state    protoimpl.MessageState `protogen:"open.v1"`
-	Protocol string                 `protobuf:"bytes,1,opt,name=protocol,proto3" json:"protocol,omitempty"`
-	Port     int32                  `protobuf:"varint,2,opt,name=port,proto3" json:"port,omitempty"`
-	// verdict: "forward" (DNAT to endpoints), "reject" (the Service has no
-	// ready endpoint: connections are refused) or "missing" (no rule).
-	Verdict string `protobuf:"bytes,3,opt,name=verdict,proto3" json:"verdict,omitempty"`
-	// endpoints is how many endpoints the forwarding rule balances over.
-	Endpoints     int32 `protobuf:"varint,4,opt,name=endpoints,proto3" json:"endpoints,omitempty"`
+// ConnectCheck is one connection tried from the node.
+type ConnectCheck struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// address is ip:port.
+	Address string `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	// result: "connected" (TCP: handshake done; UDP: a reply came),
+	// "refused" (TCP reset or ICMP port unreachable: something rejected it),
+	// "timeout" (no answer in time), "unreachable" (no route, or ICMP
+	// host/network unreachable), "no-reply" (UDP: sent, nothing came back —
+	// proves nothing, UDP has no handshake), "not-probed" (SCTP), "error"
+	// (anything else; error says what).
+	Result        string `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	Error         string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	DurationMs    int64  `protobuf:"varint,4,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *ServiceRuleCheck) Reset() {
-	*x = ServiceRuleCheck{}
+func (x *ConnectCheck) Reset() {
+	*x = ConnectCheck{}
 	mi := &file_api_v1_node_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *ServiceRuleCheck) String() string {
+func (x *ConnectCheck) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*ServiceRuleCheck) ProtoMessage() {}
+func (*ConnectCheck) ProtoMessage() {}
 
-func (x *ServiceRuleCheck) ProtoReflect() protoreflect.Message {
+func (x *ConnectCheck) ProtoReflect() protoreflect.Message {
 	mi := &file_api_v1_node_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -1349,55 +1365,127 @@ func (x *ServiceRuleCheck) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use ServiceRuleCheck.ProtoReflect.Descriptor instead.
-func (*ServiceRuleCheck) Descriptor() ([]byte, []int) {
+// Deprecated: Use ConnectCheck.ProtoReflect.Descriptor instead.
+func (*ConnectCheck) Descriptor() ([]byte, []int) {
 	return file_api_v1_node_proto_rawDescGZIP(), []int{21}
 }
 
-func (x *ServiceRuleCheck) GetProtocol() string {
+func (x *ConnectCheck) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *ConnectCheck) GetResult() string {
+	if x != nil {
+		return x.Result
+	}
+	return ""
+}
+
+func (x *ConnectCheck) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *ConnectCheck) GetDurationMs() int64 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
+type ServicePortCheck struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Protocol string                 `protobuf:"bytes,1,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	Port     int32                  `protobuf:"varint,2,opt,name=port,proto3" json:"port,omitempty"`
+	// cluster_ip is the connection to cluster_ip:port.
+	ClusterIp *ConnectCheck `protobuf:"bytes,3,opt,name=cluster_ip,json=clusterIp,proto3" json:"cluster_ip,omitempty"`
+	// endpoints are the direct connections, in the order asked.
+	Endpoints     []*ConnectCheck `protobuf:"bytes,4,rep,name=endpoints,proto3" json:"endpoints,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServicePortCheck) Reset() {
+	*x = ServicePortCheck{}
+	mi := &file_api_v1_node_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServicePortCheck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServicePortCheck) ProtoMessage() {}
+
+func (x *ServicePortCheck) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_node_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServicePortCheck.ProtoReflect.Descriptor instead.
+func (*ServicePortCheck) Descriptor() ([]byte, []int) {
+	return file_api_v1_node_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ServicePortCheck) GetProtocol() string {
 	if x != nil {
 		return x.Protocol
 	}
 	return ""
 }
 
-func (x *ServiceRuleCheck) GetPort() int32 {
+func (x *ServicePortCheck) GetPort() int32 {
 	if x != nil {
 		return x.Port
 	}
 	return 0
 }
 
-func (x *ServiceRuleCheck) GetVerdict() string {
+func (x *ServicePortCheck) GetClusterIp() *ConnectCheck {
 	if x != nil {
-		return x.Verdict
+		return x.ClusterIp
 	}
-	return ""
+	return nil
 }
 
-func (x *ServiceRuleCheck) GetEndpoints() int32 {
+func (x *ServicePortCheck) GetEndpoints() []*ConnectCheck {
 	if x != nil {
 		return x.Endpoints
 	}
-	return 0
+	return nil
 }
 
 type CheckServiceResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	NodeName string                 `protobuf:"bytes,1,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
 	// dns is unset when no name was asked.
-	Dns   *DNSCheck           `protobuf:"bytes,2,opt,name=dns,proto3" json:"dns,omitempty"`
-	Rules []*ServiceRuleCheck `protobuf:"bytes,3,rep,name=rules,proto3" json:"rules,omitempty"`
-	// rules_error says why the rules could not be read (no table: the proxy
-	// never ran on the node).
-	RulesError    string `protobuf:"bytes,4,opt,name=rules_error,json=rulesError,proto3" json:"rules_error,omitempty"`
+	Dns *DNSCheck `protobuf:"bytes,2,opt,name=dns,proto3" json:"dns,omitempty"`
+	// ports: one per port asked, in order.
+	Ports []*ServicePortCheck `protobuf:"bytes,5,rep,name=ports,proto3" json:"ports,omitempty"`
+	// source_pod ("namespace/name") is the running pod on the node whose
+	// network namespace the checks were made from (the path pods take);
+	// empty: the node's own namespace (no pod runs there).
+	SourcePod     string `protobuf:"bytes,6,opt,name=source_pod,json=sourcePod,proto3" json:"source_pod,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CheckServiceResponse) Reset() {
 	*x = CheckServiceResponse{}
-	mi := &file_api_v1_node_proto_msgTypes[22]
+	mi := &file_api_v1_node_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1409,7 +1497,7 @@ func (x *CheckServiceResponse) String() string {
 func (*CheckServiceResponse) ProtoMessage() {}
 
 func (x *CheckServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_node_proto_msgTypes[22]
+	mi := &file_api_v1_node_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1422,7 +1510,7 @@ func (x *CheckServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckServiceResponse.ProtoReflect.Descriptor instead.
 func (*CheckServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_v1_node_proto_rawDescGZIP(), []int{22}
+	return file_api_v1_node_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CheckServiceResponse) GetNodeName() string {
@@ -1439,16 +1527,16 @@ func (x *CheckServiceResponse) GetDns() *DNSCheck {
 	return nil
 }
 
-func (x *CheckServiceResponse) GetRules() []*ServiceRuleCheck {
+func (x *CheckServiceResponse) GetPorts() []*ServicePortCheck {
 	if x != nil {
-		return x.Rules
+		return x.Ports
 	}
 	return nil
 }
 
-func (x *CheckServiceResponse) GetRulesError() string {
+func (x *CheckServiceResponse) GetSourcePod() string {
 	if x != nil {
-		return x.RulesError
+		return x.SourcePod
 	}
 	return ""
 }
@@ -1546,26 +1634,34 @@ const file_api_v1_node_proto_rawDesc = "" +
 	"\bdns_name\x18\x02 \x01(\tR\adnsName\x12\x1d\n" +
 	"\n" +
 	"cluster_ip\x18\x03 \x01(\tR\tclusterIp\x124\n" +
-	"\x05ports\x18\x04 \x03(\v2\x1e.tugboat.api.v1.ServicePortRefR\x05ports\"@\n" +
+	"\x05ports\x18\x04 \x03(\v2\x1e.tugboat.api.v1.ServicePortRefR\x05ports\"^\n" +
 	"\x0eServicePortRef\x12\x1a\n" +
 	"\bprotocol\x18\x01 \x01(\tR\bprotocol\x12\x12\n" +
-	"\x04port\x18\x02 \x01(\x05R\x04port\"l\n" +
+	"\x04port\x18\x02 \x01(\x05R\x04port\x12\x1c\n" +
+	"\tendpoints\x18\x03 \x03(\tR\tendpoints\"l\n" +
 	"\bDNSCheck\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x14\n" +
 	"\x05rcode\x18\x02 \x01(\tR\x05rcode\x12\x1c\n" +
 	"\taddresses\x18\x03 \x03(\tR\taddresses\x12\x14\n" +
-	"\x05error\x18\x04 \x01(\tR\x05error\"z\n" +
-	"\x10ServiceRuleCheck\x12\x1a\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"w\n" +
+	"\fConnectCheck\x12\x18\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x16\n" +
+	"\x06result\x18\x02 \x01(\tR\x06result\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x1f\n" +
+	"\vduration_ms\x18\x04 \x01(\x03R\n" +
+	"durationMs\"\xbb\x01\n" +
+	"\x10ServicePortCheck\x12\x1a\n" +
 	"\bprotocol\x18\x01 \x01(\tR\bprotocol\x12\x12\n" +
-	"\x04port\x18\x02 \x01(\x05R\x04port\x12\x18\n" +
-	"\averdict\x18\x03 \x01(\tR\averdict\x12\x1c\n" +
-	"\tendpoints\x18\x04 \x01(\x05R\tendpoints\"\xb8\x01\n" +
+	"\x04port\x18\x02 \x01(\x05R\x04port\x12;\n" +
+	"\n" +
+	"cluster_ip\x18\x03 \x01(\v2\x1c.tugboat.api.v1.ConnectCheckR\tclusterIp\x12:\n" +
+	"\tendpoints\x18\x04 \x03(\v2\x1c.tugboat.api.v1.ConnectCheckR\tendpoints\"\xd6\x01\n" +
 	"\x14CheckServiceResponse\x12\x1b\n" +
 	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12*\n" +
 	"\x03dns\x18\x02 \x01(\v2\x18.tugboat.api.v1.DNSCheckR\x03dns\x126\n" +
-	"\x05rules\x18\x03 \x03(\v2 .tugboat.api.v1.ServiceRuleCheckR\x05rules\x12\x1f\n" +
-	"\vrules_error\x18\x04 \x01(\tR\n" +
-	"rulesError2U\n" +
+	"\x05ports\x18\x05 \x03(\v2 .tugboat.api.v1.ServicePortCheckR\x05ports\x12\x1d\n" +
+	"\n" +
+	"source_pod\x18\x06 \x01(\tR\tsourcePodJ\x04\b\x03\x10\x04J\x04\b\x04\x10\x05R\x05rulesR\vrules_error2U\n" +
 	"\n" +
 	"NodeTunnel\x12G\n" +
 	"\aConnect\x12\x1b.tugboat.api.v1.TunnelFrame\x1a\x1b.tugboat.api.v1.TunnelFrame(\x010\x012\xf0\x04\n" +
@@ -1592,7 +1688,7 @@ func file_api_v1_node_proto_rawDescGZIP() []byte {
 	return file_api_v1_node_proto_rawDescData
 }
 
-var file_api_v1_node_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_api_v1_node_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_api_v1_node_proto_goTypes = []any{
 	(*TunnelFrame)(nil),           // 0: tugboat.api.v1.TunnelFrame
 	(*PortForwardStart)(nil),      // 1: tugboat.api.v1.PortForwardStart
@@ -1615,10 +1711,11 @@ var file_api_v1_node_proto_goTypes = []any{
 	(*CheckServiceRequest)(nil),   // 18: tugboat.api.v1.CheckServiceRequest
 	(*ServicePortRef)(nil),        // 19: tugboat.api.v1.ServicePortRef
 	(*DNSCheck)(nil),              // 20: tugboat.api.v1.DNSCheck
-	(*ServiceRuleCheck)(nil),      // 21: tugboat.api.v1.ServiceRuleCheck
-	(*CheckServiceResponse)(nil),  // 22: tugboat.api.v1.CheckServiceResponse
-	nil,                           // 23: tugboat.api.v1.PodStats.ContainersEntry
-	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
+	(*ConnectCheck)(nil),          // 21: tugboat.api.v1.ConnectCheck
+	(*ServicePortCheck)(nil),      // 22: tugboat.api.v1.ServicePortCheck
+	(*CheckServiceResponse)(nil),  // 23: tugboat.api.v1.CheckServiceResponse
+	nil,                           // 24: tugboat.api.v1.PodStats.ContainersEntry
+	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
 }
 var file_api_v1_node_proto_depIdxs = []int32{
 	1,  // 0: tugboat.api.v1.PortForwardFrame.start:type_name -> tugboat.api.v1.PortForwardStart
@@ -1626,37 +1723,39 @@ var file_api_v1_node_proto_depIdxs = []int32{
 	6,  // 2: tugboat.api.v1.ExecInput.resize:type_name -> tugboat.api.v1.TerminalSize
 	12, // 3: tugboat.api.v1.ListImagesResponse.images:type_name -> tugboat.api.v1.ImageInfo
 	15, // 4: tugboat.api.v1.PodStats.usage:type_name -> tugboat.api.v1.ResourceUsage
-	23, // 5: tugboat.api.v1.PodStats.containers:type_name -> tugboat.api.v1.PodStats.ContainersEntry
-	24, // 6: tugboat.api.v1.StatsResponse.time:type_name -> google.protobuf.Timestamp
+	24, // 5: tugboat.api.v1.PodStats.containers:type_name -> tugboat.api.v1.PodStats.ContainersEntry
+	25, // 6: tugboat.api.v1.StatsResponse.time:type_name -> google.protobuf.Timestamp
 	15, // 7: tugboat.api.v1.StatsResponse.node:type_name -> tugboat.api.v1.ResourceUsage
 	16, // 8: tugboat.api.v1.StatsResponse.pods:type_name -> tugboat.api.v1.PodStats
 	19, // 9: tugboat.api.v1.CheckServiceRequest.ports:type_name -> tugboat.api.v1.ServicePortRef
-	20, // 10: tugboat.api.v1.CheckServiceResponse.dns:type_name -> tugboat.api.v1.DNSCheck
-	21, // 11: tugboat.api.v1.CheckServiceResponse.rules:type_name -> tugboat.api.v1.ServiceRuleCheck
-	15, // 12: tugboat.api.v1.PodStats.ContainersEntry.value:type_name -> tugboat.api.v1.ResourceUsage
-	0,  // 13: tugboat.api.v1.NodeTunnel.Connect:input_type -> tugboat.api.v1.TunnelFrame
-	3,  // 14: tugboat.api.v1.NodeAPI.Logs:input_type -> tugboat.api.v1.LogsRequest
-	7,  // 15: tugboat.api.v1.NodeAPI.Exec:input_type -> tugboat.api.v1.ExecInput
-	9,  // 16: tugboat.api.v1.NodeAPI.ImportImage:input_type -> tugboat.api.v1.ImageUpload
-	11, // 17: tugboat.api.v1.NodeAPI.ListImages:input_type -> tugboat.api.v1.ListImagesRequest
-	14, // 18: tugboat.api.v1.NodeAPI.Stats:input_type -> tugboat.api.v1.StatsRequest
-	18, // 19: tugboat.api.v1.NodeAPI.CheckService:input_type -> tugboat.api.v1.CheckServiceRequest
-	2,  // 20: tugboat.api.v1.NodeAPI.PortForward:input_type -> tugboat.api.v1.PortForwardFrame
-	7,  // 21: tugboat.api.v1.NodeAPI.Attach:input_type -> tugboat.api.v1.ExecInput
-	0,  // 22: tugboat.api.v1.NodeTunnel.Connect:output_type -> tugboat.api.v1.TunnelFrame
-	4,  // 23: tugboat.api.v1.NodeAPI.Logs:output_type -> tugboat.api.v1.LogsChunk
-	8,  // 24: tugboat.api.v1.NodeAPI.Exec:output_type -> tugboat.api.v1.ExecOutput
-	10, // 25: tugboat.api.v1.NodeAPI.ImportImage:output_type -> tugboat.api.v1.ImportProgress
-	13, // 26: tugboat.api.v1.NodeAPI.ListImages:output_type -> tugboat.api.v1.ListImagesResponse
-	17, // 27: tugboat.api.v1.NodeAPI.Stats:output_type -> tugboat.api.v1.StatsResponse
-	22, // 28: tugboat.api.v1.NodeAPI.CheckService:output_type -> tugboat.api.v1.CheckServiceResponse
-	2,  // 29: tugboat.api.v1.NodeAPI.PortForward:output_type -> tugboat.api.v1.PortForwardFrame
-	8,  // 30: tugboat.api.v1.NodeAPI.Attach:output_type -> tugboat.api.v1.ExecOutput
-	22, // [22:31] is the sub-list for method output_type
-	13, // [13:22] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	21, // 10: tugboat.api.v1.ServicePortCheck.cluster_ip:type_name -> tugboat.api.v1.ConnectCheck
+	21, // 11: tugboat.api.v1.ServicePortCheck.endpoints:type_name -> tugboat.api.v1.ConnectCheck
+	20, // 12: tugboat.api.v1.CheckServiceResponse.dns:type_name -> tugboat.api.v1.DNSCheck
+	22, // 13: tugboat.api.v1.CheckServiceResponse.ports:type_name -> tugboat.api.v1.ServicePortCheck
+	15, // 14: tugboat.api.v1.PodStats.ContainersEntry.value:type_name -> tugboat.api.v1.ResourceUsage
+	0,  // 15: tugboat.api.v1.NodeTunnel.Connect:input_type -> tugboat.api.v1.TunnelFrame
+	3,  // 16: tugboat.api.v1.NodeAPI.Logs:input_type -> tugboat.api.v1.LogsRequest
+	7,  // 17: tugboat.api.v1.NodeAPI.Exec:input_type -> tugboat.api.v1.ExecInput
+	9,  // 18: tugboat.api.v1.NodeAPI.ImportImage:input_type -> tugboat.api.v1.ImageUpload
+	11, // 19: tugboat.api.v1.NodeAPI.ListImages:input_type -> tugboat.api.v1.ListImagesRequest
+	14, // 20: tugboat.api.v1.NodeAPI.Stats:input_type -> tugboat.api.v1.StatsRequest
+	18, // 21: tugboat.api.v1.NodeAPI.CheckService:input_type -> tugboat.api.v1.CheckServiceRequest
+	2,  // 22: tugboat.api.v1.NodeAPI.PortForward:input_type -> tugboat.api.v1.PortForwardFrame
+	7,  // 23: tugboat.api.v1.NodeAPI.Attach:input_type -> tugboat.api.v1.ExecInput
+	0,  // 24: tugboat.api.v1.NodeTunnel.Connect:output_type -> tugboat.api.v1.TunnelFrame
+	4,  // 25: tugboat.api.v1.NodeAPI.Logs:output_type -> tugboat.api.v1.LogsChunk
+	8,  // 26: tugboat.api.v1.NodeAPI.Exec:output_type -> tugboat.api.v1.ExecOutput
+	10, // 27: tugboat.api.v1.NodeAPI.ImportImage:output_type -> tugboat.api.v1.ImportProgress
+	13, // 28: tugboat.api.v1.NodeAPI.ListImages:output_type -> tugboat.api.v1.ListImagesResponse
+	17, // 29: tugboat.api.v1.NodeAPI.Stats:output_type -> tugboat.api.v1.StatsResponse
+	23, // 30: tugboat.api.v1.NodeAPI.CheckService:output_type -> tugboat.api.v1.CheckServiceResponse
+	2,  // 31: tugboat.api.v1.NodeAPI.PortForward:output_type -> tugboat.api.v1.PortForwardFrame
+	8,  // 32: tugboat.api.v1.NodeAPI.Attach:output_type -> tugboat.api.v1.ExecOutput
+	24, // [24:33] is the sub-list for method output_type
+	15, // [15:24] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_node_proto_init() }
@@ -1670,7 +1769,7 @@ func file_api_v1_node_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_node_proto_rawDesc), len(file_api_v1_node_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

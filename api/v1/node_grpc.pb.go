@@ -156,10 +156,11 @@ type NodeAPIClient interface {
 	ListImages(ctx context.Context, in *ListImagesRequest, opts ...grpc.CallOption) (*ListImagesResponse, error)
 	// Stats reports cpu and memory use of the node and its pods (for top).
 	Stats(ctx context.Context, in *StatsRequest, opts ...grpc.CallOption) (*StatsResponse, error)
-	// CheckService checks a Service's path as the node sees it (for tugctl
-	// trace service): its DNS name asked of the node's cluster DNS, and the
-	// node's Service rules (the proxy's nftables table) for its ClusterIP
-	// ports.
+	// CheckService tries a Service's path from the node, as a client there
+	// would (for tugctl trace service): its DNS name asked of the node's
+	// cluster DNS, a connection to each ClusterIP port, and connections
+	// straight to endpoints of that port. It observes what happens to the
+	// packets; it reads no component's rules.
 	CheckService(ctx context.Context, in *CheckServiceRequest, opts ...grpc.CallOption) (*CheckServiceResponse, error)
 	// PortForward carries one TCP connection to a port of a pod, opened
 	// inside the pod's network namespace (so a server listening on the
@@ -310,10 +311,11 @@ type NodeAPIServer interface {
 	ListImages(context.Context, *ListImagesRequest) (*ListImagesResponse, error)
 	// Stats reports cpu and memory use of the node and its pods (for top).
 	Stats(context.Context, *StatsRequest) (*StatsResponse, error)
-	// CheckService checks a Service's path as the node sees it (for tugctl
-	// trace service): its DNS name asked of the node's cluster DNS, and the
-	// node's Service rules (the proxy's nftables table) for its ClusterIP
-	// ports.
+	// CheckService tries a Service's path from the node, as a client there
+	// would (for tugctl trace service): its DNS name asked of the node's
+	// cluster DNS, a connection to each ClusterIP port, and connections
+	// straight to endpoints of that port. It observes what happens to the
+	// packets; it reads no component's rules.
 	CheckService(context.Context, *CheckServiceRequest) (*CheckServiceResponse, error)
 	// PortForward carries one TCP connection to a port of a pod, opened
 	// inside the pod's network namespace (so a server listening on the

@@ -6,7 +6,9 @@
 // component at fault counts it: unschedulable pods (insufficient cpu, a
 // nodeSelector no node has), an image not on the node, a crash loop, a
 // failing liveness probe, a failing readiness probe (Ready False, no
-// endpoint), a Service whose selector matches no pod, a DNS name with a
+// endpoint), a Service whose selector matches no pod, a Service whose
+// targetPort nothing listens on (the nodes' connections are refused by
+// the endpoints themselves), a DNS name with a
 // typo (NXDOMAIN), CNI broken on one node, a node whose kubelet stopped
 // (NotReady, its pods evicted and replaced), and disk pressure on a node
 // (best-effort pods evicted first). Also: `tugctl get

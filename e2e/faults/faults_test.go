@@ -107,6 +107,9 @@ func TestFaultCatalogue(t *testing.T) {
 	create(service("nomatch", map[string]string{"app": "nomatch"}))
 	create(echoDeployment("web", 2, 0))
 	create(service("web", map[string]string{"app": "web"}))
+	wrongPort := service("wrongport", map[string]string{"app": "web"})
+	wrongPort.Spec.Ports[0].TargetPort = "9090" // the echo pods listen on 8080
+	create(wrongPort)
 	create(busybox("client", nil, "sleep 100000"))
 
 	t.Run("unschedulable: insufficient cpu", func(t *testing.T) {
@@ -179,11 +182,19 @@ func TestFaultCatalogue(t *testing.T) {
 		if r.Component != "Service's selector" {
 			t.Errorf("trace: %s", r)
 		}
-		// Every node's rules reject it, and its proxy counts it.
+		// Every node refuses its ClusterIP, and its proxy counts it.
+		datapath := 0
 		for _, h := range r.Hops {
-			if h.Hop == "rules" && (h.Status != "done" || !strings.Contains(h.Title, "rejected (no ready endpoint)")) {
-				t.Errorf("rules hop: %+v", h)
+			if h.Hop != "datapath" {
+				continue
 			}
+			datapath++
+			if h.Status != "done" || !strings.Contains(h.Title, "refused (no ready endpoint)") {
+				t.Errorf("datapath hop: %+v", h)
+			}
+		}
+		if datapath != len(c.Nodes) {
+			t.Errorf("%d datapath hops for %d nodes: %s", datapath, len(c.Nodes), r)
 		}
 		logText(t, k, "trace", "svc", "nomatch")
 		out, err := k.run("describe", "svc", "nomatch")
@@ -194,6 +205,17 @@ func TestFaultCatalogue(t *testing.T) {
 		for _, n := range c.Nodes {
 			waitMetric(t, metricsAddrOfProxy(n), "tugboat_proxy_service_ports_without_endpoints", 1)
 		}
+	})
+	t.Run("a Service whose targetPort nothing listens on", func(t *testing.T) {
+		// Its endpoints are ready (the pods are), but each node's
+		// connections to the ClusterIP and to the endpoints directly are
+		// refused: the endpoints are at fault, not the datapath.
+		r := k.waitTrace(t, time.Minute, "service", "wrongport", "datapath", "endpoints", "EndpointsRefuse",
+			"and so do its endpoints asked directly")
+		if r.Component != "Service's targetPort" || !strings.Contains(r.Message, ":9090") {
+			t.Errorf("trace: %s", r)
+		}
+		logText(t, k, "trace", "svc", "wrongport")
 	})
 	t.Run("a DNS name with a typo: NXDOMAIN", func(t *testing.T) {
 		// The healthy path first: DNS, rules on every node, endpoints.

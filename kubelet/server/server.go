@@ -2,15 +2,43 @@
 // previous, tail), exec (stdin, tty, resize), attach to a container's own
 // process (runtimes with an Attacher), port-forward (one TCP connection
 // per stream to a port on the pod's localhost, inside its network
-// namespace), image import and listing,
-// cpu/memory stats, and a check of a Service's DNS name and rules as the
-// node sees them. The kubelet serves it on the tunnel it keeps open
-// to the apiserver (api/tunnel), which relays users' calls to the node
-// that runs the pod — so it works when the apiserver cannot dial the node.
+// namespace), image import and listing, cpu/memory stats, and a probe of
+// a Service's path from the node. The kubelet serves it on the tunnel it
+// keeps open to the apiserver (api/tunnel), which relays users' calls to
+// the node that runs the pod — so it works when the apiserver cannot dial
+// the node.
 //
 // Every call resolves the pod by namespace/name from the kubelet's pod
 // cache and its containers through the runtime (by the pod-UID labels);
 // errors are gRPC status codes with a message naming the pod and container.
+//
+// # The Service check is a probe
+//
+// CheckService (for tugctl trace service) does on the node what a user
+// there would do: it asks the cluster DNS for the Service's name, connects
+// to each ClusterIP port, and connects straight to endpoints of the port,
+// from the network namespace of a pod running on the node (as `tugctl exec
+// POD -- wget CLUSTER_IP:PORT` would, without needing a shell in the
+// image), or the node's own namespace when no pod runs there. It does not
+// read the proxy's rules. Components meet only through the API, so the kubelet
+// must not know the proxy's nftables layout (it once read the proxy's
+// table, which linked the proxy's datapath into the kubelet); and a probe
+// answers the question the user has — does traffic get through from this
+// node — whoever programmed the datapath (our proxy, an operator's
+// iptables), and it also sees what no rule table shows: an endpoint that
+// does not listen on its port, a missing route to another node's pods, a
+// firewall. The other way, the proxy answering questions about its own
+// datapath over a tunnel of its own, would add a second tunnel and relay
+// per node and could only report what the proxy believes it programmed.
+// What a probe cannot tell: how many endpoints the datapath balances over,
+// and whether a silent UDP port works (UDP has no handshake: "no-reply"
+// proves nothing). A pod's namespace is preferred because its packets take
+// the path every pod's take (through the bridge, translated before they
+// are routed); from the node's own namespace they take the output path,
+// which needs the node to have a route towards the Service CIDR (a default
+// route) before the datapath ever sees them. The probe only connects and
+// closes; it sends no data on TCP and one empty datagram on UDP, and it
+// enters the pod's network namespace only (no container, no exec).
 package server
 
 import (
@@ -18,6 +46,7 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc"
 
@@ -44,10 +73,10 @@ type Config struct {
 	// kubelet's first --cluster-dns; port 53 unless given as ip:port);
 	// empty: no DNS check.
 	ClusterDNS string
-	// ServiceRules reads the node's Service rules for CheckService; nil:
-	// no rules check.
-	ServiceRules ServiceRules
-	Logger       *slog.Logger
+	// ConnectTimeout bounds each connection CheckService tries (default
+	// DefaultConnectTimeout).
+	ConnectTimeout time.Duration
+	Logger         *slog.Logger
 }
 
 // Server implements v1.NodeAPIServer.

@@ -29,6 +29,7 @@ type fakeRuntime struct {
 	runtime.Runtime
 	mu         sync.Mutex
 	containers []runtime.ContainerStatus
+	sandboxes  []runtime.SandboxStatus
 	imported   []byte
 }
 
@@ -94,9 +95,21 @@ func (f *fakeRuntime) ListImages(context.Context) ([]runtime.ImageStatus, error)
 	return []runtime.ImageStatus{{Ref: "b:1", ID: "sha256:x", Size: 5}, {Ref: "a:1", ID: "sha256:x", Size: 5}}, nil
 }
 
-// ListPodSandbox answers with one ready sandbox on the node's network for
-// any pod (port-forward dials the node's localhost then).
+// ListPodSandbox answers from sandboxes when the test set them (by state);
+// otherwise with one ready sandbox on the node's network for any pod
+// (port-forward dials the node's localhost then).
 func (f *fakeRuntime) ListPodSandbox(_ context.Context, flt runtime.SandboxFilter) ([]runtime.SandboxStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.sandboxes != nil {
+		var out []runtime.SandboxStatus
+		for _, sb := range f.sandboxes {
+			if flt.State == "" || sb.State == flt.State {
+				out = append(out, sb)
+			}
+		}
+		return out, nil
+	}
 	if flt.PodUID == "u-none" {
 		return nil, nil
 	}

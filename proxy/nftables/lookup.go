@@ -37,9 +37,11 @@ type Rule struct {
 // Lookup reads, from the kernel, what table tableName in the network
 // namespace netnsFd (0: the caller's) does with traffic to each key. It
 // reads the table as the packets meet it, not any proxy's memory, so it
-// answers "does this node have rules for this ClusterIP" (tugctl trace
-// service, through the kubelet). It is read-only and safe to call while a
-// proxy updates the table: each read is one netlink dump.
+// answers "does this node have rules for this ClusterIP" (the proxy's
+// tests read the kernel back with it; tugctl trace service no longer does:
+// the kubelet probes the path instead, see kubelet/server). It is read-only
+// and safe to call while a proxy updates the table: each read is one
+// netlink dump.
 func Lookup(tableName string, netnsFd int, keys []IPPortKey) ([]Rule, error) {
 	if tableName == "" {
 		tableName = DefaultTable

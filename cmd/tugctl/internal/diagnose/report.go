@@ -2,8 +2,9 @@
 // for `tugctl trace` and `tugctl describe` now and the web console later:
 // a pod's journey through the components (accepted, scheduled, seen by the
 // kubelet, sandbox and IP, images, started, running, ready, in its
-// Services' endpoints) and a Service's communication path (its DNS name and
-// its ClusterIP rules on every Ready node, its ready endpoints), each as a
+// Services' endpoints) and a Service's communication path (tried from
+// every Ready node: its DNS name, its ClusterIP ports and a few endpoints
+// directly; then its ready endpoints), each as a
 // Report of hops with a Finding for the first hop that is not done: the
 // layer (scheduler, kubelet+runtime, CNI, DNS, proxy, endpoints), the
 // component to look at, the reason, a message, and the next command to

@@ -21,6 +21,9 @@ type serviceTrace struct {
 	ns, name, dnsName string
 	svc               *v1.Service // nil: no such Service
 	backends          *Backends   // nil without svc
+	// ports are the Service's ports with their ready endpoints, in spec
+	// order (the order of the nodes' port checks).
+	ports []portEndpoints
 	// checks are the nodes' answers (nil answer: err says why), by node,
 	// for the Ready nodes; notReady names the others.
 	checks   []nodeCheck
@@ -52,8 +55,9 @@ func parseServiceName(arg, ns string) (string, string) {
 	return ns, arg
 }
 
-// TraceService asks every Ready node's kubelet to check the Service's
-// DNS name and rules, and reads its endpoints.
+// TraceService asks every Ready node's kubelet to try the Service's DNS
+// name, its ClusterIP ports and a few of its endpoints, and reads its
+// endpoints.
 func TraceService(ctx context.Context, c *client.Client, ns, arg, domain string) (*Report, error) {
 	in := serviceTrace{}
 	in.ns, in.name = parseServiceName(arg, ns)
@@ -83,8 +87,13 @@ func TraceService(ctx context.Context, c *client.Client, ns, arg, domain string)
 	req := &v1.CheckServiceRequest{DnsName: in.dnsName}
 	if svc != nil && svc.GetSpec().GetClusterIp() != "" && svc.GetSpec().GetClusterIp() != "None" {
 		req.ClusterIp = svc.GetSpec().GetClusterIp()
-		for _, p := range svc.GetSpec().GetPorts() {
-			req.Ports = append(req.Ports, &v1.ServicePortRef{Protocol: cmp.Or(p.Protocol, "TCP"), Port: p.Port})
+		in.ports = endpointsByPort(svc, in.backends)
+		for _, p := range in.ports {
+			ref := &v1.ServicePortRef{Protocol: p.protocol, Port: p.port.Port}
+			for _, e := range p.ready[:min(len(p.ready), probedEndpoints)] {
+				ref.Endpoints = append(ref.Endpoints, e.addr)
+			}
+			req.Ports = append(req.Ports, ref)
 		}
 	}
 	api := v1.NewNodeAPIClient(c.Conn())
@@ -148,7 +157,7 @@ func buildServiceTrace(in serviceTrace) *Report {
 	}
 	if svc.GetSpec().GetClusterIp() != "" && svc.GetSpec().GetClusterIp() != "None" {
 		for _, nc := range in.checks {
-			r.Hops = append(r.Hops, rulesHop(in, nc))
+			r.Hops = append(r.Hops, datapathHop(in, nc))
 		}
 	}
 	b := in.backends
@@ -166,8 +175,8 @@ func buildServiceTrace(in serviceTrace) *Report {
 		switch h.Hop {
 		case "dns":
 			d.Next = "is the proxy running on " + h.Node + "? its log and tugboat_proxy_dns_queries_total"
-		case "rules":
-			d.Next = "is the proxy running on " + h.Node + "? its log and tugboat_proxy_sync_errors_total"
+		case "datapath":
+			d.Next = datapathHint(in, h)
 		case "endpoints":
 			switch h.Reason {
 			case ReasonNoMatchingPods, ReasonNoSelector:
@@ -218,46 +227,6 @@ func dnsHop(in serviceTrace, nc nodeCheck) Hop {
 		h.Status = HopDone
 		h.Title = fmt.Sprintf("%s → %s", in.dnsName, strings.Join(dns.GetAddresses(), ","))
 	}
-	return h
-}
-
-// rulesHop: the node forwards the ClusterIP ports to the ready endpoints
-// (or rejects them when there is none).
-func rulesHop(in serviceTrace, nc nodeCheck) Hop {
-	ip := in.svc.GetSpec().GetClusterIp()
-	h := Hop{Hop: "rules", Title: "rules for " + ip, Layer: LayerProxy, Component: "proxy", Node: nc.node, Status: HopDone}
-	if nc.err != nil {
-		h.Status, h.Message = HopUnknown, "could not ask the node: "+apierrors.FromGRPC(nc.err).Error()
-		return h
-	}
-	if e := nc.resp.GetRulesError(); e != "" {
-		h.Status, h.Reason, h.Message = HopFailed, "NoRules", e
-		return h
-	}
-	ready := len(in.backends.Ready)
-	var notes []string
-	for _, rule := range nc.resp.GetRules() {
-		port := fmt.Sprintf("%s:%d/%s", ip, rule.Port, rule.Protocol)
-		switch {
-		case rule.Verdict == "missing":
-			h.Status, h.Reason = HopFailed, "RulesMissing"
-			h.Message = fmt.Sprintf("node %s has no rule for %s: is the proxy running there?", nc.node, port)
-		case rule.Verdict == "reject" && ready > 0:
-			h.Status, h.Reason = HopFailed, "RulesStale"
-			h.Message = fmt.Sprintf("node %s rejects %s, but the Service has %d ready endpoint(s)", nc.node, port, ready)
-		case rule.Verdict == "forward" && ready == 0:
-			h.Status, h.Reason = HopFailed, "RulesStale"
-			h.Message = fmt.Sprintf("node %s forwards %s to %d endpoint(s), but the Service has none ready", nc.node, port, rule.Endpoints)
-		case rule.Verdict == "forward":
-			notes = append(notes, fmt.Sprintf("%d/%s → %d endpoint(s)", rule.Port, rule.Protocol, rule.Endpoints))
-		default:
-			notes = append(notes, fmt.Sprintf("%d/%s rejected (no ready endpoint)", rule.Port, rule.Protocol))
-		}
-		if h.Status == HopFailed {
-			return h
-		}
-	}
-	h.Title += ": " + strings.Join(notes, ", ")
 	return h
 }
 

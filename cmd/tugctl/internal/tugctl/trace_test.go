@@ -2,7 +2,10 @@ package tugctl
 
 import (
 	"encoding/json"
+	"fmt"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,12 +98,19 @@ func TestTraceService(t *testing.T) {
 		Ports:     []*v1.EndpointPort{{Port: 8080, Protocol: "TCP"}}}}})
 	ip := web.Spec.ClusterIp
 
-	// Each node answers from its DNS and its rules; n2 has no rule for web.
+	// Each node answers from its DNS and by trying the ports: web's
+	// ClusterIP gets no answer on n2 although its endpoint answers n2
+	// directly (n2's datapath lacks it); empty's is refused everywhere.
+	var mu sync.Mutex
+	var asked []string
 	for _, n := range nodes {
 		name := n.name
 		n.set(func(n *fakeNode) {
 			n.check = func(req *v1.CheckServiceRequest) *v1.CheckServiceResponse {
 				resp := &v1.CheckServiceResponse{NodeName: name, Dns: &v1.DNSCheck{Server: "10.96.0.10:53", Rcode: "NXDOMAIN"}}
+				if name == "n1" {
+					resp.SourcePod = "default/web-1" // n2 runs no pod: from the node
+				}
 				if strings.HasPrefix(req.DnsName, "web.") {
 					resp.Dns = &v1.DNSCheck{Server: "10.96.0.10:53", Rcode: "NOERROR", Addresses: []string{ip}}
 				}
@@ -108,14 +118,21 @@ func TestTraceService(t *testing.T) {
 					resp.Dns = &v1.DNSCheck{Server: "10.96.0.10:53", Rcode: "NOERROR", Addresses: []string{req.ClusterIp}}
 				}
 				for _, p := range req.Ports {
-					v := &v1.ServiceRuleCheck{Protocol: p.Protocol, Port: p.Port, Verdict: "forward", Endpoints: 1}
+					mu.Lock()
+					asked = append(asked, fmt.Sprintf("%s %s:%d/%s %v", name, req.ClusterIp, p.Port, p.Protocol, p.Endpoints))
+					mu.Unlock()
+					pc := &v1.ServicePortCheck{Protocol: p.Protocol, Port: p.Port,
+						ClusterIp: &v1.ConnectCheck{Address: fmt.Sprintf("%s:%d", req.ClusterIp, p.Port), Result: "connected", DurationMs: 1}}
 					switch {
 					case strings.HasPrefix(req.DnsName, "empty."):
-						v.Verdict, v.Endpoints = "reject", 0
+						pc.ClusterIp.Result, pc.ClusterIp.Error = "refused", "connect: connection refused"
 					case name == "n2":
-						v.Verdict, v.Endpoints = "missing", 0
+						pc.ClusterIp.Result, pc.ClusterIp.DurationMs = "timeout", 2000
 					}
-					resp.Rules = append(resp.Rules, v)
+					for _, e := range p.Endpoints {
+						pc.Endpoints = append(pc.Endpoints, &v1.ConnectCheck{Address: e, Result: "connected"})
+					}
+					resp.Ports = append(resp.Ports, pc)
 				}
 				return resp
 			}
@@ -123,23 +140,37 @@ func TestTraceService(t *testing.T) {
 	}
 
 	rep := traceJSON(t, e, "service", "web")
-	if rep.OK || rep.StuckAt != "rules" || rep.Layer != "proxy" || rep.Reason != "RulesMissing" || rep.Node != "n2" {
+	if rep.OK || rep.StuckAt != "datapath" || rep.Layer != "proxy" || rep.Reason != "DatapathMissing" || rep.Node != "n2" ||
+		rep.Message != ip+":80/TCP on node n2: timeout after 2000ms, but endpoint 10.244.1.5:8080 (web-1 on n1) answers the node directly: the node's Service datapath does not forward to it" {
 		t.Errorf("web: %+v", rep)
 	}
 	var got []string
 	for _, h := range rep.Hops {
 		got = append(got, h.Hop+"@"+h.Node+"="+h.Status)
 	}
-	if g := strings.Join(got, " "); g != "dns@n1=done dns@n2=done dns@n3=skipped rules@n1=done rules@n2=failed endpoints@=done" {
+	if g := strings.Join(got, " "); g != "dns@n1=done dns@n2=done dns@n3=skipped datapath@n1=done datapath@n2=failed endpoints@=done" {
 		t.Errorf("hops: %s", g)
+	}
+	mu.Lock()
+	sort.Strings(asked)
+	g := strings.Join(asked, "; ")
+	mu.Unlock()
+	if g != fmt.Sprintf("n1 %s:80/TCP [10.244.1.5:8080]; n2 %s:80/TCP [10.244.1.5:8080]", ip, ip) {
+		t.Errorf("the nodes were asked to try: %s", g)
 	}
 
 	// The Service's DNS name works too; a selector matching nothing is
-	// said plainly, with the labels pods do have.
+	// said plainly, with the labels pods do have; the nodes refuse its
+	// ClusterIP, as they should without an endpoint.
 	rep = traceJSON(t, e, "svc", "empty.default.svc.cluster.local")
 	if rep.StuckAt != "endpoints" || rep.Layer != "endpoints" || rep.Reason != "NoMatchingPods" ||
 		!strings.Contains(rep.Message, "selector app=wbe matches no pod in namespace default; pods there have app=web") {
 		t.Errorf("empty: %+v", rep)
+	}
+	for _, h := range rep.Hops {
+		if h.Hop == "datapath" && (h.Status != "done" || !strings.HasSuffix(h.Title, ": 80/TCP refused (no ready endpoint)")) {
+			t.Errorf("empty's datapath hop: %+v", h)
+		}
 	}
 
 	// A typo: NXDOMAIN from the nodes' DNS, and a suggestion.
@@ -150,13 +181,13 @@ func TestTraceService(t *testing.T) {
 	r := mustOK(t, e.run("trace", "svc", "wbe"))
 	assertContains(t, "trace svc wbe", r.out, "Service default/wbe: no such Service", `Stopped at "dns": layer DNS`, "Reason: NXDOMAIN")
 
-	// All well once n2 has its rules.
+	// All well once n2 forwards the ClusterIP.
 	nodes[1].set(func(n *fakeNode) {
 		inner := n.check
 		n.check = func(req *v1.CheckServiceRequest) *v1.CheckServiceResponse {
 			resp := inner(req)
-			for _, r := range resp.Rules {
-				r.Verdict, r.Endpoints = "forward", 1
+			for _, p := range resp.Ports {
+				p.ClusterIp.Result, p.ClusterIp.DurationMs = "connected", 1
 			}
 			return resp
 		}
@@ -165,5 +196,6 @@ func TestTraceService(t *testing.T) {
 		t.Errorf("healthy: %+v", rep)
 	}
 	r = mustOK(t, e.run("trace", "svc", "web"))
-	assertContains(t, "trace svc web", r.out, "rules for "+ip+": 80/TCP → 1 endpoint(s)", "Every hop is done.")
+	assertContains(t, "trace svc web", r.out, "connects to "+ip+" from pod default/web-1: 80/TCP connected (1ms) ",
+		"connects to "+ip+": 80/TCP connected (1ms) ", "Every hop is done.")
 }

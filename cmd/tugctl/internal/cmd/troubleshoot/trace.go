@@ -33,9 +33,10 @@ ready, containers started (runtime), containers keep running, ready
 where it stopped, the layer (scheduler, kubelet+runtime, CNI, DNS, proxy,
 endpoints), the reason, and what to look at next.
 
-For a Service, check its communication path from every Ready node: its DNS
-name asked of the node's cluster DNS, the node's rules for its ClusterIP
-ports (read from the kernel by the node's kubelet), and its ready endpoints.
+For a Service, try its communication path from every Ready node, as a user
+there would: its DNS name asked of the node's cluster DNS, a connection to
+each ClusterIP port and to a few of its endpoints directly (made by the
+node's kubelet from a pod's network namespace), and its ready endpoints.
 A NAME may be a Service's DNS name (web.shop.svc.cluster.local).
 
 -o json prints a stable schema (see the README): kind, namespace, name,
