@@ -39,13 +39,7 @@ type edge struct{ from, to string }
 // exceptions are imports that break the rules today, each with what
 // removes it; their targets (and what those import) are not checked. Keep
 // the list empty.
-var exceptions = map[edge]string{
-	// TEMPORARY: the kubelet reads the proxy's nftables rule table for
-	// NodeAPI.CheckService (kubelet.go, service_rules.go). Issue 22 item 1
-	// replaces that with a black-box probe or a question to the proxy; then
-	// this line goes.
-	{"kubelet", "proxy/nftables"}: "issue 22 item 1",
-}
+var exceptions = map[edge]string{}
 
 // pkg is one package of the module as go list reports it.
 type pkg struct {
