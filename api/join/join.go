@@ -18,10 +18,10 @@ import (
 	"time"
 
 	"github.com/tugboat/tugboat/api/apierrors"
-	"github.com/tugboat/tugboat/api/atomicfile"
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/pki"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/internal/atomicfile"
 )
 
 // Config says where the apiserver is and where the certificate lives.

@@ -16,8 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tugboat/tugboat/api/atomicfile"
 	"github.com/tugboat/tugboat/api/pki"
+	"github.com/tugboat/tugboat/internal/atomicfile"
 )
 
 const encryptionKeyFile = "encryption.key"

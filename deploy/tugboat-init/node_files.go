@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tugboat/tugboat/api/atomicfile"
+	"github.com/tugboat/tugboat/internal/atomicfile"
 )
 
 // containerdConfig renders containerd's config (version 4, containerd

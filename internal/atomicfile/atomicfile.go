@@ -3,7 +3,10 @@
 // components write this way whatever another process reads while it
 // changes: a pod's /etc/hosts and resolv.conf, configMap and secret volume
 // files, rotated container logs, image archives dropped into an import
-// folder, a joined node's certificate and key, the CLI's config file.
+// folder, a joined node's certificate and key, the CLI's config file. It
+// lives in internal/ because all of those — components, the API client
+// library and the CLI — need it and it is no part of the API; it imports
+// nothing of Tugboat's.
 //
 // Write makes a hidden temporary file beside the target (same directory,
 // so the rename stays on one file system; its name ends in ".tmp" and a

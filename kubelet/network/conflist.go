@@ -12,7 +12,7 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 
-	"github.com/tugboat/tugboat/api/atomicfile"
+	"github.com/tugboat/tugboat/internal/atomicfile"
 )
 
 // cniVersion of the default config; Debian 12's plugins (1.1.1) speak it.

@@ -15,9 +15,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tugboat/tugboat/api/apierrors"
-	"github.com/tugboat/tugboat/api/atomicfile"
 	"github.com/tugboat/tugboat/api/resource"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/internal/atomicfile"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 )
 

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/tugboat/tugboat/api/atomicfile"
+	"github.com/tugboat/tugboat/internal/atomicfile"
 )
 
 // DNSConfig is what a pod's /etc/resolv.conf says: for ClusterFirst, the

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tugboat/tugboat/api/atomicfile"
+	"github.com/tugboat/tugboat/internal/atomicfile"
 )
 
 // Log rotation defaults, as the kubelet's containerLogMaxSize and

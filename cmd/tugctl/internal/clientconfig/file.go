@@ -19,8 +19,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/tugboat/tugboat/api/atomicfile"
 	"sigs.k8s.io/yaml"
+
+	"github.com/tugboat/tugboat/internal/atomicfile"
 )
 
 // DefaultServer is the apiserver address when nothing else names one.
