@@ -901,7 +901,7 @@ var File_api_v1_batch_proto protoreflect.FileDescriptor
 
 const file_api_v1_batch_proto_rawDesc = "" +
 	"\n" +
-	"\x12api/v1/batch.proto\x12\x0etugboat.api.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x11api/v1/meta.proto\x1a\x11api/v1/core.proto\"\x9d\x01\n" +
+	"\x12api/v1/batch.proto\x12\x0etugboat.api.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x11api/v1/meta.proto\x1a\x14api/v1/options.proto\x1a\x11api/v1/core.proto\"\x9d\x01\n" +
 	"\x03Job\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x12+\n" +
 	"\x04spec\x18\x02 \x01(\v2\x17.tugboat.api.v1.JobSpecR\x04spec\x121\n" +
@@ -939,10 +939,10 @@ const file_api_v1_batch_proto_rawDesc = "" +
 	"\x06values\x18\x03 \x03(\x05R\x06values\"T\n" +
 	"&PodFailurePolicyOnPodConditionsPattern\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n" +
-	"\x06status\x18\x02 \x01(\tR\x06status\"\xed\x03\n" +
-	"\tJobStatus\x129\n" +
+	"\x06status\x18\x02 \x01(\tR\x06status\"\x80\x04\n" +
+	"\tJobStatus\x12L\n" +
 	"\n" +
-	"conditions\x18\x01 \x03(\v2\x19.tugboat.api.v1.ConditionR\n" +
+	"conditions\x18\x01 \x03(\v2\x19.tugboat.api.v1.ConditionB\x11\xd2\xf3\x18\x04type\xda\xf3\x18\x05mergeR\n" +
 	"conditions\x129\n" +
 	"\n" +
 	"start_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x12C\n" +
@@ -1056,6 +1056,7 @@ func file_api_v1_batch_proto_init() {
 		return
 	}
 	file_api_v1_meta_proto_init()
+	file_api_v1_options_proto_init()
 	file_api_v1_core_proto_init()
 	file_api_v1_batch_proto_msgTypes[1].OneofWrappers = []any{}
 	file_api_v1_batch_proto_msgTypes[6].OneofWrappers = []any{}

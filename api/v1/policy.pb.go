@@ -254,25 +254,25 @@ var File_api_v1_policy_proto protoreflect.FileDescriptor
 
 const file_api_v1_policy_proto_rawDesc = "" +
 	"\n" +
-	"\x13api/v1/policy.proto\x12\x0etugboat.api.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x11api/v1/meta.proto\"\xcd\x01\n" +
+	"\x13api/v1/policy.proto\x12\x0etugboat.api.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x11api/v1/meta.proto\x1a\x14api/v1/options.proto\"\xcd\x01\n" +
 	"\x13PodDisruptionBudget\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x12;\n" +
 	"\x04spec\x18\x02 \x01(\v2'.tugboat.api.v1.PodDisruptionBudgetSpecR\x04spec\x12A\n" +
-	"\x06status\x18\x03 \x01(\v2).tugboat.api.v1.PodDisruptionBudgetStatusR\x06status\"\xe5\x01\n" +
-	"\x17PodDisruptionBudgetSpec\x12#\n" +
-	"\rmin_available\x18\x01 \x01(\tR\fminAvailable\x129\n" +
-	"\bselector\x18\x02 \x01(\v2\x1d.tugboat.api.v1.LabelSelectorR\bselector\x12'\n" +
-	"\x0fmax_unavailable\x18\x03 \x01(\tR\x0emaxUnavailable\x12A\n" +
-	"\x1dunhealthy_pod_eviction_policy\x18\x04 \x01(\tR\x1aunhealthyPodEvictionPolicy\"\xf2\x03\n" +
+	"\x06status\x18\x03 \x01(\v2).tugboat.api.v1.PodDisruptionBudgetStatusR\x06status\"\xf1\x01\n" +
+	"\x17PodDisruptionBudgetSpec\x12)\n" +
+	"\rmin_available\x18\x01 \x01(\tB\x04\xc8\xf3\x18\x01R\fminAvailable\x129\n" +
+	"\bselector\x18\x02 \x01(\v2\x1d.tugboat.api.v1.LabelSelectorR\bselector\x12-\n" +
+	"\x0fmax_unavailable\x18\x03 \x01(\tB\x04\xc8\xf3\x18\x01R\x0emaxUnavailable\x12A\n" +
+	"\x1dunhealthy_pod_eviction_policy\x18\x04 \x01(\tR\x1aunhealthyPodEvictionPolicy\"\x85\x04\n" +
 	"\x19PodDisruptionBudgetStatus\x12/\n" +
 	"\x13observed_generation\x18\x01 \x01(\x03R\x12observedGeneration\x12c\n" +
 	"\x0edisrupted_pods\x18\x02 \x03(\v2<.tugboat.api.v1.PodDisruptionBudgetStatus.DisruptedPodsEntryR\rdisruptedPods\x12/\n" +
 	"\x13disruptions_allowed\x18\x03 \x01(\x05R\x12disruptionsAllowed\x12'\n" +
 	"\x0fcurrent_healthy\x18\x04 \x01(\x05R\x0ecurrentHealthy\x12'\n" +
 	"\x0fdesired_healthy\x18\x05 \x01(\x05R\x0edesiredHealthy\x12#\n" +
-	"\rexpected_pods\x18\x06 \x01(\x05R\fexpectedPods\x129\n" +
+	"\rexpected_pods\x18\x06 \x01(\x05R\fexpectedPods\x12L\n" +
 	"\n" +
-	"conditions\x18\a \x03(\v2\x19.tugboat.api.v1.ConditionR\n" +
+	"conditions\x18\a \x03(\v2\x19.tugboat.api.v1.ConditionB\x11\xd2\xf3\x18\x04type\xda\xf3\x18\x05mergeR\n" +
 	"conditions\x1a\\\n" +
 	"\x12DisruptedPodsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x120\n" +
@@ -322,6 +322,7 @@ func file_api_v1_policy_proto_init() {
 		return
 	}
 	file_api_v1_meta_proto_init()
+	file_api_v1_options_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

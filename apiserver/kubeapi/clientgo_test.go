@@ -7,12 +7,15 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
@@ -166,6 +169,18 @@ func testClientGoCRUD(t *testing.T, e *env) {
 	t.Run("ClusterRoleBinding", func(t *testing.T) {
 		crud(t, cs.RbacV1().ClusterRoleBindings(), &rbacv1.ClusterRoleBinding{ObjectMeta: om("cg-crb"), Subjects: subjects,
 			RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "view"}})
+	})
+	jobTmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: podSpec.Containers}}
+	t.Run("Job", func(t *testing.T) {
+		crud(t, cs.BatchV1().Jobs(ns), &batchv1.Job{ObjectMeta: om("cg-job"), Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: jobTmpl}})
+	})
+	t.Run("CronJob", func(t *testing.T) {
+		crud(t, cs.BatchV1().CronJobs(ns), &batchv1.CronJob{ObjectMeta: om("cg-cronjob"), Spec: batchv1.CronJobSpec{Schedule: "*/5 * * * *", Suspend: ptr.To(true),
+			JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: jobTmpl}}}})
+	})
+	t.Run("PodDisruptionBudget", func(t *testing.T) {
+		min := intstr.FromInt32(1)
+		crud(t, cs.PolicyV1().PodDisruptionBudgets(ns), &policyv1.PodDisruptionBudget{ObjectMeta: om("cg-pdb"), Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &min, Selector: sel}})
 	})
 	t.Run("scale and status", func(t *testing.T) {
 		ctx := context.Background()
