@@ -1,7 +1,8 @@
 // Package images builds the OCI image archives Tugboat's tests and examples
 // run, with no registry and no docker: a busybox image from the host's
-// static busybox (Debian's busybox-static) and the echo server of
-// deploy/examples/echo, compiled static. The archives are OCI image layouts
+// static busybox (Debian's busybox-static), the echo server of
+// deploy/examples/echo and the pod sandbox's pause of deploy/pause, both
+// compiled static. The archives are OCI image layouts
 // that also carry a docker-archive manifest.json, so `docker load`,
 // containerd's import and `tugctl image import` all take them.
 //
@@ -15,18 +16,24 @@ import (
 	"io"
 	"io/fs"
 	"sort"
+
+	"github.com/tugboat/tugboat/kubelet/runtime/cri/containerdconfig"
 )
 
 // The names of the images this package builds, in one place.
 const (
 	BusyboxRef = "tugboat.local/busybox:latest"
 	EchoRef    = "tugboat.local/echo:latest"
+	// PauseRef is the sandbox (pause) image the runtime's CRI config names
+	// as sandbox_image: imported on every node, never pulled.
+	PauseRef = containerdconfig.DefaultSandboxImage
 )
 
 // Names lists the images Build knows, by short name.
 var Names = map[string]string{
 	"busybox": BusyboxRef,
 	"echo":    EchoRef,
+	"pause":   PauseRef,
 }
 
 // Image is a single-layer image to write as an archive.
@@ -67,9 +74,11 @@ type File struct {
 type BuildOptions struct {
 	// BusyboxPath is the static busybox binary (default /bin/busybox).
 	BusyboxPath string
-	// EchoBinary is a prebuilt static echo server; empty builds it from
-	// source with the go tool (BuildEcho) in ModuleDir.
-	EchoBinary string
+	// EchoBinary and PauseBinary are prebuilt static binaries of the echo
+	// server and of pause; empty builds them from source with the go tool
+	// (BuildGo) in ModuleDir.
+	EchoBinary  string
+	PauseBinary string
 	// ModuleDir is a directory inside the Tugboat module (default: the
 	// current directory).
 	ModuleDir string
@@ -87,7 +96,9 @@ func Build(ctx context.Context, name string, w io.Writer, opts BuildOptions) err
 	case "busybox":
 		img, err = Busybox(ctx, opts.BusyboxPath)
 	case "echo":
-		img, err = echoImage(ctx, opts)
+		img, err = goImage(ctx, EchoPackage, opts.EchoBinary, opts, Echo)
+	case "pause":
+		img, err = goImage(ctx, PausePackage, opts.PauseBinary, opts, Pause)
 	default:
 		known := make([]string, 0, len(Names))
 		for n := range Names {

@@ -3,6 +3,7 @@
 //
 //	go run ./hack/mkimage -o busybox.tar busybox
 //	go run ./hack/mkimage -o echo.tar echo
+//	go run ./hack/mkimage -o pause.tar pause   (the CRI sandbox image)
 //
 // Import the result with `tugctl image import`, `ctr -n tugboat image
 // import`, or `docker load`.
@@ -34,8 +35,9 @@ func run(ctx context.Context) error {
 	var opts images.BuildOptions
 	flag.StringVar(&opts.BusyboxPath, "busybox", images.DefaultBusyboxPath, "static busybox binary")
 	flag.StringVar(&opts.EchoBinary, "echo-binary", "", "prebuilt static echo server (default: build it)")
+	flag.StringVar(&opts.PauseBinary, "pause-binary", "", "prebuilt static pause (default: build it)")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: mkimage -o FILE.tar busybox|echo\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: mkimage -o FILE.tar busybox|echo|pause\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()

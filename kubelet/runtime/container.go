@@ -166,7 +166,9 @@ type ContainerStatus struct {
 	Message string
 
 	LogPath string
-	Labels  map[string]string // the caller's labels only
+	// LogFormat is how the runtime writes LogPath (LogOptions.Format).
+	LogFormat LogFormat
+	Labels    map[string]string // the caller's labels only
 }
 
 // ContainerFilter selects containers in ListContainers. Zero fields match all.

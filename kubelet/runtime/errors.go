@@ -36,4 +36,15 @@ var (
 	// ErrUnavailable: the runtime daemon cannot be reached. The kubelet
 	// reports ContainerRuntimeNotReady while Version returns this.
 	ErrUnavailable = errors.New("container runtime unavailable")
+
+	// ErrNetworkSetup: a runtime that runs the pod network itself (CRI)
+	// could not set it up in RunPodSandbox: a CNI plugin failed, or the
+	// runtime has no usable CNI config. The message carries the plugin's
+	// own; the kubelet reports it as layer CNI (FailedCreatePodSandBox).
+	ErrNetworkSetup = errors.New("pod network setup failed")
+
+	// ErrSandboxImage: the runtime's sandbox (pause) image is not on the
+	// node and could not be pulled, so no sandbox can be made until it is
+	// imported.
+	ErrSandboxImage = errors.New("sandbox image not present on node")
 )

@@ -29,6 +29,16 @@ type LogOptions struct {
 	// PollInterval is how often a follower looks for new output
 	// (default 100ms).
 	PollInterval time.Duration
+	// Format is the log file's format (the container's
+	// ContainerStatus.LogFormat). A CRI log is decoded: what is written
+	// is the container's text, partial entries joined into their lines.
+	Format LogFormat
+	// Timestamps prefixes each line with the time the runtime read it
+	// (RFC3339Nano and a space), as `kubectl logs --timestamps` does.
+	// Only a CRI log has times; ReadLog refuses it for a raw one
+	// (ErrInvalid). TailLines counts the file's entries, so a line the
+	// runtime split counts once per part.
+	Timestamps bool
 }
 
 // ReadLog copies the container log at path to w: first the rotated files
@@ -40,8 +50,14 @@ func ReadLog(ctx context.Context, path string, opts LogOptions, w io.Writer) err
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = 100 * time.Millisecond
 	}
+	if opts.Timestamps && opts.Format != LogFormatCRI {
+		return fmt.Errorf("log %s: timestamps: the runtime wrote this log as raw output, with no time per line: %w", path, ErrInvalid)
+	}
 	if opts.LimitBytes > 0 {
 		w = &limitWriter{w: w, left: opts.LimitBytes}
+	}
+	if opts.Format == LogFormatCRI {
+		w = &criDecoder{w: w, timestamps: opts.Timestamps}
 	}
 	err := readLog(ctx, path, opts, w)
 	if errors.Is(err, errLimitReached) {

@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"fmt"
+	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -27,9 +29,13 @@ type SandboxConfig struct {
 	Hostname string
 
 	// NetNSPath is the network namespace the containers join, made by the
-	// caller (kubelet/network) before RunPodSandbox. Required unless
-	// HostNetwork.
-	NetNSPath string
+	// caller (kubelet/network) before RunPodSandbox, on a runtime that
+	// leaves the pod network to its caller (the native containerd
+	// backend, which requires it unless HostNetwork). Empty on a CRI
+	// runtime: it makes the namespace and runs the CNI plugins itself in
+	// RunPodSandbox (and CNI DEL in StopPodSandbox), and reports the pod's
+	// address in SandboxStatus.IP.
+	NetNSPath string `json:",omitempty"`
 	// HostNetwork: the containers join the node's network namespace, which
 	// is the caller's: that of the process calling CreateContainer (the
 	// kubelet), looked up at each create, so a restarted kubelet's
@@ -47,9 +53,33 @@ type SandboxConfig struct {
 	// removes it, if empty, in RemovePodSandbox.
 	CgroupParent string
 
+	// DNS, PortMappings and LogDirectory are for a runtime that runs the
+	// pod network itself (CRI): the pod's resolv.conf as the runtime
+	// writes it, its hostPorts (the portmap plugin, run by the runtime),
+	// and the directory its containers' logs are under (every
+	// ContainerConfig.LogPath of the sandbox must be inside it). The
+	// native backend ignores DNS and PortMappings (the caller writes
+	// resolv.conf and runs CNI) and needs no LogDirectory.
+	DNS          *DNSConfig    `json:",omitempty"`
+	PortMappings []PortMapping `json:",omitempty"`
+	LogDirectory string        `json:",omitempty"`
+
 	// Labels are stored with the sandbox and can be filtered on
 	// (SandboxFilter.Labels). Keys under "runtime.tugboat.io/" are reserved.
 	Labels map[string]string
+	// Annotations are stored with the sandbox, for people and tools that
+	// look at the runtime (crictl inspectp); they cannot be filtered on.
+	// Keys under "runtime.tugboat.io/" are reserved.
+	Annotations map[string]string `json:",omitempty"`
+}
+
+// PortMapping publishes a container port on the node (a hostPort).
+type PortMapping struct {
+	HostPort      int32
+	ContainerPort int32
+	// Protocol is "tcp" (the default), "udp" or "sctp".
+	Protocol string `json:",omitempty"`
+	HostIP   string `json:",omitempty"`
 }
 
 // EtcFiles names host files that are bind-mounted over the container's
@@ -71,12 +101,26 @@ func (c SandboxConfig) Validate() error {
 		return fmt.Errorf("sandbox config: pod name: required: %w", ErrInvalid)
 	case c.Pod.Namespace == "":
 		return fmt.Errorf("sandbox config: pod namespace: required: %w", ErrInvalid)
-	case c.NetNSPath == "" && !c.HostNetwork:
-		return fmt.Errorf("sandbox config: netns path: required: %w", ErrInvalid)
 	case c.NetNSPath != "" && c.HostNetwork:
 		return fmt.Errorf("sandbox config: netns path: must be empty with host network: %w", ErrInvalid)
 	}
-	return checkUserLabels("sandbox config", c.Labels)
+	for i, p := range c.PortMappings {
+		if p.HostPort <= 0 || p.HostPort > 65535 || p.ContainerPort <= 0 || p.ContainerPort > 65535 {
+			return fmt.Errorf("sandbox config: port mappings[%d]: ports must be 1-65535: %w", i, ErrInvalid)
+		}
+		switch strings.ToLower(p.Protocol) {
+		case "", "tcp", "udp", "sctp":
+		default:
+			return fmt.Errorf("sandbox config: port mappings[%d].protocol %q: must be tcp, udp or sctp: %w", i, p.Protocol, ErrInvalid)
+		}
+	}
+	if c.LogDirectory != "" && !filepath.IsAbs(c.LogDirectory) {
+		return fmt.Errorf("sandbox config: log directory %q: must be absolute: %w", c.LogDirectory, ErrInvalid)
+	}
+	if err := checkUserLabels("sandbox config", c.Labels); err != nil {
+		return err
+	}
+	return checkUserLabels("sandbox config annotations", c.Annotations)
 }
 
 // SandboxState is Ready from RunPodSandbox until StopPodSandbox.
@@ -93,6 +137,11 @@ type SandboxStatus struct {
 	Config    SandboxConfig
 	State     SandboxState
 	CreatedAt time.Time
+	// IP is the pod's address as a runtime that runs the pod network
+	// reports it (CRI), set by PodSandboxStatus (not by ListPodSandbox);
+	// empty where the caller runs CNI (it knows the address itself) and
+	// for a host-network sandbox.
+	IP string
 }
 
 // SandboxFilter selects sandboxes in ListPodSandbox. Zero fields match all.

@@ -1,22 +1,15 @@
 package containerd
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"net"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
-
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/tugboat/tugboat/kubelet/runtime"
+	"github.com/tugboat/tugboat/kubelet/runtime/registrytest"
 )
 
 // TestEnsureImagePlainHTTP pulls the busybox image from a read-only
@@ -24,7 +17,7 @@ import (
 func TestEnsureImagePlainHTTP(t *testing.T) {
 	newEnv(t)
 	ctx := context.Background()
-	reg := httptest.NewServer(registryHandler(t, busyboxArchive))
+	reg := httptest.NewServer(registrytest.Handler(t, busyboxArchive, nil))
 	defer reg.Close()
 	host := strings.TrimPrefix(reg.URL, "http://")
 
@@ -65,59 +58,4 @@ func TestEnsureImagePlainHTTP(t *testing.T) {
 	if _, err := rt.EnsureImage(ctx, host+"/lab/nothing:v1"); !errors.Is(err, runtime.ErrImagePull) {
 		t.Errorf("pull of an unknown repository: %v, want ErrImagePull", err)
 	}
-}
-
-// registryHandler serves the one image of an OCI archive, under any
-// repository name "lab/busybox" and any tag, with the distribution API's
-// read-only subset containerd's resolver uses.
-func registryHandler(t *testing.T, archive []byte) http.Handler {
-	blobs := map[string][]byte{}
-	tr := tar.NewReader(bytes.NewReader(archive))
-	var index ocispec.Index
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(tr)
-		switch {
-		case h.Name == "index.json":
-			if err := json.Unmarshal(b, &index); err != nil {
-				t.Fatal(err)
-			}
-		case strings.HasPrefix(h.Name, "blobs/sha256/"):
-			blobs["sha256:"+strings.TrimPrefix(h.Name, "blobs/sha256/")] = b
-		}
-	}
-	manifest := index.Manifests[0]
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v2/" {
-			return
-		}
-		rest, ok := strings.CutPrefix(r.URL.Path, "/v2/lab/busybox/")
-		if !ok {
-			http.Error(w, `{"errors":[{"code":"NAME_UNKNOWN"}]}`, http.StatusNotFound)
-			return
-		}
-		kind, ref, _ := strings.Cut(rest, "/")
-		dgst := ref
-		if kind == "manifests" && !strings.HasPrefix(ref, "sha256:") {
-			dgst = manifest.Digest.String()
-		}
-		b, ok := blobs[dgst]
-		if !ok {
-			http.Error(w, `{"errors":[{"code":"BLOB_UNKNOWN"}]}`, http.StatusNotFound)
-			return
-		}
-		if kind == "manifests" {
-			w.Header().Set("Content-Type", manifest.MediaType)
-		} else {
-			w.Header().Set("Content-Type", "application/octet-stream")
-		}
-		w.Header().Set("Docker-Content-Digest", dgst)
-		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(b))
-	})
 }

@@ -62,7 +62,7 @@ func testMain(m *testing.M) int {
 	defer testContainerd.Stop()
 	// A cgroup parent of the run's own, removed at the end.
 	cgroupParent := "/tugboat-test-" + randHex(4)
-	defer removeCgroup(cgroupParent)
+	defer runtime.RemoveCgroup(cgroupParent)
 	testRuntime, err = New(Config{Address: testContainerd.Address, KillTimeout: 5 * time.Second, CgroupParent: cgroupParent}, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"strconv"
-	"syscall"
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/containers"
@@ -28,8 +25,14 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, cfg runtime.SandboxConfig) 
 	if err := cfg.Validate(); err != nil {
 		return "", err
 	}
-	if _, err := os.Stat(cfg.NetNSPath); err != nil && !cfg.HostNetwork {
-		return "", fmt.Errorf("sandbox for pod %s: netns: %v: %w", cfg.Pod, err, runtime.ErrInvalid)
+	if !cfg.HostNetwork {
+		// This backend leaves the pod network to its caller.
+		if cfg.NetNSPath == "" {
+			return "", fmt.Errorf("sandbox for pod %s: netns path: required (the caller makes the pod's network namespace on this backend): %w", cfg.Pod, runtime.ErrInvalid)
+		}
+		if _, err := os.Stat(cfg.NetNSPath); err != nil {
+			return "", fmt.Errorf("sandbox for pod %s: netns: %v: %w", cfg.Pod, err, runtime.ErrInvalid)
+		}
 	}
 	if cfg.CgroupParent == "" {
 		cfg.CgroupParent = path.Join(r.cfg.CgroupParent, "pod"+cfg.Pod.UID)
@@ -126,7 +129,7 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, id string) error {
 	if err := r.client.ContainerService().Delete(ctx, id); err != nil && !isNotFound(err) {
 		return wrap(err, "remove sandbox %s", id)
 	}
-	removeCgroup(sb.Config.CgroupParent)
+	runtime.RemoveCgroup(sb.Config.CgroupParent)
 	r.logger.Debug("sandbox removed", "sandbox", id, "pod", sb.Config.Pod.String())
 	return nil
 }
@@ -205,27 +208,4 @@ func (r *Runtime) setLabels(ctx context.Context, id string, labels map[string]st
 	}
 	_, err := r.client.ContainerService().Update(ctx, containers.Container{ID: id, Labels: labels}, paths...)
 	return err
-}
-
-// removeCgroup removes the sandbox's cgroup parent in every cgroup v1
-// hierarchy and in the v2 tree, if empty. Best effort: runc removes the
-// containers' own cgroups; a parent still in use stays.
-func removeCgroup(parent string) {
-	if parent == "" || parent == "/" {
-		return
-	}
-	const root = "/sys/fs/cgroup"
-	candidates := []string{filepath.Join(root, parent)}
-	if entries, err := os.ReadDir(root); err == nil {
-		for _, e := range entries {
-			if e.IsDir() {
-				candidates = append(candidates, filepath.Join(root, e.Name(), parent))
-			}
-		}
-	}
-	for _, c := range candidates {
-		if err := syscall.Rmdir(c); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			continue // busy or not empty: leave it
-		}
-	}
 }

@@ -86,6 +86,28 @@ type Options struct {
 	StartTimeout time.Duration
 	// Logger gets start and stop messages (default: discard).
 	Logger *slog.Logger
+	// CRI, if set, turns containerd's CRI plugin on with this config (the
+	// kubelet's CRI backend); otherwise the CRI plugin is off.
+	CRI *CRIOptions
+	// NetNS, if set, is the path of a network namespace containerd runs
+	// in: with CRI, the CNI plugins it runs make their bridge there and
+	// its streaming server listens on that namespace's loopback. Empty:
+	// the caller's namespace.
+	NetNS string
+}
+
+// CRIOptions configure the CRI plugin of a private containerd (see
+// package containerdconfig for what each one means). Pods' network
+// namespaces are mounted under its state folder, never /var/run/netns.
+type CRIOptions struct {
+	// SandboxImage is the pause image (required), imported by the caller.
+	SandboxImage string
+	// CNIBinDir defaults to the first of network.DefaultBinDirs that has
+	// the bridge plugin; CNIConfDir to <Dir>/net.d.
+	CNIBinDir  string
+	CNIConfDir string
+	// RegistryConfigDir is the registry hosts folder, if any.
+	RegistryConfigDir string
 }
 
 // Containerd is a running private containerd.
@@ -97,12 +119,17 @@ type Containerd struct {
 	LogPath string
 	// PID of the containerd process.
 	PID int
+	// CRIEndpoint is the CRI endpoint ("unix://" + Address) when the CRI
+	// plugin is on, else empty; CNIConfDir is where its CNI config goes.
+	CRIEndpoint string
+	CNIConfDir  string
 
 	cmd          *exec.Cmd
 	exited       chan struct{}
 	configPath   string
 	startTimeout time.Duration
 	sockDir      string // a short temp dir for the socket, if Dir was too long
+	netns        string
 	logger       *slog.Logger
 }
 
@@ -143,6 +170,9 @@ func Start(ctx context.Context, opts Options) (*Containerd, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
 	c := &Containerd{Dir: dir, LogPath: filepath.Join(dir, "containerd.log"), exited: make(chan struct{}), logger: logger}
 	c.Address = filepath.Join(dir, "containerd.sock")
 	if len(c.Address) > 100 { // sun_path is 108 bytes, and ".ttrpc" is added
@@ -151,11 +181,17 @@ func Start(ctx context.Context, opts Options) (*Containerd, error) {
 		}
 		c.Address = filepath.Join(c.sockDir, "containerd.sock")
 	}
+	text := config(dir, c.Address)
+	if opts.CRI != nil {
+		if text, err = c.criConfig(dir, *opts.CRI); err != nil {
+			return nil, err
+		}
+	}
 	configPath := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(configPath, []byte(config(dir, c.Address)), 0o644); err != nil {
+	if err := os.WriteFile(configPath, []byte(text), 0o644); err != nil {
 		return nil, err
 	}
-	c.configPath, c.startTimeout = configPath, opts.StartTimeout
+	c.configPath, c.startTimeout, c.netns = configPath, opts.StartTimeout, opts.NetNS
 	if err := c.launch(ctx); err != nil {
 		return nil, err
 	}
@@ -183,7 +219,17 @@ func (c *Containerd) launch(ctx context.Context) error {
 	started := make(chan error, 1)
 	go func() {
 		goruntime.LockOSThread()
-		defer goruntime.UnlockOSThread()
+		if c.netns != "" {
+			// The thread is never unlocked: it ends with this goroutine,
+			// so no other goroutine runs in the namespace.
+			if err := setNetNS(c.netns); err != nil {
+				started <- err
+				close(c.exited)
+				return
+			}
+		} else {
+			defer goruntime.UnlockOSThread()
+		}
 		if err := c.cmd.Start(); err != nil {
 			started <- err
 			close(c.exited)

@@ -26,6 +26,9 @@ func (c *Containerd) Stop() error {
 	case <-c.exited:
 	default:
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := c.purgeCRI(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("purge pod sandboxes: %w", err))
+		}
 		if err := c.purge(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("purge: %w", err))
 		}
