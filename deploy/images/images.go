@@ -17,7 +17,7 @@ import (
 	"io/fs"
 	"sort"
 
-	"github.com/tugboat/tugboat/kubelet/runtime/cri/containerdconfig"
+	"github.com/tugboat/tugboat/internal/containerdconfig"
 )
 
 // The names of the images this package builds, in one place.

@@ -69,7 +69,13 @@ func TestConfigValidate(t *testing.T) {
 			return c.Validate()
 		}(), "reserved"},
 		{"no uid", func() error { s := okS; s.Pod.UID = ""; return s.Validate() }(), "pod uid"},
-		{"no netns", func() error { s := okS; s.NetNSPath = ""; return s.Validate() }(), "netns path"},
+		{"netns with host network", func() error { s := okS; s.HostNetwork = true; return s.Validate() }(), "netns path"},
+		{"bad port", func() error {
+			s := okS
+			s.PortMappings = []PortMapping{{HostPort: 0, ContainerPort: 80}}
+			return s.Validate()
+		}(), "port mappings[0]"},
+		{"relative log dir", func() error { s := okS; s.LogDirectory = "logs"; return s.Validate() }(), "log directory"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -27,16 +27,29 @@ const (
 
 // criDecoder turns CRI log entries written to it into the text the
 // container wrote, each line prefixed with its time (RFC3339Nano and a
-// space) if timestamps is set. Lines the format does not describe are
-// passed on as they are. Input may arrive split anywhere; a trailing
-// incomplete entry waits for its end.
+// space) if timestamps is set. The parts of a line the runtime split (P
+// entries) are held per stream until the line's last part (F), so a line
+// of the other stream written meanwhile does not cut it; a part-line
+// longer than maxPartial goes out unfinished, and Flush writes what is
+// held. Lines the format does not describe are passed on as they are.
+// Input may arrive split anywhere; an incomplete entry waits for its end.
 type criDecoder struct {
 	w          io.Writer
 	timestamps bool
 	pending    []byte
-	// partial is set while a P entry's line continues.
-	partial bool
+	partial    map[string]*partLine
 }
+
+// partLine is a line in parts: its text so far, the time of its first
+// part, and whether some of it went out already (no second time prefix).
+type partLine struct {
+	ts      time.Time
+	text    []byte
+	started bool
+}
+
+// maxPartial bounds the text held for one unfinished line.
+const maxPartial = 1 << 20
 
 func (d *criDecoder) Write(p []byte) (int, error) {
 	d.pending = append(d.pending, p...)
@@ -56,54 +69,98 @@ func (d *criDecoder) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// entry writes one entry's text.
+// entry writes one entry's line, or holds a part of one.
 func (d *criDecoder) entry(line []byte) error {
-	ts, text, full, ok := ParseCRILogLine(line)
+	ts, stream, text, full, ok := parseCRI(line)
+	if !ok {
+		_, err := d.w.Write(append(append([]byte(nil), line...), '\n'))
+		return err
+	}
+	pl := d.partial[stream]
+	if !full {
+		if pl == nil {
+			if d.partial == nil {
+				d.partial = map[string]*partLine{}
+			}
+			pl = &partLine{ts: ts}
+			d.partial[stream] = pl
+		}
+		pl.text = append(pl.text, text...)
+		if len(pl.text) < maxPartial {
+			return nil
+		}
+		err := d.emit(pl.ts, pl.started, pl.text, false)
+		pl.text, pl.started = nil, true
+		return err
+	}
+	if pl == nil {
+		return d.emit(ts, false, text, true)
+	}
+	delete(d.partial, stream)
+	return d.emit(pl.ts, pl.started, append(pl.text, text...), true)
+}
+
+func (d *criDecoder) emit(ts time.Time, continued bool, text []byte, newline bool) error {
 	var out []byte
-	switch {
-	case !ok:
-		out = append(append(out, line...), '\n')
-	default:
-		if d.timestamps && !d.partial {
-			out = append(ts.UTC().AppendFormat(out, time.RFC3339Nano), ' ')
-		}
-		out = append(out, text...)
-		if full {
-			out = append(out, '\n')
-		}
-		d.partial = !full
+	if d.timestamps && !continued {
+		out = append(ts.UTC().AppendFormat(out, time.RFC3339Nano), ' ')
+	}
+	out = append(out, text...)
+	if newline {
+		out = append(out, '\n')
 	}
 	_, err := d.w.Write(out)
 	return err
+}
+
+// Flush writes the lines still in parts (a container that ended without
+// a newline, or one still writing), stdout's first.
+func (d *criDecoder) Flush() error {
+	for _, stream := range []string{"stdout", "stderr"} {
+		if pl := d.partial[stream]; pl != nil {
+			delete(d.partial, stream)
+			if err := d.emit(pl.ts, pl.started, pl.text, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // ParseCRILogLine splits one CRI log entry (without its newline) into its
 // time, text and whether it ends a line (tag F, not P). ok is false for a
 // line that is not a CRI entry.
 func ParseCRILogLine(line []byte) (ts time.Time, text []byte, full, ok bool) {
+	ts, _, text, full, ok = parseCRI(line)
+	return ts, text, full, ok
+}
+
+func parseCRI(line []byte) (ts time.Time, stream string, text []byte, full, ok bool) {
 	sp := bytes.IndexByte(line, ' ')
 	if sp < 0 {
-		return ts, nil, false, false
+		return ts, "", nil, false, false
 	}
 	ts, err := time.Parse(time.RFC3339Nano, string(line[:sp]))
 	if err != nil {
-		return ts, nil, false, false
+		return ts, "", nil, false, false
 	}
 	rest := line[sp+1:]
 	switch {
-	case bytes.HasPrefix(rest, []byte("stdout ")), bytes.HasPrefix(rest, []byte("stderr ")):
-		rest = rest[len("stdout "):]
+	case bytes.HasPrefix(rest, []byte("stdout ")):
+		stream = "stdout"
+	case bytes.HasPrefix(rest, []byte("stderr ")):
+		stream = "stderr"
 	default:
-		return ts, nil, false, false
+		return ts, "", nil, false, false
 	}
-	tag, text, _ := bytes.Cut(rest, []byte(" "))
+	tag, text, _ := bytes.Cut(rest[len("stdout "):], []byte(" "))
 	switch {
 	case len(tag) == 0:
-		return ts, nil, false, false
+		return ts, "", nil, false, false
 	case tag[0] == 'F':
-		return ts, text, true, true
+		return ts, stream, text, true, true
 	case tag[0] == 'P':
-		return ts, text, false, true
+		return ts, stream, text, false, true
 	}
-	return ts, nil, false, false
+	return ts, "", nil, false, false
 }

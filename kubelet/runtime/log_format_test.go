@@ -41,15 +41,17 @@ func TestCRIDecoder(t *testing.T) {
 	const log = "2024-01-01T00:00:01.5Z stdout F one\n" +
 		"2024-01-01T00:00:02Z stderr P long \n" +
 		"2024-01-01T00:00:03Z stderr P line \n" +
+		"2024-01-01T00:00:03.5Z stdout F cut in\n" +
 		"2024-01-01T00:00:04Z stderr F ends\n" +
 		"garbage line\n" +
-		"2024-01-01T00:00:05Z stdout F last\n"
+		"2024-01-01T00:00:05Z stdout F last\n" +
+		"2024-01-01T00:00:06Z stdout P no newline"
 	tests := []struct {
 		timestamps bool
 		want       string
 	}{
-		{false, "one\nlong line ends\ngarbage line\nlast\n"},
-		{true, "2024-01-01T00:00:01.5Z one\n2024-01-01T00:00:02Z long line ends\ngarbage line\n2024-01-01T00:00:05Z last\n"},
+		{false, "one\ncut in\nlong line ends\ngarbage line\nlast\n"},
+		{true, "2024-01-01T00:00:01.5Z one\n2024-01-01T00:00:03.5Z cut in\n2024-01-01T00:00:02Z long line ends\ngarbage line\n2024-01-01T00:00:05Z last\n"},
 	}
 	for _, tc := range tests {
 		// Byte by byte: entries split anywhere come out whole.
@@ -62,6 +64,16 @@ func TestCRIDecoder(t *testing.T) {
 		}
 		if out.String() != tc.want {
 			t.Errorf("timestamps=%v:\n got %q\nwant %q", tc.timestamps, out.String(), tc.want)
+		}
+		// The unterminated entry ("no newline") is not an entry yet.
+		if _, err := d.Write([]byte("\n")); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(out.String(), "no newline") {
+			t.Errorf("flush: %q does not end with the held part", out.String())
 		}
 	}
 }
@@ -111,6 +123,7 @@ func FuzzCRIDecoder(f *testing.F) {
 			tag = "F"
 		}
 		_, _ = d.Write([]byte("2024-01-01T00:00:01Z stdout " + tag + " " + text + "\n"))
+		_ = d.Flush()
 		want := text
 		if full {
 			want += "\n"

@@ -56,10 +56,15 @@ func ReadLog(ctx context.Context, path string, opts LogOptions, w io.Writer) err
 	if opts.LimitBytes > 0 {
 		w = &limitWriter{w: w, left: opts.LimitBytes}
 	}
+	var dec *criDecoder
 	if opts.Format == LogFormatCRI {
-		w = &criDecoder{w: w, timestamps: opts.Timestamps}
+		dec = &criDecoder{w: w, timestamps: opts.Timestamps}
+		w = dec
 	}
 	err := readLog(ctx, path, opts, w)
+	if dec != nil && err == nil {
+		err = dec.Flush()
+	}
 	if errors.Is(err, errLimitReached) {
 		return nil
 	}

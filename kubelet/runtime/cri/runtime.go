@@ -16,8 +16,8 @@ import (
 	"google.golang.org/grpc/status"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/tugboat/tugboat/internal/containerdconfig"
 	"github.com/tugboat/tugboat/kubelet/runtime"
-	"github.com/tugboat/tugboat/kubelet/runtime/cri/containerdconfig"
 )
 
 // Defaults for Config.

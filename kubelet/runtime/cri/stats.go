@@ -91,4 +91,3 @@ func (r *Runtime) ListPodSandboxStats(ctx context.Context, labels map[string]str
 	}
 	return out, nil
 }
-

@@ -12,8 +12,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/tugboat/tugboat/internal/containerdconfig"
 	"github.com/tugboat/tugboat/kubelet/network"
-	"github.com/tugboat/tugboat/kubelet/runtime/cri/containerdconfig"
 )
 
 // criConfig is the config of a private containerd with the CRI plugin on:
