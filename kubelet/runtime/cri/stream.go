@@ -110,23 +110,20 @@ func (r *Runtime) execSync(ctx context.Context, id string, req runtime.ExecReque
 	return int(resp.ExitCode), nil
 }
 
-// AttachRequest attaches to a running container's main process: its
-// output (and, if the container was made with stdin open, its input).
-type AttachRequest struct {
-	Stdin          io.Reader
-	Stdout, Stderr io.Writer
-	// TTY must match the container's; then output is on Stdout alone.
-	TTY    bool
-	Resize <-chan runtime.TerminalSize
-}
-
-// Attach streams the container's process I/O until it exits (the
-// runtime then closes the stream), stdin ends, or ctx ends. The runtime
-// does not report the exit code over attach: read it from
-// ContainerStatus.
-func (r *Runtime) Attach(ctx context.Context, id string, req AttachRequest) error {
+// Attach joins req's streams to a running container's main process
+// (kubelet/server's Attacher): its output from now on, and its input if
+// the container was made with stdin open; req.Cmd must be empty and
+// req.TTY match the container's. It returns when the process exits —
+// with its exit code, read from the container's status since the runtime
+// does not send it over attach — or, with -1, when ctx ends or the
+// stream is detached (stdin closed, the process still running).
+// ErrNotRunning if the container is not running.
+func (r *Runtime) Attach(ctx context.Context, id string, req runtime.ExecRequest) (int, error) {
+	if len(req.Cmd) > 0 {
+		return 0, fmt.Errorf("attach to container %s: a command: %w", id, runtime.ErrInvalid)
+	}
 	if err := r.requireRunning(ctx, id, "attach"); err != nil {
-		return err
+		return 0, err
 	}
 	cctx, cancel := r.call(ctx)
 	resp, err := r.rs.Attach(cctx, &cri.AttachRequest{
@@ -135,13 +132,31 @@ func (r *Runtime) Attach(ctx context.Context, id string, req AttachRequest) erro
 	})
 	cancel()
 	if err != nil {
-		return wrap(err, "attach to container %s", id)
+		return 0, wrap(err, "attach to container %s", id)
 	}
 	s := streams{stdin: req.Stdin, stdout: req.Stdout, stderr: req.Stderr, tty: req.TTY, resize: req.Resize}
 	if _, err := remoteCommand(ctx, resp.Url, s); err != nil {
-		return fmt.Errorf("attach to container %s: %w", id, err)
+		if ctx.Err() != nil {
+			return -1, nil
+		}
+		return 0, fmt.Errorf("attach to container %s: %w", id, err)
 	}
-	return nil
+	// The stream ends when the process exits; its status may lag a little.
+	for i := 0; i < 20; i++ {
+		st, err := r.ContainerStatus(context.WithoutCancel(ctx), id)
+		if err != nil {
+			return 0, err
+		}
+		if st.State == runtime.ContainerExited {
+			return st.ExitCode, nil
+		}
+		select {
+		case <-ctx.Done():
+			return -1, nil
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return -1, nil
 }
 
 // streams are the local ends of a remote command.

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/tugboat/tugboat/kubelet/runtime"
+	"github.com/tugboat/tugboat/kubelet/server"
 )
 
-// TestAttach reads a running container's output through attach.
+// TestAttach reads a running container's output through attach, and its
+// exit code when it ends.
 func TestAttach(t *testing.T) {
 	require(t)
 	p := runPod(t, sandboxConfig(t, "attach"))
@@ -21,11 +23,15 @@ func TestAttach(t *testing.T) {
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := testRuntime.Attach(ctx, id, AttachRequest{Stdout: &out, Stderr: &out}); err != nil {
+	code, err := testRuntime.Attach(ctx, id, runtime.ExecRequest{Stdout: &out, Stderr: &out})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "tick 3") {
 		t.Errorf("attached output %q lacks tick 3", out.String())
+	}
+	if code != 4 {
+		t.Errorf("attach returned exit code %d, want the process's 4", code)
 	}
 }
 
@@ -67,3 +73,10 @@ func TestPortForward(t *testing.T) {
 		cancel()
 	}
 }
+
+// The kubelet's NodeAPI finds attach and port-forward on the runtime by
+// these interfaces.
+var (
+	_ server.Attacher      = (*Runtime)(nil)
+	_ server.PortForwarder = (*Runtime)(nil)
+)
