@@ -5,11 +5,13 @@ BIN     := bin
 CMDS    := $(notdir $(wildcard cmd/*))
 LDFLAGS := -s -w
 FUZZTIME ?= 10s
+CONTAINERD_VERSION ?= v2.4.2
+RUNC_VERSION ?= v1.5.3
 TEST_TIMEOUT ?= 25m
 
 export CGO_ENABLED ?= 0
 
-.PHONY: all build test unit fuzz lint generate deps up down compose-images static local-up local-down clean bench images
+.PHONY: all build test test-containerd2 unit fuzz lint generate deps up down compose-images static local-up local-down clean bench images
 
 all: build
 
@@ -23,7 +25,16 @@ build:
 # the image-push test need them, and packages test in parallel.
 test: lint static
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(MAKE) test-containerd2
 	$(MAKE) fuzz
+
+# The CRI runtime's tests again on the compose node image's containerd
+# (2.x, static, from hack/build-static.sh) — the full suite runs on
+# Debian's 1.6.
+test-containerd2:
+	@static=$$(hack/build-static.sh) && \
+	  PATH=$$static/containerd-$(CONTAINERD_VERSION):$$static/runc-$(RUNC_VERSION):$$PATH \
+	  $(GO) test -count=1 -timeout 10m ./kubelet/runtime/cri
 
 unit:
 	$(GO) test -count=1 -short ./...

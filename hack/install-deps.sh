@@ -3,7 +3,8 @@
 # on a Debian 12 machine: etcd (tests and the external-etcd mode), containerd,
 # runc and the CNI plugins (kubelet), nftables/iptables (proxy), busybox-static
 # (test images), dig (DNS tests), protoc and the well-known protos (make
-# generate) and libseccomp-dev (static runc for the node image).
+# generate), libseccomp-dev (static runc for the node image), and, built
+# from the Go module proxy when missing, kubectl and crictl.
 # Idempotent; run as root.
 set -euo pipefail
 
@@ -61,6 +62,22 @@ GO
   kubectl version --client
 fi
 
+# crictl, the CRI's own client, for the kubelet's CRI tests and on nodes
+# (`crictl pods`, `crictl ps`): built from the Go module proxy, the same
+# version hack/build-static.sh puts in the node image.
+crictl_version=${CRICTL_VERSION:-v1.37.0}
+if ! command -v crictl >/dev/null || ! crictl --version 2>/dev/null | grep -q "${crictl_version#v}"; then
+  echo "install-deps: building crictl $crictl_version from the Go module proxy"
+  CGO_ENABLED=0 GOBIN=/usr/local/bin go install -trimpath \
+    -ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=${crictl_version}" \
+    "sigs.k8s.io/cri-tools/cmd/crictl@$crictl_version"
+fi
+# crictl asks /etc/crictl.yaml where the runtime is; a node's containerd
+# answers on its default socket. An existing file is the operator's.
+if [[ ! -e /etc/crictl.yaml ]]; then
+  printf 'runtime-endpoint: unix:///run/containerd/containerd.sock\nimage-endpoint: unix:///run/containerd/containerd.sock\ntimeout: 10\n' >/etc/crictl.yaml
+fi
+
 # The Debian etcd-server package starts a system etcd on 2379; Tugboat's tests
 # start their own on free ports and never use it, so it is left as it is.
-echo "install-deps: ok ($(containerd --version | awk '{print $3}'), runc $(runc --version | awk 'NR==1{print $3}'), etcd $(etcd --version 2>/dev/null | awk 'NR==1{print $3}'))"
+echo "install-deps: ok ($(containerd --version | awk '{print $3}'), runc $(runc --version | awk 'NR==1{print $3}'), etcd $(etcd --version 2>/dev/null | awk 'NR==1{print $3}'), crictl $(crictl --version | awk '{print $3}'))"
