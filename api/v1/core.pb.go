@@ -2213,8 +2213,11 @@ func (x *NodeSelector) GetNodeSelectorTerms() []*NodeSelectorTerm {
 type NodeSelectorTerm struct {
 	state            protoimpl.MessageState      `protogen:"open.v1"`
 	MatchExpressions []*LabelSelectorRequirement `protobuf:"bytes,1,rep,name=match_expressions,json=matchExpressions,proto3" json:"match_expressions,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Requirements on the node's fields; only metadata.name (with In or
+	// NotIn), which the DaemonSet controller uses to pin a pod to its node.
+	MatchFields   []*LabelSelectorRequirement `protobuf:"bytes,2,rep,name=match_fields,json=matchFields,proto3" json:"match_fields,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeSelectorTerm) Reset() {
@@ -2250,6 +2253,13 @@ func (*NodeSelectorTerm) Descriptor() ([]byte, []int) {
 func (x *NodeSelectorTerm) GetMatchExpressions() []*LabelSelectorRequirement {
 	if x != nil {
 		return x.MatchExpressions
+	}
+	return nil
+}
+
+func (x *NodeSelectorTerm) GetMatchFields() []*LabelSelectorRequirement {
+	if x != nil {
+		return x.MatchFields
 	}
 	return nil
 }
@@ -4380,9 +4390,10 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\fNodeAffinity\x12\x89\x01\n" +
 	"3required_during_scheduling_ignored_during_execution\x18\x01 \x01(\v2\x1c.tugboat.api.v1.NodeSelectorR.requiredDuringSchedulingIgnoredDuringExecution\"`\n" +
 	"\fNodeSelector\x12P\n" +
-	"\x13node_selector_terms\x18\x01 \x03(\v2 .tugboat.api.v1.NodeSelectorTermR\x11nodeSelectorTerms\"i\n" +
+	"\x13node_selector_terms\x18\x01 \x03(\v2 .tugboat.api.v1.NodeSelectorTermR\x11nodeSelectorTerms\"\xb6\x01\n" +
 	"\x10NodeSelectorTerm\x12U\n" +
-	"\x11match_expressions\x18\x01 \x03(\v2(.tugboat.api.v1.LabelSelectorRequirementR\x10matchExpressions\"\xa4\x02\n" +
+	"\x11match_expressions\x18\x01 \x03(\v2(.tugboat.api.v1.LabelSelectorRequirementR\x10matchExpressions\x12K\n" +
+	"\fmatch_fields\x18\x02 \x03(\v2(.tugboat.api.v1.LabelSelectorRequirementR\vmatchFields\"\xa4\x02\n" +
 	"\x06Volume\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12A\n" +
 	"\tempty_dir\x18\x02 \x01(\v2$.tugboat.api.v1.EmptyDirVolumeSourceR\bemptyDir\x12A\n" +
@@ -4710,56 +4721,57 @@ var file_api_v1_core_proto_depIdxs = []int32{
 	31, // 46: tugboat.api.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.NodeSelector
 	32, // 47: tugboat.api.v1.NodeSelector.node_selector_terms:type_name -> tugboat.api.v1.NodeSelectorTerm
 	73, // 48: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
-	34, // 49: tugboat.api.v1.Volume.empty_dir:type_name -> tugboat.api.v1.EmptyDirVolumeSource
-	35, // 50: tugboat.api.v1.Volume.host_path:type_name -> tugboat.api.v1.HostPathVolumeSource
-	37, // 51: tugboat.api.v1.Volume.config_map:type_name -> tugboat.api.v1.ConfigMapVolumeSource
-	38, // 52: tugboat.api.v1.Volume.secret:type_name -> tugboat.api.v1.SecretVolumeSource
-	36, // 53: tugboat.api.v1.ConfigMapVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
-	36, // 54: tugboat.api.v1.SecretVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
-	72, // 55: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
-	71, // 56: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	40, // 57: tugboat.api.v1.PodStatus.container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	40, // 58: tugboat.api.v1.PodStatus.init_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	41, // 59: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
-	41, // 60: tugboat.api.v1.ContainerStatus.last_state:type_name -> tugboat.api.v1.ContainerState
-	42, // 61: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
-	43, // 62: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
-	44, // 63: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
-	71, // 64: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	71, // 65: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	71, // 66: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	70, // 67: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	46, // 68: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
-	47, // 69: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
-	71, // 70: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
-	71, // 71: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
-	70, // 72: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	49, // 73: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
-	71, // 74: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
-	71, // 75: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
-	70, // 76: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	65, // 77: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
-	66, // 78: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
-	70, // 79: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	67, // 80: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
-	68, // 81: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
-	70, // 82: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	53, // 83: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
-	55, // 84: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
-	69, // 85: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
-	54, // 86: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
-	72, // 87: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
-	70, // 88: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	57, // 89: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
-	58, // 90: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
-	58, // 91: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
-	59, // 92: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
-	46, // 93: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
-	94, // [94:94] is the sub-list for method output_type
-	94, // [94:94] is the sub-list for method input_type
-	94, // [94:94] is the sub-list for extension type_name
-	94, // [94:94] is the sub-list for extension extendee
-	0,  // [0:94] is the sub-list for field type_name
+	73, // 49: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	34, // 50: tugboat.api.v1.Volume.empty_dir:type_name -> tugboat.api.v1.EmptyDirVolumeSource
+	35, // 51: tugboat.api.v1.Volume.host_path:type_name -> tugboat.api.v1.HostPathVolumeSource
+	37, // 52: tugboat.api.v1.Volume.config_map:type_name -> tugboat.api.v1.ConfigMapVolumeSource
+	38, // 53: tugboat.api.v1.Volume.secret:type_name -> tugboat.api.v1.SecretVolumeSource
+	36, // 54: tugboat.api.v1.ConfigMapVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
+	36, // 55: tugboat.api.v1.SecretVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
+	72, // 56: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
+	71, // 57: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	40, // 58: tugboat.api.v1.PodStatus.container_statuses:type_name -> tugboat.api.v1.ContainerStatus
+	40, // 59: tugboat.api.v1.PodStatus.init_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
+	41, // 60: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
+	41, // 61: tugboat.api.v1.ContainerStatus.last_state:type_name -> tugboat.api.v1.ContainerState
+	42, // 62: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
+	43, // 63: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
+	44, // 64: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
+	71, // 65: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	71, // 66: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	71, // 67: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	70, // 68: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	46, // 69: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
+	47, // 70: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
+	71, // 71: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
+	71, // 72: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
+	70, // 73: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	49, // 74: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
+	71, // 75: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
+	71, // 76: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
+	70, // 77: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	65, // 78: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
+	66, // 79: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
+	70, // 80: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	67, // 81: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
+	68, // 82: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
+	70, // 83: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	53, // 84: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
+	55, // 85: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
+	69, // 86: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
+	54, // 87: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
+	72, // 88: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
+	70, // 89: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	57, // 90: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
+	58, // 91: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
+	58, // 92: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
+	59, // 93: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
+	46, // 94: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
+	95, // [95:95] is the sub-list for method output_type
+	95, // [95:95] is the sub-list for method input_type
+	95, // [95:95] is the sub-list for extension type_name
+	95, // [95:95] is the sub-list for extension extendee
+	0,  // [0:95] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_core_proto_init() }

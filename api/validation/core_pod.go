@@ -125,6 +125,16 @@ func PodSpec(errs *Errs, path string, s *v1.PodSpec) {
 			errs.Add(ap+".nodeSelectorTerms", "required: at least one term")
 		}
 		for i, term := range a.NodeSelectorTerms {
+			for j, f := range term.MatchFields {
+				fp := fmt.Sprintf("%s.nodeSelectorTerms[%d].matchFields[%d]", ap, i, j)
+				if f.Key != "metadata.name" {
+					errs.Add(fp+".key", "%q is not supported: only metadata.name", f.Key)
+				}
+				OneOf(errs, fp+".operator", f.Operator, "In", "NotIn")
+				if len(f.Values) != 1 {
+					errs.Add(fp+".values", "must have exactly one value (a node name)")
+				}
+			}
 			for j, e := range term.MatchExpressions {
 				ep := fmt.Sprintf("%s.nodeSelectorTerms[%d].matchExpressions[%d]", ap, i, j)
 				if e.Key == "" {

@@ -13,24 +13,6 @@ import (
 	"github.com/tugboat/tugboat/controllers/controller"
 )
 
-// tolerates reports whether toleration t matches taint (Kubernetes'
-// ToleratesTaint: empty effect or key match any; Exists ignores the value).
-func tolerates(t *v1.Toleration, taint *v1.Taint) bool {
-	if t.Effect != "" && t.Effect != taint.Effect {
-		return false
-	}
-	if t.Key != "" && t.Key != taint.Key {
-		return false
-	}
-	switch t.Operator {
-	case "", "Equal":
-		return t.Value == taint.Value
-	case "Exists":
-		return true
-	}
-	return false
-}
-
 // evictionTime is when p must leave a node with these NoExecute taints,
 // and false if it tolerates them all forever. firstSeen gives the start of
 // a taint that carries no timeAdded.
@@ -43,7 +25,7 @@ func evictionTime(p *v1.Pod, taints []*v1.Taint, defaultToleration time.Duration
 		}
 		var tol *v1.Toleration
 		for _, t := range p.GetSpec().GetTolerations() {
-			if tolerates(t, taint) {
+			if t.ToleratesTaint(taint) {
 				tol = t
 				break
 			}

@@ -11,9 +11,6 @@
 package framework
 
 import (
-	"fmt"
-	"strconv"
-
 	"github.com/tugboat/tugboat/api/labels"
 	"github.com/tugboat/tugboat/api/resource"
 	v1 "github.com/tugboat/tugboat/api/v1"
@@ -84,7 +81,7 @@ type PodInfo struct {
 	NodeSelector labels.Selector
 	// Affinity is the required node affinity: terms ORed, each term's
 	// requirements ANDed. Nil means no affinity.
-	Affinity []NodeSelectorTerm
+	Affinity []labels.NodeSelectorTerm
 	// AffinityErr is set when the pod's affinity cannot be understood; the
 	// pod then fits no node.
 	AffinityErr error
@@ -128,7 +125,7 @@ func NewPodInfo(pod *v1.Pod) *PodInfo {
 		pi.NodeSelector = labels.SelectorFromSet(spec.GetNodeSelector())
 	}
 	if req := spec.GetAffinity().GetNodeAffinity().GetRequiredDuringSchedulingIgnoredDuringExecution(); req != nil {
-		pi.Affinity, pi.AffinityErr = compileNodeSelector(req)
+		pi.Affinity, pi.AffinityErr = labels.CompileNodeSelector(req, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution")
 	}
 	return pi
 }
@@ -180,97 +177,3 @@ func hostPort(p *v1.ContainerPort, hostNetwork bool) HostPort {
 	return hp
 }
 
-// NodeSelectorTerm is one compiled term of a required node affinity.
-type NodeSelectorTerm []NodeRequirement
-
-// NodeRequirement is one matchExpressions entry: the label operators plus
-// Gt and Lt, which compare a label's value as an integer.
-type NodeRequirement struct {
-	Key    string
-	Op     string // In, NotIn, Exists, DoesNotExist, Gt, Lt
-	Values []string
-	num    int64 // the bound for Gt and Lt
-}
-
-// Matches reports whether node labels satisfy the requirement.
-func (r NodeRequirement) Matches(lbls map[string]string) bool {
-	v, ok := lbls[r.Key]
-	switch r.Op {
-	case "In":
-		return ok && contains(r.Values, v)
-	case "NotIn":
-		return !ok || !contains(r.Values, v)
-	case "Exists":
-		return ok
-	case "DoesNotExist":
-		return !ok
-	case "Gt", "Lt":
-		if !ok {
-			return false
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return false
-		}
-		if r.Op == "Gt" {
-			return n > r.num
-		}
-		return n < r.num
-	}
-	return false
-}
-
-// Matches reports whether every requirement of the term holds. An empty
-// term matches no node (as in Kubernetes).
-func (t NodeSelectorTerm) Matches(lbls map[string]string) bool {
-	if len(t) == 0 {
-		return false
-	}
-	for _, r := range t {
-		if !r.Matches(lbls) {
-			return false
-		}
-	}
-	return true
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func compileNodeSelector(ns *v1.NodeSelector) ([]NodeSelectorTerm, error) {
-	terms := make([]NodeSelectorTerm, 0, len(ns.NodeSelectorTerms))
-	for i, t := range ns.NodeSelectorTerms {
-		term := make(NodeSelectorTerm, 0, len(t.MatchExpressions))
-		for j, e := range t.MatchExpressions {
-			r := NodeRequirement{Key: e.Key, Op: e.Operator, Values: e.Values}
-			path := fmt.Sprintf("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[%d].matchExpressions[%d]", i, j)
-			switch e.Operator {
-			case "In", "NotIn":
-				if len(e.Values) == 0 {
-					return nil, fmt.Errorf("%s.values: must be non-empty for %s", path, e.Operator)
-				}
-			case "Exists", "DoesNotExist":
-			case "Gt", "Lt":
-				if len(e.Values) != 1 {
-					return nil, fmt.Errorf("%s.values: %s needs exactly one integer value", path, e.Operator)
-				}
-				n, err := strconv.ParseInt(e.Values[0], 10, 64)
-				if err != nil {
-					return nil, fmt.Errorf("%s.values[0]: %q is not an integer", path, e.Values[0])
-				}
-				r.num = n
-			default:
-				return nil, fmt.Errorf("%s.operator: %q is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt", path, e.Operator)
-			}
-			term = append(term, r)
-		}
-		terms = append(terms, term)
-	}
-	return terms, nil
-}

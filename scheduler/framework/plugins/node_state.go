@@ -8,6 +8,7 @@
 package plugins
 
 import (
+	"github.com/tugboat/tugboat/api/labels"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/scheduler/framework"
 )
@@ -38,7 +39,7 @@ func (f *NodeReady) Name() string                   { return "NodeReady" }
 func (f *NodeReady) Events() framework.ClusterEvent { return framework.NodeReadyChanged }
 
 func (f *NodeReady) Filter(pi *framework.PodInfo, ni *framework.NodeInfo) *framework.Status {
-	if ni.Node.Ready || tolerated(pi.Tolerations, f.taint) {
+	if ni.Node.Ready || v1.TolerationsTolerate(pi.Tolerations, f.taint) {
 		return nil
 	}
 	return f.refused
@@ -65,7 +66,7 @@ func (f *NodeUnschedulable) Events() framework.ClusterEvent {
 }
 
 func (f *NodeUnschedulable) Filter(pi *framework.PodInfo, ni *framework.NodeInfo) *framework.Status {
-	if !ni.Node.Unschedulable || tolerated(pi.Tolerations, f.taint) {
+	if !ni.Node.Unschedulable || v1.TolerationsTolerate(pi.Tolerations, f.taint) {
 		return nil
 	}
 	return f.refused
@@ -86,40 +87,11 @@ func (f *TaintToleration) Filter(pi *framework.PodInfo, ni *framework.NodeInfo) 
 		if t.Effect != "NoSchedule" && t.Effect != "NoExecute" {
 			continue // PreferNoSchedule only steers, it never refuses
 		}
-		if !tolerated(pi.Tolerations, t) {
+		if !v1.TolerationsTolerate(pi.Tolerations, t) {
 			return ni.Node.TaintStatus(i)
 		}
 	}
 	return nil
-}
-
-// tolerated reports whether any toleration tolerates the taint.
-func tolerated(tols []*v1.Toleration, t *v1.Taint) bool {
-	for _, tol := range tols {
-		if Tolerates(tol, t) {
-			return true
-		}
-	}
-	return false
-}
-
-// Tolerates is Kubernetes' toleration match: an empty effect matches every
-// effect, an empty key with Exists matches every taint, Equal (the
-// default) compares values.
-func Tolerates(tol *v1.Toleration, t *v1.Taint) bool {
-	if tol.Effect != "" && tol.Effect != t.Effect {
-		return false
-	}
-	if tol.Key != "" && tol.Key != t.Key {
-		return false
-	}
-	switch tol.Operator {
-	case "", "Equal":
-		return tol.Value == t.Value
-	case "Exists":
-		return true
-	}
-	return false
 }
 
 // NodeAffinity refuses nodes whose labels do not match the pod's
@@ -141,10 +113,8 @@ func (f *NodeAffinity) Filter(pi *framework.PodInfo, ni *framework.NodeInfo) *fr
 	if pi.Affinity == nil {
 		return nil
 	}
-	for _, term := range pi.Affinity {
-		if term.Matches(ni.Node.Labels) {
-			return nil
-		}
+	if labels.NodeSelectorMatches(pi.Affinity, ni.Node.Labels, ni.Node.Name) {
+		return nil
 	}
 	return f.refused
 }
