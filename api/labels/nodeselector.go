@@ -78,7 +78,6 @@ func NodeSelectorMatches(terms []NodeSelectorTerm, lbls map[string]string, nodeN
 	return false
 }
 
-
 // CompileNodeSelector compiles a required node affinity; errors name the
 // offending field under path.
 func CompileNodeSelector(ns *v1.NodeSelector, path string) ([]NodeSelectorTerm, error) {

@@ -176,4 +176,3 @@ func hostPort(p *v1.ContainerPort, hostNetwork bool) HostPort {
 	}
 	return hp
 }
-
