@@ -17,6 +17,12 @@ var appsKinds = []*Kind{
 	{Name: "Deployment", Plural: "deployments", Short: []string{"deploy"}, Categories: []string{"all"}, APIVersion: "apps/v1", Namespaced: true,
 		New: func() v1.Object { return &v1.Deployment{} }, Default: typedDefault(defaultDeployment), Validate: typed(validation.Deployment),
 		ValidateUpdate: typedUpdate(validation.DeploymentUpdate), Scale: replicaScale},
+	{Name: "DaemonSet", Plural: "daemonsets", Short: []string{"ds"}, APIVersion: "apps/v1", Namespaced: true,
+		New: func() v1.Object { return &v1.DaemonSet{} }, Default: typedDefault(defaultDaemonSet), Validate: typed(validation.DaemonSet),
+		ValidateUpdate: typedUpdate(validation.DaemonSetUpdate)},
+	{Name: "ControllerRevision", Plural: "controllerrevisions", APIVersion: "apps/v1", Namespaced: true,
+		New: func() v1.Object { return &v1.ControllerRevision{} }, Default: noDefault, Validate: typed(validation.ControllerRevision),
+		ValidateUpdate: typedUpdate(validation.ControllerRevisionUpdate)},
 }
 
 func defaultReplicaSet(r *v1.ReplicaSet) {
@@ -59,6 +65,35 @@ func defaultDeployment(d *v1.Deployment) {
 	}
 	if s.ProgressDeadlineSeconds == nil {
 		s.ProgressDeadlineSeconds = proto.Int32(600)
+	}
+	defaultTemplate(s.Template)
+}
+
+func defaultDaemonSet(d *v1.DaemonSet) {
+	s := d.Spec
+	if s == nil {
+		return
+	}
+	if s.UpdateStrategy == nil {
+		s.UpdateStrategy = &v1.DaemonSetUpdateStrategy{}
+	}
+	if s.UpdateStrategy.Type == "" {
+		s.UpdateStrategy.Type = "RollingUpdate"
+	}
+	if s.UpdateStrategy.Type == "RollingUpdate" {
+		if s.UpdateStrategy.RollingUpdate == nil {
+			s.UpdateStrategy.RollingUpdate = &v1.RollingUpdateDaemonSet{}
+		}
+		ru := s.UpdateStrategy.RollingUpdate
+		if ru.MaxUnavailable == "" {
+			ru.MaxUnavailable = "1"
+		}
+		if ru.MaxSurge == "" {
+			ru.MaxSurge = "0"
+		}
+	}
+	if s.RevisionHistoryLimit == nil {
+		s.RevisionHistoryLimit = proto.Int32(10)
 	}
 	defaultTemplate(s.Template)
 }

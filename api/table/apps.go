@@ -10,8 +10,10 @@ import (
 
 // apps is the tables of the apps group (apps/v1).
 var apps = map[string]def{
-	"Deployment": kindDef(deploymentColumns, deploymentCells),
-	"ReplicaSet": kindDef(replicaSetColumns, replicaSetCells),
+	"Deployment":         kindDef(deploymentColumns, deploymentCells),
+	"ReplicaSet":         kindDef(replicaSetColumns, replicaSetCells),
+	"DaemonSet":          kindDef(daemonSetColumns, daemonSetCells),
+	"ControllerRevision": kindDef(controllerRevisionColumns, controllerRevisionCells),
 }
 
 // templateColumns are the wide columns of the kinds with a pod template.
@@ -67,4 +69,46 @@ func templateCells(t *v1.PodTemplateSpec, sel *v1.LabelSelector) []any {
 		images = append(images, c.Image)
 	}
 	return []any{OrNone(strings.Join(names, ",")), OrNone(strings.Join(images, ",")), SelectorString(sel)}
+}
+
+var daemonSetColumns = append([]Column{
+	nameColumn,
+	{Name: "Desired", Type: "integer", Description: "Nodes that should run the daemon pod."},
+	{Name: "Current", Type: "integer", Description: "Nodes running it."},
+	{Name: "Ready", Type: "integer", Description: "Nodes whose daemon pod is ready."},
+	{Name: "Up-to-date", Type: "integer", Description: "Nodes running the current pod template."},
+	{Name: "Available", Type: "integer", Description: "Nodes whose daemon pod is available (ready for minReadySeconds)."},
+	{Name: "Node Selector", Type: "string", Description: "The pod template's nodeSelector."},
+	ageColumn,
+}, templateColumns...)
+
+func daemonSetCells(d *v1.DaemonSet, now time.Time) []any {
+	st := d.GetStatus()
+	return append([]any{
+		d.Metadata.GetName(),
+		int64(st.GetDesiredNumberScheduled()),
+		int64(st.GetCurrentNumberScheduled()),
+		int64(st.GetNumberReady()),
+		int64(st.GetUpdatedNumberScheduled()),
+		int64(st.GetNumberAvailable()),
+		LabelString(d.GetSpec().GetTemplate().GetSpec().GetNodeSelector()),
+		Age(d.Metadata.GetCreationTimestamp(), now),
+	}, templateCells(d.GetSpec().GetTemplate(), d.GetSpec().GetSelector())...)
+}
+
+var controllerRevisionColumns = []Column{
+	nameColumn,
+	{Name: "Controller", Type: "string", Description: "The object the revision belongs to (kind/name)."},
+	{Name: "Revision", Type: "integer", Description: "The revision number."},
+	ageColumn,
+}
+
+func controllerRevisionCells(r *v1.ControllerRevision, now time.Time) []any {
+	owner := "<none>"
+	for _, ref := range r.Metadata.GetOwnerReferences() {
+		if ref.Controller {
+			owner = strings.ToLower(ref.Kind) + ".apps/" + ref.Name
+		}
+	}
+	return []any{r.Metadata.GetName(), owner, r.GetRevision(), Age(r.Metadata.GetCreationTimestamp(), now)}
 }

@@ -603,6 +603,431 @@ func (x *DeploymentStatus) GetCollisionCount() int32 {
 	return 0
 }
 
+type DaemonSet struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *ObjectMeta            `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Spec          *DaemonSetSpec         `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
+	Status        *DaemonSetStatus       `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DaemonSet) Reset() {
+	*x = DaemonSet{}
+	mi := &file_api_v1_apps_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DaemonSet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DaemonSet) ProtoMessage() {}
+
+func (x *DaemonSet) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_apps_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DaemonSet.ProtoReflect.Descriptor instead.
+func (*DaemonSet) Descriptor() ([]byte, []int) {
+	return file_api_v1_apps_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *DaemonSet) GetMetadata() *ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *DaemonSet) GetSpec() *DaemonSetSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *DaemonSet) GetStatus() *DaemonSetStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+type DaemonSetSpec struct {
+	state           protoimpl.MessageState   `protogen:"open.v1"`
+	Selector        *LabelSelector           `protobuf:"bytes,1,opt,name=selector,proto3" json:"selector,omitempty"`
+	Template        *PodTemplateSpec         `protobuf:"bytes,2,opt,name=template,proto3" json:"template,omitempty"`
+	UpdateStrategy  *DaemonSetUpdateStrategy `protobuf:"bytes,3,opt,name=update_strategy,json=updateStrategy,proto3" json:"update_strategy,omitempty"`
+	MinReadySeconds int32                    `protobuf:"varint,4,opt,name=min_ready_seconds,json=minReadySeconds,proto3" json:"min_ready_seconds,omitempty"`
+	// Defaulted to 10.
+	RevisionHistoryLimit *int32 `protobuf:"varint,5,opt,name=revision_history_limit,json=revisionHistoryLimit,proto3,oneof" json:"revision_history_limit,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *DaemonSetSpec) Reset() {
+	*x = DaemonSetSpec{}
+	mi := &file_api_v1_apps_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DaemonSetSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DaemonSetSpec) ProtoMessage() {}
+
+func (x *DaemonSetSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_apps_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DaemonSetSpec.ProtoReflect.Descriptor instead.
+func (*DaemonSetSpec) Descriptor() ([]byte, []int) {
+	return file_api_v1_apps_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *DaemonSetSpec) GetSelector() *LabelSelector {
+	if x != nil {
+		return x.Selector
+	}
+	return nil
+}
+
+func (x *DaemonSetSpec) GetTemplate() *PodTemplateSpec {
+	if x != nil {
+		return x.Template
+	}
+	return nil
+}
+
+func (x *DaemonSetSpec) GetUpdateStrategy() *DaemonSetUpdateStrategy {
+	if x != nil {
+		return x.UpdateStrategy
+	}
+	return nil
+}
+
+func (x *DaemonSetSpec) GetMinReadySeconds() int32 {
+	if x != nil {
+		return x.MinReadySeconds
+	}
+	return 0
+}
+
+func (x *DaemonSetSpec) GetRevisionHistoryLimit() int32 {
+	if x != nil && x.RevisionHistoryLimit != nil {
+		return *x.RevisionHistoryLimit
+	}
+	return 0
+}
+
+type DaemonSetUpdateStrategy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// RollingUpdate (default) or OnDelete.
+	Type          string                  `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	RollingUpdate *RollingUpdateDaemonSet `protobuf:"bytes,2,opt,name=rolling_update,json=rollingUpdate,proto3" json:"rolling_update,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DaemonSetUpdateStrategy) Reset() {
+	*x = DaemonSetUpdateStrategy{}
+	mi := &file_api_v1_apps_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DaemonSetUpdateStrategy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DaemonSetUpdateStrategy) ProtoMessage() {}
+
+func (x *DaemonSetUpdateStrategy) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_apps_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DaemonSetUpdateStrategy.ProtoReflect.Descriptor instead.
+func (*DaemonSetUpdateStrategy) Descriptor() ([]byte, []int) {
+	return file_api_v1_apps_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *DaemonSetUpdateStrategy) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *DaemonSetUpdateStrategy) GetRollingUpdate() *RollingUpdateDaemonSet {
+	if x != nil {
+		return x.RollingUpdate
+	}
+	return nil
+}
+
+type RollingUpdateDaemonSet struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Nodes whose pod may be unavailable during the update: a number or a
+	// percentage of the desired nodes (default 1).
+	MaxUnavailable string `protobuf:"bytes,1,opt,name=max_unavailable,json=maxUnavailable,proto3" json:"max_unavailable,omitempty"`
+	// Nodes that may run an old and a new pod at once (default 0).
+	MaxSurge      string `protobuf:"bytes,2,opt,name=max_surge,json=maxSurge,proto3" json:"max_surge,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RollingUpdateDaemonSet) Reset() {
+	*x = RollingUpdateDaemonSet{}
+	mi := &file_api_v1_apps_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RollingUpdateDaemonSet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RollingUpdateDaemonSet) ProtoMessage() {}
+
+func (x *RollingUpdateDaemonSet) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_apps_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RollingUpdateDaemonSet.ProtoReflect.Descriptor instead.
+func (*RollingUpdateDaemonSet) Descriptor() ([]byte, []int) {
+	return file_api_v1_apps_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *RollingUpdateDaemonSet) GetMaxUnavailable() string {
+	if x != nil {
+		return x.MaxUnavailable
+	}
+	return ""
+}
+
+func (x *RollingUpdateDaemonSet) GetMaxSurge() string {
+	if x != nil {
+		return x.MaxSurge
+	}
+	return ""
+}
+
+type DaemonSetStatus struct {
+	state                  protoimpl.MessageState `protogen:"open.v1"`
+	CurrentNumberScheduled int32                  `protobuf:"varint,1,opt,name=current_number_scheduled,json=currentNumberScheduled,proto3" json:"current_number_scheduled,omitempty"`
+	NumberMisscheduled     int32                  `protobuf:"varint,2,opt,name=number_misscheduled,json=numberMisscheduled,proto3" json:"number_misscheduled,omitempty"`
+	DesiredNumberScheduled int32                  `protobuf:"varint,3,opt,name=desired_number_scheduled,json=desiredNumberScheduled,proto3" json:"desired_number_scheduled,omitempty"`
+	NumberReady            int32                  `protobuf:"varint,4,opt,name=number_ready,json=numberReady,proto3" json:"number_ready,omitempty"`
+	ObservedGeneration     int64                  `protobuf:"varint,5,opt,name=observed_generation,json=observedGeneration,proto3" json:"observed_generation,omitempty"`
+	UpdatedNumberScheduled int32                  `protobuf:"varint,6,opt,name=updated_number_scheduled,json=updatedNumberScheduled,proto3" json:"updated_number_scheduled,omitempty"`
+	NumberAvailable        int32                  `protobuf:"varint,7,opt,name=number_available,json=numberAvailable,proto3" json:"number_available,omitempty"`
+	NumberUnavailable      int32                  `protobuf:"varint,8,opt,name=number_unavailable,json=numberUnavailable,proto3" json:"number_unavailable,omitempty"`
+	CollisionCount         *int32                 `protobuf:"varint,9,opt,name=collision_count,json=collisionCount,proto3,oneof" json:"collision_count,omitempty"`
+	Conditions             []*Condition           `protobuf:"bytes,10,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
+}
+
+func (x *DaemonSetStatus) Reset() {
+	*x = DaemonSetStatus{}
+	mi := &file_api_v1_apps_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DaemonSetStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DaemonSetStatus) ProtoMessage() {}
+
+func (x *DaemonSetStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_apps_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DaemonSetStatus.ProtoReflect.Descriptor instead.
+func (*DaemonSetStatus) Descriptor() ([]byte, []int) {
+	return file_api_v1_apps_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *DaemonSetStatus) GetCurrentNumberScheduled() int32 {
+	if x != nil {
+		return x.CurrentNumberScheduled
+	}
+	return 0
+}
+
+func (x *DaemonSetStatus) GetNumberMisscheduled() int32 {
+	if x != nil {
+		return x.NumberMisscheduled
+	}
+	return 0
+}
+
+func (x *DaemonSetStatus) GetDesiredNumberScheduled() int32 {
+	if x != nil {
+		return x.DesiredNumberScheduled
+	}
+	return 0
+}
+
+func (x *DaemonSetStatus) GetNumberReady() int32 {
+	if x != nil {
+		return x.NumberReady
+	}
+	return 0
+}
+
+func (x *DaemonSetStatus) GetObservedGeneration() int64 {
+	if x != nil {
+		return x.ObservedGeneration
+	}
+	return 0
+}
+
+func (x *DaemonSetStatus) GetUpdatedNumberScheduled() int32 {
+	if x != nil {
+		return x.UpdatedNumberScheduled
+	}
+	return 0
+}
+
+func (x *DaemonSetStatus) GetNumberAvailable() int32 {
+	if x != nil {
+		return x.NumberAvailable
+	}
+	return 0
+}
+
+func (x *DaemonSetStatus) GetNumberUnavailable() int32 {
+	if x != nil {
+		return x.NumberUnavailable
+	}
+	return 0
+}
+
+func (x *DaemonSetStatus) GetCollisionCount() int32 {
+	if x != nil && x.CollisionCount != nil {
+		return *x.CollisionCount
+	}
+	return 0
+}
+
+func (x *DaemonSetStatus) GetConditions() []*Condition {
+	if x != nil {
+		return x.Conditions
+	}
+	return nil
+}
+
+// ControllerRevision is one revision of a DaemonSet's (or StatefulSet's)
+// pod template, named <owner>-<hash>, for rollout history and undo.
+type ControllerRevision struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Metadata *ObjectMeta            `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	// The pod template of this revision (Kubernetes keeps it as a patch in
+	// data; here it is the template itself).
+	Template      *PodTemplateSpec `protobuf:"bytes,2,opt,name=template,proto3" json:"template,omitempty"`
+	Revision      int64            `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ControllerRevision) Reset() {
+	*x = ControllerRevision{}
+	mi := &file_api_v1_apps_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ControllerRevision) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ControllerRevision) ProtoMessage() {}
+
+func (x *ControllerRevision) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_apps_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ControllerRevision.ProtoReflect.Descriptor instead.
+func (*ControllerRevision) Descriptor() ([]byte, []int) {
+	return file_api_v1_apps_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ControllerRevision) GetMetadata() *ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *ControllerRevision) GetTemplate() *PodTemplateSpec {
+	if x != nil {
+		return x.Template
+	}
+	return nil
+}
+
+func (x *ControllerRevision) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
 var File_api_v1_apps_proto protoreflect.FileDescriptor
 
 const file_api_v1_apps_proto_rawDesc = "" +
@@ -662,7 +1087,43 @@ const file_api_v1_apps_proto_rawDesc = "" +
 	"\n" +
 	"conditions\x18\a \x03(\v2\x19.tugboat.api.v1.ConditionB\x11\xd2\xf3\x18\x04type\xda\xf3\x18\x05mergeR\n" +
 	"conditions\x12'\n" +
-	"\x0fcollision_count\x18\b \x01(\x05R\x0ecollisionCountB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
+	"\x0fcollision_count\x18\b \x01(\x05R\x0ecollisionCount\"\xaf\x01\n" +
+	"\tDaemonSet\x126\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x121\n" +
+	"\x04spec\x18\x02 \x01(\v2\x1d.tugboat.api.v1.DaemonSetSpecR\x04spec\x127\n" +
+	"\x06status\x18\x03 \x01(\v2\x1f.tugboat.api.v1.DaemonSetStatusR\x06status\"\xdb\x02\n" +
+	"\rDaemonSetSpec\x129\n" +
+	"\bselector\x18\x01 \x01(\v2\x1d.tugboat.api.v1.LabelSelectorR\bselector\x12;\n" +
+	"\btemplate\x18\x02 \x01(\v2\x1f.tugboat.api.v1.PodTemplateSpecR\btemplate\x12P\n" +
+	"\x0fupdate_strategy\x18\x03 \x01(\v2'.tugboat.api.v1.DaemonSetUpdateStrategyR\x0eupdateStrategy\x12*\n" +
+	"\x11min_ready_seconds\x18\x04 \x01(\x05R\x0fminReadySeconds\x129\n" +
+	"\x16revision_history_limit\x18\x05 \x01(\x05H\x00R\x14revisionHistoryLimit\x88\x01\x01B\x19\n" +
+	"\x17_revision_history_limit\"|\n" +
+	"\x17DaemonSetUpdateStrategy\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12M\n" +
+	"\x0erolling_update\x18\x02 \x01(\v2&.tugboat.api.v1.RollingUpdateDaemonSetR\rrollingUpdate\"^\n" +
+	"\x16RollingUpdateDaemonSet\x12'\n" +
+	"\x0fmax_unavailable\x18\x01 \x01(\tR\x0emaxUnavailable\x12\x1b\n" +
+	"\tmax_surge\x18\x02 \x01(\tR\bmaxSurge\"\x9b\x04\n" +
+	"\x0fDaemonSetStatus\x128\n" +
+	"\x18current_number_scheduled\x18\x01 \x01(\x05R\x16currentNumberScheduled\x12/\n" +
+	"\x13number_misscheduled\x18\x02 \x01(\x05R\x12numberMisscheduled\x128\n" +
+	"\x18desired_number_scheduled\x18\x03 \x01(\x05R\x16desiredNumberScheduled\x12!\n" +
+	"\fnumber_ready\x18\x04 \x01(\x05R\vnumberReady\x12/\n" +
+	"\x13observed_generation\x18\x05 \x01(\x03R\x12observedGeneration\x128\n" +
+	"\x18updated_number_scheduled\x18\x06 \x01(\x05R\x16updatedNumberScheduled\x12)\n" +
+	"\x10number_available\x18\a \x01(\x05R\x0fnumberAvailable\x12-\n" +
+	"\x12number_unavailable\x18\b \x01(\x05R\x11numberUnavailable\x12,\n" +
+	"\x0fcollision_count\x18\t \x01(\x05H\x00R\x0ecollisionCount\x88\x01\x01\x129\n" +
+	"\n" +
+	"conditions\x18\n" +
+	" \x03(\v2\x19.tugboat.api.v1.ConditionR\n" +
+	"conditionsB\x12\n" +
+	"\x10_collision_count\"\xa5\x01\n" +
+	"\x12ControllerRevision\x126\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x12;\n" +
+	"\btemplate\x18\x02 \x01(\v2\x1f.tugboat.api.v1.PodTemplateSpecR\btemplate\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\x03R\brevisionB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
 
 var (
 	file_api_v1_apps_proto_rawDescOnce sync.Once
@@ -676,7 +1137,7 @@ func file_api_v1_apps_proto_rawDescGZIP() []byte {
 	return file_api_v1_apps_proto_rawDescData
 }
 
-var file_api_v1_apps_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_api_v1_apps_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_api_v1_apps_proto_goTypes = []any{
 	(*ReplicaSet)(nil),              // 0: tugboat.api.v1.ReplicaSet
 	(*ReplicaSetSpec)(nil),          // 1: tugboat.api.v1.ReplicaSetSpec
@@ -686,31 +1147,47 @@ var file_api_v1_apps_proto_goTypes = []any{
 	(*DeploymentStrategy)(nil),      // 5: tugboat.api.v1.DeploymentStrategy
 	(*RollingUpdateDeployment)(nil), // 6: tugboat.api.v1.RollingUpdateDeployment
 	(*DeploymentStatus)(nil),        // 7: tugboat.api.v1.DeploymentStatus
-	(*ObjectMeta)(nil),              // 8: tugboat.api.v1.ObjectMeta
-	(*LabelSelector)(nil),           // 9: tugboat.api.v1.LabelSelector
-	(*PodTemplateSpec)(nil),         // 10: tugboat.api.v1.PodTemplateSpec
-	(*Condition)(nil),               // 11: tugboat.api.v1.Condition
+	(*DaemonSet)(nil),               // 8: tugboat.api.v1.DaemonSet
+	(*DaemonSetSpec)(nil),           // 9: tugboat.api.v1.DaemonSetSpec
+	(*DaemonSetUpdateStrategy)(nil), // 10: tugboat.api.v1.DaemonSetUpdateStrategy
+	(*RollingUpdateDaemonSet)(nil),  // 11: tugboat.api.v1.RollingUpdateDaemonSet
+	(*DaemonSetStatus)(nil),         // 12: tugboat.api.v1.DaemonSetStatus
+	(*ControllerRevision)(nil),      // 13: tugboat.api.v1.ControllerRevision
+	(*ObjectMeta)(nil),              // 14: tugboat.api.v1.ObjectMeta
+	(*LabelSelector)(nil),           // 15: tugboat.api.v1.LabelSelector
+	(*PodTemplateSpec)(nil),         // 16: tugboat.api.v1.PodTemplateSpec
+	(*Condition)(nil),               // 17: tugboat.api.v1.Condition
 }
 var file_api_v1_apps_proto_depIdxs = []int32{
-	8,  // 0: tugboat.api.v1.ReplicaSet.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	14, // 0: tugboat.api.v1.ReplicaSet.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	1,  // 1: tugboat.api.v1.ReplicaSet.spec:type_name -> tugboat.api.v1.ReplicaSetSpec
 	2,  // 2: tugboat.api.v1.ReplicaSet.status:type_name -> tugboat.api.v1.ReplicaSetStatus
-	9,  // 3: tugboat.api.v1.ReplicaSetSpec.selector:type_name -> tugboat.api.v1.LabelSelector
-	10, // 4: tugboat.api.v1.ReplicaSetSpec.template:type_name -> tugboat.api.v1.PodTemplateSpec
-	11, // 5: tugboat.api.v1.ReplicaSetStatus.conditions:type_name -> tugboat.api.v1.Condition
-	8,  // 6: tugboat.api.v1.Deployment.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	15, // 3: tugboat.api.v1.ReplicaSetSpec.selector:type_name -> tugboat.api.v1.LabelSelector
+	16, // 4: tugboat.api.v1.ReplicaSetSpec.template:type_name -> tugboat.api.v1.PodTemplateSpec
+	17, // 5: tugboat.api.v1.ReplicaSetStatus.conditions:type_name -> tugboat.api.v1.Condition
+	14, // 6: tugboat.api.v1.Deployment.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	4,  // 7: tugboat.api.v1.Deployment.spec:type_name -> tugboat.api.v1.DeploymentSpec
 	7,  // 8: tugboat.api.v1.Deployment.status:type_name -> tugboat.api.v1.DeploymentStatus
-	9,  // 9: tugboat.api.v1.DeploymentSpec.selector:type_name -> tugboat.api.v1.LabelSelector
-	10, // 10: tugboat.api.v1.DeploymentSpec.template:type_name -> tugboat.api.v1.PodTemplateSpec
+	15, // 9: tugboat.api.v1.DeploymentSpec.selector:type_name -> tugboat.api.v1.LabelSelector
+	16, // 10: tugboat.api.v1.DeploymentSpec.template:type_name -> tugboat.api.v1.PodTemplateSpec
 	5,  // 11: tugboat.api.v1.DeploymentSpec.strategy:type_name -> tugboat.api.v1.DeploymentStrategy
 	6,  // 12: tugboat.api.v1.DeploymentStrategy.rolling_update:type_name -> tugboat.api.v1.RollingUpdateDeployment
-	11, // 13: tugboat.api.v1.DeploymentStatus.conditions:type_name -> tugboat.api.v1.Condition
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	17, // 13: tugboat.api.v1.DeploymentStatus.conditions:type_name -> tugboat.api.v1.Condition
+	14, // 14: tugboat.api.v1.DaemonSet.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	9,  // 15: tugboat.api.v1.DaemonSet.spec:type_name -> tugboat.api.v1.DaemonSetSpec
+	12, // 16: tugboat.api.v1.DaemonSet.status:type_name -> tugboat.api.v1.DaemonSetStatus
+	15, // 17: tugboat.api.v1.DaemonSetSpec.selector:type_name -> tugboat.api.v1.LabelSelector
+	16, // 18: tugboat.api.v1.DaemonSetSpec.template:type_name -> tugboat.api.v1.PodTemplateSpec
+	10, // 19: tugboat.api.v1.DaemonSetSpec.update_strategy:type_name -> tugboat.api.v1.DaemonSetUpdateStrategy
+	11, // 20: tugboat.api.v1.DaemonSetUpdateStrategy.rolling_update:type_name -> tugboat.api.v1.RollingUpdateDaemonSet
+	17, // 21: tugboat.api.v1.DaemonSetStatus.conditions:type_name -> tugboat.api.v1.Condition
+	14, // 22: tugboat.api.v1.ControllerRevision.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	16, // 23: tugboat.api.v1.ControllerRevision.template:type_name -> tugboat.api.v1.PodTemplateSpec
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_apps_proto_init() }
@@ -723,13 +1200,15 @@ func file_api_v1_apps_proto_init() {
 	file_api_v1_options_proto_init()
 	file_api_v1_apps_proto_msgTypes[1].OneofWrappers = []any{}
 	file_api_v1_apps_proto_msgTypes[4].OneofWrappers = []any{}
+	file_api_v1_apps_proto_msgTypes[9].OneofWrappers = []any{}
+	file_api_v1_apps_proto_msgTypes[12].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_apps_proto_rawDesc), len(file_api_v1_apps_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

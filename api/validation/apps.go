@@ -112,3 +112,66 @@ func selectorMatchesTemplate(errs *Errs, sel *v1.LabelSelector, t *v1.PodTemplat
 		errs.Add("spec.template.metadata.labels", "selector %q does not match the template's labels", s.String())
 	}
 }
+
+// DaemonSet validates a daemon set.
+func DaemonSet(d *v1.DaemonSet) Errs {
+	var errs Errs
+	ObjectMeta(&errs, d.Metadata, true, DNSSubdomain)
+	s := d.Spec
+	if s == nil {
+		errs.Add("spec", "required")
+		return errs
+	}
+	if s.MinReadySeconds < 0 {
+		errs.Add("spec.minReadySeconds", "must be >= 0")
+	}
+	selectorMatchesTemplate(&errs, s.Selector, s.Template)
+	PodTemplate(&errs, "spec.template", s.Template)
+	if st := s.UpdateStrategy; st != nil {
+		OneOf(&errs, "spec.updateStrategy.type", st.Type, "RollingUpdate", "OnDelete")
+		if ru := st.RollingUpdate; ru != nil {
+			if st.Type == "OnDelete" {
+				errs.Add("spec.updateStrategy.rollingUpdate", "must be empty when type is OnDelete")
+			}
+			IntOrPercent(&errs, "spec.updateStrategy.rollingUpdate.maxUnavailable", ru.MaxUnavailable, true)
+			IntOrPercent(&errs, "spec.updateStrategy.rollingUpdate.maxSurge", ru.MaxSurge, true)
+			if isZero(ru.MaxSurge) && isZero(ru.MaxUnavailable) {
+				errs.Add("spec.updateStrategy.rollingUpdate.maxUnavailable", "may not be 0 when maxSurge is 0")
+			}
+		}
+	}
+	if s.RevisionHistoryLimit != nil && *s.RevisionHistoryLimit < 0 {
+		errs.Add("spec.revisionHistoryLimit", "must be >= 0")
+	}
+	return errs
+}
+
+// DaemonSetUpdate checks what may not change in a daemon set: the selector.
+func DaemonSetUpdate(old, new *v1.DaemonSet) Errs {
+	var errs Errs
+	selectorUnchanged(&errs, old.GetSpec().GetSelector(), new.GetSpec().GetSelector())
+	return errs
+}
+
+// ControllerRevision validates a controller revision.
+func ControllerRevision(r *v1.ControllerRevision) Errs {
+	var errs Errs
+	ObjectMeta(&errs, r.Metadata, true, DNSSubdomain)
+	if r.Revision < 0 {
+		errs.Add("revision", "must be >= 0")
+	}
+	if r.Template == nil {
+		errs.Add("template", "required")
+	}
+	return errs
+}
+
+// ControllerRevisionUpdate keeps a revision's template fixed (only its
+// revision number changes, when an old revision is rolled back to).
+func ControllerRevisionUpdate(old, new *v1.ControllerRevision) Errs {
+	var errs Errs
+	if !proto.Equal(old.GetTemplate(), new.GetTemplate()) {
+		errs.Add("template", "field is immutable")
+	}
+	return errs
+}

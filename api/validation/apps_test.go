@@ -84,3 +84,34 @@ func TestSelectorImmutable(t *testing.T) {
 		t.Fatal("a ReplicaSet's selector changed")
 	}
 }
+
+func daemonSet() *v1.DaemonSet {
+	d := deployment()
+	return &v1.DaemonSet{Metadata: &v1.ObjectMeta{Name: "agent", Namespace: "kube-system"},
+		Spec: &v1.DaemonSetSpec{Selector: d.Spec.Selector, Template: d.Spec.Template}}
+}
+
+func TestDaemonSetValidation(t *testing.T) {
+	runValidation(t, []validationCase{
+		{"valid", func() v1.Object { return daemonSet() }, nil},
+		{"selector mismatch", func() v1.Object { d := daemonSet(); d.Spec.Selector.MatchLabels["app"] = "x"; return d }, []string{"does not match"}},
+		{"bad strategy", func() v1.Object {
+			d := daemonSet()
+			d.Spec.UpdateStrategy = &v1.DaemonSetUpdateStrategy{Type: "Recreate"}
+			return d
+		}, []string{"spec.updateStrategy.type"}},
+		{"zero and zero", func() v1.Object {
+			d := daemonSet()
+			d.Spec.UpdateStrategy = &v1.DaemonSetUpdateStrategy{Type: "RollingUpdate", RollingUpdate: &v1.RollingUpdateDaemonSet{MaxUnavailable: "0", MaxSurge: "0"}}
+			return d
+		}, []string{"spec.updateStrategy.rollingUpdate.maxUnavailable: may not be 0 when maxSurge is 0"}},
+		{"matchFields", func() v1.Object {
+			d := daemonSet()
+			d.Spec.Template.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{
+				NodeSelectorTerms: []*v1.NodeSelectorTerm{{MatchFields: []*v1.LabelSelectorRequirement{{Key: "metadata.uid", Operator: "In", Values: []string{"a"}}}}}}}}
+			return d
+		}, []string{"matchFields[0].key", "only metadata.name"}},
+		{"restart policy", func() v1.Object { d := daemonSet(); d.Spec.Template.Spec.RestartPolicy = "OnFailure"; return d },
+			[]string{"spec.template.spec.restartPolicy"}},
+	})
+}

@@ -14,9 +14,10 @@ var (
 	// workloads are what edit and view cover (view: not secrets).
 	viewable = []string{"pods", "pods/log", "services", "endpoints", "configmaps", "events", "replicasets", "deployments",
 		"namespaces", "nodes", "leases", "replicasets/status", "deployments/status", "pods/status",
-		"jobs", "jobs/status", "cronjobs", "cronjobs/status", "poddisruptionbudgets", "poddisruptionbudgets/status"}
+		"jobs", "jobs/status", "cronjobs", "cronjobs/status", "poddisruptionbudgets", "poddisruptionbudgets/status",
+		"daemonsets", "daemonsets/status", "controllerrevisions"}
 	editable = []string{"pods", "pods/exec", "pods/attach", "pods/portforward", "pods/eviction", "pods/log", "services", "endpoints", "configmaps", "secrets", "events",
-		"replicasets", "deployments", "replicasets/scale", "deployments/scale", "jobs", "cronjobs", "poddisruptionbudgets"}
+		"replicasets", "deployments", "replicasets/scale", "deployments/scale", "jobs", "cronjobs", "poddisruptionbudgets", "daemonsets"}
 )
 
 func clusterRole(name string, rules ...*v1.PolicyRule) *v1.ClusterRole {
@@ -54,7 +55,8 @@ func DefaultPolicy() []v1.Object {
 		clusterRole("system:kube-controller-manager",
 			rule(anyGroup, []string{"pods", "pods/status", "replicasets", "replicasets/status", "deployments", "deployments/status",
 				"endpoints", "events", "nodes", "nodes/status", "leases", "namespaces", "services", "configmaps",
-				"jobs", "jobs/status", "cronjobs", "cronjobs/status", "poddisruptionbudgets", "poddisruptionbudgets/status"}, all),
+				"jobs", "jobs/status", "cronjobs", "cronjobs/status", "poddisruptionbudgets", "poddisruptionbudgets/status",
+				"daemonsets", "daemonsets/status", "controllerrevisions"}, all),
 			// The garbage collector deletes Secrets whose owner is gone.
 			rule(core, []string{"secrets"}, []string{"list", "watch", "delete"})),
 		clusterRole("system:kube-proxy",

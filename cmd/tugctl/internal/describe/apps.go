@@ -63,30 +63,9 @@ func describeReplicaSet(ctx context.Context, d *describer, rs *v1.ReplicaSet) er
 	d.mapLines(0, "Annotations", m.GetAnnotations(), ": ")
 	d.controlledBy(m)
 	d.kv(0, "Replicas", fmt.Sprintf("%d current / %d desired", st.GetReplicas(), sp.GetReplicas()))
-	sel := table.SelectorString(sp.GetSelector())
-	var running, waiting, succeeded, failed int
-	if sel != "<none>" && sel != "<invalid>" {
-		pods, _, err := client.For[*v1.Pod](d.c).List(ctx, client.ListOptions{Namespace: m.GetNamespace(), LabelSelector: sel})
-		if err != nil {
-			return err
-		}
-		for _, p := range pods {
-			if !revision.OwnedBy(p.GetMetadata(), m.GetUid()) {
-				continue
-			}
-			switch p.GetStatus().GetPhase() {
-			case "Running":
-				running++
-			case "Pending":
-				waiting++
-			case "Succeeded":
-				succeeded++
-			case "Failed":
-				failed++
-			}
-		}
+	if err := d.podsStatus(ctx, m, sp.GetSelector()); err != nil {
+		return err
 	}
-	d.kv(0, "Pods Status", fmt.Sprintf("%d Running / %d Waiting / %d Succeeded / %d Failed", running, waiting, succeeded, failed))
 	d.text(0, "Pod Template:")
 	d.podTemplate(1, sp.GetTemplate())
 	d.conditions(st.GetConditions(), true)
@@ -141,4 +120,60 @@ func (d *describer) podTemplate(level int, t *v1.PodTemplateSpec) {
 		}
 		d.kv(level, "Volumes", strings.Join(names, ", "))
 	}
+}
+
+func describeDaemonSet(ctx context.Context, d *describer, ds *v1.DaemonSet) error {
+	m, sp, st := ds.GetMetadata(), ds.GetSpec(), ds.GetStatus()
+	d.kv(0, "Name", m.GetName())
+	d.kv(0, "Namespace", m.GetNamespace())
+	d.kv(0, "Selector", table.SelectorString(sp.GetSelector()))
+	d.kv(0, "Node-Selector", table.LabelString(sp.GetTemplate().GetSpec().GetNodeSelector()))
+	d.mapLines(0, "Labels", m.GetLabels(), "=")
+	d.mapLines(0, "Annotations", m.GetAnnotations(), ": ")
+	d.kv(0, "Desired Number of Nodes Scheduled", st.GetDesiredNumberScheduled())
+	d.kv(0, "Current Number of Nodes Scheduled", st.GetCurrentNumberScheduled())
+	d.kv(0, "Number of Nodes Scheduled with Up-to-date Pods", st.GetUpdatedNumberScheduled())
+	d.kv(0, "Number of Nodes Scheduled with Available Pods", st.GetNumberAvailable())
+	d.kv(0, "Number of Nodes Misscheduled", st.GetNumberMisscheduled())
+	if err := d.podsStatus(ctx, m, sp.GetSelector()); err != nil {
+		return err
+	}
+	d.kv(0, "Update Strategy", sp.GetUpdateStrategy().GetType())
+	if ru := sp.GetUpdateStrategy().GetRollingUpdate(); ru != nil {
+		d.kv(0, "RollingUpdateStrategy", fmt.Sprintf("%s max unavailable, %s max surge", ru.MaxUnavailable, ru.MaxSurge))
+	}
+	d.text(0, "Pod Template:")
+	d.podTemplate(1, sp.GetTemplate())
+	d.conditions(st.GetConditions(), true)
+	return d.events(ctx, ds)
+}
+
+// podsStatus writes "Pods Status: 3 Running / 0 Waiting / 0 Succeeded /
+// 0 Failed" for the pods an owner controls.
+func (d *describer) podsStatus(ctx context.Context, owner *v1.ObjectMeta, selector *v1.LabelSelector) error {
+	sel := table.SelectorString(selector)
+	var running, waiting, succeeded, failed int
+	if sel != "<none>" && sel != "<invalid>" {
+		pods, _, err := client.For[*v1.Pod](d.c).List(ctx, client.ListOptions{Namespace: owner.GetNamespace(), LabelSelector: sel})
+		if err != nil {
+			return err
+		}
+		for _, p := range pods {
+			if !revision.OwnedBy(p.GetMetadata(), owner.GetUid()) {
+				continue
+			}
+			switch p.GetStatus().GetPhase() {
+			case "Running":
+				running++
+			case "Pending":
+				waiting++
+			case "Succeeded":
+				succeeded++
+			case "Failed":
+				failed++
+			}
+		}
+	}
+	d.kv(0, "Pods Status", fmt.Sprintf("%d Running / %d Waiting / %d Succeeded / %d Failed", running, waiting, succeeded, failed))
+	return nil
 }
