@@ -37,6 +37,7 @@ func main() {
 	fs.IntVar(&cfg.Endpoints.Workers, "concurrent-endpoint-syncs", 5, "Services whose Endpoints are synced in parallel")
 	fs.IntVar(&cfg.Job.Workers, "concurrent-job-syncs", 5, "Jobs synced in parallel")
 	fs.IntVar(&cfg.CronJob.Workers, "concurrent-cronjob-syncs", 5, "CronJobs synced in parallel")
+	fs.IntVar(&cfg.DaemonSet.Workers, "concurrent-daemonset-syncs", 2, "DaemonSets synced in parallel")
 	fs.DurationVar(&cfg.Job.PodBackoff, "job-pod-backoff", 10*time.Second, "delay before a Job's failed pod is replaced, doubled per further failure")
 	fs.DurationVar(&cfg.Job.PodBackoffMax, "job-pod-backoff-max", 6*time.Minute, "the longest such delay")
 

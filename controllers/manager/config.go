@@ -11,6 +11,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/controllers/cronjob"
+	"github.com/tugboat/tugboat/controllers/daemonset"
 	"github.com/tugboat/tugboat/controllers/deployment"
 	"github.com/tugboat/tugboat/controllers/disruption"
 	"github.com/tugboat/tugboat/controllers/endpoints"
@@ -50,6 +51,7 @@ type Config struct {
 	Job              job.Config
 	CronJob          cronjob.Config
 	Disruption       disruption.Config
+	DaemonSet        daemonset.Config
 
 	Logger *slog.Logger
 }
@@ -93,7 +95,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("--leader-elect-renew-deadline (%s) must be shorter than --leader-elect-lease-duration (%s)", le.RenewDeadline, le.LeaseDuration)
 		}
 	}
-	for _, v := range []interface{ Validate() error }{&c.ReplicaSet, &c.Deployment, &c.GarbageCollector, &c.NodeLifecycle, &c.NodeIPAM, &c.Endpoints, &c.Job, &c.CronJob, &c.Disruption} {
+	for _, v := range []interface{ Validate() error }{&c.ReplicaSet, &c.Deployment, &c.GarbageCollector, &c.NodeLifecycle, &c.NodeIPAM, &c.Endpoints, &c.Job, &c.CronJob, &c.Disruption, &c.DaemonSet} {
 		if err := v.Validate(); err != nil {
 			return err
 		}

@@ -30,6 +30,7 @@ import (
 	"github.com/tugboat/tugboat/api/record"
 	"github.com/tugboat/tugboat/controllers/controller"
 	"github.com/tugboat/tugboat/controllers/cronjob"
+	"github.com/tugboat/tugboat/controllers/daemonset"
 	"github.com/tugboat/tugboat/controllers/deployment"
 	"github.com/tugboat/tugboat/controllers/disruption"
 	"github.com/tugboat/tugboat/controllers/endpoints"
@@ -61,6 +62,7 @@ func controllers() []entry {
 		{"job", func(d controller.Deps, c *Config) (controller.Runner, error) { return job.New(d, c.Job) }},
 		{"cronjob", func(d controller.Deps, c *Config) (controller.Runner, error) { return cronjob.New(d, c.CronJob) }},
 		{"disruption", func(d controller.Deps, c *Config) (controller.Runner, error) { return disruption.New(d, c.Disruption) }},
+		{"daemonset", func(d controller.Deps, c *Config) (controller.Runner, error) { return daemonset.New(d, c.DaemonSet) }},
 	}
 }
 

@@ -35,6 +35,9 @@ type ClusterOptions struct {
 	ReadyDelay time.Duration
 	// NeverReady, if set, picks pods that run but never become Ready.
 	NeverReady func(*v1.Pod) bool
+	// NoScheduler leaves binding to a scheduler the test runs (the real
+	// one, for tests of node affinity and daemon placement).
+	NoScheduler bool
 	// Exit, if set, says how a running pod ends: ok false keeps it
 	// running; otherwise, ReadyDelay after it started, every container
 	// terminates with code and the pod becomes Succeeded (code 0) or
@@ -242,7 +245,7 @@ func (cl *Cluster) sync(ctx context.Context, key string) error {
 	node := p.GetSpec().GetNodeName()
 	switch {
 	case node == "":
-		if m.GetDeletionTimestamp() != nil {
+		if m.GetDeletionTimestamp() != nil || cl.opts.NoScheduler {
 			return nil
 		}
 		target := cl.pickNode()
