@@ -90,7 +90,10 @@ CFG
 # shellcheck source=lib/kubeconfig.sh
 . "$top/hack/lib/kubeconfig.sh"
 write_kubeconfig "$kubeconfig_path" "127.0.0.1:$TUGBOAT_KUBE_PORT" "$creds_dir/ca.crt" "$creds_dir/admin.crt" "$creds_dir/admin.key" "$marker"
-kube_hint=$(offer_kube_config "$kubeconfig_path")
+# ~/.kube/config is offered only for the default config (a TUGBOAT_CONFIG
+# elsewhere, as the compose test sets, keeps to its own folder).
+kube_hint="kubectl: export KUBECONFIG=$kubeconfig_path"
+[[ $config_path == "$HOME/.tugboat/config" ]] && kube_hint=$(offer_kube_config "$kubeconfig_path")
 
 # --- wait for Ready nodes -----------------------------------------------------
 tugctl=$top/bin/tugctl

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tugboat/tugboat/api/wait"
+	"github.com/tugboat/tugboat/apiserver/kubeapi/kubectltest"
 )
 
 // TestComposeCluster is the CI end-to-end test of `make up`.
@@ -60,6 +61,12 @@ func TestComposeCluster(t *testing.T) {
 	}
 	if n := strings.Count(nodes, " Ready "); n != 2 {
 		t.Fatalf("after make up, nodes:\n%s", nodes)
+	}
+	// kubectl works right away with the kubeconfig make up wrote beside
+	// the tugctl config.
+	kc := exec.CommandContext(ctx, kubectltest.Path(t), "--kubeconfig", filepath.Join(filepath.Dir(e.config), "kubeconfig"), "get", "nodes", "--no-headers")
+	if out, err := kc.CombinedOutput(); err != nil || strings.Count(string(out), " Ready ") != 2 {
+		t.Fatalf("kubectl get nodes after make up: %v\n%s", err, out)
 	}
 
 	// The quick start.

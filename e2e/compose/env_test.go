@@ -47,6 +47,7 @@ type env struct {
 	tag      string
 	config   string
 	apiPort  int
+	kubePort int
 	regPort  int
 	nodePort [2]int
 }
@@ -61,8 +62,8 @@ func newEnv(t *testing.T) *env {
 	_, _ = rand.Read(b)
 	id := hex.EncodeToString(b)
 	e := &env{t: t, module: mod, project: "tugboat-e2e-" + id, tag: "e2e-" + id, config: filepath.Join(t.TempDir(), "config")}
-	ports := freePorts(t, 4)
-	e.apiPort, e.regPort, e.nodePort[0], e.nodePort[1] = ports[0], ports[1], ports[2], ports[3]
+	ports := freePorts(t, 5)
+	e.apiPort, e.regPort, e.nodePort[0], e.nodePort[1], e.kubePort = ports[0], ports[1], ports[2], ports[3], ports[4]
 	return e
 }
 
@@ -73,6 +74,7 @@ func (e *env) vars() []string {
 		"TUGBOAT_TAG="+e.tag,
 		"TUGBOAT_CONFIG="+e.config,
 		"TUGBOAT_API_PORT="+strconv.Itoa(e.apiPort),
+		"TUGBOAT_KUBE_PORT="+strconv.Itoa(e.kubePort),
 		"TUGBOAT_REGISTRY_PORT="+strconv.Itoa(e.regPort),
 		"TUGBOAT_NODEPORT_1="+strconv.Itoa(e.nodePort[0]),
 		"TUGBOAT_NODEPORT_2="+strconv.Itoa(e.nodePort[1]),
