@@ -45,59 +45,123 @@ func main() {
 	}
 }
 
-func run(bin string, creates, events, watchers, idle, kubectlRuns int) error {
+// server is one apiserver process with a client on each door.
+type server struct {
+	dir, kaddr, ca, crt, key string
+	cmd                      *exec.Cmd
+	g                        *client.Client
+	cs                       *kubernetes.Clientset
+}
+
+func (s *server) stop() {
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.g.Close()
+	os.RemoveAll(s.dir)
+}
+
+func start(ctx context.Context, bin string) (*server, error) {
 	dir, err := os.MkdirTemp("", "tugboat-kubeapi-bench-")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer os.RemoveAll(dir)
 	addr, err := proc.FreeAddr()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	kaddr, err := proc.FreeAddr()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	pkiDir := filepath.Join(dir, "pki")
 	if err := pki.Init(pki.InitOptions{Dir: pkiDir}); err != nil {
-		return err
+		return nil, err
 	}
 	cmd := exec.Command(bin, "--listen", addr, "--kube-listen", kaddr, "--metrics-listen", "", "--data-dir", filepath.Join(dir, "etcd"),
 		"--pki-dir", pkiDir, "--log-level", "warn")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		return err
+		return nil, err
 	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	ca, crt, key := filepath.Join(pkiDir, "ca.crt"), filepath.Join(pkiDir, "admin.crt"), filepath.Join(pkiDir, "admin.key")
-	tlsCfg, err := client.TLSFromFiles(ca, crt, key)
+	s := &server{dir: dir, kaddr: kaddr, cmd: cmd, ca: filepath.Join(pkiDir, "ca.crt"), crt: filepath.Join(pkiDir, "admin.crt"), key: filepath.Join(pkiDir, "admin.key")}
+	tlsCfg, err := client.TLSFromFiles(s.ca, s.crt, s.key)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	g, err := client.New(client.Config{Server: addr, TLS: tlsCfg})
-	if err != nil {
-		return err
+	if s.g, err = client.New(client.Config{Server: addr, TLS: tlsCfg}); err != nil {
+		return nil, err
 	}
 	rc := &rest.Config{Host: "https://" + kaddr, QPS: -1,
-		TLSClientConfig: rest.TLSClientConfig{CAFile: ca, CertFile: crt, KeyFile: key}}
+		TLSClientConfig: rest.TLSClientConfig{CAFile: s.ca, CertFile: s.crt, KeyFile: s.key}}
 	rc.ContentType = "application/json" // HTTPS+JSON both ways
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return err
+	if s.cs, err = kubernetes.NewForConfig(rc); err != nil {
+		return nil, err
 	}
-	ctx := context.Background()
 	for i := 0; ; i++ {
-		if _, err := cs.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err == nil {
+		if _, err := s.cs.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err == nil {
 			break
 		}
 		if i > 300 {
-			return fmt.Errorf("apiserver did not answer on both doors")
+			s.stop()
+			return nil, fmt.Errorf("apiserver did not answer on both doors")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	time.Sleep(2 * time.Second)
+	return s, nil
+}
 
+// idleWatchMemory opens n idle watches on one door of a fresh apiserver,
+// each from a listed version as informers watch, and returns the RSS
+// growth per watch.
+func idleWatchMemory(ctx context.Context, bin, door string, n int) (float64, error) {
+	s, err := start(ctx, bin)
+	if err != nil {
+		return 0, err
+	}
+	defer s.stop()
+	sl, err := s.cs.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	before := proc.RSS(s.cmd.Process.Pid)
+	for i := 0; i < n; i++ {
+		if door == "gRPC" {
+			_, err = client.For[*v1.Secret](s.g).Watch(wctx, client.WatchOptions{Namespace: "default", ResourceVersion: parseRV(sl.ResourceVersion)})
+		} else {
+			_, err = s.cs.CoreV1().Secrets("default").Watch(wctx, metav1.ListOptions{ResourceVersion: sl.ResourceVersion})
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	time.Sleep(3 * time.Second)
+	return float64(proc.RSS(s.cmd.Process.Pid)-before) / 1024 / float64(n), nil
+}
+
+func parseRV(s string) int64 {
+	var n int64
+	fmt.Sscan(s, &n)
+	return n
+}
+
+func run(bin string, creates, events, watchers, idle, kubectlRuns int) error {
+	ctx := context.Background()
+	for _, door := range []string{"HTTPS+JSON", "gRPC"} {
+		kib, err := idleWatchMemory(ctx, bin, door, idle)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("apiserver RSS per idle watch (%d watches from a listed version, fresh apiserver), %s: %.1f KiB\n", idle, door, kib)
+	}
+	s, err := start(ctx, bin)
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	g, cs, dir, kaddr, ca, crt, key := s.g, s.cs, s.dir, s.kaddr, s.ca, s.crt, s.key
 	// Create latency, the doors alternating in rounds of 50 so both see
 	// the same machine load.
 	pods := client.For[*v1.Pod](g)
@@ -127,30 +191,6 @@ func run(bin string, creates, events, watchers, idle, kubectlRuns int) error {
 	}
 	fmt.Printf("watch delivery, %d watchers per door x %d changes:\n  gRPC        p50 %s p99 %s\n  HTTPS+JSON  p50 %s p99 %s\n",
 		watchers, events, pct(dg, 50), pct(dg, 99), pct(dh, 50), pct(dh, 99))
-
-	// Memory per idle watch, each door on its own.
-	for _, door := range []string{"gRPC", "HTTPS+JSON"} {
-		wctx, cancel := context.WithCancel(ctx)
-		before := proc.RSS(cmd.Process.Pid)
-		for i := 0; i < idle; i++ {
-			var err error
-			if door == "gRPC" {
-				_, err = client.For[*v1.Secret](g).Watch(wctx, client.WatchOptions{Namespace: "default"})
-			} else {
-				_, err = cs.CoreV1().Secrets("default").Watch(wctx, metav1.ListOptions{})
-			}
-			if err != nil {
-				cancel()
-				return err
-			}
-		}
-		time.Sleep(3 * time.Second)
-		after := proc.RSS(cmd.Process.Pid)
-		fmt.Printf("apiserver RSS per idle watch, %s: %.1f KiB (%d watchers: %s -> %s)\n", door, float64(after-before)/1024/float64(idle), idle,
-			proc.MiB(float64(before)), proc.MiB(float64(after)))
-		cancel()
-		time.Sleep(3 * time.Second)
-	}
 
 	// kubectl invocations per second.
 	if kubectl, err := exec.LookPath("kubectl"); err == nil {
