@@ -83,13 +83,20 @@ func (h *Handler) aggregated(core bool) map[string]any {
 		g.Versions[0].Resources = append(g.Versions[0].Resources, discoveredResourceOf(r))
 	}
 	if !core {
-		for _, name := range sortedKeys(reviewGroups) {
-			rr := reviewGroups[name]
+		for _, name := range sortedKeys(virtualGroups) {
+			vg := virtualGroups[name]
 			g := &discoveredGroup{}
 			g.Metadata.Name = name
-			g.Versions = []discoveredVersion{{Version: "v1", Freshness: "Current", Resources: []discoveredResource{{
-				Resource: rr.Name, ResponseKind: gvk{Group: name, Version: "v1", Kind: rr.Kind}, Scope: "Cluster",
-				SingularResource: rr.SingularName, Verbs: rr.Verbs}}}}
+			dv := discoveredVersion{Version: vg.version, Freshness: "Current"}
+			for _, rr := range vg.resources {
+				scope := "Cluster"
+				if rr.Namespaced {
+					scope = "Namespaced"
+				}
+				dv.Resources = append(dv.Resources, discoveredResource{Resource: rr.Name, ResponseKind: gvk{Group: name, Version: vg.version, Kind: rr.Kind},
+					Scope: scope, SingularResource: rr.SingularName, Verbs: rr.Verbs})
+			}
+			g.Versions = []discoveredVersion{dv}
 			byGroup[name] = g
 			names = append(names, name)
 		}

@@ -52,8 +52,9 @@ func (h *Handler) discovery(w http.ResponseWriter, r *http.Request, path string)
 		for _, g := range h.reg.groups {
 			groups = append(groups, h.group(g))
 		}
-		for _, g := range sortedKeys(reviewGroups) {
-			gv := groupVersionForDiscovery{GroupVersion: g + "/v1", Version: "v1"}
+		for _, g := range sortedKeys(virtualGroups) {
+			v := virtualGroups[g].version
+			gv := groupVersionForDiscovery{GroupVersion: g + "/" + v, Version: v}
 			groups = append(groups, apiGroup{Name: g, Versions: []groupVersionForDiscovery{gv}, PreferredVersion: gv})
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
@@ -62,13 +63,13 @@ func (h *Handler) discovery(w http.ResponseWriter, r *http.Request, path string)
 	default:
 		rest := strings.TrimPrefix(path, "/apis/")
 		group, version, _ := strings.Cut(rest, "/")
-		if rr, ok := reviewGroups[group]; ok && (version == "v1" || version == "") {
-			gv := groupVersionForDiscovery{GroupVersion: group + "/v1", Version: "v1"}
+		if vg, ok := virtualGroups[group]; ok && (version == vg.version || version == "") {
+			gv := groupVersionForDiscovery{GroupVersion: group + "/" + vg.version, Version: vg.version}
 			if version == "" {
 				writeJSON(w, http.StatusOK, apiGroup{Kind: "APIGroup", APIVersion: "v1", Name: group, Versions: []groupVersionForDiscovery{gv}, PreferredVersion: gv})
 				return
 			}
-			writeJSON(w, http.StatusOK, map[string]any{"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group + "/v1", "resources": []apiResource{rr}})
+			writeJSON(w, http.StatusOK, map[string]any{"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv.GroupVersion, "resources": vg.resources})
 			return
 		}
 		if !h.hasGroup(group) {

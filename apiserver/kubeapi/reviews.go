@@ -15,10 +15,18 @@ import (
 
 const authService = "/tugboat.api.v1.Auth/"
 
-// reviewGroups are the groups of the review resources, for discovery.
-var reviewGroups = map[string]apiResource{
-	"authorization.k8s.io":  {Name: "selfsubjectaccessreviews", SingularName: "selfsubjectaccessreview", Kind: "SelfSubjectAccessReview", Verbs: []string{"create"}},
-	"authentication.k8s.io": {Name: "selfsubjectreviews", SingularName: "selfsubjectreview", Kind: "SelfSubjectReview", Verbs: []string{"create"}},
+// virtualGroup is an API group whose resources are computed, not stored:
+// the reviews (here) and the resource metrics (metricsapi.go).
+type virtualGroup struct {
+	version   string
+	resources []apiResource
+}
+
+// virtualGroups are those groups, for discovery.
+var virtualGroups = map[string]virtualGroup{
+	"authorization.k8s.io":  {"v1", []apiResource{{Name: "selfsubjectaccessreviews", SingularName: "selfsubjectaccessreview", Kind: "SelfSubjectAccessReview", Verbs: []string{"create"}}}},
+	"authentication.k8s.io": {"v1", []apiResource{{Name: "selfsubjectreviews", SingularName: "selfsubjectreview", Kind: "SelfSubjectReview", Verbs: []string{"create"}}}},
+	metricsGroup:            {"v1beta1", metricsResources},
 }
 
 // review serves POST of a review resource; ok is false for other paths.

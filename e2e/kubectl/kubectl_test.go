@@ -105,6 +105,7 @@ func TestKubectlOnNodes(t *testing.T) {
 	t.Run("exec -it", func(t *testing.T) { testExec(t, e) })
 	t.Run("cp", func(t *testing.T) { testCp(t, e) })
 	t.Run("port-forward", func(t *testing.T) { testPortForward(t, e) })
+	t.Run("top", func(t *testing.T) { testTop(t, e) })
 	t.Run("drain", func(t *testing.T) { testDrain(t, e) })
 }
 
@@ -205,6 +206,22 @@ func testPortForward(t *testing.T, e *env) {
 		if resp.StatusCode != 200 || !strings.Contains(string(body), "pod=") {
 			t.Fatalf("GET through port-forward: %d %q", resp.StatusCode, body)
 		}
+	}
+}
+
+// testTop: kubectl top reads the resource metrics API, which the
+// apiserver computes from the kubelets' stats.
+func testTop(t *testing.T, e *env) {
+	eventually(t, "node metrics", func() error {
+		out, err := e.cmd(context.Background(), t, "top", "node").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "CPU(cores)") || !strings.Contains(string(out), "node1") || !strings.Contains(string(out), "node2") {
+			return fmt.Errorf("top node: %v\n%s", err, out)
+		}
+		return nil
+	})
+	out := e.kubectl(t, "top", "pod", "talker", "--containers")
+	if !strings.Contains(out, "talker") || !strings.Contains(out, "MEMORY(bytes)") {
+		t.Fatalf("top pod: %s", out)
 	}
 }
 
