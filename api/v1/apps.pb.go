@@ -1101,10 +1101,10 @@ const file_api_v1_apps_proto_rawDesc = "" +
 	"\x17_revision_history_limit\"|\n" +
 	"\x17DaemonSetUpdateStrategy\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12M\n" +
-	"\x0erolling_update\x18\x02 \x01(\v2&.tugboat.api.v1.RollingUpdateDaemonSetR\rrollingUpdate\"^\n" +
-	"\x16RollingUpdateDaemonSet\x12'\n" +
-	"\x0fmax_unavailable\x18\x01 \x01(\tR\x0emaxUnavailable\x12\x1b\n" +
-	"\tmax_surge\x18\x02 \x01(\tR\bmaxSurge\"\x9b\x04\n" +
+	"\x0erolling_update\x18\x02 \x01(\v2&.tugboat.api.v1.RollingUpdateDaemonSetR\rrollingUpdate\"j\n" +
+	"\x16RollingUpdateDaemonSet\x12-\n" +
+	"\x0fmax_unavailable\x18\x01 \x01(\tB\x04\xc8\xf3\x18\x01R\x0emaxUnavailable\x12!\n" +
+	"\tmax_surge\x18\x02 \x01(\tB\x04\xc8\xf3\x18\x01R\bmaxSurge\"\xae\x04\n" +
 	"\x0fDaemonSetStatus\x128\n" +
 	"\x18current_number_scheduled\x18\x01 \x01(\x05R\x16currentNumberScheduled\x12/\n" +
 	"\x13number_misscheduled\x18\x02 \x01(\x05R\x12numberMisscheduled\x128\n" +
@@ -1114,10 +1114,10 @@ const file_api_v1_apps_proto_rawDesc = "" +
 	"\x18updated_number_scheduled\x18\x06 \x01(\x05R\x16updatedNumberScheduled\x12)\n" +
 	"\x10number_available\x18\a \x01(\x05R\x0fnumberAvailable\x12-\n" +
 	"\x12number_unavailable\x18\b \x01(\x05R\x11numberUnavailable\x12,\n" +
-	"\x0fcollision_count\x18\t \x01(\x05H\x00R\x0ecollisionCount\x88\x01\x01\x129\n" +
+	"\x0fcollision_count\x18\t \x01(\x05H\x00R\x0ecollisionCount\x88\x01\x01\x12L\n" +
 	"\n" +
 	"conditions\x18\n" +
-	" \x03(\v2\x19.tugboat.api.v1.ConditionR\n" +
+	" \x03(\v2\x19.tugboat.api.v1.ConditionB\x11\xd2\xf3\x18\x04type\xda\xf3\x18\x05mergeR\n" +
 	"conditionsB\x12\n" +
 	"\x10_collision_count\"\xa5\x01\n" +
 	"\x12ControllerRevision\x126\n" +

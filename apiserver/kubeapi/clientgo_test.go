@@ -156,6 +156,9 @@ func testClientGoCRUD(t *testing.T, e *env) {
 	t.Run("Deployment", func(t *testing.T) {
 		crud(t, cs.AppsV1().Deployments(ns), &appsv1.Deployment{ObjectMeta: om("cg-deploy"), Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](0), Selector: sel, Template: tmpl}})
 	})
+	t.Run("DaemonSet", func(t *testing.T) {
+		crud(t, cs.AppsV1().DaemonSets(ns), &appsv1.DaemonSet{ObjectMeta: om("cg-ds"), Spec: appsv1.DaemonSetSpec{Selector: sel, Template: tmpl}})
+	})
 	t.Run("Role", func(t *testing.T) {
 		crud(t, cs.RbacV1().Roles(ns), &rbacv1.Role{ObjectMeta: om("cg-role"), Rules: rules})
 	})
