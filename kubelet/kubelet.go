@@ -108,14 +108,14 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer ctd.Close()
-	rt, err := instrument(ctd, reg)
+	rt, err := runtime.Instrument(ctd, reg)
 	if err != nil {
 		return err
 	}
 
 	rec := record.New(c, "kubelet", cfg.NodeName, reg, log)
 	pcfg := podConfig(cfg, nodeIP, log, reg)
-	net := newNetGate(network.Config{
+	net := network.NewGate(network.Config{
 		StateDir:    cfg.networkStateDir(),
 		ConfDir:     cfg.CNIConfDir,
 		BinDirs:     cfg.CNIBinDirs,
@@ -180,7 +180,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	net.onChange = agent.Refresh // the node's Ready follows the network at once
+	net.OnChange(agent.Refresh) // the node's Ready follows the network at once
 
 	clusterDNS := ""
 	if len(cfg.ClusterDNS) > 0 {
@@ -227,18 +227,17 @@ func Run(ctx context.Context, cfg Config) error {
 	goRun("log rotation", (&runtime.LogRotator{Containers: rt, MaxBytes: cfg.LogMaxSize, MaxFiles: cfg.LogMaxFiles, Logger: log}).Run)
 	goRun("pod network", func(ctx context.Context) error {
 		cidr := cfg.PodCIDR
-		if cidr == "" && !net.operatorConfig() {
+		if cidr == "" && !net.OperatorConfig() {
 			log.Info("waiting for the node's pod CIDR before starting pod networks")
 			if cidr, err = agent.PodCIDR(ctx); err != nil {
 				return nil // ctx ended
 			}
 		}
-		if err := net.init(ctx, cidr); err != nil {
+		if err := net.Init(ctx, cidr); err != nil {
 			return err
 		}
 		log.Info("pod network set up", "podCIDR", cidr, "confDir", cfg.CNIConfDir)
-		net.run(ctx)
-		return nil
+		return net.Run(ctx)
 	})
 	goRun("pods", func(ctx context.Context) error {
 		if !podInformer.WaitForSync(ctx) || !serviceInformer.WaitForSync(ctx) {

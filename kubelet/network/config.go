@@ -12,6 +12,18 @@
 //
 // Teardown (CNI DEL) is idempotent and works after the namespace is gone,
 // so every teardown path — delete, crash recovery, restart — can run it.
+//
+// A Gate is the pod network as the kubelet's pod workers and node status
+// see it: not ready until the node's pod CIDR is known, then a Manager
+// whose config, plugins and masquerade rule are checked every few seconds
+// and the verdict cached (NetworkPluginNotReady on the Node while it is
+// not nil).
+//
+// What it touches: the CNI config directory (its own conflist only), the
+// kubelet's network state directory (libcni cache, host-local
+// reservations), the pinned namespaces under its namespace directory, the
+// links and addresses the CNI plugins make, and one nftables table of its
+// own (the pod egress masquerade).
 package network
 
 import (

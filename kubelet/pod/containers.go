@@ -10,121 +10,25 @@ import (
 
 	"github.com/tugboat/tugboat/api/resource"
 	v1 "github.com/tugboat/tugboat/api/v1"
-	"github.com/tugboat/tugboat/kubelet/prober"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 )
 
-// syncInitContainers runs the init containers one after the other, each
-// to a successful exit. It reports whether all are done and whether the
-// pod failed for good (an init container failed under restartPolicy
-// Never).
-func (w *worker) syncInitContainers(ctx context.Context, pod *v1.Pod, sb *sandboxInfo, st *podState, vols map[string]string, volErr error, until func(time.Time)) (done, failed bool) {
-	policy := pod.GetSpec().GetRestartPolicy()
-	for _, c := range pod.GetSpec().GetInitContainers() {
-		cur, _ := st.latest(c.Name, sb.ID)
-		switch {
-		case cur == nil:
-			w.startContainer(ctx, pod, sb, st, c, w.nextAttempt(pod, st, c.Name), true, vols, volErr, until)
-			return false, false
-		case cur.State == runtime.ContainerCreated:
-			w.startCreated(ctx, pod, c, cur)
-			return false, false
-		case cur.State == runtime.ContainerRunning, cur.State == runtime.ContainerUnknown:
-			return false, false
-		case cur.ExitCode == 0:
-			continue
-		case policy == "Never":
-			return false, true
-		default:
-			if !w.restartAfterBackoff(pod, c, cur, until) {
-				return false, false
-			}
-			w.startContainer(ctx, pod, sb, st, c, w.nextAttempt(pod, st, c.Name), true, vols, volErr, until)
-			return false, false
-		}
-	}
-	return true, false
-}
+// The container steps of a plan, carried out (syncRun.doContainers calls
+// them in the plan's order).
 
-// syncAppContainers starts, restarts (per restart policy, with back-off)
-// and kills (failed liveness or startup probe, changed image) the pod's
-// containers, in spec order.
-func (w *worker) syncAppContainers(ctx context.Context, pod *v1.Pod, sb *sandboxInfo, st *podState, vols map[string]string, volErr error, until func(time.Time)) {
-	policy := pod.GetSpec().GetRestartPolicy()
-	for _, c := range pod.GetSpec().GetContainers() {
-		cur, _ := st.latest(c.Name, "")
-		if cur != nil && cur.SandboxID == sb.ID {
-			switch cur.State {
-			case runtime.ContainerCreated:
-				w.startCreated(ctx, pod, c, cur)
-				continue
-			case runtime.ContainerUnknown:
-				continue
-			case runtime.ContainerRunning:
-				reason := w.killReason(c, cur)
-				if reason == "" {
-					continue
-				}
-				w.killContainer(ctx, pod, c, cur, reason)
-				fresh, err := w.m.rt.ContainerStatus(ctx, cur.ID)
-				if err != nil {
-					continue
-				}
-				cur = &fresh
-				if reason == killImageChanged {
-					w.m.crashBackoff.reset(w.uid + "/" + c.Name)
-				}
-			}
-		}
-		// No container yet, or the latest one exited (or was in an old
-		// sandbox, which is stopped).
-		if cur != nil {
-			exit := cur.ExitCode
-			if cur.State != runtime.ContainerExited {
-				exit = 255
-			}
-			if !shouldRestart(policy, exit) {
-				continue
-			}
-			if !w.restartAfterBackoff(pod, c, cur, until) {
-				continue
-			}
-			w.m.metrics.restarts.Inc()
-		}
-		w.startContainer(ctx, pod, sb, st, c, w.nextAttempt(pod, st, c.Name), false, vols, volErr, until)
-		if sb.failed {
-			return
-		}
-	}
-}
-
-const killImageChanged = "image changed"
-
-// killReason says why a running container must be killed, or "".
-func (w *worker) killReason(c *v1.Container, cur *runtime.ContainerStatus) string {
-	if img, ok := cur.Labels[LabelSpecImage]; ok && img != c.Image {
-		return killImageChanged
-	}
-	if c.StartupProbe != nil {
-		if r := w.m.prober.Result(w.uid, c.Name, prober.Startup); r.ContainerID == cur.ID && r.State == prober.Failure {
-			return "startup probe"
-		}
-	}
-	if c.LivenessProbe != nil {
-		if r := w.m.prober.Result(w.uid, c.Name, prober.Liveness); r.ContainerID == cur.ID && r.State == prober.Failure {
-			return "liveness probe"
-		}
-	}
-	return ""
-}
-
-func (w *worker) killContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, cur *runtime.ContainerStatus, reason string) {
+// kill stops a running container for the step's reason (Killing event;
+// the probe's terminationGracePeriodSeconds or the pod's) and reads its
+// state after, for the step that follows (afterExit); false if it cannot
+// be read. A container killed for a changed image restarts at once: its
+// crash back-off is reset.
+func (r *syncRun) kill(ctx context.Context, s containerStep) (*runtime.ContainerStatus, bool) {
+	w, pod, c, cur := r.w, r.in.pod, s.c, s.cur
 	grace := podGrace(pod)
 	msg := fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)
-	if reason != killImageChanged {
-		msg = fmt.Sprintf("Container %s failed %s, will be restarted", c.Name, reason)
+	if s.killReason != killImageChanged {
+		msg = fmt.Sprintf("Container %s failed %s, will be restarted", c.Name, s.killReason)
 		pr := c.LivenessProbe
-		if reason == "startup probe" {
+		if s.killReason == killStartup {
 			pr = c.StartupProbe
 		}
 		if g := pr.GetTerminationGracePeriodSeconds(); pr != nil && pr.TerminationGracePeriodSeconds != nil {
@@ -132,56 +36,33 @@ func (w *worker) killContainer(ctx context.Context, pod *v1.Pod, c *v1.Container
 		}
 	}
 	w.m.rec.Eventf(pod, eventNormal, "Killing", "%s", msg)
-	w.touched[cur.ID] = true
+	r.touched[cur.ID] = true
 	if err := w.m.rt.StopContainer(ctx, cur.ID, grace); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 		w.log.Warn("killing container", "container", c.Name, "err", err)
 	}
+	fresh, err := w.m.rt.ContainerStatus(ctx, cur.ID)
+	if err != nil {
+		return nil, false
+	}
+	if s.killReason == killImageChanged {
+		key := w.uid + "/" + c.Name
+		w.m.crashBackoff.reset(key)
+		r.in.crash[c.Name] = w.m.crashBackoff.state(key)
+	}
+	return &fresh, true
 }
 
-// restartAfterBackoff applies the crash back-off to an exited container:
-// true if it may be restarted now; otherwise the container waits in
-// CrashLoopBackOff.
-func (w *worker) restartAfterBackoff(pod *v1.Pod, c *v1.Container, cur *runtime.ContainerStatus, until func(time.Time)) bool {
-	key := w.uid + "/" + c.Name
-	finished := cur.FinishedAt
-	if finished.IsZero() {
-		finished = w.m.now()
-	}
-	if busy, t := w.m.crashBackoff.inBackoffSince(key, finished); busy {
-		delay := w.m.crashBackoff.delay(key)
-		w.waiting[c.Name] = &waiting{Reason: ReasonCrashLoopBackOff, Message: crashLoopMessage(pod, c.Name, delay), Until: t}
-		w.m.rec.Eventf(pod, eventWarning, "BackOff", "Back-off restarting failed container %s in pod %s", c.Name, pod.GetMetadata().GetName())
-		until(t)
-		return false
-	}
-	w.m.crashBackoff.next(key, finished)
-	return true
-}
-
-// nextAttempt numbers a container's next attempt (its restart count):
-// one more than any attempt the runtime has, or than the API last showed
-// when the runtime lost them all (a wiped node).
-func (w *worker) nextAttempt(pod *v1.Pod, st *podState, name string) uint32 {
-	if as := st.attempts(name, ""); len(as) > 0 {
-		return as[0].Attempt + 1
-	}
-	for _, cs := range append(append([]*v1.ContainerStatus{}, w.status.GetInitContainerStatuses()...), w.status.GetContainerStatuses()...) {
-		if cs.Name == name && cs.ContainerId != "" {
-			return uint32(cs.RestartCount) + 1
-		}
-	}
-	return 0
-}
-
-// startContainer ensures the image, creates the container and starts it.
-// Whatever stops it is recorded as the container's waiting reason.
-func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxInfo, st *podState, c *v1.Container, attempt uint32, init bool, vols map[string]string, volErr error, until func(time.Time)) {
+// start ensures the image, creates the container's new attempt and
+// starts it. Whatever stops it is recorded as the container's waiting
+// reason.
+func (r *syncRun) start(ctx context.Context, s containerStep, vols map[string]string, volErr error) {
+	w, pod, c := r.w, r.in.pod, s.c
 	if wt := w.m.images.ensure(ctx, pod, c); wt != nil {
-		w.waiting[c.Name] = wt
-		until(wt.Until)
+		r.waiting[c.Name] = wt
+		r.wakeAt(wt.Until)
 		return
 	}
-	cfg, err := w.containerConfig(ctx, pod, c, sb, attempt, init, vols, volErr)
+	cfg, err := r.containerConfig(ctx, c, s.attempt, s.init, vols, volErr)
 	if errors.Is(err, errSandboxFailed) {
 		return
 	}
@@ -192,23 +73,21 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxInf
 			reason = ReasonCreateContainerConfigError
 		}
 		w.m.rec.Eventf(pod, eventWarning, "Failed", "Error: %v", err)
-		w.waiting[c.Name] = &waiting{Reason: reason, Message: err.Error(), Until: w.m.now().Add(configRetry)}
-		until(w.waiting[c.Name].Until)
+		r.waitRetry(c.Name, reason, err)
 		return
 	}
-	id, err := w.m.rt.CreateContainer(ctx, sb.ID, cfg)
+	id, err := w.m.rt.CreateContainer(ctx, r.sb.ID, cfg)
 	if errors.Is(err, runtime.ErrImageNotPresent) {
 		w.m.images.setPresent(c.Image, false) // removed behind our back: ask again next time
 	}
 	if err != nil {
 		w.m.rec.Eventf(pod, eventWarning, "Failed", "Error: %v", err)
-		w.waiting[c.Name] = &waiting{Reason: ReasonCreateContainerError, Message: err.Error(), Until: w.m.now().Add(configRetry)}
-		until(w.waiting[c.Name].Until)
+		r.waitRetry(c.Name, ReasonCreateContainerError, err)
 		return
 	}
-	w.touched[id] = true
+	r.touched[id] = true
 	w.m.rec.Eventf(pod, eventNormal, "Created", "Created container %s", c.Name)
-	if !w.networkUp(ctx, pod, sb) {
+	if !r.networkUp(ctx) {
 		return // the sandbox and this container are gone
 	}
 	if err := w.m.rt.StartContainer(ctx, id); err != nil {
@@ -218,7 +97,16 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, sb *sandboxInf
 		return
 	}
 	w.m.rec.Eventf(pod, eventNormal, "Started", "Started container %s", c.Name)
-	w.removeOldAttempts(ctx, st, c.Name, attempt)
+	r.removeOldAttempts(ctx, c.Name, s.attempt)
+}
+
+// waitRetry records a container whose config could not be built or which
+// could not be created: it waits with reason and is tried again after
+// configRetry.
+func (r *syncRun) waitRetry(name, reason string, err error) {
+	wt := &waiting{Reason: reason, Message: err.Error(), Until: r.w.m.now().Add(configRetry)}
+	r.waiting[name] = wt
+	r.wakeAt(wt.Until)
 }
 
 // configRetry is how soon a container whose config could not be built
@@ -239,8 +127,10 @@ func usesPodIP(c *v1.Container) bool {
 	return false
 }
 
-func (w *worker) startCreated(ctx context.Context, pod *v1.Pod, c *v1.Container, cur *runtime.ContainerStatus) {
-	w.touched[cur.ID] = true
+// startCreated starts an attempt that was created but never started.
+func (r *syncRun) startCreated(ctx context.Context, c *v1.Container, cur *runtime.ContainerStatus) {
+	w, pod := r.w, r.in.pod
+	r.touched[cur.ID] = true
 	if err := w.m.rt.StartContainer(ctx, cur.ID); err != nil {
 		w.m.rec.Eventf(pod, eventWarning, "Failed", "Error: failed to start container %q: %v", c.Name, err)
 		return
@@ -250,8 +140,9 @@ func (w *worker) startCreated(ctx context.Context, pod *v1.Pod, c *v1.Container,
 
 // removeOldAttempts keeps the new attempt and the one before (for logs
 // --previous and lastState) and removes older ones with their logs.
-func (w *worker) removeOldAttempts(ctx context.Context, st *podState, name string, attempt uint32) {
-	for _, c := range st.containers {
+func (r *syncRun) removeOldAttempts(ctx context.Context, name string, attempt uint32) {
+	w := r.w
+	for _, c := range r.in.state.containers {
 		if c.Name != name || c.Attempt+1 >= attempt {
 			continue
 		}
@@ -259,7 +150,7 @@ func (w *worker) removeOldAttempts(ctx context.Context, st *podState, name strin
 			w.log.Debug("removing an old container attempt", "container", c.ID, "err", err)
 			continue
 		}
-		w.removed[c.ID] = true
+		r.removed[c.ID] = true
 		if c.LogPath != "" {
 			_ = os.Remove(c.LogPath)
 		}
@@ -267,14 +158,15 @@ func (w *worker) removeOldAttempts(ctx context.Context, st *podState, name strin
 }
 
 // containerConfig translates a container of the spec for the runtime.
-func (w *worker) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *sandboxInfo, attempt uint32, init bool, vols map[string]string, volErr error) (runtime.ContainerConfig, error) {
+func (r *syncRun) containerConfig(ctx context.Context, c *v1.Container, attempt uint32, init bool, vols map[string]string, volErr error) (runtime.ContainerConfig, error) {
+	w, pod := r.w, r.in.pod
 	if volErr != nil && len(c.VolumeMounts) > 0 {
 		return runtime.ContainerConfig{}, volErr
 	}
-	if usesPodIP(c) && !w.networkUp(ctx, pod, sb) {
+	if usesPodIP(c) && !r.networkUp(ctx) {
 		return runtime.ContainerConfig{}, errSandboxFailed
 	}
-	env, err := containerEnv(ctx, w.m.src, pod, c, podFields{podIP: addrString(sb.IP), hostIP: w.m.cfg.NodeIP.String()})
+	env, err := containerEnv(ctx, w.m.src, pod, c, podFields{podIP: addrString(r.sb.IP), hostIP: w.m.cfg.NodeIP.String()})
 	if err != nil {
 		return runtime.ContainerConfig{}, err
 	}
@@ -347,14 +239,6 @@ func resources(c *v1.Container) (runtime.Resources, error) {
 		r.MemoryLimitBytes = (memLim + 999) / 1000
 	}
 	return r, nil
-}
-
-// podGrace is the pod's termination grace period.
-func podGrace(pod *v1.Pod) time.Duration {
-	if g := pod.GetSpec().TerminationGracePeriodSeconds; g != nil {
-		return time.Duration(*g) * time.Second
-	}
-	return 30 * time.Second
 }
 
 func addrString(a netip.Addr) string {

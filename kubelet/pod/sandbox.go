@@ -168,20 +168,95 @@ func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32)
 	return &sandboxInfo{SandboxStatus: runtime.SandboxStatus{ID: id, Config: cfg, State: runtime.SandboxReady}, net: pn}, nil
 }
 
+// doSandbox carries out the plan's sandbox step: adopt the current
+// sandbox (with its pod IP), make a new one, or record why there is none.
+func (r *syncRun) doSandbox(ctx context.Context) {
+	w, step := r.w, r.plan.sandbox
+	switch {
+	case step.current != nil:
+		r.sb = w.sandboxInfo(*step.current)
+	case step.wait != nil:
+		r.sandboxWait = step.wait
+	case step.refuse != "":
+		r.sandboxFailed("NetworkNotReady", step.refuse)
+	case step.create:
+		sb, err := w.createSandbox(ctx, r.in.pod, step.attempt)
+		if err != nil {
+			r.sandboxFailedErr(err)
+			return
+		}
+		w.m.sandboxBackoff.reset(w.uid + "/sandbox")
+		r.sb = sb
+	}
+}
+
+// sandboxInfo is an existing sandbox with the pod's address in it: the
+// node's for hostNetwork, else the one this worker saw, the network's
+// cache of the last CNI ADD, or the last status's.
+func (w *worker) sandboxInfo(sb runtime.SandboxStatus) *sandboxInfo {
+	info := &sandboxInfo{SandboxStatus: sb}
+	if sb.Config.HostNetwork {
+		info.IP = w.m.cfg.NodeIP
+	} else if ip, ok := w.ips[sb.ID]; ok {
+		info.IP, _ = parseAddr(ip)
+	} else if ip, ok := w.m.net.PodIP(podNetwork(sb.ID, sb.Config.NetNSPath, sb.Config.Pod, nil)); ok {
+		info.IP = ip
+		w.ips[sb.ID] = ip.String()
+	} else if ip, err := parseAddr(w.status.GetPodIp()); err == nil {
+		info.IP = ip
+	}
+	return info
+}
+
+// sandboxFailedErr records a sandbox that could not be made.
+func (r *syncRun) sandboxFailedErr(err error) {
+	reason := "FailedCreatePodSandbox"
+	if errors.Is(err, network.ErrNotReady) {
+		reason = "NetworkNotReady"
+	}
+	r.sandboxFailed(reason, err.Error())
+}
+
+// sandboxFailed records a sandbox that could not be made (or was not
+// tried): event, back-off, and the reason the pod's status shows.
+func (r *syncRun) sandboxFailed(reason, msg string) {
+	w := r.w
+	key := w.uid + "/sandbox"
+	w.m.rec.Eventf(r.in.pod, eventWarning, "FailedCreatePodSandbox", "Failed to create pod sandbox: %s", msg)
+	w.m.sandboxBackoff.next(key, w.m.now())
+	w.setSandboxError(msg)
+	_, until := w.m.sandboxBackoff.inBackoffSinceUpdate(key)
+	r.sandboxWait = &waiting{Reason: reason, Message: msg, Until: until}
+	r.wakeAt(until)
+}
+
+func (w *worker) setSandboxError(msg string) {
+	w.m.mu.Lock()
+	w.m.sandboxErrors[w.uid] = msg
+	w.m.mu.Unlock()
+}
+
+func (w *worker) lastSandboxError() string {
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	return w.m.sandboxErrors[w.uid]
+}
+
 // networkUp waits for a new sandbox's network. If it failed, the sandbox
 // (with any container already created in it) is removed and the failure
 // recorded like any failed sandbox; it reports whether the network is up.
-func (w *worker) networkUp(ctx context.Context, pod *v1.Pod, sb *sandboxInfo) bool {
+func (r *syncRun) networkUp(ctx context.Context) bool {
+	sb := r.sb
 	if sb.failed {
 		return false
 	}
 	if err := sb.wait(); err != nil {
 		sb.failed = true
-		w.teardownQuietly(ctx, sb.SandboxStatus)
-		w.sandboxFailed(pod, err)
+		r.w.teardownQuietly(ctx, sb.SandboxStatus)
+		r.sandboxFailedErr(err)
 		return false
 	}
-	w.ips[sb.ID] = sb.IP.String()
+	r.w.ips[sb.ID] = sb.IP.String()
 	sb.net = nil
 	return true
 }

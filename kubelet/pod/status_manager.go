@@ -2,6 +2,7 @@ package pod
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tugboat/tugboat/api/apierrors"
+	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
 )
 
@@ -213,4 +215,32 @@ func (s *statusManager) write(ctx context.Context, e *statusEntry, rv int64) (*v
 		s.mu.Unlock()
 	}
 	return nil, apierrors.New(apierrors.ErrConflict, "pod %s/%s: status update kept conflicting", meta.GetNamespace(), meta.GetName())
+}
+
+// finishDeletion deletes the pod object with grace 0, guarded so that a
+// new pod with the same name is never deleted by mistake.
+func (s *statusManager) finishDeletion(ctx context.Context, pod *v1.Pod) error {
+	meta := pod.GetMetadata()
+	rv := s.resourceVersion(pod)
+	zero := int64(0)
+	for attempt := 0; attempt < 10; attempt++ {
+		_, err := s.api.Delete(ctx, meta.GetNamespace(), meta.GetName(), client.DeleteOptions{GracePeriodSeconds: &zero, ResourceVersion: rv})
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+			s.forget(meta.GetUid())
+			return nil
+		case !apierrors.IsConflict(err):
+			return fmt.Errorf("deleting the pod from the API: %w", err)
+		}
+		cur, err := s.api.Get(ctx, meta.GetNamespace(), meta.GetName())
+		if apierrors.IsNotFound(err) || (err == nil && cur.GetMetadata().GetUid() != meta.GetUid()) {
+			s.forget(meta.GetUid())
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		rv = cur.GetMetadata().GetResourceVersion()
+	}
+	return fmt.Errorf("deleting the pod from the API: still conflicting after 10 attempts")
 }

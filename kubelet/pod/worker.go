@@ -9,7 +9,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
-	"github.com/tugboat/tugboat/kubelet/runtime"
 )
 
 // worker owns one pod (by UID) on this node for the pod's life here: from
@@ -18,11 +17,17 @@ import (
 // runs sync whenever it is woken (a spec change, a deletion, a container
 // that changed state, a probe result, an image import) and on a timer (a
 // back-off expiring, the periodic resync).
+//
+// It keeps only what must live across syncs; what one sync decides and
+// does lives in that sync's syncInput, plan and syncRun. The back-offs
+// live in the Manager (shared maps keyed by pod UID), the probe workers in
+// the prober.
 type worker struct {
 	m   *Manager
 	uid string
 	log *slog.Logger
 
+	// The mailbox, written by the Manager's callers.
 	mu      sync.Mutex
 	pod     *v1.Pod // the latest object from the API
 	deleted bool    // the API no longer has it
@@ -31,17 +36,21 @@ type worker struct {
 	evictMessage string
 
 	// Owned by the worker's goroutine.
-	status      *v1.PodStatus // last computed (the API's at first)
-	accepted    time.Time
-	waiting     map[string]*waiting // this sync's verdicts, by container name
-	touched     map[string]bool     // containers this sync created, started or killed
-	removed     map[string]bool     // containers this sync removed
-	sandboxWait *waiting
-	ips         map[string]string // pod IP by sandbox ID
-	released    bool              // terminal: sandbox stopped, network given back
-	volumes     map[string]string
-	volumesAt   time.Time
-	startTimed  bool // the pod start latency was observed
+	status   *v1.PodStatus // the last status computed (the API's at first)
+	accepted time.Time     // when this kubelet first saw the pod
+	// ips caches the pod IP by sandbox ID (the network's cache is read
+	// once per sandbox).
+	ips map[string]string
+	// released: terminal, and its sandboxes stopped and network given
+	// back.
+	released bool
+	// volumes are the prepared volumes' host paths by name, as of
+	// volumesAt (configMap and secret files are rewritten after
+	// volumeRefresh).
+	volumes   map[string]string
+	volumesAt time.Time
+	// startTimed: the pod start latency was observed.
+	startTimed bool
 }
 
 func newWorker(m *Manager, pod *v1.Pod) *worker {
@@ -132,72 +141,6 @@ func (w *worker) run(ctx context.Context) {
 		}
 		timer.Reset(max(res.after, 10*time.Millisecond))
 	}
-}
-
-type syncResult struct {
-	after time.Duration
-	done  bool
-}
-
-// podState is what the runtime has for the pod.
-type podState struct {
-	sandboxes  []runtime.SandboxStatus
-	containers []runtime.ContainerStatus
-}
-
-func (w *worker) observe(ctx context.Context) (*podState, error) {
-	sbs, err := w.m.rt.ListPodSandbox(ctx, runtime.SandboxFilter{PodUID: w.uid})
-	if err != nil {
-		return nil, err
-	}
-	if len(sbs) == 0 {
-		// No sandbox, no containers (a container whose sandbox is gone is
-		// housekeeping's): skip the costlier container listing, which asks
-		// every running task of the node for its state.
-		return &podState{}, nil
-	}
-	cs, err := w.m.rt.ListContainers(ctx, runtime.ContainerFilter{PodUID: w.uid})
-	if err != nil {
-		return nil, err
-	}
-	return &podState{sandboxes: sbs, containers: cs}, nil
-}
-
-// attempts returns the containers called name, newest attempt first; with
-// sandboxID, only those of that sandbox.
-func (s *podState) attempts(name, sandboxID string) []*runtime.ContainerStatus {
-	var out []*runtime.ContainerStatus
-	for i := range s.containers {
-		c := &s.containers[i]
-		if c.Name == name && (sandboxID == "" || c.SandboxID == sandboxID) {
-			out = append(out, c)
-		}
-	}
-	for i := 1; i < len(out); i++ { // insertion sort: few attempts
-		for j := i; j > 0 && newer(out[j], out[j-1]); j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
-}
-
-func newer(a, b *runtime.ContainerStatus) bool {
-	if a.Attempt != b.Attempt {
-		return a.Attempt > b.Attempt
-	}
-	return a.CreatedAt.After(b.CreatedAt)
-}
-
-// latest returns the newest attempt of name and the one before it.
-func (s *podState) latest(name, sandboxID string) (cur, prev *runtime.ContainerStatus) {
-	as := s.attempts(name, sandboxID)
-	if len(as) > 0 {
-		cur = as[0]
-	}
-	if len(as) > 1 {
-		prev = as[1]
-	}
-	return cur, prev
 }
 
 func sameMap(a, b map[string]string) bool {

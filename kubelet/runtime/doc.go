@@ -1,7 +1,8 @@
 // Package runtime is the kubelet's view of a container runtime: a CRI-shaped
 // interface ([Runtime]) with its own small config and status types, plus the
 // runtime-independent pieces every implementation shares (the per-pod /etc
-// files, container log reading and rotation).
+// files, container log reading and rotation, and [Instrument], which times
+// and counts every call for /metrics).
 //
 // The package has no dependency on the API types: the kubelet's pod workers
 // translate a Pod into [SandboxConfig] and [ContainerConfig] values and read

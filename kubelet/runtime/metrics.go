@@ -1,4 +1,4 @@
-package kubelet
+package runtime
 
 import (
 	"context"
@@ -6,21 +6,24 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/tugboat/tugboat/kubelet/runtime"
 )
 
 // instrumentedRuntime times every call into the runtime, so /metrics shows
 // where a pod start spends its time.
 type instrumentedRuntime struct {
-	rt       runtime.Runtime
+	rt       Runtime
 	duration *prometheus.HistogramVec
 	errors   *prometheus.CounterVec
 }
 
-var _ runtime.Runtime = (*instrumentedRuntime)(nil)
+var _ Runtime = (*instrumentedRuntime)(nil)
 
-func instrument(rt runtime.Runtime, reg prometheus.Registerer) (*instrumentedRuntime, error) {
+// Instrument wraps rt so that every call is timed and counted:
+// tugboat_kubelet_runtime_operations_duration_seconds{operation} and
+// tugboat_kubelet_runtime_operations_errors_total{operation}, registered
+// with reg. The wrapper is a Runtime and nothing more: a caller that looks
+// for an optional interface of rt's (server.Attacher, say) must ask rt.
+func Instrument(rt Runtime, reg prometheus.Registerer) (Runtime, error) {
 	i := &instrumentedRuntime{
 		rt: rt,
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -48,12 +51,12 @@ func (i *instrumentedRuntime) observe(op string, start time.Time, err error) {
 	}
 }
 
-func (i *instrumentedRuntime) Version(ctx context.Context) (v runtime.VersionInfo, err error) {
+func (i *instrumentedRuntime) Version(ctx context.Context) (v VersionInfo, err error) {
 	defer func(t time.Time) { i.observe("version", t, err) }(time.Now())
 	return i.rt.Version(ctx)
 }
 
-func (i *instrumentedRuntime) RunPodSandbox(ctx context.Context, cfg runtime.SandboxConfig) (id string, err error) {
+func (i *instrumentedRuntime) RunPodSandbox(ctx context.Context, cfg SandboxConfig) (id string, err error) {
 	defer func(t time.Time) { i.observe("run_pod_sandbox", t, err) }(time.Now())
 	return i.rt.RunPodSandbox(ctx, cfg)
 }
@@ -68,17 +71,17 @@ func (i *instrumentedRuntime) RemovePodSandbox(ctx context.Context, id string) (
 	return i.rt.RemovePodSandbox(ctx, id)
 }
 
-func (i *instrumentedRuntime) PodSandboxStatus(ctx context.Context, id string) (s runtime.SandboxStatus, err error) {
+func (i *instrumentedRuntime) PodSandboxStatus(ctx context.Context, id string) (s SandboxStatus, err error) {
 	defer func(t time.Time) { i.observe("pod_sandbox_status", t, err) }(time.Now())
 	return i.rt.PodSandboxStatus(ctx, id)
 }
 
-func (i *instrumentedRuntime) ListPodSandbox(ctx context.Context, f runtime.SandboxFilter) (s []runtime.SandboxStatus, err error) {
+func (i *instrumentedRuntime) ListPodSandbox(ctx context.Context, f SandboxFilter) (s []SandboxStatus, err error) {
 	defer func(t time.Time) { i.observe("list_pod_sandbox", t, err) }(time.Now())
 	return i.rt.ListPodSandbox(ctx, f)
 }
 
-func (i *instrumentedRuntime) CreateContainer(ctx context.Context, sandboxID string, cfg runtime.ContainerConfig) (id string, err error) {
+func (i *instrumentedRuntime) CreateContainer(ctx context.Context, sandboxID string, cfg ContainerConfig) (id string, err error) {
 	defer func(t time.Time) { i.observe("create_container", t, err) }(time.Now())
 	return i.rt.CreateContainer(ctx, sandboxID, cfg)
 }
@@ -98,42 +101,42 @@ func (i *instrumentedRuntime) RemoveContainer(ctx context.Context, id string) (e
 	return i.rt.RemoveContainer(ctx, id)
 }
 
-func (i *instrumentedRuntime) ContainerStatus(ctx context.Context, id string) (s runtime.ContainerStatus, err error) {
+func (i *instrumentedRuntime) ContainerStatus(ctx context.Context, id string) (s ContainerStatus, err error) {
 	defer func(t time.Time) { i.observe("container_status", t, err) }(time.Now())
 	return i.rt.ContainerStatus(ctx, id)
 }
 
-func (i *instrumentedRuntime) ListContainers(ctx context.Context, f runtime.ContainerFilter) (s []runtime.ContainerStatus, err error) {
+func (i *instrumentedRuntime) ListContainers(ctx context.Context, f ContainerFilter) (s []ContainerStatus, err error) {
 	defer func(t time.Time) { i.observe("list_containers", t, err) }(time.Now())
 	return i.rt.ListContainers(ctx, f)
 }
 
-func (i *instrumentedRuntime) ContainerStats(ctx context.Context, id string) (s runtime.ContainerStats, err error) {
+func (i *instrumentedRuntime) ContainerStats(ctx context.Context, id string) (s ContainerStats, err error) {
 	defer func(t time.Time) { i.observe("container_stats", t, err) }(time.Now())
 	return i.rt.ContainerStats(ctx, id)
 }
 
-func (i *instrumentedRuntime) Exec(ctx context.Context, id string, req runtime.ExecRequest) (code int, err error) {
+func (i *instrumentedRuntime) Exec(ctx context.Context, id string, req ExecRequest) (code int, err error) {
 	defer func(t time.Time) { i.observe("exec", t, err) }(time.Now())
 	return i.rt.Exec(ctx, id, req)
 }
 
-func (i *instrumentedRuntime) EnsureImage(ctx context.Context, ref string) (s runtime.ImageStatus, err error) {
+func (i *instrumentedRuntime) EnsureImage(ctx context.Context, ref string) (s ImageStatus, err error) {
 	defer func(t time.Time) { i.observe("pull_image", t, err) }(time.Now())
 	return i.rt.EnsureImage(ctx, ref)
 }
 
-func (i *instrumentedRuntime) ImportImage(ctx context.Context, r io.Reader) (s []runtime.ImageStatus, err error) {
+func (i *instrumentedRuntime) ImportImage(ctx context.Context, r io.Reader) (s []ImageStatus, err error) {
 	defer func(t time.Time) { i.observe("import_image", t, err) }(time.Now())
 	return i.rt.ImportImage(ctx, r)
 }
 
-func (i *instrumentedRuntime) ImageStatus(ctx context.Context, ref string) (s runtime.ImageStatus, err error) {
+func (i *instrumentedRuntime) ImageStatus(ctx context.Context, ref string) (s ImageStatus, err error) {
 	defer func(t time.Time) { i.observe("image_status", t, err) }(time.Now())
 	return i.rt.ImageStatus(ctx, ref)
 }
 
-func (i *instrumentedRuntime) ListImages(ctx context.Context) (s []runtime.ImageStatus, err error) {
+func (i *instrumentedRuntime) ListImages(ctx context.Context) (s []ImageStatus, err error) {
 	defer func(t time.Time) { i.observe("list_images", t, err) }(time.Now())
 	return i.rt.ListImages(ctx)
 }
