@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -77,7 +78,8 @@ func (s *Server) newKubeServer() *http.Server {
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       90 * time.Second,
-		ErrorLog:          nil,
+		// Handshake failures and the like: the server's log at debug.
+		ErrorLog: slog.NewLogLogger(s.log.With("door", "kubernetes").Handler(), slog.LevelDebug),
 	}
 	if s.cfg.TLS != nil {
 		t := s.cfg.TLS.Clone()

@@ -93,6 +93,17 @@ func testBadInput(t *testing.T, e *env) {
 	if d := e.deployment(t, "nginx-deployment"); d.Spec.GetReplicas() != 5 {
 		t.Errorf("a bad patch changed the deployment: replicas %d", d.Spec.GetReplicas())
 	}
+	// A WebSocket from a web page (it carries Origin) may not exec.
+	oreq, _ := http.NewRequest("GET", e.url+"/api/v1/namespaces/default/pods/solo/exec?command=sh", nil)
+	oreq.Header.Set("Origin", "https://evil.example")
+	oresp, err := e.http.Do(oreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oresp.Body.Close()
+	if oresp.StatusCode != 403 {
+		t.Fatalf("exec with an Origin header: %d, want 403", oresp.StatusCode)
+	}
 	// fieldValidation=Ignore drops the unknown field with a warning.
 	req, _ := http.NewRequest("POST", e.url+cms+"?fieldValidation=Ignore", strings.NewReader(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ignored"},"datta":{"a":"b"},"data":{"k":"v"}}`))
 	req.Header.Set("Content-Type", "application/json")

@@ -49,6 +49,12 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, q *request) err
 	if r.Method != http.MethodGet && r.Method != http.MethodPost {
 		return methodNotAllowed(r)
 	}
+	if r.Header.Get("Origin") != "" {
+		// Browsers send Origin on every WebSocket; kubectl and client-go
+		// never do. A page must not reach exec or port-forward with a
+		// client certificate the browser holds.
+		return apierrors.New(apierrors.ErrForbidden, "%s from a web page (Origin %q) is refused", q.sub, r.Header.Get("Origin"))
+	}
 	if !websocket.IsWebSocketUpgrade(r) {
 		if q.sub == "portforward" && isSPDYUpgrade(r) {
 			return h.portForwardSPDY(w, r, q)
