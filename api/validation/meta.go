@@ -4,7 +4,7 @@
 // Validation runs after defaulting; it never changes the object.
 //
 // Files by API group, as api/kinds and api/v1 are: core.go and core_pod.go
-// (v1), apps.go, batch.go, coordination.go, policy.go, rbac.go; a new kind's validation goes in
+// (v1), apps.go, autoscaling.go, batch.go, coordination.go, policy.go, rbac.go; a new kind's validation goes in
 // its group's file (a new group's in a new one). meta.go holds what every
 // kind shares: metadata, names, labels, ports, quantities.
 package validation

@@ -15,9 +15,9 @@ var (
 	viewable = []string{"pods", "pods/log", "services", "endpoints", "configmaps", "events", "replicasets", "deployments",
 		"namespaces", "nodes", "leases", "replicasets/status", "deployments/status", "pods/status",
 		"jobs", "jobs/status", "cronjobs", "cronjobs/status", "poddisruptionbudgets", "poddisruptionbudgets/status",
-		"daemonsets", "daemonsets/status", "controllerrevisions"}
+		"daemonsets", "daemonsets/status", "controllerrevisions", "horizontalpodautoscalers", "horizontalpodautoscalers/status"}
 	editable = []string{"pods", "pods/exec", "pods/attach", "pods/portforward", "pods/eviction", "pods/log", "services", "endpoints", "configmaps", "secrets", "events",
-		"replicasets", "deployments", "replicasets/scale", "deployments/scale", "jobs", "cronjobs", "poddisruptionbudgets", "daemonsets"}
+		"replicasets", "deployments", "replicasets/scale", "deployments/scale", "jobs", "cronjobs", "poddisruptionbudgets", "daemonsets", "horizontalpodautoscalers"}
 )
 
 func clusterRole(name string, rules ...*v1.PolicyRule) *v1.ClusterRole {
@@ -56,7 +56,9 @@ func DefaultPolicy() []v1.Object {
 			rule(anyGroup, []string{"pods", "pods/status", "replicasets", "replicasets/status", "deployments", "deployments/status",
 				"endpoints", "events", "nodes", "nodes/status", "leases", "namespaces", "services", "configmaps",
 				"jobs", "jobs/status", "cronjobs", "cronjobs/status", "poddisruptionbudgets", "poddisruptionbudgets/status",
-				"daemonsets", "daemonsets/status", "controllerrevisions"}, all),
+				"daemonsets", "daemonsets/status", "controllerrevisions", "horizontalpodautoscalers", "horizontalpodautoscalers/status"}, all),
+			// The autoscaler reads the kubelets' stats through the apiserver's node relay.
+			rule(core, []string{"nodes/stats"}, []string{"get"}),
 			// The garbage collector deletes Secrets whose owner is gone.
 			rule(core, []string{"secrets"}, []string{"list", "watch", "delete"})),
 		clusterRole("system:kube-proxy",

@@ -42,17 +42,18 @@ type describeFunc func(ctx context.Context, d *describer, obj v1.Object) error
 // entry or add one here.
 func describers() map[string]describeFunc {
 	return map[string]describeFunc{
-		"Pod":                 typedDescribe(describePod),
-		"Node":                typedDescribe(describeNode),
-		"Namespace":           typedDescribe(describeNamespace),
-		"Service":             typedDescribe(describeService),
-		"ConfigMap":           typedDescribe(describeConfigMap),
-		"Secret":              typedDescribe(describeSecret),
-		"Deployment":          typedDescribe(describeDeployment),
-		"ReplicaSet":          typedDescribe(describeReplicaSet),
-		"Job":                 typedDescribe(describeJob),
-		"CronJob":             typedDescribe(describeCronJob),
-		"PodDisruptionBudget": typedDescribe(describePDB),
+		"Pod":                     typedDescribe(describePod),
+		"Node":                    typedDescribe(describeNode),
+		"Namespace":               typedDescribe(describeNamespace),
+		"Service":                 typedDescribe(describeService),
+		"ConfigMap":               typedDescribe(describeConfigMap),
+		"Secret":                  typedDescribe(describeSecret),
+		"Deployment":              typedDescribe(describeDeployment),
+		"ReplicaSet":              typedDescribe(describeReplicaSet),
+		"Job":                     typedDescribe(describeJob),
+		"CronJob":                 typedDescribe(describeCronJob),
+		"PodDisruptionBudget":     typedDescribe(describePDB),
+		"HorizontalPodAutoscaler": typedDescribe(describeHPA),
 	}
 }
 
