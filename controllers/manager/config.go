@@ -19,6 +19,7 @@ import (
 	"github.com/tugboat/tugboat/controllers/job"
 	"github.com/tugboat/tugboat/controllers/nodeipam"
 	"github.com/tugboat/tugboat/controllers/nodelifecycle"
+	"github.com/tugboat/tugboat/controllers/podautoscaler"
 	"github.com/tugboat/tugboat/controllers/replicaset"
 )
 
@@ -52,6 +53,8 @@ type Config struct {
 	CronJob          cronjob.Config
 	Disruption       disruption.Config
 	DaemonSet        daemonset.Config
+	// HorizontalPodAutoscaler tunes the autoscaler controller.
+	HorizontalPodAutoscaler podautoscaler.Config
 
 	Logger *slog.Logger
 }
@@ -95,7 +98,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("--leader-elect-renew-deadline (%s) must be shorter than --leader-elect-lease-duration (%s)", le.RenewDeadline, le.LeaseDuration)
 		}
 	}
-	for _, v := range []interface{ Validate() error }{&c.ReplicaSet, &c.Deployment, &c.GarbageCollector, &c.NodeLifecycle, &c.NodeIPAM, &c.Endpoints, &c.Job, &c.CronJob, &c.Disruption, &c.DaemonSet} {
+	for _, v := range []interface{ Validate() error }{&c.ReplicaSet, &c.Deployment, &c.GarbageCollector, &c.NodeLifecycle, &c.NodeIPAM, &c.Endpoints, &c.Job, &c.CronJob, &c.Disruption, &c.DaemonSet, &c.HorizontalPodAutoscaler} {
 		if err := v.Validate(); err != nil {
 			return err
 		}

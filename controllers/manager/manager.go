@@ -38,6 +38,7 @@ import (
 	"github.com/tugboat/tugboat/controllers/job"
 	"github.com/tugboat/tugboat/controllers/nodeipam"
 	"github.com/tugboat/tugboat/controllers/nodelifecycle"
+	"github.com/tugboat/tugboat/controllers/podautoscaler"
 	"github.com/tugboat/tugboat/controllers/replicaset"
 )
 
@@ -63,6 +64,9 @@ func controllers() []entry {
 		{"cronjob", func(d controller.Deps, c *Config) (controller.Runner, error) { return cronjob.New(d, c.CronJob) }},
 		{"disruption", func(d controller.Deps, c *Config) (controller.Runner, error) { return disruption.New(d, c.Disruption) }},
 		{"daemonset", func(d controller.Deps, c *Config) (controller.Runner, error) { return daemonset.New(d, c.DaemonSet) }},
+		{"horizontalpodautoscaling", func(d controller.Deps, c *Config) (controller.Runner, error) {
+			return podautoscaler.New(d, c.HorizontalPodAutoscaler)
+		}},
 	}
 }
 

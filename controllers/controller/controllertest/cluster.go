@@ -35,6 +35,10 @@ type ClusterOptions struct {
 	ReadyDelay time.Duration
 	// NeverReady, if set, picks pods that run but never become Ready.
 	NeverReady func(*v1.Pod) bool
+	// Usage, if set, is each running pod's cpu (millicores) and memory
+	// (bytes) use: every node then serves NodeAPI.Stats with it through a
+	// tunnel to the apiserver, as a kubelet does (for the autoscaler).
+	Usage func(*v1.Pod) (cpuMilli, memoryBytes int64)
 	// NoScheduler leaves binding to a scheduler the test runs (the real
 	// one, for tests of node affinity and daemon placement).
 	NoScheduler bool
@@ -55,6 +59,9 @@ type Cluster struct {
 	pods  controller.Source[*v1.Pod]
 	nodes controller.Source[*v1.Node]
 	loop  *controller.Controller
+
+	ctx context.Context // the cluster's, for the nodes' stats tunnels
+	wg  *sync.WaitGroup
 
 	mu   sync.Mutex
 	dead map[string]bool
@@ -94,10 +101,11 @@ func StartCluster(t testing.TB, c *client.Client, opts ClusterOptions) *Cluster 
 		}
 	}
 	cl.nodes.AddHandler(informer.Handler[*v1.Node]{OnAdd: nodeChanged, OnUpdate: func(_, n *v1.Node) { nodeChanged(n) }})
+	var wg sync.WaitGroup
+	cl.ctx, cl.wg = ctx, &wg
 	for _, n := range opts.Nodes {
 		cl.AddNode(ctx, n)
 	}
-	var wg sync.WaitGroup
 	wg.Add(3)
 	go func() { defer wg.Done(); _ = f.Run(ctx) }()
 	go func() { defer wg.Done(); _ = cl.loop.Run(ctx) }()
@@ -125,6 +133,9 @@ func (cl *Cluster) AddNode(ctx context.Context, name string) {
 		}
 	}
 	cl.renew(ctx, name)
+	if cl.opts.Usage != nil && err == nil {
+		cl.serveStats(cl.ctx, cl.wg, name)
+	}
 }
 
 func readyCondition() *v1.Condition {
