@@ -2,13 +2,10 @@ package apiserver
 
 import (
 	"context"
-	"encoding/json"
 
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/tugboat/tugboat/api/apierrors"
-	"github.com/tugboat/tugboat/api/kinds"
-	"github.com/tugboat/tugboat/api/manifest"
 	"github.com/tugboat/tugboat/api/patch"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/api/validation"
@@ -18,7 +15,7 @@ import (
 // object's Kubernetes-shaped JSON, the result decoded by the manifest codec
 // (so a patch cannot set a field a manifest could not) and stored as an
 // Update or UpdateStatus, re-applied to the newer object when a
-// compare-and-swap loses.
+// compare-and-swap loses (patch.Object).
 func (s *Server) Patch(ctx context.Context, req *v1.PatchRequest) (*anypb.Any, error) {
 	k, err := lookupKind(req.Kind)
 	if err != nil {
@@ -53,43 +50,10 @@ func (s *Server) Patch(ctx context.Context, req *v1.PatchRequest) (*anypb.Any, e
 	m := v1.Meta(in)
 	m.Namespace, m.Name, m.ResourceVersion = ns, req.Name, req.ResourceVersion
 	out, err := s.updateFrom(ctx, k, in, statusOnly, req.DryRun, func(cur v1.Object) (v1.Object, error) {
-		return ApplyPatch(k, cur, t, req.Patch)
+		return patch.Object(cur, t, req.Patch)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return pack(out)
-}
-
-// ApplyPatch applies a patch of type t to obj (of kind k) and decodes the
-// result, which must still be the same object: same kind, name and
-// namespace. obj is not changed.
-func ApplyPatch(k *kinds.Kind, obj v1.Object, t patch.Type, p []byte) (v1.Object, error) {
-	m, err := manifest.ToMap(obj)
-	if err != nil {
-		return nil, err
-	}
-	orig, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	patched, err := patch.Apply(obj.ProtoReflect().Descriptor(), t, orig, p)
-	if err != nil {
-		return nil, err
-	}
-	dec, _, err := manifest.DecodeObject(patched, manifest.ObjectOptions{})
-	if err != nil {
-		return nil, err
-	}
-	if dec.Kind != k {
-		return nil, apierrors.Invalid("kind", "a patch may not change the kind (%s to %s)", k.Name, dec.Kind.Name)
-	}
-	om, nm := obj.GetMetadata(), dec.Object.GetMetadata()
-	if nm.GetName() != om.GetName() {
-		return nil, apierrors.Invalid("metadata.name", "a patch may not change the name (%q to %q)", om.GetName(), nm.GetName())
-	}
-	if nm.GetNamespace() != om.GetNamespace() {
-		return nil, apierrors.Invalid("metadata.namespace", "a patch may not change the namespace (%q to %q)", om.GetNamespace(), nm.GetNamespace())
-	}
-	return dec.Object, nil
 }

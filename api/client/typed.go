@@ -17,6 +17,8 @@ import (
 type Typed[T v1.Object] struct {
 	c    *Client
 	kind *kinds.Kind
+	// dryRun makes every write a server-side dry run (see DryRun).
+	dryRun bool
 }
 
 // For returns the typed API for T's kind, e.g. client.For[*v1.Pod](c).
@@ -37,6 +39,16 @@ func ForKind(c *Client, k *kinds.Kind) *Typed[v1.Object] {
 // Kind is the kind this API serves.
 func (t *Typed[T]) Kind() *kinds.Kind { return t.kind }
 
+// DryRun is the same API with every write (Create, Update, UpdateStatus,
+// Delete, Patch) a server-side dry run: the apiserver validates, defaults
+// and admits it as it would the write, and answers with the object as it
+// would be stored, but stores nothing (Kubernetes' dryRun=All).
+func (t *Typed[T]) DryRun() *Typed[T] {
+	c := *t
+	c.dryRun = true
+	return &c
+}
+
 func (t *Typed[T]) decode(a *anypb.Any) (T, error) {
 	var zero T
 	obj := t.kind.New()
@@ -53,7 +65,7 @@ func (t *Typed[T]) Create(ctx context.Context, obj T) (T, error) {
 	if err != nil {
 		return zero, err
 	}
-	out, err := t.c.objects.Create(ctx, &v1.CreateRequest{Object: a})
+	out, err := t.c.objects.Create(ctx, &v1.CreateRequest{Object: a, DryRun: t.dryRun})
 	if err != nil {
 		return zero, apierrors.FromGRPC(err)
 	}
@@ -119,7 +131,7 @@ func (t *Typed[T]) update(ctx context.Context, obj T, call func(context.Context,
 	if err != nil {
 		return zero, err
 	}
-	out, err := call(ctx, &v1.UpdateRequest{Object: a})
+	out, err := call(ctx, &v1.UpdateRequest{Object: a, DryRun: t.dryRun})
 	if err != nil {
 		return zero, apierrors.FromGRPC(err)
 	}
@@ -143,6 +155,32 @@ func (t *Typed[T]) Delete(ctx context.Context, ns, name string, opts DeleteOptio
 	out, err := t.c.objects.Delete(ctx, &v1.DeleteRequest{
 		Kind: t.kind.Name, Namespace: ns, Name: name,
 		ResourceVersion: opts.ResourceVersion, GracePeriodSeconds: opts.GracePeriodSeconds, PropagationPolicy: opts.PropagationPolicy,
+		DryRun: t.dryRun,
+	})
+	if err != nil {
+		return zero, apierrors.FromGRPC(err)
+	}
+	return t.decode(out)
+}
+
+// PatchOptions qualify a patch.
+type PatchOptions struct {
+	// Subresource "status" patches the status only; "" the object.
+	Subresource string
+	// ResourceVersion, if set, is a precondition.
+	ResourceVersion int64
+}
+
+// Patch changes an object by a patch document applied on the server
+// (Objects.Patch): typ is "strategic", "merge" or "json" (package
+// api/patch), data the patch as JSON against the object's
+// Kubernetes-shaped JSON. It returns the object as stored (unchanged, with
+// the same resource version, when the patch changes nothing).
+func (t *Typed[T]) Patch(ctx context.Context, ns, name, typ string, data []byte, opts PatchOptions) (T, error) {
+	var zero T
+	out, err := t.c.objects.Patch(ctx, &v1.PatchRequest{
+		Kind: t.kind.Name, Namespace: ns, Name: name, Type: typ, Patch: data,
+		Subresource: opts.Subresource, ResourceVersion: opts.ResourceVersion, DryRun: t.dryRun,
 	})
 	if err != nil {
 		return zero, apierrors.FromGRPC(err)

@@ -53,6 +53,12 @@ func Marshal(obj v1.Object, f Format) ([]byte, error) {
 	return encode(m, []string{"apiVersion", "kind", "metadata"}, f)
 }
 
+// MarshalMap encodes an object's map (ToMap's result, perhaps changed:
+// diff masks a Secret's values) as Marshal encodes the object.
+func MarshalMap(m map[string]any, f Format) ([]byte, error) {
+	return encode(m, []string{"apiVersion", "kind", "metadata"}, f)
+}
+
 // MarshalList encodes objects as a Kubernetes List (apiVersion v1, kind
 // List, items), the shape of `get -o yaml` for several objects. Decode reads
 // it back.
