@@ -11,6 +11,9 @@ import (
 type Ref struct {
 	Kind *kinds.Kind
 	Name string
+	// Namespace is the object's when it is known (a manifest's); empty
+	// is the namespace of the request.
+	Namespace string
 }
 
 // ResourceArgs are the objects a command line names, the ways kubectl
@@ -47,7 +50,7 @@ func ParseResourceArgs(args []string) (ResourceArgs, error) {
 			if err != nil {
 				return out, err
 			}
-			out.Refs = append(out.Refs, Ref{k, name})
+			out.Refs = append(out.Refs, Ref{Kind: k, Name: name})
 		}
 		return out, nil
 	}
@@ -76,7 +79,7 @@ func ParseResourceArgs(args []string) (ResourceArgs, error) {
 			return out, fmt.Errorf("%q: there is no need to name the kind twice: write %s %s or KIND/NAME alone", name, args[0], name[strings.Index(name, "/")+1:])
 		}
 		for _, k := range out.Kinds {
-			out.Refs = append(out.Refs, Ref{k, name})
+			out.Refs = append(out.Refs, Ref{Kind: k, Name: name})
 		}
 	}
 	return out, nil

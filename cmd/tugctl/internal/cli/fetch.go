@@ -34,6 +34,9 @@ func (o *Options) GetNamed(ctx context.Context, refs []Ref) (groups []*KindObjec
 		if err != nil {
 			return nil, false, err
 		}
+		if r.Namespace != "" && r.Kind.Namespaced {
+			ns = r.Namespace
+		}
 		obj, err := api.Get(ctx, ns, r.Name)
 		if apierrors.IsNotFound(err) {
 			fmt.Fprintf(o.ErrOut, "Error from server (NotFound): %s %q not found\n", printers.QualifiedPlural(r.Kind), r.Name)

@@ -15,10 +15,12 @@ import (
 	v1 "github.com/tugboat/tugboat/api/v1"
 )
 
-// FileFlags are -f and -R: the manifests a command reads.
+// FileFlags are -f and -R: the manifests a command reads; and -k for the
+// commands that also read a kustomization (RegisterKustomize).
 type FileFlags struct {
 	Files     []string
 	Recursive bool
+	Kustomize string
 }
 
 // Register adds -f and -R to cmd; what says what the files are for.

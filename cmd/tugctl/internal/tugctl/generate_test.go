@@ -159,7 +159,7 @@ func TestCreateGenerators(t *testing.T) {
 		{[]string{"create", "configmap", "x", "--from-file=/no/such"}, "--from-file /no/such"},
 		{[]string{"create", "configmap", "x", "--from-literal=bad/key=1"}, `"bad/key" is not a valid key name`},
 		{[]string{"create", "secret", "tls", "x", "--cert=" + certFile, "--key=" + certFile}, "not a certificate and its private key"},
-		{[]string{"create", "deployment", "x", "--image=a", "--dry-run=maybe"}, `--dry-run "maybe"`},
+		{[]string{"create", "deployment", "x", "--image=a", "--dry-run=maybe"}, `invalid argument "maybe" for "--dry-run" flag: want "none", "client" or "server"`},
 		{[]string{"create", "deployment", "x", "--image=a", "-o", "wide"}, `--output "wide"`},
 		{[]string{"expose", "deployment", "nope", "--port=80"}, "not found"},
 		{[]string{"expose", "pod", "once"}, "couldn't find port via --port flag or introspection"},

@@ -26,6 +26,8 @@ type env struct {
 	srv  *apiservertest.Server
 	c    *client.Client
 	home string
+	// ns is the default namespace of the command lines (inNamespace).
+	ns string
 }
 
 func newEnv(t *testing.T, opts ...apiservertest.Option) *env {
@@ -211,4 +213,20 @@ func mustCreate[T v1.Object](t *testing.T, c *client.Client, obj T) T {
 		t.Fatalf("create: %v", err)
 	}
 	return out
+}
+
+// inNamespace is e for one subtest of a test that shares e's server: a
+// namespace of its own (created now), the default namespace of its
+// command lines through the config file of its own HOME.
+func (e *env) inNamespace(t *testing.T, ns string) *env {
+	t.Helper()
+	if _, err := client.For[*v1.Namespace](e.c).Create(ctxT(t), &v1.Namespace{Metadata: &v1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatalf("namespace %s: %v", ns, err)
+	}
+	sub := &env{t: t, srv: e.srv, c: e.c, home: t.TempDir(), ns: ns}
+	if err := os.MkdirAll(filepath.Join(sub.home, ".tugboat"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(sub.home, ".tugboat"), "config", "namespace: "+ns+"\n")
+	return sub
 }

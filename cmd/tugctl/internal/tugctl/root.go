@@ -4,12 +4,12 @@
 //
 // The layout, by concern, so each part has its room:
 //
-//	cmd/basic          create, get, delete          (run, expose, explain, set)
-//	cmd/deploy         apply, rollout, scale        (autoscale)
+//	cmd/basic          create, get, delete, run, expose, wait  (explain, set, edit)
+//	cmd/deploy         apply, diff, kustomize, patch, rollout, scale  (autoscale)
+//	cmd/settings       label, annotate
 //	cmd/cluster        top, cordon, uncordon, drain, taint  (certificate)
 //	cmd/troubleshoot   describe, trace, logs, exec  (attach, port-forward, cp, events)
 //	cmd/config, cmd/token, cmd/image, cmd/auth      their commands
-//	                   (settings: label, annotate, completion get a cmd/settings)
 //	cli                what commands share: Options (streams, global flags, the
 //	                   lazily dialled client, the namespace), naming objects on the
 //	                   command line, -f manifests, exit status conventions
@@ -55,6 +55,7 @@ import (
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/cmd/config"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/cmd/deploy"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/cmd/image"
+	"github.com/tugboat/tugboat/cmd/tugctl/internal/cmd/settings"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/cmd/token"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/cmd/troubleshoot"
 )
@@ -116,6 +117,7 @@ current-context), else 127.0.0.1:6443.`,
 		token.Commands(o),
 		image.Commands(o),
 		auth.Commands(o),
+		settings.Commands(o),
 		{newVersionCommand(o), newAPIResourcesCommand(o), newAPIVersionsCommand(o)},
 	} {
 		root.AddCommand(group...)

@@ -8,14 +8,19 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tugboat/tugboat/api/apierrors"
-	"github.com/tugboat/tugboat/api/kinds"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/cli"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/printers"
 )
 
+type createFlags struct {
+	files  cli.FileFlags
+	dryRun cli.DryRun
+	output string
+}
+
 func newCreateCommand(o *cli.Options) *cobra.Command {
-	f := &cli.FileFlags{}
+	f := &createFlags{}
 	cmd := &cobra.Command{
 		Use:   "create -f FILE|DIR|- | create deployment|service|configmap|secret|namespace NAME ...",
 		Short: "Create objects from manifests; fails for objects that exist",
@@ -24,38 +29,43 @@ func newCreateCommand(o *cli.Options) *cobra.Command {
   tugctl create deployment web --image=nginx:1.25 --replicas=3 --port=80
   tugctl create service nodeport web --tcp=80:8080
   tugctl create configmap app --from-literal=mode=prod --from-file=app.conf
-  tugctl create secret generic db --from-literal=password=s3cret --dry-run=client -o yaml`,
+  tugctl create secret generic db --from-literal=password=s3cret --dry-run=client -o yaml
+  tugctl create -k overlays/dev --dry-run=server`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runCreate(cmd.Context(), o, f)
 		},
 	}
-	f.Register(cmd, "to create")
-	cmd.AddCommand(newCreateDeploymentCommand(o), newCreateServiceCommand(o), newCreateConfigMapCommand(o), newCreateSecretCommand(o))
-	cmd.AddCommand(&cobra.Command{
+	f.files.Register(cmd, "to create")
+	f.files.RegisterKustomize(cmd, "to create")
+	cli.RegisterDryRun(cmd, &f.dryRun)
+	cmd.Flags().StringVarP(&f.output, "output", "o", "", "print the created objects: yaml, json, name or a template")
+	cmd.AddCommand(newCreateDeploymentCommand(o), newCreateServiceCommand(o), newCreateConfigMapCommand(o), newCreateSecretCommand(o),
+		newCreateNamespaceCommand(o), newCreateJobCommand(o))
+	return cmd
+}
+
+func newCreateNamespaceCommand(o *cli.Options) *cobra.Command {
+	g := &genFlags{}
+	cmd := &cobra.Command{
 		Use:     "namespace NAME",
 		Aliases: []string{"ns"},
 		Short:   "Create a namespace",
 		Args:    cli.ExactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, _ := kinds.Lookup("Namespace")
-			api, err := o.API(k)
-			if err != nil {
-				return err
-			}
-			obj, err := api.Create(cmd.Context(), &v1.Namespace{Metadata: &v1.ObjectMeta{Name: args[0]}})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(o.Out, "%s created\n", printers.ObjectName(k, obj))
-			return nil
+			return g.emit(cmd.Context(), o, &v1.Namespace{Metadata: &v1.ObjectMeta{Name: args[0]}})
 		},
-	})
+	}
+	g.register(cmd)
 	return cmd
 }
 
-func runCreate(ctx context.Context, o *cli.Options, f *cli.FileFlags) error {
-	objs, err := o.ReadManifests(f.Files, f.Recursive)
+func runCreate(ctx context.Context, o *cli.Options, f *createFlags) error {
+	out, err := cli.DocumentOutput(f.output)
+	if err != nil {
+		return err
+	}
+	objs, err := o.ReadInput(f.files)
 	if err != nil {
 		return err
 	}
@@ -66,11 +76,18 @@ func runCreate(ctx context.Context, o *cli.Options, f *cli.FileFlags) error {
 	}
 	failed := false
 	for _, mo := range objs {
-		api, err := o.API(mo.Kind)
+		api, err := o.WriteAPI(mo.Kind, f.dryRun)
 		if err != nil {
 			return err
 		}
-		out, err := api.Create(ctx, mo.Object)
+		var created v1.Object
+		if f.dryRun == cli.DryRunClient {
+			created = mo.Object
+			mo.Kind.Default(created)
+			err = mo.Kind.Validate(created).Err(mo.Kind.Name, created.GetMetadata().GetName())
+		} else {
+			created, err = api.Create(ctx, mo.Object)
+		}
 		if errors.Is(err, apierrors.ErrUnavailable) {
 			return err
 		}
@@ -83,7 +100,9 @@ func runCreate(ctx context.Context, o *cli.Options, f *cli.FileFlags) error {
 			failed = true
 			continue
 		}
-		fmt.Fprintf(o.Out, "%s created\n", printers.ObjectName(mo.Kind, out))
+		if err := o.Printed(out, mo.Kind, created, "created", f.dryRun); err != nil {
+			return err
+		}
 	}
 	if failed {
 		return cli.ErrReported

@@ -28,6 +28,7 @@ type deleteFlags struct {
 	wait           bool
 	timeout        time.Duration
 	ignoreNotFound bool
+	dryRun         cli.DryRun
 }
 
 func newDeleteCommand(o *cli.Options) *cobra.Command {
@@ -53,6 +54,7 @@ foreground (they go first) or orphan (they are kept).`,
 	}
 	fl := cmd.Flags()
 	f.FileFlags.Register(cmd, "naming the objects to delete")
+	f.FileFlags.RegisterKustomize(cmd, "naming the objects to delete")
 	fl.StringVarP(&f.selector, "selector", "l", "", "delete the objects of KIND matching this label selector")
 	fl.BoolVar(&f.all, "all", false, "delete every object of KIND in the namespace")
 	fl.Int64Var(&f.gracePeriod, "grace-period", -1, "seconds a pod gets to stop; -1 uses the pod's own, 0 deletes at once")
@@ -62,6 +64,7 @@ foreground (they go first) or orphan (they are kept).`,
 	fl.BoolVar(&f.wait, "wait", true, "wait until the objects are gone")
 	fl.DurationVar(&f.timeout, "timeout", 0, "how long to wait for each object to go (0: its grace period plus a minute)")
 	fl.BoolVar(&f.ignoreNotFound, "ignore-not-found", false, "treat objects that do not exist as deleted")
+	cli.RegisterDryRun(cmd, &f.dryRun)
 	return cmd
 }
 
@@ -129,11 +132,11 @@ type deleteTarget struct {
 // objects of -f manifests, or those of a kind matching -l / --all.
 func deleteTargets(ctx context.Context, o *cli.Options, args []string, f *deleteFlags) ([]deleteTarget, error) {
 	var out []deleteTarget
-	if len(f.Files) > 0 {
+	if len(f.Files) > 0 || f.Kustomize != "" {
 		if len(args) > 0 || f.selector != "" || f.all {
-			return nil, fmt.Errorf("-f names the objects itself: give no KIND, NAME, -l or --all with it")
+			return nil, fmt.Errorf("-f and -k name the objects themselves: give no KIND, NAME, -l or --all with them")
 		}
-		objs, err := o.ReadManifests(f.Files, f.Recursive)
+		objs, err := o.ReadInput(f.FileFlags)
 		if err != nil {
 			return nil, err
 		}
@@ -189,11 +192,16 @@ func deleteTargets(ctx context.Context, o *cli.Options, args []string, f *delete
 }
 
 func deleteOne(ctx context.Context, o *cli.Options, t deleteTarget, opts client.DeleteOptions, f *deleteFlags) error {
-	api, err := o.API(t.kind)
+	api, err := o.WriteAPI(t.kind, f.dryRun)
 	if err != nil {
 		return err
 	}
-	obj, err := api.Delete(ctx, t.namespace, t.name, opts)
+	var obj v1.Object
+	if f.dryRun == cli.DryRunClient {
+		obj, err = api.Get(ctx, t.namespace, t.name) // it must exist; nothing is sent
+	} else {
+		obj, err = api.Delete(ctx, t.namespace, t.name, opts)
+	}
 	if apierrors.IsNotFound(err) {
 		if f.ignoreNotFound {
 			return nil
@@ -203,8 +211,8 @@ func deleteOne(ctx context.Context, o *cli.Options, t deleteTarget, opts client.
 	if err != nil {
 		return fmt.Errorf("deleting %s %q: %w", printers.QualifiedPlural(t.kind), t.name, err)
 	}
-	fmt.Fprintf(o.Out, "%s %q deleted\n", printers.ResourceName(t.kind), t.name)
-	if !f.wait {
+	fmt.Fprintf(o.Out, "%s %q deleted%s\n", printers.ResourceName(t.kind), t.name, f.dryRun.Suffix())
+	if !f.wait || f.dryRun.On() {
 		return nil
 	}
 	timeout := f.timeout

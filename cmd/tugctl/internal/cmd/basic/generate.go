@@ -17,27 +17,21 @@ import (
 // (create deployment|service|secret|configmap, expose, run): --dry-run and
 // -o.
 type genFlags struct {
-	dryRun string
+	dryRun cli.DryRun
 	output string
 }
 
 func (g *genFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&g.dryRun, "dry-run", "none", `"none" creates the object; "client" only prints it (with -o yaml: the manifest to apply)`)
+	cli.RegisterDryRun(cmd, &g.dryRun)
 	cmd.Flags().StringVarP(&g.output, "output", "o", "", "print the object: yaml, json, name, jsonpath=..., go-template=..., custom-columns=...")
 }
 
 // emit checks the flags, then creates obj (unless --dry-run=client) and
 // prints it with -o, or kubectl's "kind/name created" line.
 func (g *genFlags) emit(ctx context.Context, o *cli.Options, obj v1.Object) error {
-	var out *printers.Output
-	if g.output != "" {
-		var err error
-		if out, err = printers.ParseOutput(g.output); err != nil {
-			return err
-		}
-		if out.IsTable() {
-			return fmt.Errorf("--output %q: want yaml, json, name or a template here", g.output)
-		}
+	out, err := cli.DocumentOutput(g.output)
+	if err != nil {
+		return err
 	}
 	k, err := kinds.ForMessage(obj)
 	if err != nil {
@@ -49,26 +43,16 @@ func (g *genFlags) emit(ctx context.Context, o *cli.Options, obj v1.Object) erro
 			return err
 		}
 	}
-	switch g.dryRun {
-	case "none", "":
-	case "client":
+	if g.dryRun == cli.DryRunClient {
 		// As the server would: defaults, then validation, so a mistake
 		// shows now.
 		k.Default(obj)
 		if err := k.Validate(obj).Err(k.Name, m.Name); err != nil {
 			return err
 		}
-		if out != nil {
-			return out.Print(o.Out, []v1.Object{obj}, true)
-		}
-		fmt.Fprintf(o.Out, "%s created (dry run)\n", printers.ObjectName(k, obj))
-		return nil
-	case "server":
-		return fmt.Errorf("--dry-run=server: this apiserver has no server-side dry run yet; use --dry-run=client")
-	default:
-		return fmt.Errorf(`--dry-run %q: want "none", "client" or "server"`, g.dryRun)
+		return o.Printed(out, k, obj, "created", g.dryRun)
 	}
-	api, err := o.API(k)
+	api, err := o.WriteAPI(k, g.dryRun)
 	if err != nil {
 		return err
 	}
@@ -79,9 +63,5 @@ func (g *genFlags) emit(ctx context.Context, o *cli.Options, obj v1.Object) erro
 	if err != nil {
 		return err
 	}
-	if out != nil {
-		return out.Print(o.Out, []v1.Object{created}, true)
-	}
-	fmt.Fprintf(o.Out, "%s created\n", printers.ObjectName(k, created))
-	return nil
+	return o.Printed(out, k, created, "created", g.dryRun)
 }

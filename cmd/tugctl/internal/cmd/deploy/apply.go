@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,40 +12,77 @@ import (
 
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/manifest"
+	"github.com/tugboat/tugboat/api/patch"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/cli"
-	"github.com/tugboat/tugboat/cmd/tugctl/internal/printers"
 )
 
+type applyFlags struct {
+	files     cli.FileFlags
+	dryRun    cli.DryRun
+	output    string
+	overwrite bool
+	prune     bool
+	selector  string
+}
+
 func newApplyCommand(o *cli.Options) *cobra.Command {
-	f := &cli.FileFlags{}
+	f := &applyFlags{}
 	cmd := &cobra.Command{
-		Use:   "apply -f FILE|DIR|-",
+		Use:   "apply -f FILE|DIR|- | -k DIR",
 		Short: "Create objects from manifests, or update them to match",
 		Long: `Create each object of the manifests, or update it if it exists.
 
-An update replaces the object's spec (or data) with the manifest's, keeping
-what the cluster assigned (a pod's node, a service's cluster IP and node
-ports), and sets the manifest's labels and annotations, removing those a
-previous apply set that the manifest no longer has. Each update is a
-compare-and-swap on the version read, so a concurrent change is never
-overwritten. Prints created, configured or unchanged for each object.`,
+As kubectl's client-side apply: the manifest applied is kept in the
+annotation kubectl.kubernetes.io/last-applied-configuration, and an update
+is the three-way strategic merge patch between that last manifest, the new
+one and the live object: a field the manifest sets is set; a field the
+last manifest had and this one has not is removed; a field the manifests
+never had (replicas after a scale, a pod's node, a service's cluster IP and
+node ports, a controller's annotations) is kept. The patch is applied by
+the apiserver to the object as stored, so a concurrent change elsewhere in
+the object is kept too. Prints created, configured or unchanged.
+
+--prune -l SELECTOR then deletes the objects matching the selector that an
+earlier apply made (they have the annotation) and that the manifests no
+longer hold, in the namespaces applied to.`,
 		Example: `  tugctl apply -f nginx.yaml
   tugctl apply -f manifests/ -R
-  cat pod.json | tugctl apply -f -`,
+  tugctl apply -k overlays/prod
+  tugctl apply -f app/ --prune -l app=web
+  cat pod.json | tugctl apply -f - --dry-run=server -o yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runApply(cmd.Context(), o, f)
 		},
 	}
-	f.Register(cmd, "to apply")
+	f.files.Register(cmd, "to apply")
+	f.files.RegisterKustomize(cmd, "to apply")
+	fl := cmd.Flags()
+	fl.StringVarP(&f.output, "output", "o", "", "print the applied objects: yaml, json, name or a template")
+	fl.BoolVar(&f.overwrite, "overwrite", true, "a field the manifest changes wins over a change made to the live object since the last apply; false makes that a conflict error")
+	fl.BoolVar(&f.prune, "prune", false, "delete the objects an earlier apply made that match -l and the manifests no longer hold")
+	fl.StringVarP(&f.selector, "selector", "l", "", "with --prune: the label selector of the objects to prune; without: apply only the manifests' objects with these labels")
+	cli.RegisterDryRun(cmd, &f.dryRun)
 	return cmd
 }
 
-func runApply(ctx context.Context, o *cli.Options, f *cli.FileFlags) error {
-	objs, err := o.ReadManifests(f.Files, f.Recursive)
+func runApply(ctx context.Context, o *cli.Options, f *applyFlags) error {
+	out, err := cli.DocumentOutput(f.output)
 	if err != nil {
 		return err
+	}
+	if f.prune && f.selector == "" {
+		return fmt.Errorf("--prune: needs -l SELECTOR, naming the objects that may be pruned")
+	}
+	objs, err := o.ReadInput(f.files)
+	if err != nil {
+		return err
+	}
+	if f.selector != "" {
+		if objs, err = selectManifests(objs, f.selector); err != nil {
+			return err
+		}
 	}
 	for _, mo := range objs {
 		if mo.Object.GetMetadata().GetName() == "" {
@@ -58,7 +94,7 @@ func runApply(ctx context.Context, o *cli.Options, f *cli.FileFlags) error {
 	}
 	failed := false
 	for _, mo := range objs {
-		result, err := applyOne(ctx, o, mo)
+		a, err := applyOne(ctx, o, mo, applyOptions{dryRun: f.dryRun, overwrite: f.overwrite, record: true})
 		if errors.Is(err, apierrors.ErrUnavailable) {
 			return err // the server is unreachable: the rest would fail the same way
 		}
@@ -67,7 +103,14 @@ func runApply(ctx context.Context, o *cli.Options, f *cli.FileFlags) error {
 			failed = true
 			continue
 		}
-		fmt.Fprintf(o.Out, "%s %s\n", printers.ObjectName(mo.Kind, mo.Object), result)
+		if err := o.Printed(out, mo.Kind, a.out, a.result, f.dryRun); err != nil {
+			return err
+		}
+	}
+	if f.prune {
+		if err := prune(ctx, o, objs, f.selector, f.dryRun); err != nil {
+			return err
+		}
 	}
 	if failed {
 		return cli.ErrReported
@@ -75,146 +118,127 @@ func runApply(ctx context.Context, o *cli.Options, f *cli.FileFlags) error {
 	return nil
 }
 
-// applyOne creates or updates one object and says which it did.
-func applyOne(ctx context.Context, o *cli.Options, mo manifest.Object) (string, error) {
-	api, err := o.API(mo.Kind)
+// applied is what applying one object did, or would do.
+type applied struct {
+	result string    // created, configured or unchanged
+	live   v1.Object // the object before; nil when it did not exist
+	out    v1.Object // the object after (as it would be, for a dry run)
+}
+
+// applyOptions qualify applyOne.
+type applyOptions struct {
+	dryRun    cli.DryRun
+	overwrite bool
+	// record keeps the manifest in the last-applied annotation; diff
+	// leaves it out, as kubectl diff does, so only the manifest's own
+	// changes show.
+	record bool
+}
+
+// applyOne creates the object of a manifest, or sends the three-way patch
+// that makes the live object what the manifest asks (see newApplyCommand).
+func applyOne(ctx context.Context, o *cli.Options, mo manifest.Object, opts applyOptions) (applied, error) {
+	d := opts.dryRun
+	read, err := o.API(mo.Kind)
 	if err != nil {
-		return "", err
+		return applied{}, err
 	}
-	want := proto.Clone(mo.Object).(v1.Object)
-	lastApplied, err := lastAppliedJSON(want)
+	write, err := o.WriteAPI(mo.Kind, d)
 	if err != nil {
-		return "", err
+		return applied{}, err
+	}
+	want, err := appliedForm(mo.Object, opts.record)
+	if err != nil {
+		return applied{}, err
+	}
+	modified, err := cli.ObjectJSON(want)
+	if err != nil {
+		return applied{}, err
 	}
 	wm := v1.Meta(want)
+	md := want.ProtoReflect().Descriptor()
 	for attempt := 0; ; attempt++ {
-		cur, err := api.Get(ctx, wm.Namespace, wm.Name)
+		cur, err := read.Get(ctx, wm.Namespace, wm.Name)
 		if apierrors.IsNotFound(err) {
 			obj := proto.Clone(want).(v1.Object)
-			setAnnotation(v1.Meta(obj), v1.LastAppliedAnnotation, lastApplied)
-			_, err = api.Create(ctx, obj)
+			if d == cli.DryRunClient {
+				mo.Kind.Default(obj)
+				return applied{result: "created", out: obj}, mo.Kind.Validate(obj).Err(mo.Kind.Name, wm.Name)
+			}
+			out, err := write.Create(ctx, obj)
 			if apierrors.IsAlreadyExists(err) && attempt < 5 {
 				continue // created meanwhile: update it instead
 			}
 			if err != nil {
-				return "", err
+				return applied{}, err
 			}
-			return "created", nil
+			return applied{result: "created", out: out}, nil
 		}
 		if err != nil {
-			return "", err
+			return applied{}, err
 		}
-		next := mergeApply(mo.Kind.Name, cur, want, lastApplied)
-		mo.Kind.Default(next)
-		if proto.Equal(next, cur) {
-			return "unchanged", nil
-		}
-		out, err := api.Update(ctx, next)
-		if apierrors.IsConflict(err) && attempt < 5 {
-			continue // changed since we read it: merge again
-		}
+		current, err := cli.ObjectJSON(cur)
 		if err != nil {
-			return "", err
+			return applied{}, err
 		}
-		if out.GetMetadata().GetResourceVersion() == cur.GetMetadata().GetResourceVersion() {
-			return "unchanged", nil
+		original := []byte(cur.GetMetadata().GetAnnotations()[v1.LastAppliedAnnotation])
+		p, err := patch.ThreeWay(md, original, modified, current, opts.overwrite)
+		if err != nil {
+			return applied{}, err
 		}
-		return "configured", nil
-	}
-}
-
-// mergeApply builds the update from the stored object and the manifest:
-// every top-level field but metadata and status from the manifest, labels
-// and annotations merged (see v1.LastAppliedAnnotation), everything else of
-// the metadata (resource version for the compare-and-swap, owners,
-// finalizers) as stored.
-func mergeApply(kind string, cur, want v1.Object, lastApplied string) v1.Object {
-	next := proto.Clone(cur).(v1.Object)
-	nm, wm := v1.Meta(next), want.GetMetadata()
-	prevLabels, prevAnnotations := previousApplied(cur)
-	nm.Labels = mergeMap(nm.Labels, wm.GetLabels(), prevLabels)
-	nm.Annotations = mergeMap(nm.Annotations, wm.GetAnnotations(), prevAnnotations)
-	setAnnotation(nm, v1.LastAppliedAnnotation, lastApplied)
-	nr, wr := next.ProtoReflect(), want.ProtoReflect()
-	fields := nr.Descriptor().Fields()
-	for i := 0; i < fields.Len(); i++ {
-		fd := fields.Get(i)
-		if fd.Name() == "metadata" || fd.Name() == "status" {
-			continue
+		if string(p) == "{}" {
+			return applied{result: "unchanged", live: cur, out: cur}, nil
 		}
-		if wr.Has(fd) {
-			nr.Set(fd, wr.Get(fd))
+		t := cli.Target{Kind: mo.Kind, Obj: cur}
+		var out v1.Object
+		var changed bool
+		if d == cli.DryRunClient {
+			out, changed, err = o.PatchLocally(t, patch.Strategic, p)
 		} else {
-			nr.Clear(fd)
+			out, changed, err = o.SendPatch(ctx, t, string(patch.Strategic), p, cli.WriteOptions{DryRun: d})
 		}
-	}
-	next = proto.Clone(next).(v1.Object) // detach from want's values
-	keepAssigned(kind, cur, next)
-	return next
-}
-
-// mergeMap sets want's entries over cur's and deletes the keys a previous
-// apply set that want no longer has.
-func mergeMap(cur, want, prev map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range cur {
-		if _, was := prev[k]; was {
-			if _, still := want[k]; !still {
-				continue
-			}
+		if apierrors.IsNotFound(err) && attempt < 5 {
+			continue // deleted meanwhile: create it
 		}
-		out[k] = v
+		if err != nil {
+			return applied{}, err
+		}
+		if !changed {
+			return applied{result: "unchanged", live: cur, out: out}, nil
+		}
+		return applied{result: "configured", live: cur, out: out}, nil
 	}
-	for k, v := range want {
-		out[k] = v
-	}
-	delete(out, v1.LastAppliedAnnotation)
-	if len(out) == 0 {
-		return nil
-	}
-	return out
 }
 
-// previousApplied reads the labels and annotations of the last-applied
-// manifest stored on obj.
-func previousApplied(obj v1.Object) (labels, annotations map[string]string) {
-	s := obj.GetMetadata().GetAnnotations()[v1.LastAppliedAnnotation]
-	if s == "" {
-		return nil, nil
-	}
-	var last struct {
-		Metadata struct {
-			Labels      map[string]string `json:"labels"`
-			Annotations map[string]string `json:"annotations"`
-		} `json:"metadata"`
-	}
-	if json.Unmarshal([]byte(s), &last) != nil {
-		return nil, nil
-	}
-	return last.Metadata.Labels, last.Metadata.Annotations
-}
-
-// lastAppliedJSON is the manifest as one line of Kubernetes-shaped JSON.
-func lastAppliedJSON(obj v1.Object) (string, error) {
+// appliedForm is the object a manifest asks for, as apply sends it: what
+// the server owns taken out (input saved with get -o yaml has it: uid,
+// resourceVersion, status, ...) and, with record, the manifest itself, as
+// one line of JSON, in the last-applied annotation.
+func appliedForm(obj v1.Object, record bool) (v1.Object, error) {
 	c := proto.Clone(obj).(v1.Object)
 	m := v1.Meta(c)
 	delete(m.Annotations, v1.LastAppliedAnnotation)
-	// What the server owns is not part of what the user applies (input
-	// saved with get -o yaml has it).
+	if len(m.Annotations) == 0 {
+		m.Annotations = nil
+	}
 	m.Uid, m.ResourceVersion, m.Generation = "", 0, 0
 	m.CreationTimestamp, m.DeletionTimestamp, m.DeletionGracePeriodSeconds = nil, nil, 0
 	if fd := v1.Field(c, "status"); fd != nil {
 		c.ProtoReflect().Clear(fd)
 	}
+	if !record {
+		return c, nil
+	}
 	j, err := manifest.Marshal(c, manifest.JSON)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	var b bytes.Buffer
 	if err := json.Compact(&b, j); err != nil {
-		return "", err
+		return nil, err
 	}
-	return b.String(), nil
+	setAnnotation(m, v1.LastAppliedAnnotation, b.String())
+	return c, nil
 }
 
 func setAnnotation(m *v1.ObjectMeta, k, v string) {
@@ -222,46 +246,4 @@ func setAnnotation(m *v1.ObjectMeta, k, v string) {
 		m.Annotations = map[string]string{}
 	}
 	m.Annotations[k] = v
-}
-
-// keepAssigned keeps, per kind, the spec fields the cluster assigns when
-// the manifest leaves them empty, so re-applying a manifest neither unbinds
-// a pod nor changes a service's addresses.
-func keepAssigned(kind string, cur, next v1.Object) {
-	switch kind {
-	case "Pod":
-		c, n := cur.(*v1.Pod), next.(*v1.Pod)
-		if n.Spec != nil && n.Spec.NodeName == "" {
-			n.Spec.NodeName = c.GetSpec().GetNodeName()
-		}
-	case "Service":
-		c, n := cur.(*v1.Service).GetSpec(), next.(*v1.Service).Spec
-		if n == nil || c == nil {
-			return
-		}
-		if n.ClusterIp == "" {
-			n.ClusterIp, n.ClusterIps = c.ClusterIp, c.ClusterIps
-		}
-		if n.Type != "NodePort" {
-			return // node ports go with the type
-		}
-		for _, np := range n.Ports {
-			for _, cp := range c.Ports {
-				if np.NodePort == 0 && np.Port == cp.Port && cmp.Or(np.Protocol, "TCP") == cmp.Or(cp.Protocol, "TCP") {
-					np.NodePort = cp.NodePort
-				}
-			}
-		}
-	case "Node":
-		c, n := cur.(*v1.Node).GetSpec(), next.(*v1.Node).Spec
-		if n == nil || c == nil {
-			return
-		}
-		if n.PodCidr == "" {
-			n.PodCidr, n.PodCidrs = c.PodCidr, c.PodCidrs
-		}
-		if n.ProviderId == "" {
-			n.ProviderId = c.ProviderId
-		}
-	}
 }
