@@ -63,29 +63,50 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, q *request) erro
 		return err
 	}
 	lreq.Limit, lreq.Continue = 0, ""
-	var first []v1.Object
-	if rev == 0 || initial {
-		objs, resp, err := h.listObjects(ctx, lreq)
-		if err != nil {
-			return err
-		}
-		first, rev = objs, resp.ResourceVersion
-	}
 	ew := &eventWriter{h: h, w: w, r: r, res: q.res, acc: parseAccept(r)}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Transfer-Encoding", "chunked")
-	w.WriteHeader(http.StatusOK)
-	ew.flush()
-	for _, o := range first {
-		if err := ew.object("ADDED", o); err != nil {
-			return nil
-		}
+	// The initial list and its events run on a goroutine of their own that
+	// ends with them: a watch then idles on a small stack, as a gRPC
+	// watch does, however deep listing and encoding went.
+	type started struct {
+		rev  int64
+		err  error
+		gone bool // the client went away while the initial events were written
 	}
-	if initial {
-		if err := ew.bookmark(rev, true); err != nil {
-			return nil
+	done := make(chan started, 1)
+	go func() {
+		st := started{rev: rev}
+		var first []v1.Object
+		if rev == 0 || initial {
+			objs, resp, err := h.listObjects(ctx, lreq)
+			if err != nil {
+				done <- started{err: err}
+				return
+			}
+			first, st.rev = objs, resp.ResourceVersion
 		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Transfer-Encoding", "chunked")
+		w.WriteHeader(http.StatusOK)
+		ew.flush()
+		for _, o := range first {
+			if err := ew.object("ADDED", o); err != nil {
+				st.gone = true
+				break
+			}
+		}
+		if initial && !st.gone {
+			st.gone = ew.bookmark(st.rev, true) != nil
+		}
+		done <- st
+	}()
+	st := <-done
+	switch {
+	case st.err != nil:
+		return st.err
+	case st.gone:
+		return nil
 	}
+	rev = st.rev
 	req := &v1.WatchRequest{Kind: q.res.kind.Name, Namespace: q.namespace, LabelSelector: lreq.LabelSelector,
 		FieldSelector: lreq.FieldSelector, ResourceVersion: rev, AllowBookmarks: bookmarks}
 	stream := &localStream[struct{}, v1.WatchEvent]{ctx: ctx, send: func(e *v1.WatchEvent) error {
