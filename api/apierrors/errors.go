@@ -74,6 +74,9 @@ type Error struct {
 	Kind   error
 	Msg    string
 	Fields FieldErrors
+	// ObjectKind and ObjectName name the object an ErrInvalid built by
+	// FieldErrors.Err is about ("Pod", "web"), when known.
+	ObjectKind, ObjectName string
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -144,7 +147,7 @@ func (l FieldErrors) Err(kind, name string) error {
 	} else if name != "" {
 		prefix += " " + fmt.Sprintf("%q", name)
 	}
-	return &Error{Kind: ErrInvalid, Msg: fmt.Sprintf("%s is invalid: %s", prefix, strings.Join(parts, "; ")), Fields: l}
+	return &Error{Kind: ErrInvalid, Msg: fmt.Sprintf("%s is invalid: %s", prefix, strings.Join(parts, "; ")), Fields: l, ObjectKind: kind, ObjectName: name}
 }
 
 // Invalid returns an ErrInvalid for a single field.

@@ -100,6 +100,14 @@ func statusOf(err error, t target) *Status {
 		if st.Details == nil {
 			st.Details = &StatusDetails{}
 		}
+		// An Invalid Status names the object by its Kind, as kubectl
+		// prints it: The Pod "web" is invalid: ...
+		if ae.ObjectKind != "" && ae.ObjectKind != "object" {
+			st.Details.Kind = ae.ObjectKind
+		}
+		if ae.ObjectName != "" {
+			st.Details.Name = ae.ObjectName
+		}
 		for _, f := range ae.Fields {
 			st.Details.Causes = append(st.Details.Causes, StatusCause{Type: causeType(f.Msg), Message: f.Msg, Field: f.Path})
 		}
