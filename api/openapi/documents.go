@@ -151,33 +151,29 @@ func info(version string) Schema {
 	return Schema{"title": "Tugboat", "version": version}
 }
 
-// V2Document is the swagger 2.0 document of every resource.
-func V2Document(rs []Resource, version string) Schema {
+// definitions are the schemas of the resources rs for version v, with
+// autoscaling/v1 Scale when one of them has the scale subresource.
+func definitions(rs []Resource, v Version) map[string]Schema {
 	var ks []*kinds.Kind
 	scale := false
 	for _, r := range rs {
 		ks = append(ks, r.Kind)
 		scale = scale || r.Scale
 	}
-	defs := Schemas(ks, V2)
+	defs := Schemas(ks, v)
 	if scale {
-		defs["io.k8s.api.autoscaling.v1.Scale"] = scaleSchema(V2)
+		defs["io.k8s.api.autoscaling.v1.Scale"] = scaleSchema(v)
 	}
-	return Schema{"swagger": "2.0", "info": info(version), "paths": Paths(rs, V2), "definitions": defs}
+	return defs
+}
+
+// V2Document is the swagger 2.0 document of every resource.
+func V2Document(rs []Resource, version string) Schema {
+	return Schema{"swagger": "2.0", "info": info(version), "paths": Paths(rs, V2), "definitions": definitions(rs, V2)}
 }
 
 // V3Document is the OpenAPI 3.0 document of one group version's
 // resources rs.
 func V3Document(rs []Resource, version string) Schema {
-	var ks []*kinds.Kind
-	scale := false
-	for _, r := range rs {
-		ks = append(ks, r.Kind)
-		scale = scale || r.Scale
-	}
-	schemas := Schemas(ks, V3)
-	if scale {
-		schemas["io.k8s.api.autoscaling.v1.Scale"] = scaleSchema(V3)
-	}
-	return Schema{"openapi": "3.0.0", "info": info(version), "paths": Paths(rs, V3), "components": Schema{"schemas": schemas}}
+	return Schema{"openapi": "3.0.0", "info": info(version), "paths": Paths(rs, V3), "components": Schema{"schemas": definitions(rs, V3)}}
 }

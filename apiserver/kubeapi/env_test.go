@@ -3,7 +3,6 @@ package kubeapi_test
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"fmt"
 	"net/http"
 	"os"
@@ -138,5 +137,3 @@ func (e *env) do(t *testing.T, method, path, contentType string, body []byte) (i
 	_, _ = b.ReadFrom(resp.Body)
 	return resp.StatusCode, b.String()
 }
-
-var _ = tls.VersionTLS13

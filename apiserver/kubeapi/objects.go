@@ -2,7 +2,6 @@ package kubeapi
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strconv"
 
@@ -84,20 +83,30 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, q *request) error
 	return nil
 }
 
-func (h *Handler) create(w http.ResponseWriter, r *http.Request, q *request) error {
+// bodyObject reads a create's or update's object and its dryRun, with the
+// namespace checked against the URL (and the name, for an update).
+func (h *Handler) bodyObject(w http.ResponseWriter, r *http.Request, q *request) (*anypb.Any, bool, error) {
 	dry, err := dryRun(r)
 	if err != nil {
-		return err
+		return nil, false, err
 	}
 	obj, err := decodeBody(w, r, q.res)
 	if err != nil {
-		return err
+		return nil, false, err
 	}
 	m := v1.Meta(obj)
 	if err := sameNamespace(q, m); err != nil {
-		return err
+		return nil, false, err
+	}
+	if q.name != "" && m.Name != q.name {
+		return nil, false, apierrors.New(apierrors.ErrBadRequest, "the name of the object (%s) does not match the name on the URL (%s)", m.Name, q.name)
 	}
 	a, err := anypb.New(obj)
+	return a, dry, err
+}
+
+func (h *Handler) create(w http.ResponseWriter, r *http.Request, q *request) error {
+	a, dry, err := h.bodyObject(w, r, q)
 	if err != nil {
 		return err
 	}
@@ -126,22 +135,7 @@ func sameNamespace(q *request, m *v1.ObjectMeta) error {
 }
 
 func (h *Handler) update(w http.ResponseWriter, r *http.Request, q *request) error {
-	dry, err := dryRun(r)
-	if err != nil {
-		return err
-	}
-	obj, err := decodeBody(w, r, q.res)
-	if err != nil {
-		return err
-	}
-	m := v1.Meta(obj)
-	if err := sameNamespace(q, m); err != nil {
-		return err
-	}
-	if m.Name != q.name {
-		return apierrors.New(apierrors.ErrBadRequest, "the name of the object (%s) does not match the name on the URL (%s)", m.Name, q.name)
-	}
-	a, err := anypb.New(obj)
+	a, dry, err := h.bodyObject(w, r, q)
 	if err != nil {
 		return err
 	}
@@ -288,5 +282,3 @@ func resourceVersion(s string) (int64, error) {
 	}
 	return n, nil
 }
-
-var _ = fmt.Sprint
