@@ -12,8 +12,10 @@ import (
 	"fmt"
 	"strings"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
 )
 
 // The sentinels. Every error the API returns wraps exactly one of them.
@@ -167,7 +169,7 @@ func ToGRPC(err error) error {
 	}
 	for _, e := range table {
 		if errors.Is(err, e.err) {
-			return status.Error(e.code, err.Error())
+			return withFields(status.New(e.code, err.Error()), err).Err()
 		}
 	}
 	switch {
@@ -194,10 +196,52 @@ func FromGRPC(err error) error {
 	}
 	for _, e := range table {
 		if st.Code() == e.code {
-			return &Error{Kind: e.err, Msg: st.Message()}
+			out := &Error{Kind: e.err, Msg: st.Message()}
+			readDetails(st, out)
+			return out
 		}
 	}
 	return err
+}
+
+// withFields carries err's field errors and the object they are about in
+// st's details (google.rpc.BadRequest and ResourceInfo), so a client gets
+// them back as Error.Fields, ObjectKind and ObjectName (tugctl edit lists
+// the fields, as kubectl does, one per line).
+func withFields(st *status.Status, err error) *status.Status {
+	var ae *Error
+	if !errors.As(err, &ae) || (len(ae.Fields) == 0 && ae.ObjectKind == "") {
+		return st
+	}
+	var details []protoadapt.MessageV1
+	if len(ae.Fields) > 0 {
+		br := &errdetails.BadRequest{}
+		for _, f := range ae.Fields {
+			br.FieldViolations = append(br.FieldViolations, &errdetails.BadRequest_FieldViolation{Field: f.Path, Description: f.Msg})
+		}
+		details = append(details, br)
+	}
+	if ae.ObjectKind != "" {
+		details = append(details, &errdetails.ResourceInfo{ResourceType: ae.ObjectKind, ResourceName: ae.ObjectName})
+	}
+	if d, err := st.WithDetails(details...); err == nil {
+		return d
+	}
+	return st
+}
+
+// readDetails reads back into e what withFields put in st.
+func readDetails(st *status.Status, e *Error) {
+	for _, d := range st.Details() {
+		switch d := d.(type) {
+		case *errdetails.BadRequest:
+			for _, v := range d.FieldViolations {
+				e.Fields = append(e.Fields, FieldError{Path: v.Field, Msg: v.Description})
+			}
+		case *errdetails.ResourceInfo:
+			e.ObjectKind, e.ObjectName = d.ResourceType, d.ResourceName
+		}
+	}
 }
 
 // IsNotFound and friends are shorthands for errors.Is.
