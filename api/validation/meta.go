@@ -32,6 +32,10 @@ var (
 	portNameRE         = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 )
 
+// IsEnvVarName reports whether s is a valid environment variable name, as
+// a container's env requires (tugctl set env checks before it sends).
+func IsEnvVarName(s string) bool { return envNameRE.MatchString(s) }
+
 // MaxObjectBytes is etcd's own value size limit: larger objects are refused.
 const MaxObjectBytes = 1536 * 1024
 

@@ -38,6 +38,8 @@ func TestChangingObjects(t *testing.T) {
 	t.Run("label", func(t *testing.T) { testLabel(t, e.inNamespace(t, "label")) })
 	t.Run("annotate", func(t *testing.T) { testAnnotate(t, e.inNamespace(t, "annotate")) })
 	t.Run("patch", func(t *testing.T) { testPatch(t, e.inNamespace(t, "patch")) })
+	t.Run("set", func(t *testing.T) { testSet(t, e.inNamespace(t, "set")) })
+	t.Run("edit", func(t *testing.T) { testEdit(t, e.inNamespace(t, "edit")) })
 	t.Run("dry-run", func(t *testing.T) { testDryRun(t, e.inNamespace(t, "dry-run")) })
 	t.Run("apply-three-way", func(t *testing.T) { testApplyThreeWay(t, e.inNamespace(t, "three-way")) })
 	t.Run("apply-prune", func(t *testing.T) { testApplyPrune(t, e.inNamespace(t, "prune")) })

@@ -28,6 +28,8 @@ type env struct {
 	home string
 	// ns is the default namespace of the command lines (inNamespace).
 	ns string
+	// vars are more environment variables of the command lines.
+	vars map[string]string
 }
 
 func newEnv(t *testing.T, opts ...apiservertest.Option) *env {
@@ -73,7 +75,7 @@ func (e *env) options(in io.Reader, out, errOut io.Writer) *cli.Options {
 			case "HOME":
 				return e.home
 			}
-			return ""
+			return e.vars[k]
 		},
 	}
 }

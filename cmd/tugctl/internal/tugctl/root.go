@@ -4,7 +4,7 @@
 //
 // The layout, by concern, so each part has its room:
 //
-//	cmd/basic          create, get, delete, run, expose, wait  (explain, set, edit)
+//	cmd/basic          create, get, delete, edit, expose, run, set, wait  (explain)
 //	cmd/deploy         apply, diff, kustomize, patch, rollout, scale  (autoscale)
 //	cmd/settings       label, annotate
 //	cmd/cluster        top, cordon, uncordon, drain, taint  (certificate)

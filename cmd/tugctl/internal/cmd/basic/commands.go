@@ -1,9 +1,10 @@
 // Package basic is kubectl's "Basic Commands" group: create (from
 // manifests, or generated from flags: deployment, service, configmap,
-// secret, namespace), get, delete, expose and run (explain and set go here
-// too). They read and write
-// objects through the generic object API; get prints them through
-// api/table and package printers, -w watches them.
+// secret, namespace, job), get, delete, edit, expose, run, set (image,
+// env, resources), wait and explain. They read and write objects through
+// the generic object API — edit and set send only what changed, through
+// cli.Change — and get prints them through api/table and package
+// printers, -w watches them.
 //
 // Each command is a constructor newXCommand(o) that binds its flags to a
 // flags struct and calls runX(ctx, o, args, flags), which does the work
@@ -18,5 +19,5 @@ import (
 
 // Commands are the group's commands, for the root command.
 func Commands(o *cli.Options) []*cobra.Command {
-	return []*cobra.Command{newCreateCommand(o), newGetCommand(o), newDeleteCommand(o), newExposeCommand(o), newRunCommand(o), newWaitCommand(o)}
+	return []*cobra.Command{newCreateCommand(o), newGetCommand(o), newDeleteCommand(o), newExposeCommand(o), newRunCommand(o), newWaitCommand(o), newSetCommand(o), newEditCommand(o)}
 }
