@@ -2,7 +2,7 @@ package apiserver
 
 import (
 	"context"
-	"crypto/subtle"
+	"fmt"
 	"strings"
 	"time"
 
@@ -11,7 +11,9 @@ import (
 	"github.com/tugboat/tugboat/api/pki"
 	"github.com/tugboat/tugboat/api/tokens"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/validation"
 	"github.com/tugboat/tugboat/apiserver/auth"
+	"github.com/tugboat/tugboat/apiserver/storage"
 )
 
 // setupAuth builds the authenticator, RBAC store and audit log when
@@ -32,6 +34,8 @@ func (s *Server) setupAuth() error {
 	if err != nil {
 		return err
 	}
+	s.revoked = &revocations{m: map[string]storage.CertRecord{}}
+	a.Revoked = s.revoked.lookup
 	s.authn = a
 	s.rbac = auth.NewRBAC()
 	if p := s.cfg.Auth.AuditLogPath; p != "" {
@@ -46,6 +50,9 @@ func (s *Server) setupAuth() error {
 
 // authorizeTunnel lets a kubelet open only its own node's tunnel.
 func (s *Server) authorizeTunnel(ctx context.Context, node string) error {
+	if err := validation.NodeName("nodeName", node); err != nil {
+		return err
+	}
 	nodeKind, _ := kinds.Lookup("Node")
 	return s.authorize(ctx, "update", nodeKind, "tunnel", "", node, "")
 }
@@ -99,7 +106,11 @@ func (a *authService) Review(ctx context.Context, req *v1.AccessReviewRequest) (
 	return &v1.AccessReviewResponse{Allowed: true, Reason: a.s.escalationNote(subject, req.Verb, k, sub, ns)}, nil
 }
 
-// JoinNode spends a join token once for a node certificate.
+// JoinNode spends a join token once for a node certificate. A name
+// another machine holds — a Lease renewed within its duration, or an
+// unexpired certificate the apiserver issued — is refused unless the token
+// was made to replace that node (tugctl token create --replace NODE); a
+// replacement revokes the old certificates and closes the old tunnel.
 func (a *authService) JoinNode(ctx context.Context, req *v1.JoinNodeRequest) (*v1.CertificateResponse, error) {
 	ca := a.signer()
 	if ca == nil {
@@ -109,11 +120,11 @@ func (a *authService) JoinNode(ctx context.Context, req *v1.JoinNodeRequest) (*v
 	if !ok {
 		return nil, apierrors.New(apierrors.ErrUnauthenticated, "join token is malformed: want <6 chars>.<16 chars> as printed by tugctl token create")
 	}
-	if req.NodeName == "" {
-		return nil, apierrors.Invalid("nodeName", "required")
+	if err := validation.NodeName("nodeName", req.NodeName); err != nil {
+		return nil, err
 	}
 	secretKind, _ := kinds.Lookup("Secret")
-	obj, err := a.s.store.Get(ctx, secretKind, tokens.Namespace, "bootstrap-token-"+id)
+	obj, err := a.s.store.Get(ctx, secretKind, tokens.Namespace, tokens.JoinPrefix+id)
 	if apierrors.IsNotFound(err) {
 		return nil, apierrors.New(apierrors.ErrUnauthenticated, "join token %s is unknown or was already used", id)
 	}
@@ -121,13 +132,19 @@ func (a *authService) JoinNode(ctx context.Context, req *v1.JoinNodeRequest) (*v
 		return nil, err
 	}
 	sec := obj.(*v1.Secret)
-	if sec.Type != tokens.BootstrapTokenType || subtle.ConstantTimeCompare(sec.Data["token-secret"], []byte(secret)) != 1 {
+	if sec.Type != tokens.BootstrapTokenType || !auth.SecretMatches(sec, secret) {
 		return nil, apierrors.New(apierrors.ErrUnauthenticated, "join token %s is not valid", id)
 	}
-	if exp := string(sec.Data["expiration"]); exp != "" {
-		t, err := time.Parse(time.RFC3339, exp)
-		if err != nil || time.Now().After(t) {
-			return nil, apierrors.New(apierrors.ErrUnauthenticated, "join token %s expired at %s: create a new one with tugctl token create", id, exp)
+	if exp, expired := auth.Expired(sec, time.Now()); expired {
+		return nil, apierrors.New(apierrors.ErrUnauthenticated, "join token %s expired at %s: create a new one with tugctl token create", id, exp)
+	}
+	replace := string(sec.Data[tokens.DataReplaceNode])
+	if replace != "" && replace != req.NodeName {
+		return nil, apierrors.New(apierrors.ErrForbidden, "join token %s was made to replace node %q, not to join %q", id, replace, req.NodeName)
+	}
+	if replace == "" {
+		if err := a.s.nameFree(ctx, req.NodeName); err != nil {
+			return nil, err
 		}
 	}
 	cert, err := a.sign(req.Csr, auth.NodePrefix+req.NodeName, []string{auth.GroupNodes}, pki.NodeCertValidity)
@@ -138,10 +155,53 @@ func (a *authService) JoinNode(ctx context.Context, req *v1.JoinNodeRequest) (*v
 	if _, err := a.s.store.Delete(ctx, secretKind, sec, sec.Metadata.ResourceVersion); err != nil {
 		return nil, apierrors.New(apierrors.ErrUnauthenticated, "join token %s was used concurrently", id)
 	}
+	if replace != "" {
+		old, err := a.s.revokeNode(ctx, replace, "join token "+id, "node replaced by join token "+id)
+		if err != nil {
+			return nil, err
+		}
+		a.s.tunnels.Disconnect(replace, "the node was replaced by join token "+id)
+		a.s.log.Warn("node replaced by a join token: its certificates are revoked", "node", replace, "token", id, "revoked", len(old))
+	}
+	if err := a.s.recordIssued(ctx, req.NodeName, cert); err != nil {
+		return nil, err
+	}
 	return &v1.CertificateResponse{Certificate: cert, Ca: ca.PEM}, nil
 }
 
-// RenewCertificate signs a new certificate for the caller's own identity.
+// nameFree refuses a node name another machine holds: a Lease renewed
+// within its duration, or an unexpired, unrevoked certificate the
+// apiserver issued for it.
+func (s *Server) nameFree(ctx context.Context, node string) error {
+	replace := fmt.Sprintf("if that machine is gone for good, create a join token that replaces it: tugctl token create --replace %s", node)
+	leaseKind, _ := kinds.Lookup("Lease")
+	obj, err := s.store.Get(ctx, leaseKind, "kube-node-lease", node)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err == nil {
+		l := obj.(*v1.Lease).GetSpec()
+		if rt := l.GetRenewTime(); rt != nil {
+			d := time.Duration(max(l.GetLeaseDurationSeconds(), 40)) * time.Second
+			if ago := time.Since(rt.AsTime()); ago < d {
+				return apierrors.New(apierrors.ErrAlreadyExists, "node %q is held by a running node: its Lease was renewed %s ago; a join may not take its name (%s)", node, ago.Round(time.Second), replace)
+			}
+		}
+	}
+	rec, err := s.liveCertificate(ctx, node)
+	if err != nil {
+		return err
+	}
+	if rec != nil {
+		return apierrors.New(apierrors.ErrAlreadyExists, "node %q holds a live certificate (serial %s, valid until %s); a join may not take its name (%s)", node, rec.Serial, rec.NotAfter.UTC().Format(time.RFC3339), replace)
+	}
+	return nil
+}
+
+// RenewCertificate signs a new certificate for the caller's own node, with
+// the same name: only node certificates are renewed through the API
+// (users get theirs from whoever holds the CA), and only while the Node
+// exists (a deleted node joins again).
 func (a *authService) RenewCertificate(ctx context.Context, req *v1.RenewCertificateRequest) (*v1.CertificateResponse, error) {
 	ca := a.signer()
 	if ca == nil {
@@ -151,21 +211,43 @@ func (a *authService) RenewCertificate(ctx context.Context, req *v1.RenewCertifi
 	if u == nil || u.Method != "certificate" {
 		return nil, apierrors.New(apierrors.ErrForbidden, "only callers with a client certificate may renew it")
 	}
-	var groups []string
-	for _, g := range u.Groups {
-		if g != auth.GroupAuthenticated {
-			groups = append(groups, g)
-		}
-	}
-	validity := pki.CertValidity
-	if _, isNode := u.NodeName(); isNode {
-		validity = pki.NodeCertValidity
-	}
-	cert, err := a.sign(req.Csr, u.Name, groups, validity)
+	node, err := renewableNode(u)
 	if err != nil {
 		return nil, err
 	}
+	nodeKind, _ := kinds.Lookup("Node")
+	if _, err := a.s.store.Get(ctx, nodeKind, "", node); apierrors.IsNotFound(err) {
+		return nil, apierrors.New(apierrors.ErrForbidden, "node %q does not exist: a node certificate is renewed only while its Node exists (join again with a new token)", node)
+	} else if err != nil {
+		return nil, err
+	}
+	cert, err := a.sign(req.Csr, u.Name, []string{auth.GroupNodes}, pki.NodeCertValidity)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.s.recordIssued(ctx, node, cert); err != nil {
+		return nil, err
+	}
 	return &v1.CertificateResponse{Certificate: cert, Ca: ca.PEM}, nil
+}
+
+// renewableNode is the node whose certificate u may renew: u must be a
+// node identity (system:node:<name> in system:nodes, and no other group)
+// with a valid node name.
+func renewableNode(u *auth.User) (string, error) {
+	node, isNode := u.NodeName()
+	if !isNode {
+		return "", apierrors.New(apierrors.ErrForbidden, "user %q: only node certificates are renewed through the API; a user's certificate is renewed by whoever holds the cluster CA (apiserver pki init)", u.Name)
+	}
+	for _, g := range u.Groups {
+		if g != auth.GroupNodes && g != auth.GroupAuthenticated {
+			return "", apierrors.New(apierrors.ErrForbidden, "user %q is also in group %q: such a certificate is not renewed through the API", u.Name, g)
+		}
+	}
+	if err := validation.NodeName("nodeName", node); err != nil {
+		return "", apierrors.New(apierrors.ErrForbidden, "user %q: not a valid node name, not renewed: %v", u.Name, err)
+	}
+	return node, nil
 }
 
 func (a *authService) signer() *pki.CA {

@@ -25,7 +25,8 @@ import (
 
 func wantCode(t *testing.T, what string, err error, code codes.Code, text string) {
 	t.Helper()
-	if status.Code(err) != code || !strings.Contains(status.Convert(err).Message(), text) {
+	// Raw gRPC calls return status errors, typed clients apierrors.
+	if apierrors.Code(err) != code || !strings.Contains(status.Convert(apierrors.ToGRPC(err)).Message(), text) {
 		t.Errorf("%s: want %v containing %q, got %v", what, code, text, err)
 	}
 }

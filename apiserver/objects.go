@@ -42,7 +42,9 @@ func unpack(a *anypb.Any) (*kinds.Kind, v1.Object, error) {
 	return k, msg.(v1.Object), nil
 }
 
-func pack(obj v1.Object) (*anypb.Any, error) { return anypb.New(obj) }
+// pack is an object as a response carries it: every response of the
+// Objects API goes through here, so a token Secret's secret never leaves.
+func pack(obj v1.Object) (*anypb.Any, error) { return anypb.New(redactSecret(obj)) }
 
 func lookupKind(name string) (*kinds.Kind, error) {
 	if name == "" {

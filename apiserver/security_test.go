@@ -223,23 +223,21 @@ func TestNodeRestriction(t *testing.T) {
 func TestJoinTokenOnceAndExpiry(t *testing.T) {
 	s := apiservertest.StartSecure(t)
 	ctx := ctxT(t)
-	mk := func(id, exp string) {
+	var shortExp string
+	mk := func(ttl int64) string {
 		t.Helper()
-		_, err := client.For[*v1.Secret](s.Client).Create(ctx, &v1.Secret{
-			Metadata: &v1.ObjectMeta{Name: "bootstrap-token-" + id, Namespace: "kube-system"},
-			Type:     "bootstrap.kubernetes.io/token",
-			Data:     map[string][]byte{"token-id": []byte(id), "token-secret": []byte("0123456789abcdef"), "expiration": []byte(exp)},
-		})
+		r, err := v1.NewAuthClient(s.Client.Conn()).CreateToken(ctx, &v1.CreateTokenRequest{Type: "join", TtlSeconds: ttl})
 		if err != nil {
 			t.Fatal(err)
 		}
+		shortExp = r.Expiration
+		return r.Token
 	}
-	mk("abcdef", time.Now().Add(time.Hour).Format(time.RFC3339))
-	mk("zzzzzz", time.Now().Add(-time.Minute).Format(time.RFC3339))
+	tok, short := mk(3600), mk(1)
 	anon := v1.NewAuthClient(s.ClientAs("").Conn())
 	key, _ := pki.NewKey()
 	csr, _ := pki.NewCSR(key, pki.Subject{User: "system:node:n3", Groups: []string{"system:nodes"}})
-	resp, err := anon.JoinNode(ctx, &v1.JoinNodeRequest{Token: "abcdef.0123456789abcdef", NodeName: "n3", Csr: csr})
+	resp, err := anon.JoinNode(ctx, &v1.JoinNodeRequest{Token: tok, NodeName: "n3", Csr: csr})
 	if err != nil {
 		t.Fatalf("join: %v", err)
 	}
@@ -247,17 +245,23 @@ func TestJoinTokenOnceAndExpiry(t *testing.T) {
 	if err != nil || cert.Subject.CommonName != "system:node:n3" {
 		t.Fatalf("cert: %v %v", err, cert)
 	}
-	if _, err := anon.JoinNode(ctx, &v1.JoinNodeRequest{Token: "abcdef.0123456789abcdef", NodeName: "n3", Csr: csr}); !errors.Is(apierrors.FromGRPC(err), apierrors.ErrUnauthenticated) {
+	if _, err := anon.JoinNode(ctx, &v1.JoinNodeRequest{Token: tok, NodeName: "n3", Csr: csr}); !errors.Is(apierrors.FromGRPC(err), apierrors.ErrUnauthenticated) {
 		t.Fatalf("second use: %v", err)
 	}
-	_, err = anon.JoinNode(ctx, &v1.JoinNodeRequest{Token: "zzzzzz.0123456789abcdef", NodeName: "n4", Csr: csr})
-	if err == nil || !strings.Contains(err.Error(), "expired") {
-		t.Fatalf("expired token: %v", err)
+	csr4, _ := pki.NewCSR(key, pki.Subject{User: "system:node:n4", Groups: []string{"system:nodes"}})
+	exp, _ := time.Parse(time.RFC3339, shortExp)
+	wait.Eventually(t, 10*time.Second, "the short token's expiration", func() error {
+		if time.Now().Before(exp) {
+			return fmt.Errorf("not yet %s", shortExp)
+		}
+		return nil
+	})
+	if _, err := anon.JoinNode(ctx, &v1.JoinNodeRequest{Token: short, NodeName: "n4", Csr: csr4}); err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Fatalf("join with an expired token: %v", err)
 	}
 	// A CSR for another identity than the node named is refused.
-	mk("bbbbbb", time.Now().Add(time.Hour).Format(time.RFC3339))
 	bad, _ := pki.NewCSR(key, pki.Subject{User: "admin", Groups: []string{"system:masters"}})
-	if _, err := anon.JoinNode(ctx, &v1.JoinNodeRequest{Token: "bbbbbb.0123456789abcdef", NodeName: "n5", Csr: bad}); !isForbidden(apierrors.FromGRPC(err)) {
+	if _, err := anon.JoinNode(ctx, &v1.JoinNodeRequest{Token: mk(3600), NodeName: "n5", Csr: bad}); !isForbidden(apierrors.FromGRPC(err)) {
 		t.Fatalf("privilege escalation through CSR: %v", err)
 	}
 }
@@ -266,19 +270,17 @@ func TestUserTokenRevocation(t *testing.T) {
 	s := apiservertest.StartSecure(t)
 	ctx := ctxT(t)
 	secrets := client.For[*v1.Secret](s.Client)
-	if _, err := secrets.Create(ctx, &v1.Secret{
-		Metadata: &v1.ObjectMeta{Name: "token-abc123", Namespace: "kube-system"}, Type: "tugboat.io/user-token",
-		Data: map[string][]byte{"token-secret": []byte("0123456789abcdef"), "user": []byte("tom"), "groups": []byte("system:masters")},
-	}); err != nil {
+	r, err := v1.NewAuthClient(s.Client.Conn()).CreateToken(ctx, &v1.CreateTokenRequest{Type: "user", User: "tom", Groups: []string{"system:masters"}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	tom, _ := client.New(client.Config{Server: s.Addr(), TLS: mustTLS(t, s, ""), Token: "abc123.0123456789abcdef"})
+	tom, _ := client.New(client.Config{Server: s.Addr(), TLS: mustTLS(t, s, ""), Token: r.Token})
 	defer tom.Close()
 	who, err := v1.NewAuthClient(tom.Conn()).WhoAmI(ctx, &v1.WhoAmIRequest{})
 	if err != nil || who.Name != "tom" {
 		t.Fatalf("whoami: %v %v", err, who)
 	}
-	if _, err := secrets.Delete(ctx, "kube-system", "token-abc123", client.DeleteOptions{}); err != nil {
+	if _, err := secrets.Delete(ctx, "kube-system", "token-"+r.Id, client.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := v1.NewAuthClient(tom.Conn()).WhoAmI(ctx, &v1.WhoAmIRequest{}); !errors.Is(apierrors.FromGRPC(err), apierrors.ErrUnauthenticated) {

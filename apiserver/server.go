@@ -67,6 +67,8 @@ type Server struct {
 	tunnels  *tunnel.Registry
 	authn    *auth.Authenticator // nil: authentication off
 	rbac     *auth.RBAC
+	// revoked is the revocation list (nil: authentication off).
+	revoked  *revocations
 	audit    *auditLog
 	services *serviceAllocator
 	// admission holds per-kind admission steps by Kind name.
@@ -124,7 +126,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.services = alloc
 	s.admission["Service"] = append(s.admission["Service"], alloc)
-	s.admission["Node"] = append(s.admission["Node"], nodeBindingsCleaner{s.store})
+	s.admission["Node"] = append(s.admission["Node"], nodeBindingsCleaner{s.store}, nodeRestriction{})
 	if err := s.setupAuth(); err != nil {
 		s.closeListeners()
 		cli.Close()
@@ -133,6 +135,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if s.rbac != nil {
 		rbacEscalation{s}.register()
+		s.admission["Secret"] = append(s.admission["Secret"], tokenSecrets{})
 	}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(4 << 20),
@@ -251,6 +254,9 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		if err := s.followRBAC(ctx); err != nil {
 			return fail(fmt.Errorf("loading RBAC: %w", err))
+		}
+		if err := s.followRevocations(ctx); err != nil {
+			return fail(fmt.Errorf("loading the certificate revocation list: %w", err))
 		}
 	}
 	wg.Add(3)

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"github.com/tugboat/tugboat/api/apierrors"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/apiserver/auth"
 	"github.com/tugboat/tugboat/apiserver/watchcache"
 )
 
@@ -57,6 +58,11 @@ func (s *Server) Watch(req *v1.WatchRequest, stream v1.Objects_WatchServer) erro
 		typ := e.Type
 		switch e.Type {
 		case watchcache.Bookmark:
+			// A long watch outlives its credentials' checks: a revoked
+			// certificate ends it here, within a bookmark interval.
+			if err := s.stillValid(auth.UserFrom(ctx)); err != nil {
+				return err
+			}
 			if !req.AllowBookmarks {
 				continue
 			}
@@ -80,7 +86,15 @@ func (s *Server) Watch(req *v1.WatchRequest, stream v1.Objects_WatchServer) erro
 				continue
 			}
 		}
-		if err := stream.Send(&v1.WatchEvent{Type: typ, Object: e.Any(), ResourceVersion: e.Rev}); err != nil {
+		obj := e.Any()
+		if k.Name == "Secret" {
+			if r := redactSecret(e.Obj); r != e.Obj {
+				if obj, err = pack(r); err != nil {
+					return err
+				}
+			}
+		}
+		if err := stream.Send(&v1.WatchEvent{Type: typ, Object: obj, ResourceVersion: e.Rev}); err != nil {
 			return err
 		}
 		sent(typ)

@@ -21,6 +21,7 @@ import (
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/pki"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/validation"
 	"github.com/tugboat/tugboat/internal/atomicfile"
 )
 
@@ -52,6 +53,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--node-name: required")
 	case c.Dir == "":
 		return fmt.Errorf("certificate directory: required")
+	}
+	if err := validation.NodeName("--node-name", c.NodeName); err != nil {
+		return err
 	}
 	return nil
 }

@@ -23,14 +23,11 @@ func TestJoinThenRenew(t *testing.T) {
 	s := apiservertest.StartSecure(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := client.For[*v1.Secret](s.Client).Create(ctx, &v1.Secret{
-		Metadata: &v1.ObjectMeta{Name: "bootstrap-token-aaaaaa", Namespace: "kube-system"},
-		Type:     "bootstrap.kubernetes.io/token",
-		Data:     map[string][]byte{"token-secret": []byte("bbbbbbbbbbbbbbbb"), "expiration": []byte(time.Now().Add(time.Hour).Format(time.RFC3339))},
-	}); err != nil {
+	tok, err := v1.NewAuthClient(s.Client.Conn()).CreateToken(ctx, &v1.CreateTokenRequest{Type: "join", TtlSeconds: 3600})
+	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := join.Config{Server: s.Addr(), CAFile: filepath.Join(s.PKIDir, "ca.crt"), Token: "aaaaaa.bbbbbbbbbbbbbbbb", NodeName: "n9", Dir: t.TempDir()}
+	cfg := join.Config{Server: s.Addr(), CAFile: filepath.Join(s.PKIDir, "ca.crt"), Token: tok.Token, NodeName: "n9", Dir: t.TempDir()}
 	if err := join.EnsureCertificate(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,9 @@
 // The kubelet calls Serve: it opens NodeTunnel.Connect, names its node in
 // the first frame, and serves its NodeAPI gRPC server on the stream, which it
 // sees as a net.Conn. The apiserver's Registry accepts Connect streams and
-// keeps, per node, a grpc.ClientConn dialled over that stream. A kubelet
-// that reconnects replaces its entry; a broken stream removes it.
+// keeps, per node, a grpc.ClientConn dialled over that stream. A node has
+// one tunnel: a second one is refused while the first still answers (it
+// replaces only a tunnel that no longer does); a broken stream removes it.
 package tunnel
 
 import (

@@ -2,6 +2,7 @@ package tunnel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -32,7 +33,11 @@ func Serve(ctx context.Context, c *client.Client, node string, srv *grpc.Server,
 		if time.Since(start) > 10*time.Second {
 			backoff = 200 * time.Millisecond
 		}
-		log.Debug("tunnel closed; reconnecting", "err", err, "in", backoff)
+		if apierrors.IsAlreadyExists(err) || errors.Is(err, apierrors.ErrUnauthenticated) || errors.Is(err, apierrors.ErrForbidden) {
+			log.Warn("tunnel refused; retrying", "err", err, "in", backoff)
+		} else {
+			log.Debug("tunnel closed; reconnecting", "err", err, "in", backoff)
+		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(backoff):

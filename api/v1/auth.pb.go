@@ -414,6 +414,465 @@ func (x *CertificateResponse) GetCa() []byte {
 	return nil
 }
 
+type CreateTokenRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "join" (spent by one JoinNode) or "user" (a bearer token).
+	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	// How long the token is valid; 0: it does not expire.
+	TtlSeconds  int64  `protobuf:"varint,2,opt,name=ttl_seconds,json=ttlSeconds,proto3" json:"ttl_seconds,omitempty"`
+	Description string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	// The user token's user and groups.
+	User   string   `protobuf:"bytes,4,opt,name=user,proto3" json:"user,omitempty"`
+	Groups []string `protobuf:"bytes,5,rep,name=groups,proto3" json:"groups,omitempty"`
+	// A join token that may take this node's name although a node holds it
+	// (a live Lease or certificate): the node's certificates issued by the
+	// apiserver are revoked and its tunnel closed when the token is spent.
+	ReplaceNode   string `protobuf:"bytes,6,opt,name=replace_node,json=replaceNode,proto3" json:"replace_node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTokenRequest) Reset() {
+	*x = CreateTokenRequest{}
+	mi := &file_api_v1_auth_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTokenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTokenRequest) ProtoMessage() {}
+
+func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_auth_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
+func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
+	return file_api_v1_auth_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *CreateTokenRequest) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *CreateTokenRequest) GetTtlSeconds() int64 {
+	if x != nil {
+		return x.TtlSeconds
+	}
+	return 0
+}
+
+func (x *CreateTokenRequest) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *CreateTokenRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *CreateTokenRequest) GetGroups() []string {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
+func (x *CreateTokenRequest) GetReplaceNode() string {
+	if x != nil {
+		return x.ReplaceNode
+	}
+	return ""
+}
+
+type CreateTokenResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "<id>.<secret>".
+	Token string `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	Id    string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	// RFC 3339, empty when the token does not expire.
+	Expiration    string `protobuf:"bytes,3,opt,name=expiration,proto3" json:"expiration,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTokenResponse) Reset() {
+	*x = CreateTokenResponse{}
+	mi := &file_api_v1_auth_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTokenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTokenResponse) ProtoMessage() {}
+
+func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_auth_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
+func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
+	return file_api_v1_auth_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CreateTokenResponse) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *CreateTokenResponse) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CreateTokenResponse) GetExpiration() string {
+	if x != nil {
+		return x.Expiration
+	}
+	return ""
+}
+
+type RevokeCertificateRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Serial numbers, hexadecimal (openssl x509 -serial prints them).
+	Serials []string `protobuf:"bytes,1,rep,name=serials,proto3" json:"serials,omitempty"`
+	// PEM certificates (any number).
+	Certificates []byte `protobuf:"bytes,2,opt,name=certificates,proto3" json:"certificates,omitempty"`
+	// Every unexpired certificate the apiserver issued to this node.
+	NodeName      string `protobuf:"bytes,3,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeCertificateRequest) Reset() {
+	*x = RevokeCertificateRequest{}
+	mi := &file_api_v1_auth_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeCertificateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeCertificateRequest) ProtoMessage() {}
+
+func (x *RevokeCertificateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_auth_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeCertificateRequest.ProtoReflect.Descriptor instead.
+func (*RevokeCertificateRequest) Descriptor() ([]byte, []int) {
+	return file_api_v1_auth_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *RevokeCertificateRequest) GetSerials() []string {
+	if x != nil {
+		return x.Serials
+	}
+	return nil
+}
+
+func (x *RevokeCertificateRequest) GetCertificates() []byte {
+	if x != nil {
+		return x.Certificates
+	}
+	return nil
+}
+
+func (x *RevokeCertificateRequest) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
+	}
+	return ""
+}
+
+func (x *RevokeCertificateRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// CertificateRecord is an issued or a revoked certificate.
+type CertificateRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Hexadecimal, lower case.
+	Serial string `protobuf:"bytes,1,opt,name=serial,proto3" json:"serial,omitempty"`
+	// The certificate's user (CN), when known.
+	Subject  string `protobuf:"bytes,2,opt,name=subject,proto3" json:"subject,omitempty"`
+	NodeName string `protobuf:"bytes,3,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	// RFC 3339 times; empty when unknown.
+	NotAfter      string `protobuf:"bytes,4,opt,name=not_after,json=notAfter,proto3" json:"not_after,omitempty"`
+	IssuedAt      string `protobuf:"bytes,5,opt,name=issued_at,json=issuedAt,proto3" json:"issued_at,omitempty"`
+	RevokedAt     string `protobuf:"bytes,6,opt,name=revoked_at,json=revokedAt,proto3" json:"revoked_at,omitempty"`
+	RevokedBy     string `protobuf:"bytes,7,opt,name=revoked_by,json=revokedBy,proto3" json:"revoked_by,omitempty"`
+	Reason        string `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CertificateRecord) Reset() {
+	*x = CertificateRecord{}
+	mi := &file_api_v1_auth_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CertificateRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CertificateRecord) ProtoMessage() {}
+
+func (x *CertificateRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_auth_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CertificateRecord.ProtoReflect.Descriptor instead.
+func (*CertificateRecord) Descriptor() ([]byte, []int) {
+	return file_api_v1_auth_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *CertificateRecord) GetSerial() string {
+	if x != nil {
+		return x.Serial
+	}
+	return ""
+}
+
+func (x *CertificateRecord) GetSubject() string {
+	if x != nil {
+		return x.Subject
+	}
+	return ""
+}
+
+func (x *CertificateRecord) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
+	}
+	return ""
+}
+
+func (x *CertificateRecord) GetNotAfter() string {
+	if x != nil {
+		return x.NotAfter
+	}
+	return ""
+}
+
+func (x *CertificateRecord) GetIssuedAt() string {
+	if x != nil {
+		return x.IssuedAt
+	}
+	return ""
+}
+
+func (x *CertificateRecord) GetRevokedAt() string {
+	if x != nil {
+		return x.RevokedAt
+	}
+	return ""
+}
+
+func (x *CertificateRecord) GetRevokedBy() string {
+	if x != nil {
+		return x.RevokedBy
+	}
+	return ""
+}
+
+func (x *CertificateRecord) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type RevokeCertificateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Revoked       []*CertificateRecord   `protobuf:"bytes,1,rep,name=revoked,proto3" json:"revoked,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeCertificateResponse) Reset() {
+	*x = RevokeCertificateResponse{}
+	mi := &file_api_v1_auth_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeCertificateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeCertificateResponse) ProtoMessage() {}
+
+func (x *RevokeCertificateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_auth_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeCertificateResponse.ProtoReflect.Descriptor instead.
+func (*RevokeCertificateResponse) Descriptor() ([]byte, []int) {
+	return file_api_v1_auth_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *RevokeCertificateResponse) GetRevoked() []*CertificateRecord {
+	if x != nil {
+		return x.Revoked
+	}
+	return nil
+}
+
+type ListCertificatesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCertificatesRequest) Reset() {
+	*x = ListCertificatesRequest{}
+	mi := &file_api_v1_auth_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCertificatesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCertificatesRequest) ProtoMessage() {}
+
+func (x *ListCertificatesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_auth_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCertificatesRequest.ProtoReflect.Descriptor instead.
+func (*ListCertificatesRequest) Descriptor() ([]byte, []int) {
+	return file_api_v1_auth_proto_rawDescGZIP(), []int{12}
+}
+
+type ListCertificatesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Issued        []*CertificateRecord   `protobuf:"bytes,1,rep,name=issued,proto3" json:"issued,omitempty"`
+	Revoked       []*CertificateRecord   `protobuf:"bytes,2,rep,name=revoked,proto3" json:"revoked,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCertificatesResponse) Reset() {
+	*x = ListCertificatesResponse{}
+	mi := &file_api_v1_auth_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCertificatesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCertificatesResponse) ProtoMessage() {}
+
+func (x *ListCertificatesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_auth_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCertificatesResponse.ProtoReflect.Descriptor instead.
+func (*ListCertificatesResponse) Descriptor() ([]byte, []int) {
+	return file_api_v1_auth_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ListCertificatesResponse) GetIssued() []*CertificateRecord {
+	if x != nil {
+		return x.Issued
+	}
+	return nil
+}
+
+func (x *ListCertificatesResponse) GetRevoked() []*CertificateRecord {
+	if x != nil {
+		return x.Revoked
+	}
+	return nil
+}
+
 var File_api_v1_auth_proto protoreflect.FileDescriptor
 
 const file_api_v1_auth_proto_rawDesc = "" +
@@ -442,12 +901,51 @@ const file_api_v1_auth_proto_rawDesc = "" +
 	"\x03csr\x18\x01 \x01(\fR\x03csr\"G\n" +
 	"\x13CertificateResponse\x12 \n" +
 	"\vcertificate\x18\x01 \x01(\fR\vcertificate\x12\x0e\n" +
-	"\x02ca\x18\x02 \x01(\fR\x02ca2\xd2\x02\n" +
+	"\x02ca\x18\x02 \x01(\fR\x02ca\"\xba\x01\n" +
+	"\x12CreateTokenRequest\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12\x1f\n" +
+	"\vttl_seconds\x18\x02 \x01(\x03R\n" +
+	"ttlSeconds\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x12\n" +
+	"\x04user\x18\x04 \x01(\tR\x04user\x12\x16\n" +
+	"\x06groups\x18\x05 \x03(\tR\x06groups\x12!\n" +
+	"\freplace_node\x18\x06 \x01(\tR\vreplaceNode\"[\n" +
+	"\x13CreateTokenResponse\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x1e\n" +
+	"\n" +
+	"expiration\x18\x03 \x01(\tR\n" +
+	"expiration\"\x8d\x01\n" +
+	"\x18RevokeCertificateRequest\x12\x18\n" +
+	"\aserials\x18\x01 \x03(\tR\aserials\x12\"\n" +
+	"\fcertificates\x18\x02 \x01(\fR\fcertificates\x12\x1b\n" +
+	"\tnode_name\x18\x03 \x01(\tR\bnodeName\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xf2\x01\n" +
+	"\x11CertificateRecord\x12\x16\n" +
+	"\x06serial\x18\x01 \x01(\tR\x06serial\x12\x18\n" +
+	"\asubject\x18\x02 \x01(\tR\asubject\x12\x1b\n" +
+	"\tnode_name\x18\x03 \x01(\tR\bnodeName\x12\x1b\n" +
+	"\tnot_after\x18\x04 \x01(\tR\bnotAfter\x12\x1b\n" +
+	"\tissued_at\x18\x05 \x01(\tR\bissuedAt\x12\x1d\n" +
+	"\n" +
+	"revoked_at\x18\x06 \x01(\tR\trevokedAt\x12\x1d\n" +
+	"\n" +
+	"revoked_by\x18\a \x01(\tR\trevokedBy\x12\x16\n" +
+	"\x06reason\x18\b \x01(\tR\x06reason\"X\n" +
+	"\x19RevokeCertificateResponse\x12;\n" +
+	"\arevoked\x18\x01 \x03(\v2!.tugboat.api.v1.CertificateRecordR\arevoked\"\x19\n" +
+	"\x17ListCertificatesRequest\"\x92\x01\n" +
+	"\x18ListCertificatesResponse\x129\n" +
+	"\x06issued\x18\x01 \x03(\v2!.tugboat.api.v1.CertificateRecordR\x06issued\x12;\n" +
+	"\arevoked\x18\x02 \x03(\v2!.tugboat.api.v1.CertificateRecordR\arevoked2\xfb\x04\n" +
 	"\x04Auth\x12A\n" +
 	"\x06WhoAmI\x12\x1d.tugboat.api.v1.WhoAmIRequest\x1a\x18.tugboat.api.v1.UserInfo\x12S\n" +
 	"\x06Review\x12#.tugboat.api.v1.AccessReviewRequest\x1a$.tugboat.api.v1.AccessReviewResponse\x12P\n" +
 	"\bJoinNode\x12\x1f.tugboat.api.v1.JoinNodeRequest\x1a#.tugboat.api.v1.CertificateResponse\x12`\n" +
-	"\x10RenewCertificate\x12'.tugboat.api.v1.RenewCertificateRequest\x1a#.tugboat.api.v1.CertificateResponseB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
+	"\x10RenewCertificate\x12'.tugboat.api.v1.RenewCertificateRequest\x1a#.tugboat.api.v1.CertificateResponse\x12V\n" +
+	"\vCreateToken\x12\".tugboat.api.v1.CreateTokenRequest\x1a#.tugboat.api.v1.CreateTokenResponse\x12h\n" +
+	"\x11RevokeCertificate\x12(.tugboat.api.v1.RevokeCertificateRequest\x1a).tugboat.api.v1.RevokeCertificateResponse\x12e\n" +
+	"\x10ListCertificates\x12'.tugboat.api.v1.ListCertificatesRequest\x1a(.tugboat.api.v1.ListCertificatesResponseB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
 
 var (
 	file_api_v1_auth_proto_rawDescOnce sync.Once
@@ -461,30 +959,46 @@ func file_api_v1_auth_proto_rawDescGZIP() []byte {
 	return file_api_v1_auth_proto_rawDescData
 }
 
-var file_api_v1_auth_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_api_v1_auth_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_api_v1_auth_proto_goTypes = []any{
-	(*WhoAmIRequest)(nil),           // 0: tugboat.api.v1.WhoAmIRequest
-	(*UserInfo)(nil),                // 1: tugboat.api.v1.UserInfo
-	(*AccessReviewRequest)(nil),     // 2: tugboat.api.v1.AccessReviewRequest
-	(*AccessReviewResponse)(nil),    // 3: tugboat.api.v1.AccessReviewResponse
-	(*JoinNodeRequest)(nil),         // 4: tugboat.api.v1.JoinNodeRequest
-	(*RenewCertificateRequest)(nil), // 5: tugboat.api.v1.RenewCertificateRequest
-	(*CertificateResponse)(nil),     // 6: tugboat.api.v1.CertificateResponse
+	(*WhoAmIRequest)(nil),             // 0: tugboat.api.v1.WhoAmIRequest
+	(*UserInfo)(nil),                  // 1: tugboat.api.v1.UserInfo
+	(*AccessReviewRequest)(nil),       // 2: tugboat.api.v1.AccessReviewRequest
+	(*AccessReviewResponse)(nil),      // 3: tugboat.api.v1.AccessReviewResponse
+	(*JoinNodeRequest)(nil),           // 4: tugboat.api.v1.JoinNodeRequest
+	(*RenewCertificateRequest)(nil),   // 5: tugboat.api.v1.RenewCertificateRequest
+	(*CertificateResponse)(nil),       // 6: tugboat.api.v1.CertificateResponse
+	(*CreateTokenRequest)(nil),        // 7: tugboat.api.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),       // 8: tugboat.api.v1.CreateTokenResponse
+	(*RevokeCertificateRequest)(nil),  // 9: tugboat.api.v1.RevokeCertificateRequest
+	(*CertificateRecord)(nil),         // 10: tugboat.api.v1.CertificateRecord
+	(*RevokeCertificateResponse)(nil), // 11: tugboat.api.v1.RevokeCertificateResponse
+	(*ListCertificatesRequest)(nil),   // 12: tugboat.api.v1.ListCertificatesRequest
+	(*ListCertificatesResponse)(nil),  // 13: tugboat.api.v1.ListCertificatesResponse
 }
 var file_api_v1_auth_proto_depIdxs = []int32{
-	0, // 0: tugboat.api.v1.Auth.WhoAmI:input_type -> tugboat.api.v1.WhoAmIRequest
-	2, // 1: tugboat.api.v1.Auth.Review:input_type -> tugboat.api.v1.AccessReviewRequest
-	4, // 2: tugboat.api.v1.Auth.JoinNode:input_type -> tugboat.api.v1.JoinNodeRequest
-	5, // 3: tugboat.api.v1.Auth.RenewCertificate:input_type -> tugboat.api.v1.RenewCertificateRequest
-	1, // 4: tugboat.api.v1.Auth.WhoAmI:output_type -> tugboat.api.v1.UserInfo
-	3, // 5: tugboat.api.v1.Auth.Review:output_type -> tugboat.api.v1.AccessReviewResponse
-	6, // 6: tugboat.api.v1.Auth.JoinNode:output_type -> tugboat.api.v1.CertificateResponse
-	6, // 7: tugboat.api.v1.Auth.RenewCertificate:output_type -> tugboat.api.v1.CertificateResponse
-	4, // [4:8] is the sub-list for method output_type
-	0, // [0:4] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	10, // 0: tugboat.api.v1.RevokeCertificateResponse.revoked:type_name -> tugboat.api.v1.CertificateRecord
+	10, // 1: tugboat.api.v1.ListCertificatesResponse.issued:type_name -> tugboat.api.v1.CertificateRecord
+	10, // 2: tugboat.api.v1.ListCertificatesResponse.revoked:type_name -> tugboat.api.v1.CertificateRecord
+	0,  // 3: tugboat.api.v1.Auth.WhoAmI:input_type -> tugboat.api.v1.WhoAmIRequest
+	2,  // 4: tugboat.api.v1.Auth.Review:input_type -> tugboat.api.v1.AccessReviewRequest
+	4,  // 5: tugboat.api.v1.Auth.JoinNode:input_type -> tugboat.api.v1.JoinNodeRequest
+	5,  // 6: tugboat.api.v1.Auth.RenewCertificate:input_type -> tugboat.api.v1.RenewCertificateRequest
+	7,  // 7: tugboat.api.v1.Auth.CreateToken:input_type -> tugboat.api.v1.CreateTokenRequest
+	9,  // 8: tugboat.api.v1.Auth.RevokeCertificate:input_type -> tugboat.api.v1.RevokeCertificateRequest
+	12, // 9: tugboat.api.v1.Auth.ListCertificates:input_type -> tugboat.api.v1.ListCertificatesRequest
+	1,  // 10: tugboat.api.v1.Auth.WhoAmI:output_type -> tugboat.api.v1.UserInfo
+	3,  // 11: tugboat.api.v1.Auth.Review:output_type -> tugboat.api.v1.AccessReviewResponse
+	6,  // 12: tugboat.api.v1.Auth.JoinNode:output_type -> tugboat.api.v1.CertificateResponse
+	6,  // 13: tugboat.api.v1.Auth.RenewCertificate:output_type -> tugboat.api.v1.CertificateResponse
+	8,  // 14: tugboat.api.v1.Auth.CreateToken:output_type -> tugboat.api.v1.CreateTokenResponse
+	11, // 15: tugboat.api.v1.Auth.RevokeCertificate:output_type -> tugboat.api.v1.RevokeCertificateResponse
+	13, // 16: tugboat.api.v1.Auth.ListCertificates:output_type -> tugboat.api.v1.ListCertificatesResponse
+	10, // [10:17] is the sub-list for method output_type
+	3,  // [3:10] is the sub-list for method input_type
+	3,  // [3:3] is the sub-list for extension type_name
+	3,  // [3:3] is the sub-list for extension extendee
+	0,  // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_auth_proto_init() }
@@ -498,7 +1012,7 @@ func file_api_v1_auth_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_auth_proto_rawDesc), len(file_api_v1_auth_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,10 +19,13 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Auth_WhoAmI_FullMethodName           = "/tugboat.api.v1.Auth/WhoAmI"
-	Auth_Review_FullMethodName           = "/tugboat.api.v1.Auth/Review"
-	Auth_JoinNode_FullMethodName         = "/tugboat.api.v1.Auth/JoinNode"
-	Auth_RenewCertificate_FullMethodName = "/tugboat.api.v1.Auth/RenewCertificate"
+	Auth_WhoAmI_FullMethodName            = "/tugboat.api.v1.Auth/WhoAmI"
+	Auth_Review_FullMethodName            = "/tugboat.api.v1.Auth/Review"
+	Auth_JoinNode_FullMethodName          = "/tugboat.api.v1.Auth/JoinNode"
+	Auth_RenewCertificate_FullMethodName  = "/tugboat.api.v1.Auth/RenewCertificate"
+	Auth_CreateToken_FullMethodName       = "/tugboat.api.v1.Auth/CreateToken"
+	Auth_RevokeCertificate_FullMethodName = "/tugboat.api.v1.Auth/RevokeCertificate"
+	Auth_ListCertificates_FullMethodName  = "/tugboat.api.v1.Auth/ListCertificates"
 )
 
 // AuthClient is the client API for Auth service.
@@ -42,8 +45,24 @@ type AuthClient interface {
 	// system:node:<name> for a signed client certificate. Needs no other
 	// credentials.
 	JoinNode(ctx context.Context, in *JoinNodeRequest, opts ...grpc.CallOption) (*CertificateResponse, error)
-	// RenewCertificate signs a new certificate for the caller's own identity.
+	// RenewCertificate signs a new certificate for the caller's own node:
+	// only node certificates are renewed, and only while the Node exists.
 	RenewCertificate(ctx context.Context, in *RenewCertificateRequest, opts ...grpc.CallOption) (*CertificateResponse, error)
+	// CreateToken makes a join token or a user token and returns it, the
+	// only time it is shown. Token Secrets are made only here: the Objects
+	// API refuses their types, and reading them never returns the secret.
+	// A join token needs create on secrets in kube-system (and, to replace a
+	// node, delete on that node); a user token needs impersonate on its user
+	// and each of its groups.
+	CreateToken(ctx context.Context, in *CreateTokenRequest, opts ...grpc.CallOption) (*CreateTokenResponse, error)
+	// RevokeCertificate puts certificates on the revocation list, checked
+	// on every request: by serial, by PEM, or every certificate the
+	// apiserver issued to a node. Needs revoke on certificates
+	// (certificates.k8s.io).
+	RevokeCertificate(ctx context.Context, in *RevokeCertificateRequest, opts ...grpc.CallOption) (*RevokeCertificateResponse, error)
+	// ListCertificates lists the node certificates the apiserver issued that
+	// have not expired, and the revocation list. Needs list on certificates.
+	ListCertificates(ctx context.Context, in *ListCertificatesRequest, opts ...grpc.CallOption) (*ListCertificatesResponse, error)
 }
 
 type authClient struct {
@@ -94,6 +113,36 @@ func (c *authClient) RenewCertificate(ctx context.Context, in *RenewCertificateR
 	return out, nil
 }
 
+func (c *authClient) CreateToken(ctx context.Context, in *CreateTokenRequest, opts ...grpc.CallOption) (*CreateTokenResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateTokenResponse)
+	err := c.cc.Invoke(ctx, Auth_CreateToken_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *authClient) RevokeCertificate(ctx context.Context, in *RevokeCertificateRequest, opts ...grpc.CallOption) (*RevokeCertificateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RevokeCertificateResponse)
+	err := c.cc.Invoke(ctx, Auth_RevokeCertificate_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *authClient) ListCertificates(ctx context.Context, in *ListCertificatesRequest, opts ...grpc.CallOption) (*ListCertificatesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListCertificatesResponse)
+	err := c.cc.Invoke(ctx, Auth_ListCertificates_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AuthServer is the server API for Auth service.
 // All implementations must embed UnimplementedAuthServer
 // for forward compatibility.
@@ -111,8 +160,24 @@ type AuthServer interface {
 	// system:node:<name> for a signed client certificate. Needs no other
 	// credentials.
 	JoinNode(context.Context, *JoinNodeRequest) (*CertificateResponse, error)
-	// RenewCertificate signs a new certificate for the caller's own identity.
+	// RenewCertificate signs a new certificate for the caller's own node:
+	// only node certificates are renewed, and only while the Node exists.
 	RenewCertificate(context.Context, *RenewCertificateRequest) (*CertificateResponse, error)
+	// CreateToken makes a join token or a user token and returns it, the
+	// only time it is shown. Token Secrets are made only here: the Objects
+	// API refuses their types, and reading them never returns the secret.
+	// A join token needs create on secrets in kube-system (and, to replace a
+	// node, delete on that node); a user token needs impersonate on its user
+	// and each of its groups.
+	CreateToken(context.Context, *CreateTokenRequest) (*CreateTokenResponse, error)
+	// RevokeCertificate puts certificates on the revocation list, checked
+	// on every request: by serial, by PEM, or every certificate the
+	// apiserver issued to a node. Needs revoke on certificates
+	// (certificates.k8s.io).
+	RevokeCertificate(context.Context, *RevokeCertificateRequest) (*RevokeCertificateResponse, error)
+	// ListCertificates lists the node certificates the apiserver issued that
+	// have not expired, and the revocation list. Needs list on certificates.
+	ListCertificates(context.Context, *ListCertificatesRequest) (*ListCertificatesResponse, error)
 	mustEmbedUnimplementedAuthServer()
 }
 
@@ -134,6 +199,15 @@ func (UnimplementedAuthServer) JoinNode(context.Context, *JoinNodeRequest) (*Cer
 }
 func (UnimplementedAuthServer) RenewCertificate(context.Context, *RenewCertificateRequest) (*CertificateResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RenewCertificate not implemented")
+}
+func (UnimplementedAuthServer) CreateToken(context.Context, *CreateTokenRequest) (*CreateTokenResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateToken not implemented")
+}
+func (UnimplementedAuthServer) RevokeCertificate(context.Context, *RevokeCertificateRequest) (*RevokeCertificateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RevokeCertificate not implemented")
+}
+func (UnimplementedAuthServer) ListCertificates(context.Context, *ListCertificatesRequest) (*ListCertificatesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListCertificates not implemented")
 }
 func (UnimplementedAuthServer) mustEmbedUnimplementedAuthServer() {}
 func (UnimplementedAuthServer) testEmbeddedByValue()              {}
@@ -228,6 +302,60 @@ func _Auth_RenewCertificate_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Auth_CreateToken_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateTokenRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AuthServer).CreateToken(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Auth_CreateToken_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AuthServer).CreateToken(ctx, req.(*CreateTokenRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Auth_RevokeCertificate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevokeCertificateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AuthServer).RevokeCertificate(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Auth_RevokeCertificate_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AuthServer).RevokeCertificate(ctx, req.(*RevokeCertificateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Auth_ListCertificates_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListCertificatesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AuthServer).ListCertificates(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Auth_ListCertificates_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AuthServer).ListCertificates(ctx, req.(*ListCertificatesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Auth_ServiceDesc is the grpc.ServiceDesc for Auth service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -250,6 +378,18 @@ var Auth_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RenewCertificate",
 			Handler:    _Auth_RenewCertificate_Handler,
+		},
+		{
+			MethodName: "CreateToken",
+			Handler:    _Auth_CreateToken_Handler,
+		},
+		{
+			MethodName: "RevokeCertificate",
+			Handler:    _Auth_RevokeCertificate_Handler,
+		},
+		{
+			MethodName: "ListCertificates",
+			Handler:    _Auth_ListCertificates_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -6,6 +6,7 @@ package validation
 import (
 	"fmt"
 	"net"
+	"slices"
 
 	"github.com/tugboat/tugboat/api/labels"
 	v1 "github.com/tugboat/tugboat/api/v1"
@@ -149,6 +150,20 @@ func Endpoints(e *v1.Endpoints) Errs {
 		for j, p := range s.Ports {
 			Port(&errs, fmt.Sprintf("subsets[%d].ports[%d].port", i, j), p.Port)
 		}
+	}
+	return errs
+}
+
+// NodeUpdate checks what may not change in a node (old is stored): a pod
+// CIDR, once set, as Kubernetes ("" to a value only), so pod routes never
+// move under running pods.
+func NodeUpdate(old, new *v1.Node) Errs {
+	var errs Errs
+	if o := old.GetSpec().GetPodCidr(); o != "" && o != new.GetSpec().GetPodCidr() {
+		errs.Add("spec.podCIDR", "node updates may not change podCIDR except from \"\" to a valid value (it is %q)", o)
+	}
+	if o := old.GetSpec().GetPodCidrs(); len(o) > 0 && !slices.Equal(o, new.GetSpec().GetPodCidrs()) {
+		errs.Add("spec.podCIDRs", "node updates may not change podCIDRs except from empty to a value (they are %q)", o)
 	}
 	return errs
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
@@ -24,6 +25,12 @@ type SecretGetter func(ctx context.Context, ns, name string) (*v1.Secret, error)
 type Authenticator struct {
 	static map[string]*User
 	secret SecretGetter
+	// Revoked, if set, says why a client certificate serial (hexadecimal)
+	// is revoked, or false: a revoked certificate authenticates nobody,
+	// on every request of every connection.
+	Revoked func(serial string) (string, bool)
+	// Now is the clock of token expirations (time.Now when nil).
+	Now func() time.Time
 }
 
 // NewAuthenticator reads the static tokens file (may be ""): CSV lines
@@ -68,8 +75,14 @@ func (a *Authenticator) Authenticate(ctx context.Context) (*User, error) {
 			if leaf.Subject.CommonName == "" {
 				return nil, apierrors.New(apierrors.ErrUnauthenticated, "client certificate has no common name")
 			}
+			serial := leaf.SerialNumber.Text(16)
+			if a.Revoked != nil {
+				if why, revoked := a.Revoked(serial); revoked {
+					return nil, apierrors.New(apierrors.ErrUnauthenticated, "client certificate %q (serial %s) is revoked: %s", leaf.Subject.CommonName, serial, why)
+				}
+			}
 			groups := append([]string(nil), leaf.Subject.Organization...)
-			return &User{Name: leaf.Subject.CommonName, Groups: append(groups, GroupAuthenticated), Method: "certificate"}, nil
+			return &User{Name: leaf.Subject.CommonName, Groups: append(groups, GroupAuthenticated), Method: "certificate", Serial: serial}, nil
 		}
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
@@ -88,12 +101,15 @@ func (a *Authenticator) Authenticate(ctx context.Context) (*User, error) {
 	if !ok || a.secret == nil {
 		return nil, apierrors.New(apierrors.ErrUnauthenticated, "invalid bearer token")
 	}
-	s, err := a.secret(ctx, tokens.Namespace, "token-"+id)
-	if err != nil || s.Type != tokens.UserTokenType || subtle.ConstantTimeCompare(s.Data["token-secret"], []byte(sec)) != 1 {
+	s, err := a.secret(ctx, tokens.Namespace, tokens.UserPrefix+id)
+	if err != nil || s.Type != tokens.UserTokenType || !SecretMatches(s, sec) {
 		return nil, apierrors.New(apierrors.ErrUnauthenticated, "invalid or revoked bearer token")
 	}
-	u := &User{Name: string(s.Data["user"]), Method: "token"}
-	if g := string(s.Data["groups"]); g != "" {
+	if exp, ok := Expired(s, a.now()); ok {
+		return nil, apierrors.New(apierrors.ErrUnauthenticated, "bearer token %s expired at %s: ask for a new one (tugctl token create --user ...)", id, exp)
+	}
+	u := &User{Name: string(s.Data[tokens.DataUser]), Method: "token", TokenID: id}
+	if g := string(s.Data[tokens.DataGroups]); g != "" {
 		u.Groups = strings.Split(g, ",")
 	}
 	if u.Name == "" {
@@ -101,6 +117,34 @@ func (a *Authenticator) Authenticate(ctx context.Context) (*User, error) {
 	}
 	u.Groups = append(u.Groups, GroupAuthenticated)
 	return u, nil
+}
+
+func (a *Authenticator) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+// SecretMatches reports whether a token Secret holds secret: as its
+// SHA-256 (tokens.DataSecretHash), or as itself (older versions).
+func SecretMatches(s *v1.Secret, secret string) bool {
+	if h := s.Data[tokens.DataSecretHash]; len(h) > 0 {
+		return subtle.ConstantTimeCompare(h, tokens.Hash(secret)) == 1
+	}
+	plain := s.Data[tokens.DataSecret]
+	return len(plain) > 0 && subtle.ConstantTimeCompare(plain, []byte(secret)) == 1
+}
+
+// Expired reports whether a token Secret's expiration (RFC 3339) has
+// passed at now, and says when; one that cannot be read counts as passed.
+func Expired(s *v1.Secret, now time.Time) (string, bool) {
+	exp := string(s.Data[tokens.DataExpiration])
+	if exp == "" {
+		return "", false
+	}
+	t, err := time.Parse(time.RFC3339, exp)
+	return exp, err != nil || !now.Before(t)
 }
 
 func (a *Authenticator) lookupStatic(tok string) *User {

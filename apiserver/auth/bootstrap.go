@@ -9,8 +9,10 @@ func rule(groups, resources, verbs []string) *v1.PolicyRule {
 var (
 	all       = []string{"*"}
 	readVerbs = []string{"get", "list", "watch"}
-	anyGroup  = []string{"*"}
-	core      = []string{""}
+	// gcVerbs are what the garbage collector does to what it collects.
+	gcVerbs  = []string{"get", "list", "watch", "update", "patch", "delete"}
+	anyGroup = []string{"*"}
+	core     = []string{""}
 	// workloads are what edit and view cover (view: not secrets).
 	viewable = []string{"pods", "pods/log", "services", "endpoints", "configmaps", "events", "replicasets", "deployments",
 		"namespaces", "nodes", "leases", "replicasets/status", "deployments/status", "pods/status",
@@ -52,14 +54,24 @@ func DefaultPolicy() []v1.Object {
 			rule(core, []string{"events"}, []string{"create", "update", "get"}),
 			rule(anyGroup, []string{"leases"}, []string{"get", "create", "update"}),
 			rule(anyGroup, []string{"replicasets", "deployments", "services"}, readVerbs)),
+		// The controller-manager gets what its controllers do, no more:
+		// the garbage collector reads, updates (ownerReferences, finalizers)
+		// and deletes what it collects; the workload and endpoints
+		// controllers create only what they own; no escalate, bind or
+		// impersonate (no "*" verbs); Secrets only to collect them (their
+		// token secrets are never returned).
 		clusterRole("system:kube-controller-manager",
-			rule(anyGroup, []string{"pods", "pods/status", "replicasets", "replicasets/status", "deployments", "deployments/status",
-				"endpoints", "events", "nodes", "nodes/status", "leases", "namespaces", "services", "configmaps",
-				"jobs", "jobs/status", "cronjobs", "cronjobs/status", "poddisruptionbudgets", "poddisruptionbudgets/status",
-				"daemonsets", "daemonsets/status", "controllerrevisions", "horizontalpodautoscalers", "horizontalpodautoscalers/status"}, all),
+			rule(anyGroup, []string{"pods", "replicasets", "deployments", "jobs", "cronjobs", "daemonsets", "controllerrevisions",
+				"poddisruptionbudgets", "horizontalpodautoscalers", "endpoints", "services", "configmaps", "namespaces", "nodes", "leases"}, gcVerbs),
+			rule(anyGroup, []string{"pods", "replicasets", "jobs", "controllerrevisions", "endpoints"}, []string{"create"}),
+			rule(anyGroup, []string{"pods/status", "replicasets/status", "deployments/status", "jobs/status", "cronjobs/status",
+				"daemonsets/status", "poddisruptionbudgets/status", "horizontalpodautoscalers/status", "nodes/status",
+				"replicasets/scale", "deployments/scale"}, []string{"get", "update", "patch"}),
 			// The autoscaler reads the kubelets' stats through the apiserver's node relay.
 			rule(core, []string{"nodes/stats"}, []string{"get"}),
-			// The garbage collector deletes Secrets whose owner is gone.
+			rule(core, []string{"events"}, []string{"create", "update", "patch", "get"}),
+			// Leader election: the Lease kube-system/controller-manager.
+			rule(anyGroup, []string{"leases"}, []string{"create"}),
 			rule(core, []string{"secrets"}, []string{"list", "watch", "delete"})),
 		clusterRole("system:kube-proxy",
 			rule(core, []string{"services", "endpoints", "nodes", "pods", "namespaces"}, readVerbs),

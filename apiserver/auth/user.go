@@ -18,6 +18,11 @@ type User struct {
 	Groups []string
 	// Method is certificate, token or anonymous.
 	Method string
+	// Serial is the client certificate's serial (hexadecimal), for
+	// certificate users.
+	Serial string
+	// TokenID is the bearer token's id, for users of API-made tokens.
+	TokenID string
 }
 
 // Well-known names.

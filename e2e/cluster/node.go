@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -15,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/api/wait"
@@ -81,15 +81,22 @@ func (c *Cluster) newNode(i int, h *netlab.Host) *Node {
 // Options.Join, makes the node's join token.
 func (n *Node) prepare(ctx context.Context) error {
 	if n.c.opts.Join {
-		id, secret := randomAlnum(6), randomAlnum(16)
-		if _, err := client.For[*v1.Secret](n.c.Client).Create(ctx, &v1.Secret{
-			Metadata: &v1.ObjectMeta{Name: "bootstrap-token-" + id, Namespace: "kube-system"},
-			Type:     "bootstrap.kubernetes.io/token",
-			Data:     map[string][]byte{"token-secret": []byte(secret), "expiration": []byte(time.Now().Add(time.Hour).UTC().Format(time.RFC3339))},
-		}); err != nil {
-			return fmt.Errorf("cluster: join token for %s: %w", n.Name, err)
+		tok, err := v1.NewAuthClient(n.c.Client.Conn()).CreateToken(ctx, &v1.CreateTokenRequest{Type: "join", TtlSeconds: 3600, Description: "e2e " + n.Name})
+		if err != nil {
+			return fmt.Errorf("cluster: join token for %s: %w", n.Name, apierrors.FromGRPC(err))
 		}
-		n.token = id + "." + secret
+		n.token = tok.Token
+	}
+	if !n.c.opts.NodeIPAM {
+		// --pod-cidr is the kubelet's own; a node may not publish it in
+		// its Node (only the IPAM controller or an admin sets
+		// spec.podCIDR), so the harness does, as an admin would, for the
+		// other nodes' routes.
+		_, err := client.For[*v1.Node](n.c.Client).Create(ctx, &v1.Node{Metadata: &v1.ObjectMeta{Name: n.Name},
+			Spec: &v1.NodeSpec{PodCidr: n.PodCIDR.String(), PodCidrs: []string{n.PodCIDR.String()}}})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("cluster: node %s with pod CIDR %s: %w", n.Name, n.PodCIDR, err)
+		}
 	}
 	if len(n.c.opts.Images) == 0 {
 		return nil
@@ -178,16 +185,6 @@ func (n *Node) Args() []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return append(args, n.ExtraArgs...)
-}
-
-func randomAlnum(n int) string {
-	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return string(b)
 }
 
 // Start starts the node's kubelet (again, after Stop or Kill).

@@ -74,8 +74,9 @@ type Config struct {
 	Memory string
 	// MaxPods is the pods capacity (DefaultMaxPods).
 	MaxPods int
-	// PodCIDR, if set, is the node's pod CIDR (--pod-cidr): written to
-	// spec.podCIDR when the Node has none, and used instead of it.
+	// PodCIDR, if set, is the node's pod CIDR (--pod-cidr), used instead
+	// of spec.podCIDR; never written to the Node (a node may not set its
+	// own pod CIDR: the node IPAM controller or an admin does).
 	PodCIDR string
 	// LeaseInterval is how often the Lease is renewed; its duration is 4
 	// times that (DefaultLeaseInterval).
@@ -299,12 +300,12 @@ func (a *Agent) labels() map[string]string {
 
 // register creates the Node or adopts the existing one.
 func (a *Agent) register(ctx context.Context) error {
+	// No spec.podCIDR, even with --pod-cidr: a node may not set its own
+	// (the apiserver's node restriction); the node IPAM controller or an
+	// admin assigns it, and --pod-cidr stays this kubelet's local setting.
 	node := &v1.Node{
 		Metadata: &v1.ObjectMeta{Name: a.cfg.NodeName, Labels: a.labels()},
-		Spec:     &v1.NodeSpec{PodCidr: a.cfg.PodCIDR},
-	}
-	if a.cfg.PodCIDR != "" {
-		node.Spec.PodCidrs = []string{a.cfg.PodCIDR}
+		Spec:     &v1.NodeSpec{},
 	}
 	out, err := a.nodes.Create(ctx, node)
 	if apierrors.IsAlreadyExists(err) {
@@ -315,12 +316,6 @@ func (a *Agent) register(ctx context.Context) error {
 			}
 			for k, v := range a.labels() {
 				m.Labels[k] = v
-			}
-			if n.Spec == nil {
-				n.Spec = &v1.NodeSpec{}
-			}
-			if a.cfg.PodCIDR != "" && n.Spec.PodCidr == "" {
-				n.Spec.PodCidr, n.Spec.PodCidrs = a.cfg.PodCIDR, []string{a.cfg.PodCIDR}
 			}
 			return nil
 		})

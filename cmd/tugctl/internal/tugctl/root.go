@@ -51,6 +51,7 @@ import (
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/cli"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/cmd/auth"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/cmd/basic"
+	"github.com/tugboat/tugboat/cmd/tugctl/internal/cmd/certificate"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/cmd/cluster"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/cmd/config"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/cmd/deploy"
@@ -115,6 +116,7 @@ current-context), else 127.0.0.1:6443.`,
 		troubleshoot.Commands(o),
 		config.Commands(o),
 		token.Commands(o),
+		certificate.Commands(o),
 		image.Commands(o),
 		auth.Commands(o),
 		settings.Commands(o),

@@ -57,7 +57,23 @@ func TestJoinTokens(t *testing.T) {
 		t.Errorf("empty token list: %v", r)
 	}
 
-	mustFail(t, e.run("token", "create", "--user", "x", "--ttl", "1h"), "--ttl: user tokens do not expire")
+	// A user token with --ttl shows when it expires; the apiserver holds
+	// it to that (apiserver's TestTokensAreCredentials).
+	ut := strings.TrimSpace(mustOK(t, e.run("token", "create", "--user", "x", "--ttl", "1h")).out)
+	utID, _, _ := auth.SplitToken(ut)
+	if got := row(t, mustOK(t, e.run("token", "list")).out, utID); got[1] != "user" || got[5] != "(in" {
+		t.Errorf("user token with --ttl: %v", got)
+	}
+	mustOK(t, e.run("token", "delete", utID))
+	// A replacement join token says so.
+	rt := strings.TrimSpace(mustOK(t, e.run("token", "create", "--replace", "n7")).out)
+	rtID, _, _ := auth.SplitToken(rt)
+	if got := row(t, mustOK(t, e.run("token", "list")).out, rtID); strings.Join(got[7:], " ") != "replaces node n7" {
+		t.Errorf("replace token row: %v", got)
+	}
+	mustOK(t, e.run("token", "delete", rtID))
+	mustFail(t, e.run("token", "create", "--user", "x", "--replace", "n7"), "--replace: only for join tokens")
+	mustFail(t, e.run("token", "create", "--replace", "N7"), "replaceNode")
 	mustFail(t, e.run("token", "create", "--groups", "a"), "--groups: only for user tokens")
 	mustFail(t, e.run("token", "create", "--ttl", "-1s"), "--ttl -1s: must be 0")
 	mustFail(t, e.run("token", "delete"), "requires at least 1 arg")

@@ -1,7 +1,8 @@
 // Package token is the token command: create, list and revoke join
 // tokens (a new node's kubelet spends one for its certificate) and user
-// tokens (bearer tokens for people and scripts), kept as Secrets in
-// kube-system the way the apiserver's authenticator reads them.
+// tokens (bearer tokens for people and scripts). The apiserver makes them
+// (Auth.CreateToken) and keeps them as Secrets in kube-system whose
+// secret no read returns; tugctl lists and deletes those Secrets.
 package token
 
 import (

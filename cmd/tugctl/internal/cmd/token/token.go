@@ -2,9 +2,7 @@ package token
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
-	"math/big"
 	"sort"
 	"strings"
 	"time"
@@ -20,20 +18,17 @@ import (
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/printers"
 )
 
-// Token Secrets, as the apiserver's authenticator reads them
-// (api/tokens): join tokens are spent by JoinNode, user tokens are
-// bearer tokens until their Secret is deleted.
+// Token Secrets, as the apiserver keeps them (api/tokens): join tokens
+// are spent by JoinNode, user tokens are bearer tokens until their Secret
+// is deleted or they expire. Only the apiserver makes them
+// (Auth.CreateToken); tugctl lists and deletes their Secrets.
 const (
-	tokenNamespace   = tokens.Namespace
-	joinTokenType    = tokens.BootstrapTokenType
-	joinTokenPrefix  = "bootstrap-token-"
-	userTokenType    = tokens.UserTokenType
-	userTokenPrefix  = "token-"
-	tokenAlphabet    = "abcdefghijklmnopqrstuvwxyz0123456789"
-	defaultJoinTTL   = time.Hour
-	tokenIDLength    = 6
-	tokenSecretLen   = 16
-	tokenCreateTries = 3
+	tokenNamespace  = tokens.Namespace
+	joinTokenType   = tokens.BootstrapTokenType
+	joinTokenPrefix = tokens.JoinPrefix
+	userTokenType   = tokens.UserTokenType
+	userTokenPrefix = tokens.UserPrefix
+	defaultJoinTTL  = time.Hour
 )
 
 type tokenFlags struct {
@@ -41,39 +36,48 @@ type tokenFlags struct {
 	description string
 	user        string
 	groups      []string
+	replace     string
 }
 
 func newTokenCommand(o *cli.Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "token",
 		Short: "Create, list and revoke join tokens and user tokens",
-		Long: `Tokens are "<id>.<secret>" (6 and 16 lower-case letters and digits), kept as
-Secrets in kube-system. A join token lets a new node's kubelet get its
-certificate once (tugctl token create); a user token (--user) is a bearer
-token for a person or a script, valid until it is deleted.`,
+		Long: `Tokens are "<id>.<secret>" (6 and 16 lower-case letters and digits), made by
+the apiserver and kept (the secret only as a hash) as Secrets in kube-system
+that no read returns the secret of. A join token lets a new node's kubelet get
+its certificate once (tugctl token create); it may not take the name of a
+node that is running or holds a live certificate unless made with --replace.
+A user token (--user) is a bearer token for a person or a script, valid until
+it is deleted or its --ttl passes.`,
 	}
 	f := &tokenFlags{}
 	create := &cobra.Command{
-		Use:   "create [--ttl 1h] [--description TEXT] | --user NAME [--groups a,b]",
+		Use:   "create [--ttl 1h] [--description TEXT] [--replace NODE] | --user NAME [--groups a,b] [--ttl 720h]",
 		Short: "Create a join token, or a user token with --user, and print it",
 		Example: `  tugctl token create --ttl 2h --description "rack 4"
-  tugctl token create --user ci --groups deployers > ci.token`,
+  tugctl token create --replace node3          # the machine behind node3 is replaced
+  tugctl token create --user ci --groups deployers --ttl 720h > ci.token`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if f.user != "" && cmd.Flags().Changed("ttl") {
-				return fmt.Errorf("--ttl: user tokens do not expire; revoke one with tugctl token delete ID")
-			}
 			if f.user == "" && cmd.Flags().Changed("groups") {
 				return fmt.Errorf("--groups: only for user tokens (--user NAME)")
+			}
+			if f.user != "" && f.replace != "" {
+				return fmt.Errorf("--replace: only for join tokens")
+			}
+			if f.user != "" && !cmd.Flags().Changed("ttl") {
+				f.ttl = 0 // user tokens do not expire unless asked
 			}
 			return runTokenCreate(cmd.Context(), o, f)
 		},
 	}
 	fl := create.Flags()
-	fl.DurationVar(&f.ttl, "ttl", defaultJoinTTL, "how long the join token stays valid (0: never expires)")
+	fl.DurationVar(&f.ttl, "ttl", defaultJoinTTL, "how long the token stays valid (0: never expires; user tokens default to 0)")
 	fl.StringVar(&f.description, "description", "", "what the token is for, shown by token list")
 	fl.StringVar(&f.user, "user", "", "make a user token authenticating as this user")
 	fl.StringSliceVar(&f.groups, "groups", nil, "groups of the user token's user (comma separated)")
+	fl.StringVar(&f.replace, "replace", "", "a join token that may take this node's name although a node holds it: the old machine's certificates are revoked when it is used")
 	cmd.AddCommand(create,
 		&cobra.Command{
 			Use:   "list",
@@ -91,42 +95,12 @@ token for a person or a script, valid until it is deleted.`,
 	return cmd
 }
 
-// randomToken is n characters of tokenAlphabet from crypto/rand.
-func randomToken(n int) (string, error) {
-	b := make([]byte, n)
-	max := big.NewInt(int64(len(tokenAlphabet)))
-	for i := range b {
-		x, err := rand.Int(rand.Reader, max)
-		if err != nil {
-			return "", err
-		}
-		b[i] = tokenAlphabet[x.Int64()]
-	}
-	return string(b), nil
-}
-
-// tokenSecret is the Secret holding token id.secret as f describes it.
-func tokenSecret(id, secret string, f *tokenFlags, now time.Time) *v1.Secret {
-	data := map[string][]byte{"token-id": []byte(id), "token-secret": []byte(secret)}
-	if f.description != "" {
-		data["description"] = []byte(f.description)
-	}
-	if f.user != "" {
-		data["user"] = []byte(f.user)
-		if len(f.groups) > 0 {
-			data["groups"] = []byte(strings.Join(f.groups, ","))
-		}
-		return &v1.Secret{Metadata: &v1.ObjectMeta{Name: userTokenPrefix + id, Namespace: tokenNamespace}, Type: userTokenType, Data: data}
-	}
-	if f.ttl > 0 {
-		data["expiration"] = []byte(now.Add(f.ttl).UTC().Format(time.RFC3339))
-	}
-	return &v1.Secret{Metadata: &v1.ObjectMeta{Name: joinTokenPrefix + id, Namespace: tokenNamespace}, Type: joinTokenType, Data: data}
-}
-
 func runTokenCreate(ctx context.Context, o *cli.Options, f *tokenFlags) error {
 	if f.ttl < 0 {
 		return fmt.Errorf("--ttl %v: must be 0 (never expires) or more", f.ttl)
+	}
+	if f.ttl > 0 && f.ttl < time.Second {
+		return fmt.Errorf("--ttl %v: must be at least 1s", f.ttl)
 	}
 	for i, g := range f.groups {
 		if g == "" {
@@ -137,29 +111,23 @@ func runTokenCreate(ctx context.Context, o *cli.Options, f *tokenFlags) error {
 	if err != nil {
 		return err
 	}
-	secrets := client.For[*v1.Secret](c)
-	for try := 1; ; try++ {
-		id, err := randomToken(tokenIDLength)
-		if err != nil {
-			return err
-		}
-		secret, err := randomToken(tokenSecretLen)
-		if err != nil {
-			return err
-		}
-		_, err = secrets.Create(ctx, tokenSecret(id, secret, f, time.Now()))
-		if apierrors.IsAlreadyExists(err) && try < tokenCreateTries {
-			continue // an ID collision: draw again
-		}
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(o.Out, "%s.%s\n", id, secret)
-		if f.user != "" {
-			fmt.Fprintf(o.ErrOut, "User token %s for %q: this is the only time it is printed. Revoke it with: tugctl token delete %s\n", id, f.user, id)
-		}
-		return nil
+	req := &v1.CreateTokenRequest{Type: "join", TtlSeconds: int64(f.ttl / time.Second), Description: f.description, ReplaceNode: f.replace}
+	if f.user != "" {
+		req.Type, req.User, req.Groups = "user", f.user, f.groups
 	}
+	resp, err := v1.NewAuthClient(c.Conn()).CreateToken(ctx, req)
+	if err != nil {
+		return apierrors.FromGRPC(err)
+	}
+	fmt.Fprintln(o.Out, resp.Token)
+	if f.user != "" {
+		until := "until it is deleted"
+		if resp.Expiration != "" {
+			until = "until " + resp.Expiration
+		}
+		fmt.Fprintf(o.ErrOut, "User token %s for %q, valid %s: this is the only time it is printed. Revoke it with: tugctl token delete %s\n", resp.Id, f.user, until, resp.Id)
+	}
+	return nil
 }
 
 func runTokenList(ctx context.Context, o *cli.Options) error {
@@ -177,9 +145,14 @@ func runTokenList(ctx context.Context, o *cli.Options) error {
 		name := s.GetMetadata().GetName()
 		switch {
 		case s.Type == joinTokenType && strings.HasPrefix(name, joinTokenPrefix):
-			rows = append(rows, []string{strings.TrimPrefix(name, joinTokenPrefix), "join", "<none>", "<none>", tokenExpiry(string(s.Data["expiration"]), now), table.OrNone(string(s.Data["description"]))})
+			desc := string(s.Data[tokens.DataDescription])
+			if n := string(s.Data[tokens.DataReplaceNode]); n != "" {
+				desc = strings.TrimSuffix("replaces node "+n+"; "+desc, "; ")
+			}
+			rows = append(rows, []string{strings.TrimPrefix(name, joinTokenPrefix), "join", "<none>", "<none>", tokenExpiry(string(s.Data[tokens.DataExpiration]), now), table.OrNone(desc)})
 		case s.Type == userTokenType && strings.HasPrefix(name, userTokenPrefix):
-			rows = append(rows, []string{strings.TrimPrefix(name, userTokenPrefix), "user", table.OrNone(string(s.Data["user"])), table.OrNone(string(s.Data["groups"])), "never", table.OrNone(string(s.Data["description"]))})
+			rows = append(rows, []string{strings.TrimPrefix(name, userTokenPrefix), "user", table.OrNone(string(s.Data[tokens.DataUser])), table.OrNone(string(s.Data[tokens.DataGroups])),
+				tokenExpiry(string(s.Data[tokens.DataExpiration]), now), table.OrNone(string(s.Data[tokens.DataDescription]))})
 		}
 	}
 	if len(rows) == 0 {

@@ -3,27 +3,7 @@ package token
 import (
 	"testing"
 	"time"
-
-	"github.com/tugboat/tugboat/apiserver/auth"
 )
-
-func TestRandomToken(t *testing.T) {
-	seen := map[string]bool{}
-	for i := 0; i < 200; i++ {
-		id, err := randomToken(tokenIDLength)
-		if err != nil {
-			t.Fatal(err)
-		}
-		secret, _ := randomToken(tokenSecretLen)
-		if _, _, ok := auth.SplitToken(id + "." + secret); !ok {
-			t.Fatalf("%s.%s is not a valid token", id, secret)
-		}
-		if seen[secret] {
-			t.Fatalf("secret %s drawn twice", secret)
-		}
-		seen[secret] = true
-	}
-}
 
 func TestTokenExpiry(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
