@@ -98,7 +98,7 @@ func (a *authService) Review(ctx context.Context, req *v1.AccessReviewRequest) (
 	}
 	err = a.s.authorize(auth.WithUser(ctx, subject), req.Verb, k, sub, ns, req.Name, "")
 	if err != nil {
-		if ok, why := a.s.bindAllowed(subject, req.Verb, k, sub, ns, req.Name); ok {
+		if ok, why := a.s.bindAllowed(ctx, subject, req.Verb, k, sub, ns, req.Name); ok {
 			return &v1.AccessReviewResponse{Allowed: true, Reason: why}, nil
 		}
 		return &v1.AccessReviewResponse{Allowed: false, Reason: err.Error()}, nil

@@ -37,14 +37,16 @@ func (b kubeBackend) Authenticate(ctx context.Context, r *http.Request) (context
 	if a := r.Header.Get("Authorization"); a != "" {
 		ctx = metadata.NewIncomingContext(ctx, metadata.Pairs("authorization", a))
 	}
-	return b.s.authenticate(ctx, "")
+	actx, err := b.s.authenticate(ctx, "")
+	if err != nil {
+		b.s.auditUnauthenticated(ctx, "HTTP "+r.Method+" "+r.URL.Path, nil, err)
+	}
+	return actx, err
 }
 
 func (b kubeBackend) Call(ctx context.Context, method string, req any, h func(ctx context.Context) (any, error)) (any, error) {
 	resp, err := h(ctx)
-	if b.s.audit != nil {
-		b.s.audit.record(ctx, method, req, err)
-	}
+	b.s.auditRequest(ctx, method, req, err)
 	return resp, err
 }
 

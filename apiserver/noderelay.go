@@ -19,24 +19,25 @@ type nodeRelay struct {
 	s *Server
 }
 
-// podNode finds the node a pod runs on.
-func (r *nodeRelay) podNode(ctx context.Context, verb, sub, ns, name string) (v1.NodeAPIClient, error) {
+// podNode finds the node a pod runs on and returns its client and name.
+func (r *nodeRelay) podNode(ctx context.Context, verb, sub, ns, name string) (v1.NodeAPIClient, string, error) {
 	podKind, _ := kinds.Lookup("Pod")
 	if name == "" {
-		return nil, apierrors.Invalid("pod", "required")
+		return nil, "", apierrors.Invalid("pod", "required")
 	}
 	if err := r.s.authorize(ctx, verb, podKind, sub, namespaceOf(podKind, ns), name, ""); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	obj, err := r.s.store.Get(ctx, podKind, namespaceOf(podKind, ns), name)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	node := obj.(*v1.Pod).GetSpec().GetNodeName()
 	if node == "" {
-		return nil, apierrors.New(apierrors.ErrInvalid, "pod %s/%s is not scheduled to a node yet: no logs, exec, attach or port-forward until it is (see tugctl describe pod %s)", namespaceOf(podKind, ns), name, name)
+		return nil, "", apierrors.New(apierrors.ErrInvalid, "pod %s/%s is not scheduled to a node yet: no logs, exec, attach or port-forward until it is (see tugctl describe pod %s)", namespaceOf(podKind, ns), name, name)
 	}
-	return r.s.tunnels.Node(node)
+	nc, err := r.s.tunnels.Node(node)
+	return nc, node, err
 }
 
 func (r *nodeRelay) named(ctx context.Context, verb, sub, node string) (v1.NodeAPIClient, error) {
@@ -50,17 +51,45 @@ func (r *nodeRelay) named(ctx context.Context, verb, sub, node string) (v1.NodeA
 	return r.s.tunnels.Node(node)
 }
 
-func (r *nodeRelay) Logs(req *v1.LogsRequest, stream v1.NodeAPI_LogsServer) error {
+// session is the audit of one relayed session: started logs the line of
+// a session that reached its kubelet, end the one with its result.
+type session struct {
+	s   *Server
+	ctx context.Context
+	e   auditEntry
+}
+
+func (r *nodeRelay) session(ctx context.Context, e auditEntry) *session {
+	return &session{s: r.s, ctx: ctx, e: e}
+}
+
+func (ss *session) started(node string) {
+	ss.e.Node = node
+	e := ss.e
+	e.Stage = stageStarted
+	ss.s.auditEvent(ss.ctx, e)
+}
+
+func (ss *session) end(err error) {
+	e := ss.e
+	e.Stage = stageComplete
+	ss.s.auditEvent(ss.ctx, e.withResult(err))
+}
+
+func (r *nodeRelay) Logs(req *v1.LogsRequest, stream v1.NodeAPI_LogsServer) (err error) {
 	ctx := stream.Context()
-	nc, err := r.podNode(ctx, "get", "log", req.Namespace, req.Pod)
+	req.Namespace = namespaceOf(&kinds.Kind{Namespaced: true}, req.Namespace)
+	ss := r.session(ctx, auditEntry{Verb: "get", Kind: "Pod", Namespace: req.Namespace, Name: req.Pod, Subresource: "log", Container: req.Container})
+	defer func() { ss.end(err) }()
+	nc, node, err := r.podNode(ctx, "get", "log", req.Namespace, req.Pod)
 	if err != nil {
 		return err
 	}
-	req.Namespace = namespaceOf(&kinds.Kind{Namespaced: true}, req.Namespace)
 	up, err := nc.Logs(ctx, req)
 	if err != nil {
 		return err
 	}
+	ss.started(node)
 	for {
 		chunk, err := up.Recv()
 		if errors.Is(err, io.EOF) {
@@ -88,9 +117,11 @@ func (r *nodeRelay) Attach(stream v1.NodeAPI_AttachServer) error {
 // execLike relays exec and attach: the first message names the pod (and,
 // for exec, the command), the rest flows both ways.
 func (r *nodeRelay) execLike(stream grpc.BidiStreamingServer[v1.ExecInput, v1.ExecOutput], sub string, command bool,
-	open func(context.Context, v1.NodeAPIClient) (grpc.BidiStreamingClient[v1.ExecInput, v1.ExecOutput], error)) error {
+	open func(context.Context, v1.NodeAPIClient) (grpc.BidiStreamingClient[v1.ExecInput, v1.ExecOutput], error)) (err error) {
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
+	ss := r.session(stream.Context(), auditEntry{Verb: "create", Kind: "Pod", Subresource: sub})
+	defer func() { ss.end(err) }()
 	first, err := stream.Recv()
 	if err != nil {
 		return err
@@ -98,14 +129,15 @@ func (r *nodeRelay) execLike(stream grpc.BidiStreamingServer[v1.ExecInput, v1.Ex
 	if first.Start == nil {
 		return apierrors.Invalid("start", "the first %s message must carry ExecStart", sub)
 	}
+	first.Start.Namespace = namespaceOf(&kinds.Kind{Namespaced: true}, first.Start.Namespace)
+	ss.e.Namespace, ss.e.Name, ss.e.Container, ss.e.Command = first.Start.Namespace, first.Start.Pod, first.Start.Container, first.Start.Command
 	switch {
 	case command && len(first.Start.Command) == 0:
 		return apierrors.Invalid("start.command", "required")
 	case !command && len(first.Start.Command) > 0:
 		return apierrors.Invalid("start.command", "attach connects to the container's own process: no command")
 	}
-	first.Start.Namespace = namespaceOf(&kinds.Kind{Namespaced: true}, first.Start.Namespace)
-	nc, err := r.podNode(ctx, "create", sub, first.Start.Namespace, first.Start.Pod)
+	nc, node, err := r.podNode(ctx, "create", sub, first.Start.Namespace, first.Start.Pod)
 	if err != nil {
 		return err
 	}
@@ -113,14 +145,17 @@ func (r *nodeRelay) execLike(stream grpc.BidiStreamingServer[v1.ExecInput, v1.Ex
 	if err != nil {
 		return err
 	}
+	ss.started(node)
 	return pipe(ctx, cancel, stream, up, first)
 }
 
 // PortForward relays one forwarded connection to the pod's node,
 // authorized as create on pods/portforward.
-func (r *nodeRelay) PortForward(stream v1.NodeAPI_PortForwardServer) error {
+func (r *nodeRelay) PortForward(stream v1.NodeAPI_PortForwardServer) (err error) {
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
+	ss := r.session(stream.Context(), auditEntry{Verb: "create", Kind: "Pod", Subresource: "portforward"})
+	defer func() { ss.end(err) }()
 	first, err := stream.Recv()
 	if err != nil {
 		return err
@@ -129,11 +164,12 @@ func (r *nodeRelay) PortForward(stream v1.NodeAPI_PortForwardServer) error {
 	if st == nil {
 		return apierrors.Invalid("start", "the first port-forward frame must carry PortForwardStart")
 	}
+	st.Namespace = namespaceOf(&kinds.Kind{Namespaced: true}, st.Namespace)
+	ss.e.Namespace, ss.e.Name, ss.e.Port = st.Namespace, st.Pod, st.Port
 	if st.Port < 1 || st.Port > 65535 {
 		return apierrors.Invalid("start.port", "%d is not a TCP port (1-65535)", st.Port)
 	}
-	st.Namespace = namespaceOf(&kinds.Kind{Namespaced: true}, st.Namespace)
-	nc, err := r.podNode(ctx, "create", "portforward", st.Namespace, st.Pod)
+	nc, node, err := r.podNode(ctx, "create", "portforward", st.Namespace, st.Pod)
 	if err != nil {
 		return err
 	}
@@ -141,16 +177,20 @@ func (r *nodeRelay) PortForward(stream v1.NodeAPI_PortForwardServer) error {
 	if err != nil {
 		return err
 	}
+	ss.started(node)
 	return pipe(ctx, cancel, stream, up, first)
 }
 
-func (r *nodeRelay) ImportImage(stream v1.NodeAPI_ImportImageServer) error {
+func (r *nodeRelay) ImportImage(stream v1.NodeAPI_ImportImageServer) (err error) {
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
+	ss := r.session(stream.Context(), auditEntry{Verb: "create", Kind: "Node", Subresource: "images"})
+	defer func() { ss.end(err) }()
 	first, err := stream.Recv()
 	if err != nil {
 		return err
 	}
+	ss.e.Name = first.NodeName
 	nc, err := r.named(ctx, "create", "images", first.NodeName)
 	if err != nil {
 		return err
@@ -159,6 +199,7 @@ func (r *nodeRelay) ImportImage(stream v1.NodeAPI_ImportImageServer) error {
 	if err != nil {
 		return err
 	}
+	ss.started(first.NodeName)
 	return pipe(ctx, cancel, stream, up, first)
 }
 

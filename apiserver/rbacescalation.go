@@ -41,9 +41,9 @@ func (e rbacEscalation) Admit(ctx context.Context, obj, _ v1.Object) error {
 	case *v1.ClusterRole:
 		refusal = e.s.rbac.CheckRoleGrant(u, "", "clusterroles", m.GetName(), o.Rules)
 	case *v1.RoleBinding:
-		refusal = e.s.rbac.CheckBind(u, m.GetNamespace(), o.GetRoleRef().GetKind(), o.GetRoleRef().GetName())
+		refusal = e.s.rbac.CheckBind(u, m.GetNamespace(), o.GetRoleRef().GetKind(), o.GetRoleRef().GetName(), e.s.roleGetter(ctx))
 	case *v1.ClusterRoleBinding:
-		refusal = e.s.rbac.CheckBind(u, "", o.GetRoleRef().GetKind(), o.GetRoleRef().GetName())
+		refusal = e.s.rbac.CheckBind(u, "", o.GetRoleRef().GetKind(), o.GetRoleRef().GetName(), e.s.roleGetter(ctx))
 	}
 	if refusal == nil {
 		return nil
@@ -56,11 +56,11 @@ func (e rbacEscalation) Admit(ctx context.Context, obj, _ v1.Object) error {
 // bindAllowed answers an access review of "bind" on a named role as the
 // binding's admission will: a user who holds every permission of the role
 // may bind it without the bind verb.
-func (s *Server) bindAllowed(u *auth.User, verb string, k *kinds.Kind, sub, ns, name string) (bool, string) {
+func (s *Server) bindAllowed(ctx context.Context, u *auth.User, verb string, k *kinds.Kind, sub, ns, name string) (bool, string) {
 	if s.rbac == nil || verb != "bind" || sub != "" || name == "" || (k.Name != "Role" && k.Name != "ClusterRole") {
 		return false, ""
 	}
-	if s.rbac.CheckBind(u, ns, k.Name, name) != nil {
+	if s.rbac.CheckBind(u, ns, k.Name, name, s.roleGetter(ctx)) != nil {
 		return false, ""
 	}
 	return true, fmt.Sprintf("no bind verb, but the user holds every permission of %s %q, so a binding to it is allowed", strings.ToLower(k.Name), name)
@@ -87,4 +87,29 @@ func (s *Server) escalationNote(u *auth.User, verb string, k *kinds.Kind, sub, n
 		return fmt.Sprintf("only to %s whose permissions the user holds, or that it may bind (the bind verb)", roles)
 	}
 	return ""
+}
+
+// roleGetter reads roles from storage for the escalation check (as
+// Kubernetes' does), not from the RBAC the watch keeps.
+func (s *Server) roleGetter(ctx context.Context) auth.RoleGetter {
+	return func(kind, ns, name string) ([]*v1.PolicyRule, bool, error) {
+		k, err := kinds.Lookup(kind)
+		if err != nil {
+			return nil, false, nil
+		}
+		obj, err := s.store.Get(ctx, k, namespaceOf(k, ns), name)
+		if apierrors.IsNotFound(err) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		switch o := obj.(type) {
+		case *v1.Role:
+			return o.Rules, true, nil
+		case *v1.ClusterRole:
+			return o.Rules, true, nil
+		}
+		return nil, false, nil
+	}
 }

@@ -55,14 +55,13 @@ func (s *Server) authenticate(ctx context.Context, method string) (context.Conte
 }
 
 func (s *Server) unaryAuth(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	ctx, err := s.authenticate(ctx, info.FullMethod)
+	actx, err := s.authenticate(ctx, info.FullMethod)
 	if err != nil {
+		s.auditUnauthenticated(ctx, info.FullMethod, req, err)
 		return nil, err
 	}
-	resp, err := handler(ctx, req)
-	if s.audit != nil {
-		s.audit.record(ctx, info.FullMethod, req, err)
-	}
+	resp, err := handler(actx, req)
+	s.auditRequest(actx, info.FullMethod, req, err)
 	return resp, err
 }
 
@@ -76,6 +75,7 @@ func (a authedStream) Context() context.Context { return a.ctx }
 func (s *Server) streamAuth(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	ctx, err := s.authenticate(ss.Context(), info.FullMethod)
 	if err != nil {
+		s.auditUnauthenticated(ss.Context(), info.FullMethod, nil, err)
 		return err
 	}
 	return handler(srv, authedStream{ServerStream: ss, ctx: ctx})

@@ -156,6 +156,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	v1.RegisterNodeAPIServer(s.grpc, &nodeRelay{s: s})
 	v1.RegisterAuthServer(s.grpc, &authService{s: s})
 	s.tunnels.Authorize = s.authorizeTunnel
+	s.tunnels.Audit = func(ctx context.Context, node, event string, err error) {
+		stage := stageComplete
+		if event == "connect" && err == nil {
+			stage = stageStarted
+		}
+		s.auditEvent(ctx, auditEntry{Stage: stage, Verb: event, Kind: "Node", Name: node, Subresource: "tunnel", Node: node}.withResult(err))
+	}
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)

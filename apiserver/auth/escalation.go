@@ -195,10 +195,16 @@ func (r *RBAC) CheckRoleGrant(u *User, ns, resource, name string, rules []*v1.Po
 	return nil
 }
 
+// RoleGetter reads the current rules of a role (kind Role in ns, or
+// ClusterRole), and whether it exists: from storage, so a role created
+// just before its binding is seen even before the watch brings it here.
+type RoleGetter func(kind, ns, name string) ([]*v1.PolicyRule, bool, error)
+
 // CheckBind decides whether u may bind the role roleKind/roleName in ns
 // ("" for a ClusterRoleBinding): "bind" on that role, or holding all of
-// its rules, or membership of system:masters.
-func (r *RBAC) CheckBind(u *User, ns, roleKind, roleName string) *Escalation {
+// its rules, or membership of system:masters. get reads the role (nil:
+// from the RBAC held here).
+func (r *RBAC) CheckBind(u *User, ns, roleKind, roleName string, get RoleGetter) *Escalation {
 	if u.InGroup(GroupMasters) {
 		return nil
 	}
@@ -209,7 +215,16 @@ func (r *RBAC) CheckBind(u *User, ns, roleKind, roleName string) *Escalation {
 	if ok, _ := r.Authorize(Attributes{User: u, Verb: "bind", APIGroup: RBACGroup, Resource: resource, Namespace: ns, Name: roleName}); ok {
 		return nil
 	}
-	rules, found := r.RoleRules(roleKind, ns, roleName)
+	if get == nil {
+		get = func(kind, ns, name string) ([]*v1.PolicyRule, bool, error) {
+			rules, found := r.RoleRules(kind, ns, name)
+			return rules, found, nil
+		}
+	}
+	rules, found, err := get(roleKind, ns, roleName)
+	if err != nil {
+		return &Escalation{Msg: fmt.Sprintf("cannot read %s %q: %v", strings.ToLower(roleKind), roleName, err)}
+	}
 	if !found {
 		where := ""
 		if roleKind == "Role" {
