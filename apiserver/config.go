@@ -39,6 +39,14 @@ type Config struct {
 	WatchCacheSize int
 	// WatchQueueSize is how many events a watcher may lag before it is cut off.
 	WatchQueueSize int
+	// WatchQueueBytes caps the stored size of the events a watcher has
+	// queued (default 16 MiB): a slow watcher is cut off before it pins more.
+	WatchQueueBytes int64
+	// MaxWatchesPerConnection and MaxWatchesPerUser cap open watches
+	// (defaults DefaultMaxWatchesPerConnection, DefaultMaxWatchesPerUser;
+	// negative: no limit); beyond them a watch is ResourceExhausted.
+	MaxWatchesPerConnection int
+	MaxWatchesPerUser       int
 	// Auth, when set, turns on authentication, authorization and audit.
 	Auth *AuthConfig
 	// Encryption, when set, encrypts Secrets at rest (storage.LoadEncryption).
@@ -77,8 +85,8 @@ func (c *Config) Validate() error {
 	if len(c.EtcdServers) == 0 && c.DataDir == "" {
 		return fmt.Errorf("--data-dir: required for the embedded etcd (or give --etcd-servers)")
 	}
-	if c.WatchCacheSize < 0 || c.WatchQueueSize < 0 {
-		return fmt.Errorf("--watch-cache-size and --watch-queue-size must be >= 0")
+	if c.WatchCacheSize < 0 || c.WatchQueueSize < 0 || c.WatchQueueBytes < 0 {
+		return fmt.Errorf("--watch-cache-size, --watch-queue-size and --watch-queue-bytes must be >= 0")
 	}
 	return nil
 }
@@ -92,6 +100,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.EtcdListen == "" {
 		c.EtcdListen = "127.0.0.1:0"
+	}
+	if c.MaxWatchesPerConnection == 0 {
+		c.MaxWatchesPerConnection = DefaultMaxWatchesPerConnection
+	}
+	if c.MaxWatchesPerUser == 0 {
+		c.MaxWatchesPerUser = DefaultMaxWatchesPerUser
 	}
 	if c.EventTTL == 0 {
 		c.EventTTL = time.Hour

@@ -60,13 +60,14 @@ type Server struct {
 	// metricsLis serves /metrics and /healthz (nil when disabled).
 	metricsLis net.Listener
 	// kubeLis serves the Kubernetes HTTP API (nil when disabled).
-	kubeLis  net.Listener
-	nsMu     sync.Mutex
-	nsActive map[string]bool // namespaces with a finalizer running
-	nsCtx    context.Context // the Run context, for namespace finalizers
-	tunnels  *tunnel.Registry
-	authn    *auth.Authenticator // nil: authentication off
-	rbac     *auth.RBAC
+	kubeLis     net.Listener
+	nsMu        sync.Mutex
+	nsActive    map[string]bool // namespaces with a finalizer running
+	nsCtx       context.Context // the Run context, for namespace finalizers
+	tunnels     *tunnel.Registry
+	authn       *auth.Authenticator // nil: authentication off
+	rbac        *auth.RBAC
+	watchLimits *watchLimits
 	// revoked is the revocation list (nil: authentication off).
 	revoked  *revocations
 	audit    *auditLog
@@ -113,7 +114,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	wcm := watchcache.NewMetrics(s.reg)
 	for _, k := range kinds.All() {
 		s.caches[k] = watchcache.New(k, s.store, watchcache.Config{
-			Size: cfg.WatchCacheSize, QueueSize: cfg.WatchQueueSize,
+			Size: cfg.WatchCacheSize, QueueSize: cfg.WatchQueueSize, QueueBytes: cfg.WatchQueueBytes,
 			BookmarkInterval: cfg.BookmarkInterval, Metrics: wcm, Logger: s.log,
 		})
 	}
@@ -125,6 +126,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.services = alloc
+	s.watchLimits = newWatchLimits(cfg.MaxWatchesPerConnection, cfg.MaxWatchesPerUser)
 	s.admission["Service"] = append(s.admission["Service"], alloc)
 	s.admission["Node"] = append(s.admission["Node"], nodeBindingsCleaner{s.store}, nodeRestriction{})
 	if err := s.setupAuth(); err != nil {

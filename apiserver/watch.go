@@ -39,6 +39,11 @@ func (s *Server) Watch(req *v1.WatchRequest, stream v1.Objects_WatchServer) erro
 		}
 		return filter == nil || filter(o)
 	}
+	release, err := s.watchLimits.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	w, err := s.caches[k].Watch(ctx, req.ResourceVersion)
 	if err != nil {
 		return err

@@ -13,13 +13,16 @@
 // revision > R exactly once, in order (a backlog from the ring, then live
 // events, handed over under one lock). R older than the ring's start gets
 // apierrors.ErrExpired. A watcher whose queue is full is removed and its
-// Done channel closed with ErrTooSlow: it never stalls the others, and
-// memory stays bounded by ring size + watchers × queue size.
+// Done channel closed with ErrTooSlow, and so is one whose queued events
+// hold more than QueueBytes of values: it never stalls the others, and
+// memory stays bounded by the ring plus, per watcher, QueueSize pointers
+// and QueueBytes of events it alone keeps alive.
 package watchcache
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -46,6 +49,8 @@ type Event struct {
 	Obj  v1.Object
 	Prev v1.Object // the object before the change; nil for Added
 	Rev  int64
+	// size is the stored size of the event's values (for QueueBytes).
+	size int64
 
 	once sync.Once
 	any  *anypb.Any
@@ -62,12 +67,19 @@ func (e *Event) Any() *anypb.Any {
 	return e.any
 }
 
+// DefaultQueueBytes is Config.QueueBytes' default.
+const DefaultQueueBytes = 16 << 20
+
 // Config sizes a cache.
 type Config struct {
 	// Size is how many recent events the ring keeps (default 2000).
 	Size int
 	// QueueSize is each watcher's queue (default 1000).
 	QueueSize int
+	// QueueBytes caps the stored size of the events a watcher has queued
+	// and not yet taken (default 16 MiB): a slow watcher of large objects
+	// is cut off before it pins more.
+	QueueBytes int64
 	// BookmarkInterval is how often progress is requested (default 10s).
 	BookmarkInterval time.Duration
 	Metrics          *Metrics
@@ -119,6 +131,9 @@ func New(kind *kinds.Kind, store Store, cfg Config) *Cache {
 	}
 	if cfg.QueueSize <= 0 {
 		cfg.QueueSize = 1000
+	}
+	if cfg.QueueBytes <= 0 {
+		cfg.QueueBytes = DefaultQueueBytes
 	}
 	if cfg.BookmarkInterval <= 0 {
 		cfg.BookmarkInterval = 10 * time.Second
@@ -286,7 +301,7 @@ func (c *Cache) apply(evs []storage.Change) {
 }
 
 func (c *Cache) decode(ev storage.Change) (*Event, error) {
-	e := &Event{Rev: ev.Rev}
+	e := &Event{Rev: ev.Rev, size: int64(len(ev.Value) + len(ev.PrevValue))}
 	if len(ev.PrevValue) > 0 {
 		prev, err := c.store.Decode(c.kind, ev.Key, ev.PrevValue, ev.PrevRev)
 		if err != nil {
@@ -337,15 +352,24 @@ func (c *Cache) progress(rev int64) {
 // fanOut pushes e to every watcher; caller holds mu.
 func (c *Cache) fanOut(e *Event) {
 	for w := range c.watchers {
+		if w.queued.Load()+e.size > c.cfg.QueueBytes {
+			c.cutOff(w, fmt.Sprintf("its queued events hold more than %d bytes", c.cfg.QueueBytes))
+			continue
+		}
 		select {
 		case w.ch <- e:
+			w.queued.Add(e.size)
 		default:
-			c.removeLocked(w, apierrors.New(apierrors.ErrTooSlow,
-				"watch of %s closed: the client fell more than %d events behind; re-list and watch again", c.kind.Plural, c.cfg.QueueSize))
-			if c.cfg.Metrics != nil {
-				c.cfg.Metrics.SlowWatchers.WithLabelValues(c.kind.Plural).Inc()
-			}
+			c.cutOff(w, fmt.Sprintf("it fell more than %d events behind", c.cfg.QueueSize))
 		}
+	}
+}
+
+// cutOff removes a watcher that does not keep up; caller holds mu.
+func (c *Cache) cutOff(w *Watcher, why string) {
+	c.removeLocked(w, apierrors.New(apierrors.ErrTooSlow, "watch of %s closed: the client is too slow (%s); re-list and watch again", c.kind.Plural, why))
+	if c.cfg.Metrics != nil {
+		c.cfg.Metrics.SlowWatchers.WithLabelValues(c.kind.Plural).Inc()
 	}
 }
 

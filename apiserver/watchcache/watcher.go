@@ -2,6 +2,7 @@ package watchcache
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/tugboat/tugboat/api/apierrors"
@@ -10,8 +11,10 @@ import (
 // Watcher is one client's subscription. Read Backlog first, then Events,
 // until Done is closed; Err then says why.
 type Watcher struct {
-	c       *Cache
-	ch      chan *Event
+	c  *Cache
+	ch chan *Event
+	// queued is the size of the events in ch (Config.QueueBytes).
+	queued  atomic.Int64
 	backlog []*Event
 	from    int64
 	done    chan struct{}
@@ -93,6 +96,7 @@ func (w *Watcher) Next(ctx context.Context) (*Event, error) {
 		} else {
 			select {
 			case e = <-w.ch:
+				w.queued.Add(-e.size)
 			case <-w.done:
 				// Drain what was queued before the close? No: a closed
 				// watcher is done; the client re-lists.

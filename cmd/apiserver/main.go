@@ -14,6 +14,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/component"
 	"github.com/tugboat/tugboat/apiserver"
+	"github.com/tugboat/tugboat/apiserver/watchcache"
 )
 
 func main() {
@@ -36,6 +37,9 @@ func main() {
 	fs.DurationVar(&cfg.CompactionInterval, "compaction-interval", 5*time.Minute, "etcd history compaction interval (negative disables)")
 	fs.IntVar(&cfg.WatchCacheSize, "watch-cache-size", 2000, "recent events kept per kind for resuming watchers")
 	fs.IntVar(&cfg.WatchQueueSize, "watch-queue-size", 1000, "events a watcher may lag before it is cut off")
+	fs.Int64Var(&cfg.WatchQueueBytes, "watch-queue-bytes", watchcache.DefaultQueueBytes, "bytes of queued events a watcher may hold before it is cut off")
+	fs.IntVar(&cfg.MaxWatchesPerConnection, "max-watches-per-connection", apiserver.DefaultMaxWatchesPerConnection, "open watches allowed on one connection (beyond: ResourceExhausted; negative: no limit)")
+	fs.IntVar(&cfg.MaxWatchesPerUser, "max-watches-per-user", apiserver.DefaultMaxWatchesPerUser, "open watches allowed for one user across its connections (beyond: ResourceExhausted; negative: no limit)")
 	fs.StringVar(&cfg.ServiceCIDR, "service-cidr", "10.96.0.0/16", "range ClusterIPs are allocated from (.1 and .10 are reserved: API and DNS)")
 	fs.StringVar(&cfg.NodePortRange, "service-node-port-range", "30000-32767", "range nodePorts are allocated from")
 	fs.DurationVar(&cfg.EventTTL, "event-ttl", time.Hour, "how long an Event lives after its last update")
