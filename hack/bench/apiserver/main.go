@@ -50,7 +50,9 @@ func run(bin string, creates, events int, secure bool) error {
 	if err != nil {
 		return err
 	}
-	args := []string{"--listen", addr, "--metrics-listen", "", "--data-dir", filepath.Join(dir, "etcd"), "--log-level", "warn"}
+	// One client holds all the watchers here: no per-client watch limits.
+	args := []string{"--listen", addr, "--metrics-listen", "", "--data-dir", filepath.Join(dir, "etcd"), "--log-level", "warn",
+		"--max-watches-per-connection=-1", "--max-watches-per-user=-1"}
 	ccfg := client.Config{Server: addr}
 	if secure {
 		pkiDir := filepath.Join(dir, "pki")

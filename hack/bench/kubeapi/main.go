@@ -78,7 +78,9 @@ func start(ctx context.Context, bin string) (*server, error) {
 		return nil, err
 	}
 	cmd := exec.Command(bin, "--listen", addr, "--kube-listen", kaddr, "--metrics-listen", "", "--data-dir", filepath.Join(dir, "etcd"),
-		"--pki-dir", pkiDir, "--log-level", "warn")
+		"--pki-dir", pkiDir, "--log-level", "warn",
+		// One client holds all the watches here: no per-client watch limits.
+		"--max-watches-per-connection=-1", "--max-watches-per-user=-1")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
