@@ -55,6 +55,12 @@ type Config struct {
 
 	// ContainerdSocket is containerd's socket (--containerd-socket).
 	ContainerdSocket string
+	// ContainerdDir, if set, is where the kubelet runs a containerd of its
+	// own (root, state, config and socket) when the node has none: when
+	// no containerd answers at ContainerdSocket, or the dir holds an
+	// earlier one's state (--containerd-dir). It stops with the kubelet;
+	// its containers keep running, as with any containerd restart.
+	ContainerdDir string
 	// ContainerdNamespace is the containerd namespace pods live in
 	// (--containerd-namespace, default "tugboat").
 	ContainerdNamespace string
@@ -181,9 +187,15 @@ func (c Config) evictionThresholds() ([]eviction.Threshold, error) {
 
 // Validate names the first bad field by its flag.
 func (c Config) Validate() error {
-	switch {
-	case c.Client.Server == "":
+	if c.Client.Server == "" {
 		return errors.New("--server: required")
+	}
+	return c.validateNode()
+}
+
+// validateNode is Validate but for the apiserver: what Cleanup needs.
+func (c Config) validateNode() error {
+	switch {
 	case c.NodeName == "":
 		return errors.New("--node-name: required")
 	case c.NodeName != strings.ToLower(c.NodeName) || strings.ContainsAny(c.NodeName, " /_"):
@@ -192,6 +204,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--root-dir %q: must be an absolute path", c.RootDir)
 	case c.CNIConfDir != "" && !filepath.IsAbs(c.CNIConfDir):
 		return fmt.Errorf("--cni-conf-dir %q: must be an absolute path", c.CNIConfDir)
+	case c.ContainerdDir != "" && !filepath.IsAbs(c.ContainerdDir):
+		return fmt.Errorf("--containerd-dir %q: must be an absolute path", c.ContainerdDir)
 	case c.MaxPods < 0:
 		return fmt.Errorf("--max-pods %d: must not be negative", c.MaxPods)
 	case c.LeaseInterval < 0:

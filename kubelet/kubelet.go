@@ -17,6 +17,11 @@
 //   - the image import folder watcher (kubelet/imagedir), container log
 //     rotation, and /metrics, /healthz and /debug/pprof.
 //
+// With --containerd-dir it runs a containerd of its own when the node has
+// none (containerd_dir.go). Cleanup (`kubelet --cleanup`) removes what a
+// kubelet put on the host (cleanup.go); a running kubelet holds a lock on
+// its root dir, so the two never meet.
+//
 // The pod network is not ready until the node's pod CIDR is known
 // (--pod-cidr, or Node.spec.podCIDR from the node IPAM controller) unless
 // the operator supplied a CNI config; until then pods wait with
@@ -81,6 +86,11 @@ func Run(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("--root-dir: %w", err)
 		}
 	}
+	lock, err := lockRootDir(cfg.RootDir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -98,6 +108,13 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer c.Close()
 
+	own, err := ownContainerd(ctx, &cfg, log)
+	if err != nil {
+		return err
+	}
+	if own != nil {
+		defer own.Stop()
+	}
 	ctd, err := containerd.New(containerd.Config{
 		Address:             cfg.ContainerdSocket,
 		Namespace:           cfg.ContainerdNamespace,

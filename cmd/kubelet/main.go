@@ -30,7 +30,7 @@ func main() {
 		cniBin, dns, insecure    string
 		labels, token, certDir   string
 		logMaxSize               int64
-		showVersion              bool
+		showVersion, cleanup     bool
 		defaultName, defaultNote = hostname()
 	)
 	fs := flag.NewFlagSet("kubelet", flag.ExitOnError)
@@ -41,6 +41,7 @@ func main() {
 	fs.StringVar(&labels, "node-labels", "", "labels added to the Node, k=v,k2=v2")
 	fs.StringVar(&cfg.RootDir, "root-dir", kubelet.DefaultRootDir, "directory for pods (logs, volumes, /etc files), network namespaces, CNI state and the image import folder (<root-dir>/images)")
 	fs.StringVar(&cfg.ContainerdSocket, "containerd-socket", containerd.DefaultAddress, "containerd's gRPC socket")
+	fs.StringVar(&cfg.ContainerdDir, "containerd-dir", "", "if set, run a containerd of the kubelet's own with root, state, config and socket in this directory when none answers at --containerd-socket (or the directory holds an earlier one's state); it stops with the kubelet, its containers keep running")
 	fs.StringVar(&cfg.ContainerdNamespace, "containerd-namespace", containerd.DefaultNamespace, "containerd namespace for pods and images")
 	fs.StringVar(&cfg.CgroupRoot, "cgroup-root", containerd.DefaultCgroupParent, "cgroup under which each pod gets pod<uid>")
 	fs.StringVar(&insecure, "registry-insecure", "", "registry hosts (host:port, comma-separated) pulled from over plain HTTP, e.g. a lab registry")
@@ -67,6 +68,7 @@ func main() {
 	fs.StringVar(&token, "bootstrap-token", "", "join token (tugctl token create) spent once on this node's client certificate; needs --ca-file")
 	fs.StringVar(&certDir, "cert-dir", "", "where a joined kubelet keeps its certificate, renewed before it expires (default <root-dir>/pki)")
 	fs.BoolVar(&showVersion, "version", false, "print the version and exit")
+	fs.BoolVar(&cleanup, "cleanup", false, "remove everything a kubelet with these flags put on this host (its pods' containers, CNI DEL, network namespaces, mounts and cgroups; the masquerade table, and with its own default config the bridge and the conflist; its own containerd's runtime state) and exit; no kubelet may be running")
 	_ = fs.Parse(os.Args[1:])
 	if showVersion {
 		fmt.Println("kubelet", kubelet.Version)
@@ -85,6 +87,9 @@ func main() {
 		cfg.Logger = log
 		// containerd's client logs through logrus: keep it to warnings.
 		_ = ctdlog.SetLevel("warn")
+		if cleanup {
+			return kubelet.Cleanup(ctx, cfg)
+		}
 		if cfg.NodeLabels, err = kubelet.ParseLabels(labels); err != nil {
 			return err
 		}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,7 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tugboat/tugboat/api/wait"
-	"github.com/tugboat/tugboat/kubelet/runtime/containerd/containerdtest"
+	"github.com/tugboat/tugboat/kubelet/runtime"
+	"github.com/tugboat/tugboat/kubelet/runtime/containerd/daemon"
 )
 
 // A run owns: its directory under the base dir (etcd data, containerd's
@@ -126,16 +126,16 @@ func removeRun(dir string, log *slog.Logger) error {
 	if err := killCgroup(cgroupBase + "/" + runID); err != nil {
 		errs = append(errs, err)
 	}
-	if err := containerdtest.UnmountUnder(dir); err != nil {
+	if err := daemon.UnmountUnder(dir); err != nil {
 		errs = append(errs, err)
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		errs = append(errs, err)
 	}
-	if err := removeCgroup(cgroupBase + "/" + runID); err != nil {
+	if err := runtime.RemoveCgroupTree(cgroupBase + "/" + runID); err != nil {
 		errs = append(errs, err)
 	}
-	for _, d := range cgroupDirs(cgroupBase) {
+	for _, d := range runtime.CgroupDirs(cgroupBase) {
 		_ = unix.Rmdir(d) // the shared parent, once no run uses it
 	}
 	return errors.Join(errs...)
@@ -164,29 +164,12 @@ func pidsUsing(dir string) []int {
 	return out
 }
 
-// cgroupDirs returns path in every cgroup hierarchy (v1 controllers and
-// the v2 tree) where it exists.
-func cgroupDirs(path string) []string {
-	var out []string
-	if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", path)); err == nil {
-		out = append(out, filepath.Join("/sys/fs/cgroup", path))
-	}
-	entries, _ := os.ReadDir("/sys/fs/cgroup")
-	for _, e := range entries {
-		p := filepath.Join("/sys/fs/cgroup", e.Name(), path)
-		if _, err := os.Stat(p); err == nil {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // killCgroup kills every process in the cgroup tree and waits briefly for
 // them to go.
 func killCgroup(path string) error {
 	err := wait.Until(context.Background(), time.Second, func(context.Context) error {
 		pids := 0
-		for _, d := range cgroupDirs(path) {
+		for _, d := range runtime.CgroupDirs(path) {
 			_ = filepath.WalkDir(d, func(p string, de fs.DirEntry, err error) error {
 				if err != nil || !de.IsDir() {
 					return nil
@@ -212,33 +195,12 @@ func killCgroup(path string) error {
 	return nil
 }
 
-// removeCgroup removes a cgroup tree, deepest first.
-func removeCgroup(path string) error {
-	var errs []error
-	for _, d := range cgroupDirs(path) {
-		var dirs []string
-		_ = filepath.WalkDir(d, func(p string, de fs.DirEntry, err error) error {
-			if err == nil && de.IsDir() {
-				dirs = append(dirs, p)
-			}
-			return nil
-		})
-		sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
-		for _, p := range dirs {
-			if err := unix.Rmdir(p); err != nil && !errors.Is(err, unix.ENOENT) {
-				errs = append(errs, fmt.Errorf("remove cgroup %s: %w", p, err))
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // cleanupStaleCgroups removes run cgroups under cgroupBase that belong to
 // no live run (a run whose directory was already removed).
 func cleanupStaleCgroups(live map[string]bool) error {
 	var errs []error
 	seen := map[string]bool{}
-	for _, d := range cgroupDirs(cgroupBase) {
+	for _, d := range runtime.CgroupDirs(cgroupBase) {
 		entries, _ := os.ReadDir(d)
 		for _, e := range entries {
 			if e.IsDir() && !live[e.Name()] && !seen[e.Name()] {
@@ -246,7 +208,7 @@ func cleanupStaleCgroups(live map[string]bool) error {
 				if err := killCgroup(cgroupBase + "/" + e.Name()); err != nil {
 					errs = append(errs, err)
 				}
-				if err := removeCgroup(cgroupBase + "/" + e.Name()); err != nil {
+				if err := runtime.RemoveCgroupTree(cgroupBase + "/" + e.Name()); err != nil {
 					errs = append(errs, err)
 				}
 			}

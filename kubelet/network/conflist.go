@@ -97,7 +97,7 @@ func (m *Manager) EnsureConfig() (path string, wrote bool, err error) {
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", false, err
 	}
-	if err := os.MkdirAll(m.cfg.ConfDir, 0o755); err != nil {
+	if err := m.makeConfDir(); err != nil {
 		return "", false, err
 	}
 	if err := atomicfile.Write(ours, bytes.NewReader(want), 0o644); err != nil {

@@ -181,7 +181,7 @@ func (n *Network) Cleanup() error {
 		}
 	}
 	if !n.hadHostportChains {
-		if err := deleteUnusedHostportChains(); err != nil {
+		if err := network.DeleteUnusedHostportChains(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -223,36 +223,6 @@ func (n *Network) deleteRules() error {
 	}
 	for c := range chains {
 		script.WriteString("-F " + c + "\n-X " + c + "\n")
-	}
-	script.WriteString("COMMIT\n")
-	return restore(script.Bytes())
-}
-
-// deleteUnusedHostportChains removes portmap's top-level nat chains and
-// the jumps to them when no pod uses them (CNI-HOSTPORT-DNAT is empty).
-func deleteUnusedHostportChains() error {
-	out, err := exec.Command("iptables-save", "-t", "nat").Output()
-	if err != nil {
-		return nil
-	}
-	var jumps []string
-	for _, line := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(line, "-A CNI-HOSTPORT-DNAT ") {
-			return nil // in use
-		}
-		if strings.HasPrefix(line, "-A ") && !strings.HasPrefix(line, "-A CNI-HOSTPORT-") && strings.Contains(line, "-j CNI-HOSTPORT-") {
-			jumps = append(jumps, line)
-		}
-	}
-	var script bytes.Buffer
-	script.WriteString("*nat\n")
-	for _, j := range jumps {
-		script.WriteString("-D" + strings.TrimPrefix(j, "-A") + "\n")
-	}
-	for _, c := range []string{"CNI-HOSTPORT-DNAT", "CNI-HOSTPORT-SETMARK", "CNI-HOSTPORT-MASQ"} {
-		if chainExists("nat", c) {
-			script.WriteString("-F " + c + "\n-X " + c + "\n")
-		}
 	}
 	script.WriteString("COMMIT\n")
 	return restore(script.Bytes())

@@ -1,37 +1,27 @@
-// Package containerdtest starts a private containerd for tests: its own
-// root, state, socket and config in a directory of the caller's, never the
-// system's. It is used from TestMain (Start, Stop) or from a test (New), and
-// by the e2e harness.
+// Package containerdtest starts a private containerd for tests
+// (kubelet/runtime/containerd/daemon: its own root, state, socket and
+// config in a directory of the caller's, never the system's), with the CRI
+// plugin off (the kubelet's containerd backend) or on (its CRI backend).
+// It is used from TestMain (Start, Stop) or from a test (New), and by the
+// e2e harness.
 //
-// The binaries (containerd, containerd-shim-runc-v2, runc) come from PATH;
-// hack/install-deps.sh installs them. Without them, or without root, New
+// Without root or the binaries (hack/install-deps.sh installs them), New
 // skips the test with a message saying so, except under CI=true, where it
 // fails: CI installs them, so CI never skips.
 package containerdtest
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
-	goruntime "runtime"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/containerd/containerd/v2/client"
-
-	"github.com/tugboat/tugboat/api/wait"
+	"github.com/tugboat/tugboat/kubelet/runtime/containerd/daemon"
 )
-
-// Binaries a private containerd needs on PATH.
-var Binaries = []string{"containerd", "containerd-shim-runc-v2", "runc"}
 
 // Check says why a private containerd cannot run here (not root, a binary
 // missing), or nil if it can.
@@ -39,14 +29,8 @@ func Check() error {
 	if os.Geteuid() != 0 {
 		return errors.New("containerdtest: needs root (containerd, runc and CNI need it)")
 	}
-	var missing []string
-	for _, b := range Binaries {
-		if _, err := exec.LookPath(b); err != nil {
-			missing = append(missing, b)
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("containerdtest: %s not found on PATH; install them with hack/install-deps.sh", strings.Join(missing, ", "))
+	if err := daemon.Check(); err != nil {
+		return fmt.Errorf("containerdtest: %w", err)
 	}
 	return nil
 }
@@ -78,9 +62,9 @@ func SkipOrFail(tb testing.TB, err error) {
 
 // Options configure Start.
 type Options struct {
-	// Dir holds root/, state/, config.toml, containerd.log and (if the path
-	// is short enough for a unix socket) containerd.sock. Required. Stop
-	// unmounts what is left mounted under it but does not remove it.
+	// Dir holds the containerd's root, state, config, log and socket.
+	// Required. Stop unmounts what is left mounted under it but does not
+	// remove it.
 	Dir string
 	// StartTimeout bounds the wait for containerd to answer (default 30s).
 	StartTimeout time.Duration
@@ -110,27 +94,14 @@ type CRIOptions struct {
 	RegistryConfigDir string
 }
 
-// Containerd is a running private containerd.
+// Containerd is a running private containerd: a daemon.Daemon whose Stop
+// removes what the tests left in it first.
 type Containerd struct {
-	// Address is the gRPC socket to give client.New.
-	Address string
-	// Dir is Options.Dir; LogPath is containerd's own log.
-	Dir     string
-	LogPath string
-	// PID of the containerd process.
-	PID int
+	*daemon.Daemon
 	// CRIEndpoint is the CRI endpoint ("unix://" + Address) when the CRI
 	// plugin is on, else empty; CNIConfDir is where its CNI config goes.
 	CRIEndpoint string
 	CNIConfDir  string
-
-	cmd          *exec.Cmd
-	exited       chan struct{}
-	configPath   string
-	startTimeout time.Duration
-	sockDir      string // a short temp dir for the socket, if Dir was too long
-	netns        string
-	logger       *slog.Logger
 }
 
 // New starts a private containerd for tb in a temp dir and stops it on
@@ -159,234 +130,46 @@ func Start(ctx context.Context, opts Options) (*Containerd, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("containerdtest: Options.Dir is required")
 	}
-	if opts.StartTimeout <= 0 {
-		opts.StartTimeout = 30 * time.Second
-	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
 	dir, err := filepath.Abs(opts.Dir)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	c := &Containerd{Dir: dir, LogPath: filepath.Join(dir, "containerd.log"), exited: make(chan struct{}), logger: logger}
-	c.Address = filepath.Join(dir, "containerd.sock")
-	if len(c.Address) > 100 { // sun_path is 108 bytes, and ".ttrpc" is added
-		if c.sockDir, err = os.MkdirTemp("", "ctd"); err != nil {
-			return nil, err
-		}
-		c.Address = filepath.Join(c.sockDir, "containerd.sock")
-	}
-	text := config(dir, c.Address)
+	c := &Containerd{}
+	text := ""
 	if opts.CRI != nil {
-		if text, err = c.criConfig(dir, *opts.CRI); err != nil {
+		if text, err = c.criConfig(dir, daemon.Address(dir), *opts.CRI); err != nil {
 			return nil, err
 		}
 	}
-	configPath := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(configPath, []byte(text), 0o644); err != nil {
-		return nil, err
-	}
-	c.configPath, c.startTimeout, c.netns = configPath, opts.StartTimeout, opts.NetNS
-	if err := c.launch(ctx); err != nil {
-		return nil, err
+	c.Daemon, err = daemon.Start(ctx, daemon.Options{Dir: dir, Config: text, NetNS: opts.NetNS, StartTimeout: opts.StartTimeout, Logger: opts.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("containerdtest: %w", err)
 	}
 	return c, nil
 }
 
-// launch starts the containerd process on the written config and waits
-// until it answers.
-func (c *Containerd) launch(ctx context.Context) error {
-	c.exited = make(chan struct{})
-	logFile, err := os.OpenFile(c.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer logFile.Close()
-
-	c.cmd = exec.Command("containerd", "--config", c.configPath)
-	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
-	// If the test binary dies, containerd goes too. Shims it started are
-	// left for the next Stop of the same Dir, or for the e2e harness's
-	// stale-state cleanup. Pdeathsig fires when the forking *thread* ends,
-	// so containerd is forked from a thread locked for its whole life (Go
-	// ends threads whose goroutine exits locked, as netns code does).
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	started := make(chan error, 1)
-	go func() {
-		goruntime.LockOSThread()
-		if c.netns != "" {
-			// The thread is never unlocked: it ends with this goroutine,
-			// so no other goroutine runs in the namespace.
-			if err := setNetNS(c.netns); err != nil {
-				started <- err
-				close(c.exited)
-				return
-			}
-		} else {
-			defer goruntime.UnlockOSThread()
-		}
-		if err := c.cmd.Start(); err != nil {
-			started <- err
-			close(c.exited)
-			return
-		}
-		started <- nil
-		_ = c.cmd.Wait()
-		close(c.exited)
-	}()
-	if err := <-started; err != nil {
-		return fmt.Errorf("containerdtest: start containerd: %w", err)
-	}
-	c.PID = c.cmd.Process.Pid
-	c.logger.Info("started private containerd", "pid", c.PID, "address", c.Address, "dir", c.Dir)
-
-	if err := c.waitReady(ctx, c.startTimeout); err != nil {
-		_ = c.Stop()
-		return err
-	}
-	return nil
-}
-
-// Restart stops containerd as a service restart or a crash does
-// (SIGTERM, SIGKILL after 10s; nothing is cleaned up, so shims and
-// containers keep running), calls down (if not nil) while it is stopped,
-// then starts it again on the same root, state and socket.
-func (c *Containerd) Restart(ctx context.Context, down func() error) error {
+// Stop removes what tests left in the containerd (pod sandboxes through
+// the CRI, so CNI DEL runs for each; then every task, killed so no shim
+// outlives it, and container), stops containerd by its PID (SIGTERM,
+// SIGKILL after 10s), and unmounts anything still mounted under Dir. It
+// does not remove Dir. Safe to call twice.
+func (c *Containerd) Stop() error {
+	var errs []error
 	select {
-	case <-c.exited:
+	case <-c.Exited():
 	default:
-		_ = c.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-c.exited:
-		case <-time.After(10 * time.Second):
-			_ = c.cmd.Process.Kill()
-			<-c.exited
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := c.purgeCRI(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("purge pod sandboxes: %w", err))
 		}
-	}
-	c.logger.Info("containerd stopped for a restart", "pid", c.PID)
-	if down != nil {
-		if err := down(); err != nil {
-			return err
+		if err := daemon.Purge(ctx, c.Address); err != nil {
+			errs = append(errs, fmt.Errorf("purge: %w", err))
 		}
+		cancel()
+		c.Daemon.Stop()
 	}
-	return c.launch(ctx)
-}
-
-func (c *Containerd) waitReady(ctx context.Context, timeout time.Duration) error {
-	exited := errors.New("exited")
-	err := wait.Until(ctx, timeout, func(ctx context.Context) error {
-		select {
-		case <-c.exited:
-			return wait.Stop(exited)
-		default:
-		}
-		return c.ping(ctx)
-	})
-	if errors.Is(err, exited) {
-		return fmt.Errorf("containerdtest: containerd exited during start: %s", c.tailLog())
+	if err := daemon.UnmountUnder(c.Dir); err != nil {
+		errs = append(errs, err)
 	}
-	if err != nil {
-		return fmt.Errorf("containerdtest: containerd did not answer: %w; log: %s", err, c.tailLog())
-	}
-	return nil
-}
-
-func (c *Containerd) ping(ctx context.Context) error {
-	if _, err := os.Stat(c.Address); err != nil {
-		return err
-	}
-	cl, err := client.New(c.Address)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	_, err = cl.Version(pctx)
-	return err
-}
-
-// Client returns a new client of this containerd in namespace ns; the
-// caller closes it.
-func (c *Containerd) Client(ns string) (*client.Client, error) {
-	return client.New(c.Address, client.WithDefaultNamespace(ns))
-}
-
-func (c *Containerd) tailLog() string {
-	f, err := os.Open(c.LogPath)
-	if err != nil {
-		return err.Error()
-	}
-	defer f.Close()
-	var lines []string
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		lines = append(lines, s.Text())
-		if len(lines) > 15 {
-			lines = lines[1:]
-		}
-	}
-	return strings.Join(lines, "\n")
-}
-
-func config(dir, address string) string {
-	q := func(s string) string { return fmt.Sprintf("%q", s) }
-	return `version = 2
-root = ` + q(filepath.Join(dir, "root")) + `
-state = ` + q(filepath.Join(dir, "state")) + `
-disabled_plugins = [
-  "io.containerd.grpc.v1.cri",
-  "io.containerd.snapshotter.v1.btrfs",
-  "io.containerd.snapshotter.v1.zfs",
-  "io.containerd.snapshotter.v1.aufs",
-  "io.containerd.snapshotter.v1.devmapper",
-  "io.containerd.tracing.processor.v1.otlp",
-  "io.containerd.internal.v1.tracing",
-]
-
-[grpc]
-  address = ` + q(address) + `
-
-[ttrpc]
-  address = ` + q(address+".ttrpc") + `
-
-[debug]
-  level = "info"
-
-[plugins."io.containerd.internal.v1.opt"]
-  path = ` + q(filepath.Join(dir, "opt")) + `
-`
-}
-
-// ShimPIDs lists the PIDs of the shims this containerd started (found by
-// the address on their command line).
-func (c *Containerd) ShimPIDs() []int {
-	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(b), "\x00")
-		if !strings.Contains(args[0], "containerd-shim") {
-			continue
-		}
-		for i := 1; i < len(args); i++ {
-			if args[i-1] == "-address" && args[i] == c.Address {
-				pids = append(pids, pid)
-				break
-			}
-		}
-	}
-	return pids
+	return errors.Join(errs...)
 }

@@ -3,6 +3,8 @@ package containerdtest
 import (
 	"context"
 	"testing"
+
+	"github.com/tugboat/tugboat/kubelet/runtime/containerd/daemon"
 )
 
 func TestStartStop(t *testing.T) {
@@ -20,7 +22,7 @@ func TestStartStop(t *testing.T) {
 	if err := c.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.ping(context.Background()); err == nil {
+	if err := daemon.Ping(context.Background(), c.Address); err == nil {
 		t.Fatal("containerd still answers after Stop")
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -19,7 +18,7 @@ import (
 // criConfig is the config of a private containerd with the CRI plugin on:
 // the node's config (containerdconfig) with the root, state, socket and
 // CNI folders under dir.
-func (c *Containerd) criConfig(dir string, o CRIOptions) (string, error) {
+func (c *Containerd) criConfig(dir, address string, o CRIOptions) (string, error) {
 	if o.CNIBinDir == "" {
 		o.CNIBinDir = cniBinDir()
 	}
@@ -29,11 +28,11 @@ func (c *Containerd) criConfig(dir string, o CRIOptions) (string, error) {
 	if err := os.MkdirAll(o.CNIConfDir, 0o755); err != nil {
 		return "", err
 	}
-	c.CRIEndpoint, c.CNIConfDir = "unix://"+c.Address, o.CNIConfDir
+	c.CRIEndpoint, c.CNIConfDir = "unix://"+address, o.CNIConfDir
 	return containerdconfig.Render(containerdconfig.Options{
 		Root:              filepath.Join(dir, "root"),
 		State:             filepath.Join(dir, "state"),
-		Address:           c.Address,
+		Address:           address,
 		SandboxImage:      o.SandboxImage,
 		CNIBinDir:         o.CNIBinDir,
 		CNIConfDir:        o.CNIConfDir,
@@ -51,19 +50,6 @@ func cniBinDir() string {
 		}
 	}
 	return network.DefaultBinDirs[0]
-}
-
-// setNetNS moves the calling thread into the network namespace at path.
-func setNetNS(path string) error {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("containerdtest: netns %s: %w", path, err)
-	}
-	defer unix.Close(fd)
-	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-		return fmt.Errorf("containerdtest: enter netns %s: %w", path, err)
-	}
-	return nil
 }
 
 // purgeCRI stops and removes every pod sandbox through the CRI, so the

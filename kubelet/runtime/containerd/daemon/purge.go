@@ -1,4 +1,4 @@
-package containerdtest
+package daemon
 
 import (
 	"bufio"
@@ -9,51 +9,18 @@ import (
 	"sort"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/errdefs"
 )
 
-// Stop removes what tests left in the containerd (tasks are killed, so no
-// shim outlives it), stops containerd by its PID (SIGTERM, SIGKILL after
-// 10s), and unmounts anything still mounted under Dir. It does not remove
-// Dir. Safe to call twice.
-func (c *Containerd) Stop() error {
-	var errs []error
-	select {
-	case <-c.exited:
-	default:
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := c.purgeCRI(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("purge pod sandboxes: %w", err))
-		}
-		if err := c.purge(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("purge: %w", err))
-		}
-		cancel()
-		_ = c.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-c.exited:
-		case <-time.After(10 * time.Second):
-			_ = c.cmd.Process.Kill()
-			<-c.exited
-		}
-		c.logger.Info("stopped private containerd", "pid", c.PID)
-	}
-	if err := UnmountUnder(c.Dir); err != nil {
-		errs = append(errs, err)
-	}
-	if c.sockDir != "" {
-		_ = os.RemoveAll(c.sockDir)
-	}
-	return errors.Join(errs...)
-}
-
-// purge kills and deletes every task and container, in every namespace.
-func (c *Containerd) purge(ctx context.Context) error {
-	cl, err := client.New(c.Address)
+// Purge kills and deletes every task and container, with its snapshot, in
+// every namespace of the containerd at address: what a teardown wants
+// before Stop, so that no shim outlives containerd and nothing stays
+// mounted.
+func Purge(ctx context.Context, address string) error {
+	cl, err := client.New(address)
 	if err != nil {
 		return err
 	}
@@ -84,8 +51,9 @@ func (c *Containerd) purge(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// UnmountUnder lazily unmounts every mount point under dir, deepest first
-// (the e2e harness uses it on stale runs too).
+// UnmountUnder lazily unmounts every mount point under dir (dir itself
+// included), deepest first: what a containerd, the kubelet or a killed
+// test left mounted there.
 func UnmountUnder(dir string) error {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
