@@ -107,22 +107,9 @@ func parts(cfg Config) []part {
 			if err != nil {
 				return err
 			}
-			return kubelet.Run(ctx, kubelet.Config{
-				Client:              cc,
-				NodeName:            cfg.NodeName,
-				NodeIP:              cfg.NodeIP,
-				RootDir:             filepath.Join(cfg.DataDir, "kubelet"),
-				ContainerdSocket:    cfg.ContainerdSocket,
-				ContainerdNamespace: cfg.ContainerdNamespace,
-				CgroupRoot:          cfg.CgroupRoot,
-				RegistryInsecure:    cfg.RegistryInsecure,
-				CNIBinDirs:          cfg.CNIBinDirs,
-				CNIConfDir:          cfg.CNIConfDir,
-				ClusterCIDR:         cfg.ClusterCIDR,
-				NodeStatusInterval:  2 * time.Second,
-				MetricsListen:       kubelet.DefaultMetricsListen,
-				Logger:              log.With("component", "kubelet"),
-			})
+			kc := kubeletConfig(cfg)
+			kc.Client = cc
+			return kubelet.Run(ctx, kc)
 		}},
 		{"proxy", withClient(cfg, "proxy", func(ctx context.Context, c *client.Client) error {
 			pc := proxy.Config{
@@ -142,6 +129,28 @@ func parts(cfg Config) []part {
 			}
 			return proxy.Run(ctx, pc)
 		})},
+	}
+}
+
+// kubeletConfig is the node's kubelet, without its client: what up runs
+// and down cleans up after. Its containerd is the one answering at
+// ContainerdSocket, or one of its own in <data-dir>/containerd.
+func kubeletConfig(cfg Config) kubelet.Config {
+	return kubelet.Config{
+		NodeName:            cfg.NodeName,
+		NodeIP:              cfg.NodeIP,
+		RootDir:             filepath.Join(cfg.DataDir, "kubelet"),
+		ContainerdSocket:    cfg.ContainerdSocket,
+		ContainerdDir:       cfg.containerdDir(),
+		ContainerdNamespace: cfg.ContainerdNamespace,
+		CgroupRoot:          cfg.CgroupRoot,
+		RegistryInsecure:    cfg.RegistryInsecure,
+		CNIBinDirs:          cfg.CNIBinDirs,
+		CNIConfDir:          cfg.CNIConfDir,
+		ClusterCIDR:         cfg.ClusterCIDR,
+		NodeStatusInterval:  2 * time.Second,
+		MetricsListen:       kubelet.DefaultMetricsListen,
+		Logger:              cfg.Logger.With("component", "kubelet"),
 	}
 }
 

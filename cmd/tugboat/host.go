@@ -18,6 +18,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/pki"
 	"github.com/tugboat/tugboat/internal/atomicfile"
+	"github.com/tugboat/tugboat/kubelet/runtime/containerd/daemon"
 )
 
 const encryptionKeyFile = "encryption.key"
@@ -28,11 +29,11 @@ func preflight(cfg Config) error {
 	if os.Geteuid() != 0 {
 		return errors.New("tugboat up needs root (sudo tugboat up): the kubelet makes network namespaces, mounts and cgroups")
 	}
-	c, err := net.DialTimeout("unix", cfg.ContainerdSocket, 2*time.Second)
-	if err != nil {
-		return fmt.Errorf("containerd does not answer at %s (%v): install and start it: %s; systemctl start containerd", cfg.ContainerdSocket, err, deps)
+	if c, err := net.DialTimeout("unix", cfg.ContainerdSocket, 2*time.Second); err == nil {
+		c.Close()
+	} else if berr := daemon.Check(); berr != nil {
+		return fmt.Errorf("no containerd answers at %s (%v), and the kubelet cannot start one of its own in %s: %v; install them: %s", cfg.ContainerdSocket, err, cfg.containerdDir(), berr, deps)
 	}
-	c.Close()
 	found := false
 	for _, d := range cfg.CNIBinDirs {
 		if _, err := os.Stat(filepath.Join(d, "bridge")); err == nil {
@@ -143,7 +144,7 @@ func writeAdminConfigs(cfg Config, log *slog.Logger) error {
 	gid, _ := strconv.Atoi(u.Gid)
 	home := filepath.Join(u.HomeDir, ".tugboat")
 	cfgPath := filepath.Join(home, "config")
-	if b, err := os.ReadFile(cfgPath); err == nil && !strings.HasPrefix(string(b), "# Written by tugboat up") {
+	if b, err := os.ReadFile(cfgPath); err == nil && !strings.HasPrefix(string(b), upMark) {
 		log.Info("left your tugctl config alone; use the admin config with TUGBOAT_CONFIG", "config", cfgPath, "admin", cfg.AdminConfig)
 		return nil
 	}

@@ -6,13 +6,18 @@
 // one may do is exactly what it may do in a multi-node cluster.
 //
 //	sudo tugboat up        run until Ctrl-C / SIGTERM (state in --data-dir)
+//	sudo tugboat down      remove what up put on the host (same flags)
 //	tugboat version
 //
-// It needs root, a running containerd (Debian: apt-get install containerd
-// runc containernetworking-plugins iptables, or hack/install-deps.sh) and
-// the CNI plugins. It writes an admin tugctl config to
+// It needs root, containerd (the one answering at --containerd-socket, or
+// else one of its own that the kubelet runs in <data-dir>/containerd, as
+// k3s does), runc, the CNI plugins and iptables (Debian: apt-get install
+// containerd runc containernetworking-plugins iptables, or
+// hack/install-deps.sh). It writes an admin tugctl config to
 // <data-dir>/admin.config and, under sudo, to the invoking user's
-// ~/.tugboat/config.
+// ~/.tugboat/config. Ctrl-C stops it and leaves the pods running; `tugboat
+// down` then removes them and everything else up made outside the data
+// kept in --data-dir (down.go).
 package main
 
 import (
@@ -27,8 +32,12 @@ import (
 )
 
 const usage = `usage: tugboat up [flags]    run a single-node cluster in this process
+       tugboat down [flags]  remove what up put on the host (its pods, their network,
+                             mounts and cgroups, the CNI config, the tables, its
+                             containerd's runtime state); etcd's data and the
+                             certificates stay in --data-dir
        tugboat version
-Run 'tugboat up -h' for the flags.
+Run 'tugboat up -h' for the flags; down takes the same.
 `
 
 func main() {
@@ -36,8 +45,9 @@ func main() {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
 	}
-	switch os.Args[1] {
-	case "up":
+	cmdName := os.Args[1]
+	switch cmdName {
+	case "up", "down":
 	case "version", "--version":
 		fmt.Println("tugboat", kubelet.Version)
 		return
@@ -51,7 +61,7 @@ func main() {
 	var cfg Config
 	var logs component.LogFlags
 	var insecure, cniBin string
-	fs := flag.NewFlagSet("tugboat up", flag.ExitOnError)
+	fs := flag.NewFlagSet("tugboat "+cmdName, flag.ExitOnError)
 	host, _ := os.Hostname()
 	fs.StringVar(&cfg.DataDir, "data-dir", "/var/lib/tugboat", "state: etcd data, certificates (pki/), the kubelet's root dir (kubelet/)")
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:6443", "the apiserver's address; the components reach it there too")
@@ -74,12 +84,15 @@ func main() {
 	cfg.CNIBinDirs = splitList(cniBin, ",:")
 	cfg.RegistryInsecure = splitList(insecure, ",")
 
-	component.Main("tugboat up", func(ctx context.Context) error {
+	component.Main("tugboat "+cmdName, func(ctx context.Context) error {
 		log, err := logs.Logger("tugboat")
 		if err != nil {
 			return err
 		}
 		cfg.Logger = log
+		if cmdName == "down" {
+			return Down(ctx, cfg)
+		}
 		return Run(ctx, cfg)
 	})
 }

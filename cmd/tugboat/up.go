@@ -30,6 +30,8 @@ type Config struct {
 	NodeName string
 	NodeIP   string
 	// ContainerdSocket, ContainerdNamespace and CgroupRoot place the pods.
+	// With no containerd answering at ContainerdSocket, the kubelet runs
+	// one of its own in <DataDir>/containerd.
 	ContainerdSocket    string
 	ContainerdNamespace string
 	CgroupRoot          string
@@ -93,6 +95,10 @@ func (c *Config) Validate() error {
 }
 
 func (c Config) pkiDir() string { return filepath.Join(c.DataDir, "pki") }
+
+// containerdDir is where the kubelet runs a containerd of its own when
+// none answers at ContainerdSocket.
+func (c Config) containerdDir() string { return filepath.Join(c.DataDir, "containerd") }
 
 // dialAddr is how the components and tugctl reach the apiserver: Listen,
 // with a wildcard host replaced by loopback.

@@ -3,6 +3,7 @@ package install
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tugboat/tugboat/api/wait"
+	"github.com/tugboat/tugboat/kubelet/runtime"
 )
 
 // TestAllInOne runs `tugboat up` in one lab host, runs the quick-start
@@ -59,5 +61,35 @@ func TestAllInOne(t *testing.T) {
 	defer cancel()
 	if err := p.Wait(ctx); err != nil {
 		t.Errorf("tugboat up after SIGTERM: %v (want a clean exit; see %s)", err, p.LogPath())
+	}
+
+	// tugboat down, with up's node flags, leaves nothing of the node.
+	if out, err := h.Output(r.ctx, exec.Command(filepath.Join(built.binDir, "tugboat"), "down",
+		"--data-dir", data, "--node-name", "aio", "--containerd-socket", r.ctd.Address,
+		"--containerd-namespace", "tugboat-aio", "--cgroup-root", r.cgroupRoot("aio"),
+		"--cni-conf-dir", filepath.Join(data, "cni"), "--no-user-config")); err != nil {
+		t.Fatalf("tugboat down: %v\n%s", err, out)
+	}
+	ctr, err := r.ctd.Client("tugboat-aio")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctr.Close()
+	if cs, err := ctr.Containers(r.ctx); err != nil || len(cs) > 0 {
+		t.Errorf("containers left in namespace tugboat-aio: %d (%v)", len(cs), err)
+	}
+	if dirs := runtime.CgroupDirs(r.cgroupRoot("aio")); len(dirs) > 0 {
+		t.Errorf("cgroups left: %v", dirs)
+	}
+	if mounts, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mounts), " "+data+"/") {
+		t.Errorf("mounts left under %s", data)
+	}
+	if _, err := os.Stat(filepath.Join(data, "cni")); !os.IsNotExist(err) {
+		t.Errorf("the CNI config folder up made is still there (%v)", err)
+	}
+	links, _ := h.Output(r.ctx, exec.Command("ip", "-o", "link", "show", "type", "bridge"))
+	tables, _ := h.Output(r.ctx, exec.Command("nft", "list", "tables"))
+	if strings.Contains(string(links), "cni0") || strings.Contains(string(tables), "tugboat") {
+		t.Errorf("left in the node's network:\n%s%s", links, tables)
 	}
 }

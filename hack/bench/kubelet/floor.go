@@ -17,7 +17,10 @@ import (
 // network namespace (ip netns add), CNI ADD (the bridge plugin with
 // host-local IPAM and, unless -floor-masq=false, ipMasq: the plugin's own
 // per-pod masquerade rules, where the kubelet has one node rule), and
-// `ctr run -d` of busybox httpd in it.
+// `ctr run -d` of busybox httpd in it. The containers' cgroups go under the
+// test cluster's own (/tugboat-e2e/<run>/floor, removed with the cluster),
+// not containerd's default /<namespace>, which would stay behind in every
+// hierarchy.
 
 const floorNS = "floor"
 
@@ -38,7 +41,7 @@ one() {
   ip netns add "$PREFIX$1"
   CNI_COMMAND=ADD CNI_CONTAINERID="$PREFIX$1" CNI_NETNS="/var/run/netns/$PREFIX$1" CNI_IFNAME=eth0 CNI_PATH=/usr/lib/cni \
     /usr/lib/cni/bridge <"$CONF" >/dev/null
-  ctr -a "$SOCK" -n "$NS" run -d --with-ns "network:/var/run/netns/$PREFIX$1" "$IMAGE" "$PREFIX$1" httpd -f -p 80 >/dev/null
+  ctr -a "$SOCK" -n "$NS" run -d --cgroup "$CGROUP/$PREFIX$1" --with-ns "network:/var/run/netns/$PREFIX$1" "$IMAGE" "$PREFIX$1" httpd -f -p 80 >/dev/null
 }
 for i in $(seq "$FIRST" "$LAST"); do one "$i" & done
 wait
@@ -72,6 +75,7 @@ func (b *bench) floorEnv(ctx context.Context) (func(body string, first, last int
 	env := []string{
 		"CONF=" + conf, "SOCK=" + b.c.Containerd.Address, "NS=" + floorNS, "IMAGE=" + images.BusyboxRef,
 		"PREFIX=" + b.c.ID + "-fl", "PATH=" + os.Getenv("PATH"),
+		"CGROUP=" + filepath.Join(filepath.Dir(b.node.CgroupRoot), "floor"),
 	}
 	maxIndex := 0
 	script := func(body string, first, last int) (time.Duration, error) {
