@@ -129,6 +129,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.watchLimits = newWatchLimits(cfg.MaxWatchesPerConnection, cfg.MaxWatchesPerUser)
 	s.admission["Service"] = append(s.admission["Service"], alloc)
 	s.admission["Node"] = append(s.admission["Node"], nodeBindingsCleaner{s.store}, nodeRestriction{})
+	s.admission["PersistentVolumeClaim"] = append(s.admission["PersistentVolumeClaim"], claimAdmission{s.store})
 	if err := s.setupAuth(); err != nil {
 		s.closeListeners()
 		cli.Close()
@@ -344,6 +345,9 @@ func (s *Server) bootstrap(ctx context.Context) error {
 		if _, err := s.create(ctx, ns, false); err != nil && !isAlreadyExists(err) {
 			return fmt.Errorf("creating namespace %s: %w", name, err)
 		}
+	}
+	if _, err := s.create(ctx, defaultStorageClass(), false); err != nil && !isAlreadyExists(err) {
+		return fmt.Errorf("creating the default StorageClass: %w", err)
 	}
 	return nil
 }

@@ -2265,14 +2265,17 @@ func (x *NodeSelectorTerm) GetMatchFields() []*LabelSelectorRequirement {
 }
 
 type Volume struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	EmptyDir      *EmptyDirVolumeSource  `protobuf:"bytes,2,opt,name=empty_dir,json=emptyDir,proto3" json:"empty_dir,omitempty"`
-	HostPath      *HostPathVolumeSource  `protobuf:"bytes,3,opt,name=host_path,json=hostPath,proto3" json:"host_path,omitempty"`
-	ConfigMap     *ConfigMapVolumeSource `protobuf:"bytes,4,opt,name=config_map,json=configMap,proto3" json:"config_map,omitempty"`
-	Secret        *SecretVolumeSource    `protobuf:"bytes,5,opt,name=secret,proto3" json:"secret,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	EmptyDir  *EmptyDirVolumeSource  `protobuf:"bytes,2,opt,name=empty_dir,json=emptyDir,proto3" json:"empty_dir,omitempty"`
+	HostPath  *HostPathVolumeSource  `protobuf:"bytes,3,opt,name=host_path,json=hostPath,proto3" json:"host_path,omitempty"`
+	ConfigMap *ConfigMapVolumeSource `protobuf:"bytes,4,opt,name=config_map,json=configMap,proto3" json:"config_map,omitempty"`
+	Secret    *SecretVolumeSource    `protobuf:"bytes,5,opt,name=secret,proto3" json:"secret,omitempty"`
+	// A PersistentVolumeClaim of the pod's namespace: the kubelet mounts the
+	// volume bound to it (workloads issue; other sources are podspec's).
+	PersistentVolumeClaim *PersistentVolumeClaimVolumeSource `protobuf:"bytes,6,opt,name=persistent_volume_claim,json=persistentVolumeClaim,proto3" json:"persistent_volume_claim,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *Volume) Reset() {
@@ -2340,6 +2343,65 @@ func (x *Volume) GetSecret() *SecretVolumeSource {
 	return nil
 }
 
+func (x *Volume) GetPersistentVolumeClaim() *PersistentVolumeClaimVolumeSource {
+	if x != nil {
+		return x.PersistentVolumeClaim
+	}
+	return nil
+}
+
+type PersistentVolumeClaimVolumeSource struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClaimName     string                 `protobuf:"bytes,1,opt,name=claim_name,json=claimName,proto3" json:"claim_name,omitempty"`
+	ReadOnly      bool                   `protobuf:"varint,2,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PersistentVolumeClaimVolumeSource) Reset() {
+	*x = PersistentVolumeClaimVolumeSource{}
+	mi := &file_api_v1_core_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PersistentVolumeClaimVolumeSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PersistentVolumeClaimVolumeSource) ProtoMessage() {}
+
+func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PersistentVolumeClaimVolumeSource.ProtoReflect.Descriptor instead.
+func (*PersistentVolumeClaimVolumeSource) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *PersistentVolumeClaimVolumeSource) GetClaimName() string {
+	if x != nil {
+		return x.ClaimName
+	}
+	return ""
+}
+
+func (x *PersistentVolumeClaimVolumeSource) GetReadOnly() bool {
+	if x != nil {
+		return x.ReadOnly
+	}
+	return false
+}
+
 type EmptyDirVolumeSource struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Medium        string                 `protobuf:"bytes,1,opt,name=medium,proto3" json:"medium,omitempty"`
@@ -2350,7 +2412,7 @@ type EmptyDirVolumeSource struct {
 
 func (x *EmptyDirVolumeSource) Reset() {
 	*x = EmptyDirVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[34]
+	mi := &file_api_v1_core_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2362,7 +2424,7 @@ func (x *EmptyDirVolumeSource) String() string {
 func (*EmptyDirVolumeSource) ProtoMessage() {}
 
 func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[34]
+	mi := &file_api_v1_core_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2375,7 +2437,7 @@ func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmptyDirVolumeSource.ProtoReflect.Descriptor instead.
 func (*EmptyDirVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{34}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *EmptyDirVolumeSource) GetMedium() string {
@@ -2402,7 +2464,7 @@ type HostPathVolumeSource struct {
 
 func (x *HostPathVolumeSource) Reset() {
 	*x = HostPathVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[35]
+	mi := &file_api_v1_core_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2414,7 +2476,7 @@ func (x *HostPathVolumeSource) String() string {
 func (*HostPathVolumeSource) ProtoMessage() {}
 
 func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[35]
+	mi := &file_api_v1_core_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2427,7 +2489,7 @@ func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostPathVolumeSource.ProtoReflect.Descriptor instead.
 func (*HostPathVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{35}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *HostPathVolumeSource) GetPath() string {
@@ -2455,7 +2517,7 @@ type KeyToPath struct {
 
 func (x *KeyToPath) Reset() {
 	*x = KeyToPath{}
-	mi := &file_api_v1_core_proto_msgTypes[36]
+	mi := &file_api_v1_core_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2467,7 +2529,7 @@ func (x *KeyToPath) String() string {
 func (*KeyToPath) ProtoMessage() {}
 
 func (x *KeyToPath) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[36]
+	mi := &file_api_v1_core_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2480,7 +2542,7 @@ func (x *KeyToPath) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyToPath.ProtoReflect.Descriptor instead.
 func (*KeyToPath) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{36}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *KeyToPath) GetKey() string {
@@ -2516,7 +2578,7 @@ type ConfigMapVolumeSource struct {
 
 func (x *ConfigMapVolumeSource) Reset() {
 	*x = ConfigMapVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[37]
+	mi := &file_api_v1_core_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2528,7 +2590,7 @@ func (x *ConfigMapVolumeSource) String() string {
 func (*ConfigMapVolumeSource) ProtoMessage() {}
 
 func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[37]
+	mi := &file_api_v1_core_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2541,7 +2603,7 @@ func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapVolumeSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{37}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ConfigMapVolumeSource) GetName() string {
@@ -2584,7 +2646,7 @@ type SecretVolumeSource struct {
 
 func (x *SecretVolumeSource) Reset() {
 	*x = SecretVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[38]
+	mi := &file_api_v1_core_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2596,7 +2658,7 @@ func (x *SecretVolumeSource) String() string {
 func (*SecretVolumeSource) ProtoMessage() {}
 
 func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[38]
+	mi := &file_api_v1_core_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2609,7 +2671,7 @@ func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretVolumeSource.ProtoReflect.Descriptor instead.
 func (*SecretVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{38}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SecretVolumeSource) GetSecretName() string {
@@ -2660,7 +2722,7 @@ type PodStatus struct {
 
 func (x *PodStatus) Reset() {
 	*x = PodStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[39]
+	mi := &file_api_v1_core_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2672,7 +2734,7 @@ func (x *PodStatus) String() string {
 func (*PodStatus) ProtoMessage() {}
 
 func (x *PodStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[39]
+	mi := &file_api_v1_core_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2685,7 +2747,7 @@ func (x *PodStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStatus.ProtoReflect.Descriptor instead.
 func (*PodStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{39}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *PodStatus) GetPhase() string {
@@ -2782,7 +2844,7 @@ type ContainerStatus struct {
 
 func (x *ContainerStatus) Reset() {
 	*x = ContainerStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[40]
+	mi := &file_api_v1_core_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2794,7 +2856,7 @@ func (x *ContainerStatus) String() string {
 func (*ContainerStatus) ProtoMessage() {}
 
 func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[40]
+	mi := &file_api_v1_core_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2807,7 +2869,7 @@ func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStatus.ProtoReflect.Descriptor instead.
 func (*ContainerStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{40}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ContainerStatus) GetName() string {
@@ -2885,7 +2947,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_api_v1_core_proto_msgTypes[41]
+	mi := &file_api_v1_core_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2897,7 +2959,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[41]
+	mi := &file_api_v1_core_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2910,7 +2972,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{41}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ContainerState) GetWaiting() *ContainerStateWaiting {
@@ -2944,7 +3006,7 @@ type ContainerStateWaiting struct {
 
 func (x *ContainerStateWaiting) Reset() {
 	*x = ContainerStateWaiting{}
-	mi := &file_api_v1_core_proto_msgTypes[42]
+	mi := &file_api_v1_core_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2956,7 +3018,7 @@ func (x *ContainerStateWaiting) String() string {
 func (*ContainerStateWaiting) ProtoMessage() {}
 
 func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[42]
+	mi := &file_api_v1_core_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2969,7 +3031,7 @@ func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateWaiting.ProtoReflect.Descriptor instead.
 func (*ContainerStateWaiting) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{42}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ContainerStateWaiting) GetReason() string {
@@ -2995,7 +3057,7 @@ type ContainerStateRunning struct {
 
 func (x *ContainerStateRunning) Reset() {
 	*x = ContainerStateRunning{}
-	mi := &file_api_v1_core_proto_msgTypes[43]
+	mi := &file_api_v1_core_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3007,7 +3069,7 @@ func (x *ContainerStateRunning) String() string {
 func (*ContainerStateRunning) ProtoMessage() {}
 
 func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[43]
+	mi := &file_api_v1_core_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3020,7 +3082,7 @@ func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateRunning.ProtoReflect.Descriptor instead.
 func (*ContainerStateRunning) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{43}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ContainerStateRunning) GetStartedAt() *timestamppb.Timestamp {
@@ -3045,7 +3107,7 @@ type ContainerStateTerminated struct {
 
 func (x *ContainerStateTerminated) Reset() {
 	*x = ContainerStateTerminated{}
-	mi := &file_api_v1_core_proto_msgTypes[44]
+	mi := &file_api_v1_core_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3057,7 +3119,7 @@ func (x *ContainerStateTerminated) String() string {
 func (*ContainerStateTerminated) ProtoMessage() {}
 
 func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[44]
+	mi := &file_api_v1_core_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3070,7 +3132,7 @@ func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateTerminated.ProtoReflect.Descriptor instead.
 func (*ContainerStateTerminated) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{44}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ContainerStateTerminated) GetExitCode() int32 {
@@ -3144,7 +3206,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_api_v1_core_proto_msgTypes[45]
+	mi := &file_api_v1_core_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3156,7 +3218,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[45]
+	mi := &file_api_v1_core_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3169,7 +3231,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{45}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Event) GetMetadata() *ObjectMeta {
@@ -3264,7 +3326,7 @@ type ObjectReference struct {
 
 func (x *ObjectReference) Reset() {
 	*x = ObjectReference{}
-	mi := &file_api_v1_core_proto_msgTypes[46]
+	mi := &file_api_v1_core_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3276,7 +3338,7 @@ func (x *ObjectReference) String() string {
 func (*ObjectReference) ProtoMessage() {}
 
 func (x *ObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[46]
+	mi := &file_api_v1_core_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3289,7 +3351,7 @@ func (x *ObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectReference.ProtoReflect.Descriptor instead.
 func (*ObjectReference) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{46}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ObjectReference) GetKind() string {
@@ -3351,7 +3413,7 @@ type EventSource struct {
 
 func (x *EventSource) Reset() {
 	*x = EventSource{}
-	mi := &file_api_v1_core_proto_msgTypes[47]
+	mi := &file_api_v1_core_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3363,7 +3425,7 @@ func (x *EventSource) String() string {
 func (*EventSource) ProtoMessage() {}
 
 func (x *EventSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[47]
+	mi := &file_api_v1_core_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3376,7 +3438,7 @@ func (x *EventSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventSource.ProtoReflect.Descriptor instead.
 func (*EventSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{47}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *EventSource) GetComponent() string {
@@ -3403,7 +3465,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_api_v1_core_proto_msgTypes[48]
+	mi := &file_api_v1_core_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3415,7 +3477,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[48]
+	mi := &file_api_v1_core_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3428,7 +3490,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{48}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Lease) GetMetadata() *ObjectMeta {
@@ -3458,7 +3520,7 @@ type LeaseSpec struct {
 
 func (x *LeaseSpec) Reset() {
 	*x = LeaseSpec{}
-	mi := &file_api_v1_core_proto_msgTypes[49]
+	mi := &file_api_v1_core_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3470,7 +3532,7 @@ func (x *LeaseSpec) String() string {
 func (*LeaseSpec) ProtoMessage() {}
 
 func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[49]
+	mi := &file_api_v1_core_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3483,7 +3545,7 @@ func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseSpec.ProtoReflect.Descriptor instead.
 func (*LeaseSpec) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{49}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *LeaseSpec) GetHolderIdentity() string {
@@ -3533,7 +3595,7 @@ type ConfigMap struct {
 
 func (x *ConfigMap) Reset() {
 	*x = ConfigMap{}
-	mi := &file_api_v1_core_proto_msgTypes[50]
+	mi := &file_api_v1_core_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3545,7 +3607,7 @@ func (x *ConfigMap) String() string {
 func (*ConfigMap) ProtoMessage() {}
 
 func (x *ConfigMap) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[50]
+	mi := &file_api_v1_core_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3558,7 +3620,7 @@ func (x *ConfigMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMap.ProtoReflect.Descriptor instead.
 func (*ConfigMap) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{50}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ConfigMap) GetMetadata() *ObjectMeta {
@@ -3604,7 +3666,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_api_v1_core_proto_msgTypes[51]
+	mi := &file_api_v1_core_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3616,7 +3678,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[51]
+	mi := &file_api_v1_core_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3629,7 +3691,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{51}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Secret) GetMetadata() *ObjectMeta {
@@ -3678,7 +3740,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_api_v1_core_proto_msgTypes[52]
+	mi := &file_api_v1_core_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3690,7 +3752,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[52]
+	mi := &file_api_v1_core_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3703,7 +3765,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{52}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Service) GetMetadata() *ObjectMeta {
@@ -3744,7 +3806,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_api_v1_core_proto_msgTypes[53]
+	mi := &file_api_v1_core_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3756,7 +3818,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[53]
+	mi := &file_api_v1_core_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3769,7 +3831,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{53}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ServiceSpec) GetType() string {
@@ -3837,7 +3899,7 @@ type ServicePort struct {
 
 func (x *ServicePort) Reset() {
 	*x = ServicePort{}
-	mi := &file_api_v1_core_proto_msgTypes[54]
+	mi := &file_api_v1_core_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3849,7 +3911,7 @@ func (x *ServicePort) String() string {
 func (*ServicePort) ProtoMessage() {}
 
 func (x *ServicePort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[54]
+	mi := &file_api_v1_core_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3862,7 +3924,7 @@ func (x *ServicePort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServicePort.ProtoReflect.Descriptor instead.
 func (*ServicePort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{54}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ServicePort) GetName() string {
@@ -3909,7 +3971,7 @@ type ServiceStatus struct {
 
 func (x *ServiceStatus) Reset() {
 	*x = ServiceStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[55]
+	mi := &file_api_v1_core_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3921,7 +3983,7 @@ func (x *ServiceStatus) String() string {
 func (*ServiceStatus) ProtoMessage() {}
 
 func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[55]
+	mi := &file_api_v1_core_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3934,7 +3996,7 @@ func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceStatus.ProtoReflect.Descriptor instead.
 func (*ServiceStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{55}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ServiceStatus) GetConditions() []*Condition {
@@ -3954,7 +4016,7 @@ type Endpoints struct {
 
 func (x *Endpoints) Reset() {
 	*x = Endpoints{}
-	mi := &file_api_v1_core_proto_msgTypes[56]
+	mi := &file_api_v1_core_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3966,7 +4028,7 @@ func (x *Endpoints) String() string {
 func (*Endpoints) ProtoMessage() {}
 
 func (x *Endpoints) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[56]
+	mi := &file_api_v1_core_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3979,7 +4041,7 @@ func (x *Endpoints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoints.ProtoReflect.Descriptor instead.
 func (*Endpoints) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{56}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Endpoints) GetMetadata() *ObjectMeta {
@@ -4007,7 +4069,7 @@ type EndpointSubset struct {
 
 func (x *EndpointSubset) Reset() {
 	*x = EndpointSubset{}
-	mi := &file_api_v1_core_proto_msgTypes[57]
+	mi := &file_api_v1_core_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4019,7 +4081,7 @@ func (x *EndpointSubset) String() string {
 func (*EndpointSubset) ProtoMessage() {}
 
 func (x *EndpointSubset) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[57]
+	mi := &file_api_v1_core_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4032,7 +4094,7 @@ func (x *EndpointSubset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointSubset.ProtoReflect.Descriptor instead.
 func (*EndpointSubset) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{57}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *EndpointSubset) GetAddresses() []*EndpointAddress {
@@ -4068,7 +4130,7 @@ type EndpointAddress struct {
 
 func (x *EndpointAddress) Reset() {
 	*x = EndpointAddress{}
-	mi := &file_api_v1_core_proto_msgTypes[58]
+	mi := &file_api_v1_core_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4080,7 +4142,7 @@ func (x *EndpointAddress) String() string {
 func (*EndpointAddress) ProtoMessage() {}
 
 func (x *EndpointAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[58]
+	mi := &file_api_v1_core_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4093,7 +4155,7 @@ func (x *EndpointAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointAddress.ProtoReflect.Descriptor instead.
 func (*EndpointAddress) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{58}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *EndpointAddress) GetIp() string {
@@ -4135,7 +4197,7 @@ type EndpointPort struct {
 
 func (x *EndpointPort) Reset() {
 	*x = EndpointPort{}
-	mi := &file_api_v1_core_proto_msgTypes[59]
+	mi := &file_api_v1_core_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4147,7 +4209,7 @@ func (x *EndpointPort) String() string {
 func (*EndpointPort) ProtoMessage() {}
 
 func (x *EndpointPort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[59]
+	mi := &file_api_v1_core_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4160,7 +4222,7 @@ func (x *EndpointPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointPort.ProtoReflect.Descriptor instead.
 func (*EndpointPort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{59}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *EndpointPort) GetName() string {
@@ -4393,14 +4455,19 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x13node_selector_terms\x18\x01 \x03(\v2 .tugboat.api.v1.NodeSelectorTermR\x11nodeSelectorTerms\"\xb6\x01\n" +
 	"\x10NodeSelectorTerm\x12U\n" +
 	"\x11match_expressions\x18\x01 \x03(\v2(.tugboat.api.v1.LabelSelectorRequirementR\x10matchExpressions\x12K\n" +
-	"\fmatch_fields\x18\x02 \x03(\v2(.tugboat.api.v1.LabelSelectorRequirementR\vmatchFields\"\xa4\x02\n" +
+	"\fmatch_fields\x18\x02 \x03(\v2(.tugboat.api.v1.LabelSelectorRequirementR\vmatchFields\"\x8f\x03\n" +
 	"\x06Volume\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12A\n" +
 	"\tempty_dir\x18\x02 \x01(\v2$.tugboat.api.v1.EmptyDirVolumeSourceR\bemptyDir\x12A\n" +
 	"\thost_path\x18\x03 \x01(\v2$.tugboat.api.v1.HostPathVolumeSourceR\bhostPath\x12D\n" +
 	"\n" +
 	"config_map\x18\x04 \x01(\v2%.tugboat.api.v1.ConfigMapVolumeSourceR\tconfigMap\x12:\n" +
-	"\x06secret\x18\x05 \x01(\v2\".tugboat.api.v1.SecretVolumeSourceR\x06secret\"M\n" +
+	"\x06secret\x18\x05 \x01(\v2\".tugboat.api.v1.SecretVolumeSourceR\x06secret\x12i\n" +
+	"\x17persistent_volume_claim\x18\x06 \x01(\v21.tugboat.api.v1.PersistentVolumeClaimVolumeSourceR\x15persistentVolumeClaim\"_\n" +
+	"!PersistentVolumeClaimVolumeSource\x12\x1d\n" +
+	"\n" +
+	"claim_name\x18\x01 \x01(\tR\tclaimName\x12\x1b\n" +
+	"\tread_only\x18\x02 \x01(\bR\breadOnly\"M\n" +
 	"\x14EmptyDirVolumeSource\x12\x16\n" +
 	"\x06medium\x18\x01 \x01(\tR\x06medium\x12\x1d\n" +
 	"\n" +
@@ -4594,106 +4661,107 @@ func file_api_v1_core_proto_rawDescGZIP() []byte {
 	return file_api_v1_core_proto_rawDescData
 }
 
-var file_api_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 70)
+var file_api_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
 var file_api_v1_core_proto_goTypes = []any{
-	(*Namespace)(nil),                // 0: tugboat.api.v1.Namespace
-	(*NamespaceSpec)(nil),            // 1: tugboat.api.v1.NamespaceSpec
-	(*NamespaceStatus)(nil),          // 2: tugboat.api.v1.NamespaceStatus
-	(*Node)(nil),                     // 3: tugboat.api.v1.Node
-	(*NodeSpec)(nil),                 // 4: tugboat.api.v1.NodeSpec
-	(*Taint)(nil),                    // 5: tugboat.api.v1.Taint
-	(*NodeStatus)(nil),               // 6: tugboat.api.v1.NodeStatus
-	(*NodeAddress)(nil),              // 7: tugboat.api.v1.NodeAddress
-	(*NodeSystemInfo)(nil),           // 8: tugboat.api.v1.NodeSystemInfo
-	(*ContainerImage)(nil),           // 9: tugboat.api.v1.ContainerImage
-	(*Pod)(nil),                      // 10: tugboat.api.v1.Pod
-	(*PodTemplateSpec)(nil),          // 11: tugboat.api.v1.PodTemplateSpec
-	(*PodSpec)(nil),                  // 12: tugboat.api.v1.PodSpec
-	(*Container)(nil),                // 13: tugboat.api.v1.Container
-	(*EnvVar)(nil),                   // 14: tugboat.api.v1.EnvVar
-	(*EnvVarSource)(nil),             // 15: tugboat.api.v1.EnvVarSource
-	(*KeySelector)(nil),              // 16: tugboat.api.v1.KeySelector
-	(*ObjectFieldSelector)(nil),      // 17: tugboat.api.v1.ObjectFieldSelector
-	(*EnvFromSource)(nil),            // 18: tugboat.api.v1.EnvFromSource
-	(*LocalObjectReference)(nil),     // 19: tugboat.api.v1.LocalObjectReference
-	(*ContainerPort)(nil),            // 20: tugboat.api.v1.ContainerPort
-	(*ResourceRequirements)(nil),     // 21: tugboat.api.v1.ResourceRequirements
-	(*VolumeMount)(nil),              // 22: tugboat.api.v1.VolumeMount
-	(*Probe)(nil),                    // 23: tugboat.api.v1.Probe
-	(*ExecAction)(nil),               // 24: tugboat.api.v1.ExecAction
-	(*HTTPGetAction)(nil),            // 25: tugboat.api.v1.HTTPGetAction
-	(*HTTPHeader)(nil),               // 26: tugboat.api.v1.HTTPHeader
-	(*TCPSocketAction)(nil),          // 27: tugboat.api.v1.TCPSocketAction
-	(*Toleration)(nil),               // 28: tugboat.api.v1.Toleration
-	(*Affinity)(nil),                 // 29: tugboat.api.v1.Affinity
-	(*NodeAffinity)(nil),             // 30: tugboat.api.v1.NodeAffinity
-	(*NodeSelector)(nil),             // 31: tugboat.api.v1.NodeSelector
-	(*NodeSelectorTerm)(nil),         // 32: tugboat.api.v1.NodeSelectorTerm
-	(*Volume)(nil),                   // 33: tugboat.api.v1.Volume
-	(*EmptyDirVolumeSource)(nil),     // 34: tugboat.api.v1.EmptyDirVolumeSource
-	(*HostPathVolumeSource)(nil),     // 35: tugboat.api.v1.HostPathVolumeSource
-	(*KeyToPath)(nil),                // 36: tugboat.api.v1.KeyToPath
-	(*ConfigMapVolumeSource)(nil),    // 37: tugboat.api.v1.ConfigMapVolumeSource
-	(*SecretVolumeSource)(nil),       // 38: tugboat.api.v1.SecretVolumeSource
-	(*PodStatus)(nil),                // 39: tugboat.api.v1.PodStatus
-	(*ContainerStatus)(nil),          // 40: tugboat.api.v1.ContainerStatus
-	(*ContainerState)(nil),           // 41: tugboat.api.v1.ContainerState
-	(*ContainerStateWaiting)(nil),    // 42: tugboat.api.v1.ContainerStateWaiting
-	(*ContainerStateRunning)(nil),    // 43: tugboat.api.v1.ContainerStateRunning
-	(*ContainerStateTerminated)(nil), // 44: tugboat.api.v1.ContainerStateTerminated
-	(*Event)(nil),                    // 45: tugboat.api.v1.Event
-	(*ObjectReference)(nil),          // 46: tugboat.api.v1.ObjectReference
-	(*EventSource)(nil),              // 47: tugboat.api.v1.EventSource
-	(*Lease)(nil),                    // 48: tugboat.api.v1.Lease
-	(*LeaseSpec)(nil),                // 49: tugboat.api.v1.LeaseSpec
-	(*ConfigMap)(nil),                // 50: tugboat.api.v1.ConfigMap
-	(*Secret)(nil),                   // 51: tugboat.api.v1.Secret
-	(*Service)(nil),                  // 52: tugboat.api.v1.Service
-	(*ServiceSpec)(nil),              // 53: tugboat.api.v1.ServiceSpec
-	(*ServicePort)(nil),              // 54: tugboat.api.v1.ServicePort
-	(*ServiceStatus)(nil),            // 55: tugboat.api.v1.ServiceStatus
-	(*Endpoints)(nil),                // 56: tugboat.api.v1.Endpoints
-	(*EndpointSubset)(nil),           // 57: tugboat.api.v1.EndpointSubset
-	(*EndpointAddress)(nil),          // 58: tugboat.api.v1.EndpointAddress
-	(*EndpointPort)(nil),             // 59: tugboat.api.v1.EndpointPort
-	nil,                              // 60: tugboat.api.v1.NodeStatus.CapacityEntry
-	nil,                              // 61: tugboat.api.v1.NodeStatus.AllocatableEntry
-	nil,                              // 62: tugboat.api.v1.PodSpec.NodeSelectorEntry
-	nil,                              // 63: tugboat.api.v1.ResourceRequirements.RequestsEntry
-	nil,                              // 64: tugboat.api.v1.ResourceRequirements.LimitsEntry
-	nil,                              // 65: tugboat.api.v1.ConfigMap.DataEntry
-	nil,                              // 66: tugboat.api.v1.ConfigMap.BinaryDataEntry
-	nil,                              // 67: tugboat.api.v1.Secret.DataEntry
-	nil,                              // 68: tugboat.api.v1.Secret.StringDataEntry
-	nil,                              // 69: tugboat.api.v1.ServiceSpec.SelectorEntry
-	(*ObjectMeta)(nil),               // 70: tugboat.api.v1.ObjectMeta
-	(*timestamppb.Timestamp)(nil),    // 71: google.protobuf.Timestamp
-	(*Condition)(nil),                // 72: tugboat.api.v1.Condition
-	(*LabelSelectorRequirement)(nil), // 73: tugboat.api.v1.LabelSelectorRequirement
+	(*Namespace)(nil),                         // 0: tugboat.api.v1.Namespace
+	(*NamespaceSpec)(nil),                     // 1: tugboat.api.v1.NamespaceSpec
+	(*NamespaceStatus)(nil),                   // 2: tugboat.api.v1.NamespaceStatus
+	(*Node)(nil),                              // 3: tugboat.api.v1.Node
+	(*NodeSpec)(nil),                          // 4: tugboat.api.v1.NodeSpec
+	(*Taint)(nil),                             // 5: tugboat.api.v1.Taint
+	(*NodeStatus)(nil),                        // 6: tugboat.api.v1.NodeStatus
+	(*NodeAddress)(nil),                       // 7: tugboat.api.v1.NodeAddress
+	(*NodeSystemInfo)(nil),                    // 8: tugboat.api.v1.NodeSystemInfo
+	(*ContainerImage)(nil),                    // 9: tugboat.api.v1.ContainerImage
+	(*Pod)(nil),                               // 10: tugboat.api.v1.Pod
+	(*PodTemplateSpec)(nil),                   // 11: tugboat.api.v1.PodTemplateSpec
+	(*PodSpec)(nil),                           // 12: tugboat.api.v1.PodSpec
+	(*Container)(nil),                         // 13: tugboat.api.v1.Container
+	(*EnvVar)(nil),                            // 14: tugboat.api.v1.EnvVar
+	(*EnvVarSource)(nil),                      // 15: tugboat.api.v1.EnvVarSource
+	(*KeySelector)(nil),                       // 16: tugboat.api.v1.KeySelector
+	(*ObjectFieldSelector)(nil),               // 17: tugboat.api.v1.ObjectFieldSelector
+	(*EnvFromSource)(nil),                     // 18: tugboat.api.v1.EnvFromSource
+	(*LocalObjectReference)(nil),              // 19: tugboat.api.v1.LocalObjectReference
+	(*ContainerPort)(nil),                     // 20: tugboat.api.v1.ContainerPort
+	(*ResourceRequirements)(nil),              // 21: tugboat.api.v1.ResourceRequirements
+	(*VolumeMount)(nil),                       // 22: tugboat.api.v1.VolumeMount
+	(*Probe)(nil),                             // 23: tugboat.api.v1.Probe
+	(*ExecAction)(nil),                        // 24: tugboat.api.v1.ExecAction
+	(*HTTPGetAction)(nil),                     // 25: tugboat.api.v1.HTTPGetAction
+	(*HTTPHeader)(nil),                        // 26: tugboat.api.v1.HTTPHeader
+	(*TCPSocketAction)(nil),                   // 27: tugboat.api.v1.TCPSocketAction
+	(*Toleration)(nil),                        // 28: tugboat.api.v1.Toleration
+	(*Affinity)(nil),                          // 29: tugboat.api.v1.Affinity
+	(*NodeAffinity)(nil),                      // 30: tugboat.api.v1.NodeAffinity
+	(*NodeSelector)(nil),                      // 31: tugboat.api.v1.NodeSelector
+	(*NodeSelectorTerm)(nil),                  // 32: tugboat.api.v1.NodeSelectorTerm
+	(*Volume)(nil),                            // 33: tugboat.api.v1.Volume
+	(*PersistentVolumeClaimVolumeSource)(nil), // 34: tugboat.api.v1.PersistentVolumeClaimVolumeSource
+	(*EmptyDirVolumeSource)(nil),              // 35: tugboat.api.v1.EmptyDirVolumeSource
+	(*HostPathVolumeSource)(nil),              // 36: tugboat.api.v1.HostPathVolumeSource
+	(*KeyToPath)(nil),                         // 37: tugboat.api.v1.KeyToPath
+	(*ConfigMapVolumeSource)(nil),             // 38: tugboat.api.v1.ConfigMapVolumeSource
+	(*SecretVolumeSource)(nil),                // 39: tugboat.api.v1.SecretVolumeSource
+	(*PodStatus)(nil),                         // 40: tugboat.api.v1.PodStatus
+	(*ContainerStatus)(nil),                   // 41: tugboat.api.v1.ContainerStatus
+	(*ContainerState)(nil),                    // 42: tugboat.api.v1.ContainerState
+	(*ContainerStateWaiting)(nil),             // 43: tugboat.api.v1.ContainerStateWaiting
+	(*ContainerStateRunning)(nil),             // 44: tugboat.api.v1.ContainerStateRunning
+	(*ContainerStateTerminated)(nil),          // 45: tugboat.api.v1.ContainerStateTerminated
+	(*Event)(nil),                             // 46: tugboat.api.v1.Event
+	(*ObjectReference)(nil),                   // 47: tugboat.api.v1.ObjectReference
+	(*EventSource)(nil),                       // 48: tugboat.api.v1.EventSource
+	(*Lease)(nil),                             // 49: tugboat.api.v1.Lease
+	(*LeaseSpec)(nil),                         // 50: tugboat.api.v1.LeaseSpec
+	(*ConfigMap)(nil),                         // 51: tugboat.api.v1.ConfigMap
+	(*Secret)(nil),                            // 52: tugboat.api.v1.Secret
+	(*Service)(nil),                           // 53: tugboat.api.v1.Service
+	(*ServiceSpec)(nil),                       // 54: tugboat.api.v1.ServiceSpec
+	(*ServicePort)(nil),                       // 55: tugboat.api.v1.ServicePort
+	(*ServiceStatus)(nil),                     // 56: tugboat.api.v1.ServiceStatus
+	(*Endpoints)(nil),                         // 57: tugboat.api.v1.Endpoints
+	(*EndpointSubset)(nil),                    // 58: tugboat.api.v1.EndpointSubset
+	(*EndpointAddress)(nil),                   // 59: tugboat.api.v1.EndpointAddress
+	(*EndpointPort)(nil),                      // 60: tugboat.api.v1.EndpointPort
+	nil,                                       // 61: tugboat.api.v1.NodeStatus.CapacityEntry
+	nil,                                       // 62: tugboat.api.v1.NodeStatus.AllocatableEntry
+	nil,                                       // 63: tugboat.api.v1.PodSpec.NodeSelectorEntry
+	nil,                                       // 64: tugboat.api.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 65: tugboat.api.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 66: tugboat.api.v1.ConfigMap.DataEntry
+	nil,                                       // 67: tugboat.api.v1.ConfigMap.BinaryDataEntry
+	nil,                                       // 68: tugboat.api.v1.Secret.DataEntry
+	nil,                                       // 69: tugboat.api.v1.Secret.StringDataEntry
+	nil,                                       // 70: tugboat.api.v1.ServiceSpec.SelectorEntry
+	(*ObjectMeta)(nil),                        // 71: tugboat.api.v1.ObjectMeta
+	(*timestamppb.Timestamp)(nil),             // 72: google.protobuf.Timestamp
+	(*Condition)(nil),                         // 73: tugboat.api.v1.Condition
+	(*LabelSelectorRequirement)(nil),          // 74: tugboat.api.v1.LabelSelectorRequirement
 }
 var file_api_v1_core_proto_depIdxs = []int32{
-	70, // 0: tugboat.api.v1.Namespace.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	71, // 0: tugboat.api.v1.Namespace.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	1,  // 1: tugboat.api.v1.Namespace.spec:type_name -> tugboat.api.v1.NamespaceSpec
 	2,  // 2: tugboat.api.v1.Namespace.status:type_name -> tugboat.api.v1.NamespaceStatus
-	70, // 3: tugboat.api.v1.Node.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	71, // 3: tugboat.api.v1.Node.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	4,  // 4: tugboat.api.v1.Node.spec:type_name -> tugboat.api.v1.NodeSpec
 	6,  // 5: tugboat.api.v1.Node.status:type_name -> tugboat.api.v1.NodeStatus
 	5,  // 6: tugboat.api.v1.NodeSpec.taints:type_name -> tugboat.api.v1.Taint
-	71, // 7: tugboat.api.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
-	60, // 8: tugboat.api.v1.NodeStatus.capacity:type_name -> tugboat.api.v1.NodeStatus.CapacityEntry
-	61, // 9: tugboat.api.v1.NodeStatus.allocatable:type_name -> tugboat.api.v1.NodeStatus.AllocatableEntry
-	72, // 10: tugboat.api.v1.NodeStatus.conditions:type_name -> tugboat.api.v1.Condition
+	72, // 7: tugboat.api.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
+	61, // 8: tugboat.api.v1.NodeStatus.capacity:type_name -> tugboat.api.v1.NodeStatus.CapacityEntry
+	62, // 9: tugboat.api.v1.NodeStatus.allocatable:type_name -> tugboat.api.v1.NodeStatus.AllocatableEntry
+	73, // 10: tugboat.api.v1.NodeStatus.conditions:type_name -> tugboat.api.v1.Condition
 	7,  // 11: tugboat.api.v1.NodeStatus.addresses:type_name -> tugboat.api.v1.NodeAddress
 	8,  // 12: tugboat.api.v1.NodeStatus.node_info:type_name -> tugboat.api.v1.NodeSystemInfo
 	9,  // 13: tugboat.api.v1.NodeStatus.images:type_name -> tugboat.api.v1.ContainerImage
-	70, // 14: tugboat.api.v1.Pod.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	71, // 14: tugboat.api.v1.Pod.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	12, // 15: tugboat.api.v1.Pod.spec:type_name -> tugboat.api.v1.PodSpec
-	39, // 16: tugboat.api.v1.Pod.status:type_name -> tugboat.api.v1.PodStatus
-	70, // 17: tugboat.api.v1.PodTemplateSpec.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	40, // 16: tugboat.api.v1.Pod.status:type_name -> tugboat.api.v1.PodStatus
+	71, // 17: tugboat.api.v1.PodTemplateSpec.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	12, // 18: tugboat.api.v1.PodTemplateSpec.spec:type_name -> tugboat.api.v1.PodSpec
 	13, // 19: tugboat.api.v1.PodSpec.containers:type_name -> tugboat.api.v1.Container
 	13, // 20: tugboat.api.v1.PodSpec.init_containers:type_name -> tugboat.api.v1.Container
-	62, // 21: tugboat.api.v1.PodSpec.node_selector:type_name -> tugboat.api.v1.PodSpec.NodeSelectorEntry
+	63, // 21: tugboat.api.v1.PodSpec.node_selector:type_name -> tugboat.api.v1.PodSpec.NodeSelectorEntry
 	28, // 22: tugboat.api.v1.PodSpec.tolerations:type_name -> tugboat.api.v1.Toleration
 	33, // 23: tugboat.api.v1.PodSpec.volumes:type_name -> tugboat.api.v1.Volume
 	29, // 24: tugboat.api.v1.PodSpec.affinity:type_name -> tugboat.api.v1.Affinity
@@ -4711,8 +4779,8 @@ var file_api_v1_core_proto_depIdxs = []int32{
 	17, // 36: tugboat.api.v1.EnvVarSource.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
 	19, // 37: tugboat.api.v1.EnvFromSource.config_map_ref:type_name -> tugboat.api.v1.LocalObjectReference
 	19, // 38: tugboat.api.v1.EnvFromSource.secret_ref:type_name -> tugboat.api.v1.LocalObjectReference
-	63, // 39: tugboat.api.v1.ResourceRequirements.requests:type_name -> tugboat.api.v1.ResourceRequirements.RequestsEntry
-	64, // 40: tugboat.api.v1.ResourceRequirements.limits:type_name -> tugboat.api.v1.ResourceRequirements.LimitsEntry
+	64, // 39: tugboat.api.v1.ResourceRequirements.requests:type_name -> tugboat.api.v1.ResourceRequirements.RequestsEntry
+	65, // 40: tugboat.api.v1.ResourceRequirements.limits:type_name -> tugboat.api.v1.ResourceRequirements.LimitsEntry
 	24, // 41: tugboat.api.v1.Probe.exec:type_name -> tugboat.api.v1.ExecAction
 	25, // 42: tugboat.api.v1.Probe.http_get:type_name -> tugboat.api.v1.HTTPGetAction
 	27, // 43: tugboat.api.v1.Probe.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
@@ -4720,58 +4788,59 @@ var file_api_v1_core_proto_depIdxs = []int32{
 	30, // 45: tugboat.api.v1.Affinity.node_affinity:type_name -> tugboat.api.v1.NodeAffinity
 	31, // 46: tugboat.api.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.NodeSelector
 	32, // 47: tugboat.api.v1.NodeSelector.node_selector_terms:type_name -> tugboat.api.v1.NodeSelectorTerm
-	73, // 48: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
-	73, // 49: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
-	34, // 50: tugboat.api.v1.Volume.empty_dir:type_name -> tugboat.api.v1.EmptyDirVolumeSource
-	35, // 51: tugboat.api.v1.Volume.host_path:type_name -> tugboat.api.v1.HostPathVolumeSource
-	37, // 52: tugboat.api.v1.Volume.config_map:type_name -> tugboat.api.v1.ConfigMapVolumeSource
-	38, // 53: tugboat.api.v1.Volume.secret:type_name -> tugboat.api.v1.SecretVolumeSource
-	36, // 54: tugboat.api.v1.ConfigMapVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
-	36, // 55: tugboat.api.v1.SecretVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
-	72, // 56: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
-	71, // 57: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	40, // 58: tugboat.api.v1.PodStatus.container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	40, // 59: tugboat.api.v1.PodStatus.init_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	41, // 60: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
-	41, // 61: tugboat.api.v1.ContainerStatus.last_state:type_name -> tugboat.api.v1.ContainerState
-	42, // 62: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
-	43, // 63: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
-	44, // 64: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
-	71, // 65: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	71, // 66: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	71, // 67: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	70, // 68: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	46, // 69: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
-	47, // 70: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
-	71, // 71: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
-	71, // 72: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
-	70, // 73: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	49, // 74: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
-	71, // 75: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
-	71, // 76: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
-	70, // 77: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	65, // 78: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
-	66, // 79: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
-	70, // 80: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	67, // 81: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
-	68, // 82: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
-	70, // 83: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	53, // 84: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
-	55, // 85: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
-	69, // 86: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
-	54, // 87: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
-	72, // 88: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
-	70, // 89: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	57, // 90: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
-	58, // 91: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
-	58, // 92: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
-	59, // 93: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
-	46, // 94: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
-	95, // [95:95] is the sub-list for method output_type
-	95, // [95:95] is the sub-list for method input_type
-	95, // [95:95] is the sub-list for extension type_name
-	95, // [95:95] is the sub-list for extension extendee
-	0,  // [0:95] is the sub-list for field type_name
+	74, // 48: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	74, // 49: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	35, // 50: tugboat.api.v1.Volume.empty_dir:type_name -> tugboat.api.v1.EmptyDirVolumeSource
+	36, // 51: tugboat.api.v1.Volume.host_path:type_name -> tugboat.api.v1.HostPathVolumeSource
+	38, // 52: tugboat.api.v1.Volume.config_map:type_name -> tugboat.api.v1.ConfigMapVolumeSource
+	39, // 53: tugboat.api.v1.Volume.secret:type_name -> tugboat.api.v1.SecretVolumeSource
+	34, // 54: tugboat.api.v1.Volume.persistent_volume_claim:type_name -> tugboat.api.v1.PersistentVolumeClaimVolumeSource
+	37, // 55: tugboat.api.v1.ConfigMapVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
+	37, // 56: tugboat.api.v1.SecretVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
+	73, // 57: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
+	72, // 58: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	41, // 59: tugboat.api.v1.PodStatus.container_statuses:type_name -> tugboat.api.v1.ContainerStatus
+	41, // 60: tugboat.api.v1.PodStatus.init_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
+	42, // 61: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
+	42, // 62: tugboat.api.v1.ContainerStatus.last_state:type_name -> tugboat.api.v1.ContainerState
+	43, // 63: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
+	44, // 64: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
+	45, // 65: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
+	72, // 66: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	72, // 67: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	72, // 68: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	71, // 69: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	47, // 70: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
+	48, // 71: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
+	72, // 72: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
+	72, // 73: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
+	71, // 74: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	50, // 75: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
+	72, // 76: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
+	72, // 77: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
+	71, // 78: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	66, // 79: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
+	67, // 80: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
+	71, // 81: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	68, // 82: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
+	69, // 83: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
+	71, // 84: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	54, // 85: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
+	56, // 86: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
+	70, // 87: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
+	55, // 88: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
+	73, // 89: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
+	71, // 90: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	58, // 91: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
+	59, // 92: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
+	59, // 93: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
+	60, // 94: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
+	47, // 95: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
+	96, // [96:96] is the sub-list for method output_type
+	96, // [96:96] is the sub-list for method input_type
+	96, // [96:96] is the sub-list for extension type_name
+	96, // [96:96] is the sub-list for extension extendee
+	0,  // [0:96] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_core_proto_init() }
@@ -4784,16 +4853,16 @@ func file_api_v1_core_proto_init() {
 	file_api_v1_core_proto_msgTypes[12].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[23].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[28].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[36].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[37].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[38].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[39].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_core_proto_rawDesc), len(file_api_v1_core_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   70,
+			NumMessages:   71,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -175,8 +175,12 @@ func volume(errs *Errs, path string, v *v1.Volume, seen map[string]bool) {
 		n++
 		DNSSubdomain(errs, path+".secret.secretName", v.Secret.SecretName)
 	}
+	if v.PersistentVolumeClaim != nil {
+		n++
+		DNSSubdomain(errs, path+".persistentVolumeClaim.claimName", v.PersistentVolumeClaim.ClaimName)
+	}
 	if n != 1 {
-		errs.Add(path, "exactly one of emptyDir, hostPath, configMap or secret must be set (found %d)", n)
+		errs.Add(path, "exactly one of emptyDir, hostPath, configMap, secret or persistentVolumeClaim must be set (found %d)", n)
 	}
 }
 

@@ -17,9 +17,10 @@ var (
 	viewable = []string{"pods", "pods/log", "services", "endpoints", "configmaps", "events", "replicasets", "deployments",
 		"namespaces", "nodes", "leases", "replicasets/status", "deployments/status", "pods/status",
 		"jobs", "jobs/status", "cronjobs", "cronjobs/status", "poddisruptionbudgets", "poddisruptionbudgets/status",
-		"daemonsets", "daemonsets/status", "controllerrevisions", "horizontalpodautoscalers", "horizontalpodautoscalers/status"}
+		"daemonsets", "daemonsets/status", "controllerrevisions", "horizontalpodautoscalers", "horizontalpodautoscalers/status",
+		"persistentvolumeclaims", "persistentvolumes", "storageclasses"}
 	editable = []string{"pods", "pods/exec", "pods/attach", "pods/portforward", "pods/eviction", "pods/log", "services", "endpoints", "configmaps", "secrets", "events",
-		"replicasets", "deployments", "replicasets/scale", "deployments/scale", "jobs", "cronjobs", "poddisruptionbudgets", "daemonsets", "horizontalpodautoscalers"}
+		"replicasets", "deployments", "replicasets/scale", "deployments/scale", "jobs", "cronjobs", "poddisruptionbudgets", "daemonsets", "horizontalpodautoscalers", "persistentvolumeclaims"}
 )
 
 func clusterRole(name string, rules ...*v1.PolicyRule) *v1.ClusterRole {
@@ -53,7 +54,9 @@ func DefaultPolicy() []v1.Object {
 			rule(core, []string{"pods/status"}, []string{"update"}),
 			rule(core, []string{"events"}, []string{"create", "update", "get"}),
 			rule(anyGroup, []string{"leases"}, []string{"get", "create", "update"}),
-			rule(anyGroup, []string{"replicasets", "deployments", "services"}, readVerbs)),
+			rule(anyGroup, []string{"replicasets", "deployments", "statefulsets", "services", "persistentvolumes", "storageclasses"}, readVerbs),
+			// Volume binding: the scheduler names the node of a WaitForFirstConsumer claim.
+			rule(core, []string{"persistentvolumeclaims"}, []string{"get", "list", "watch", "update"})),
 		// The controller-manager gets what its controllers do, no more:
 		// the garbage collector reads, updates (ownerReferences, finalizers)
 		// and deletes what it collects; the workload and endpoints
@@ -62,11 +65,13 @@ func DefaultPolicy() []v1.Object {
 		// token secrets are never returned).
 		clusterRole("system:kube-controller-manager",
 			rule(anyGroup, []string{"pods", "replicasets", "deployments", "jobs", "cronjobs", "daemonsets", "controllerrevisions",
-				"poddisruptionbudgets", "horizontalpodautoscalers", "endpoints", "services", "configmaps", "namespaces", "nodes", "leases"}, gcVerbs),
-			rule(anyGroup, []string{"pods", "replicasets", "jobs", "controllerrevisions", "endpoints"}, []string{"create"}),
+				"poddisruptionbudgets", "horizontalpodautoscalers", "endpoints", "services", "configmaps", "namespaces", "nodes", "leases",
+				"statefulsets", "persistentvolumes", "persistentvolumeclaims", "storageclasses"}, gcVerbs),
+			rule(anyGroup, []string{"pods", "replicasets", "jobs", "controllerrevisions", "endpoints", "persistentvolumes", "persistentvolumeclaims"}, []string{"create"}),
 			rule(anyGroup, []string{"pods/status", "replicasets/status", "deployments/status", "jobs/status", "cronjobs/status",
 				"daemonsets/status", "poddisruptionbudgets/status", "horizontalpodautoscalers/status", "nodes/status",
-				"replicasets/scale", "deployments/scale"}, []string{"get", "update", "patch"}),
+				"replicasets/scale", "deployments/scale", "statefulsets/status", "statefulsets/scale",
+				"persistentvolumes/status", "persistentvolumeclaims/status"}, []string{"get", "update", "patch"}),
 			// The autoscaler reads the kubelets' stats through the apiserver's node relay.
 			rule(core, []string{"nodes/stats"}, []string{"get"}),
 			rule(core, []string{"events"}, []string{"create", "update", "patch", "get"}),
