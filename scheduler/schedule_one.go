@@ -28,6 +28,11 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 		qp.Info = framework.NewPodInfo(pod) // the queue held an older version
 	}
 	start := time.Now()
+	if vi := s.volumes.volumeInfo(pod); vi != nil || qp.Info.Volumes != nil {
+		info := *qp.Info // the queue's PodInfo is shared: decide on a copy
+		info.Volumes = vi
+		qp.Info = &info
+	}
 	s.cache.UpdateSnapshot(s.snapshot)
 	res, fitErr := s.pipeline.Schedule(qp.Info, s.snapshot.Nodes())
 	if fitErr != nil {
@@ -77,11 +82,14 @@ func (s *Scheduler) bind(ctx context.Context, qp *queue.QueuedPod, node string, 
 func (s *Scheduler) doBind(ctx context.Context, qp *queue.QueuedPod, node string, observed int64) {
 	key, meta := qp.Info.Key, qp.Info.Pod.GetMetadata()
 	start := time.Now()
-	_, err := s.client.Objects().Bind(ctx, &v1.BindRequest{
-		Namespace: meta.GetNamespace(), Name: meta.GetName(), NodeName: node,
-		ObservedRevision: observed, Binder: s.cfg.Identity,
-	})
-	err = apierrors.FromGRPC(err)
+	err := s.preBindVolumes(ctx, qp.Info.Volumes, node)
+	if err == nil {
+		_, err = s.client.Objects().Bind(ctx, &v1.BindRequest{
+			Namespace: meta.GetNamespace(), Name: meta.GetName(), NodeName: node,
+			ObservedRevision: observed, Binder: s.cfg.Identity,
+		})
+		err = apierrors.FromGRPC(err)
+	}
 	s.metrics.bind.Observe(time.Since(start).Seconds())
 	if err == nil {
 		s.cache.FinishBinding(key)

@@ -60,6 +60,8 @@ type Scheduler struct {
 	status   *statusWriter
 	metrics  *metrics
 
+	volumes *volumeCaches
+
 	binds  chan struct{} // a slot per bind in flight
 	bindWG sync.WaitGroup
 }
@@ -101,6 +103,7 @@ func New(c *client.Client, cfg Config) (*Scheduler, error) {
 	s.metrics = newMetrics(cfg.Registry, s.queue, s.cache)
 	_ = cfg.Registry.Register(collectors.NewGoCollector())
 	_ = cfg.Registry.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.volumes = newVolumeCaches(c, s)
 	s.pods.AddHandler(s.podHandler())
 	s.nodes.AddHandler(s.nodeHandler())
 	return s, nil
@@ -138,6 +141,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	goRun("pod informer", s.pods.Run)
 	goRun("node informer", s.nodes.Run)
+	goRun("claim informer", s.volumes.pvcs.Run)
+	goRun("volume informer", s.volumes.pvs.Run)
+	goRun("storage class informer", s.volumes.scs.Run)
 	goRun("queue", s.queue.Run)
 	goRun("cache", s.cache.Run)
 	for i := 0; i < s.cfg.EventWriters; i++ {
@@ -163,7 +169,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // runScheduling waits for the caches, then schedules (under leader
 // election if configured) until ctx ends.
 func (s *Scheduler) runScheduling(ctx context.Context) error {
-	if !s.pods.WaitForSync(ctx) || !s.nodes.WaitForSync(ctx) {
+	if !s.pods.WaitForSync(ctx) || !s.nodes.WaitForSync(ctx) || !s.volumes.pvcs.WaitForSync(ctx) ||
+		!s.volumes.pvs.WaitForSync(ctx) || !s.volumes.scs.WaitForSync(ctx) {
 		return nil
 	}
 	st := s.cache.Stats()

@@ -39,6 +39,7 @@ func main() {
 	fs.IntVar(&cfg.CronJob.Workers, "concurrent-cronjob-syncs", 5, "CronJobs synced in parallel")
 	fs.IntVar(&cfg.DaemonSet.Workers, "concurrent-daemonset-syncs", 2, "DaemonSets synced in parallel")
 	fs.DurationVar(&cfg.HorizontalPodAutoscaler.SyncPeriod, "horizontal-pod-autoscaler-sync-period", 15*time.Second, "how often every HorizontalPodAutoscaler measures its pods and rescales")
+	fs.StringVar(&cfg.PersistentVolume.LocalPathDir, "local-path-dir", "/var/lib/tugboat/local-path", "folder on every node under which the local-path provisioner makes volumes")
 	fs.Float64Var(&cfg.HorizontalPodAutoscaler.Tolerance, "horizontal-pod-autoscaler-tolerance", 0.1, "relative metric change an autoscaler ignores")
 	fs.DurationVar(&cfg.Job.PodBackoff, "job-pod-backoff", 10*time.Second, "delay before a Job's failed pod is replaced, doubled per further failure")
 	fs.DurationVar(&cfg.Job.PodBackoffMax, "job-pod-backoff-max", 6*time.Minute, "the longest such delay")

@@ -40,6 +40,7 @@ import (
 	"github.com/tugboat/tugboat/controllers/nodelifecycle"
 	"github.com/tugboat/tugboat/controllers/podautoscaler"
 	"github.com/tugboat/tugboat/controllers/replicaset"
+	"github.com/tugboat/tugboat/controllers/volume"
 )
 
 type entry struct {
@@ -64,6 +65,9 @@ func controllers() []entry {
 		{"cronjob", func(d controller.Deps, c *Config) (controller.Runner, error) { return cronjob.New(d, c.CronJob) }},
 		{"disruption", func(d controller.Deps, c *Config) (controller.Runner, error) { return disruption.New(d, c.Disruption) }},
 		{"daemonset", func(d controller.Deps, c *Config) (controller.Runner, error) { return daemonset.New(d, c.DaemonSet) }},
+		{"persistentvolume-binder", func(d controller.Deps, c *Config) (controller.Runner, error) {
+			return volume.New(d, c.PersistentVolume)
+		}},
 		{"horizontalpodautoscaling", func(d controller.Deps, c *Config) (controller.Runner, error) {
 			return podautoscaler.New(d, c.HorizontalPodAutoscaler)
 		}},

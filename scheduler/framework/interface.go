@@ -20,6 +20,8 @@ const (
 	// PodRemoved: a pod bound to a node was deleted or finished, or an
 	// assumed pod was forgotten: its resources and ports are free again.
 	PodRemoved
+	// VolumeChanged: a claim, volume or class changed (bound, created).
+	VolumeChanged
 	// AllEvents is every event.
 	AllEvents ClusterEvent = 1<<iota - 1
 )

@@ -85,6 +85,23 @@ type PodInfo struct {
 	// AffinityErr is set when the pod's affinity cannot be understood; the
 	// pod then fits no node.
 	AffinityErr error
+	// Volumes are the constraints of the pod's PersistentVolumeClaims, set
+	// for each decision from the scheduler's volume caches (nil: none).
+	Volumes *VolumeInfo
+}
+
+// VolumeInfo is what a pod's claims ask of a node.
+type VolumeInfo struct {
+	// Unschedulable, if set, refuses every node (a claim missing, being
+	// deleted, or unbound with Immediate binding) with this reason.
+	Unschedulable *Status
+	// Bound are the node affinities of the volumes bound to its claims:
+	// a node must match each.
+	Bound [][]labels.NodeSelectorTerm
+	// Waiting are its unbound WaitForFirstConsumer claims, by key; for
+	// each, the node affinities of the volumes that could serve it (nil:
+	// a provisioner can make one on any node).
+	Waiting map[string][][]labels.NodeSelectorTerm
 }
 
 // NewPodInfo computes a pod's scheduling facts.
@@ -145,6 +162,9 @@ func containerRequest(c *v1.Container) Resources {
 		EphemeralStorage: quantity(get("ephemeral-storage"), false),
 	}
 }
+
+// StorageBytes parses a storage size ("1Gi"), 0 if it cannot.
+func StorageBytes(s string) int64 { return quantity(s, false) }
 
 // quantity parses a validated quantity; an empty or bad one counts as 0
 // (the apiserver has validated requests, so a bad one cannot be stored).

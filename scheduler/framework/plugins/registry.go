@@ -11,7 +11,7 @@ import (
 // FilterNames are the filters in the order they run (a node is refused by
 // the first that refuses it, which decides the reason users see).
 func FilterNames() []string {
-	return []string{"NodeReady", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "MaxPods", "NodeResourcesFit"}
+	return []string{"NodeReady", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "VolumeBinding", "NodePorts", "MaxPods", "NodeResourcesFit"}
 }
 
 // DefaultScores are the score plugins with their weights, as --scores
@@ -30,6 +30,8 @@ func newFilter(name string) framework.FilterPlugin {
 		return NewTaintToleration()
 	case "NodeAffinity":
 		return NewNodeAffinity()
+	case "VolumeBinding":
+		return NewVolumeBinding()
 	case "NodePorts":
 		return NewNodePorts()
 	case "MaxPods":
