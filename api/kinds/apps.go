@@ -20,6 +20,9 @@ var appsKinds = []*Kind{
 	{Name: "DaemonSet", Plural: "daemonsets", Short: []string{"ds"}, APIVersion: "apps/v1", Namespaced: true,
 		New: func() v1.Object { return &v1.DaemonSet{} }, Default: typedDefault(defaultDaemonSet), Validate: typed(validation.DaemonSet),
 		ValidateUpdate: typedUpdate(validation.DaemonSetUpdate)},
+	{Name: "StatefulSet", Plural: "statefulsets", Short: []string{"sts"}, APIVersion: "apps/v1", Namespaced: true,
+		New: func() v1.Object { return &v1.StatefulSet{} }, Default: typedDefault(defaultStatefulSet), Validate: typed(validation.StatefulSet),
+		ValidateUpdate: typedUpdate(validation.StatefulSetUpdate), Scale: replicaScale},
 	{Name: "ControllerRevision", Plural: "controllerrevisions", APIVersion: "apps/v1", Namespaced: true,
 		New: func() v1.Object { return &v1.ControllerRevision{} }, Default: noDefault, Validate: typed(validation.ControllerRevision),
 		ValidateUpdate: typedUpdate(validation.ControllerRevisionUpdate)},
@@ -94,6 +97,50 @@ func defaultDaemonSet(d *v1.DaemonSet) {
 	}
 	if s.RevisionHistoryLimit == nil {
 		s.RevisionHistoryLimit = proto.Int32(10)
+	}
+	defaultTemplate(s.Template)
+}
+
+func defaultStatefulSet(ss *v1.StatefulSet) {
+	s := ss.Spec
+	if s == nil {
+		return
+	}
+	if s.Replicas == nil {
+		s.Replicas = proto.Int32(1)
+	}
+	if s.PodManagementPolicy == "" {
+		s.PodManagementPolicy = "OrderedReady"
+	}
+	if s.UpdateStrategy == nil {
+		s.UpdateStrategy = &v1.StatefulSetUpdateStrategy{}
+	}
+	if s.UpdateStrategy.Type == "" {
+		s.UpdateStrategy.Type = "RollingUpdate"
+	}
+	if s.UpdateStrategy.Type == "RollingUpdate" {
+		if s.UpdateStrategy.RollingUpdate == nil {
+			s.UpdateStrategy.RollingUpdate = &v1.RollingUpdateStatefulSetStrategy{}
+		}
+		if s.UpdateStrategy.RollingUpdate.Partition == nil {
+			s.UpdateStrategy.RollingUpdate.Partition = proto.Int32(0)
+		}
+	}
+	if s.RevisionHistoryLimit == nil {
+		s.RevisionHistoryLimit = proto.Int32(10)
+	}
+	if s.PersistentVolumeClaimRetentionPolicy == nil {
+		s.PersistentVolumeClaimRetentionPolicy = &v1.StatefulSetPersistentVolumeClaimRetentionPolicy{}
+	}
+	if p := s.PersistentVolumeClaimRetentionPolicy; p.WhenDeleted == "" {
+		p.WhenDeleted = "Retain"
+	}
+	if p := s.PersistentVolumeClaimRetentionPolicy; p.WhenScaled == "" {
+		p.WhenScaled = "Retain"
+	}
+	for _, c := range s.VolumeClaimTemplates {
+		defaultPVC(c)
+		c.Status = nil
 	}
 	defaultTemplate(s.Template)
 }

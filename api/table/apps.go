@@ -13,6 +13,7 @@ var apps = map[string]def{
 	"Deployment":         kindDef(deploymentColumns, deploymentCells),
 	"ReplicaSet":         kindDef(replicaSetColumns, replicaSetCells),
 	"DaemonSet":          kindDef(daemonSetColumns, daemonSetCells),
+	"StatefulSet":        kindDef(statefulSetColumns, statefulSetCells),
 	"ControllerRevision": kindDef(controllerRevisionColumns, controllerRevisionCells),
 }
 
@@ -111,4 +112,16 @@ func controllerRevisionCells(r *v1.ControllerRevision, now time.Time) []any {
 		}
 	}
 	return []any{r.Metadata.GetName(), owner, r.GetRevision(), Age(r.Metadata.GetCreationTimestamp(), now)}
+}
+
+var statefulSetColumns = append([]Column{
+	nameColumn,
+	{Name: "Ready", Type: "string", Description: "Ready replicas out of the desired ones."},
+	ageColumn,
+}, templateColumns[:2]...)
+
+func statefulSetCells(s *v1.StatefulSet, now time.Time) []any {
+	cells := templateCells(s.GetSpec().GetTemplate(), nil)
+	return append([]any{s.Metadata.GetName(), fmt.Sprintf("%d/%d", s.GetStatus().GetReadyReplicas(), s.GetSpec().GetReplicas()),
+		Age(s.Metadata.GetCreationTimestamp(), now)}, cells[:2]...)
 }

@@ -1028,11 +1028,471 @@ func (x *ControllerRevision) GetRevision() int64 {
 	return 0
 }
 
+type StatefulSet struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *ObjectMeta            `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Spec          *StatefulSetSpec       `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
+	Status        *StatefulSetStatus     `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StatefulSet) Reset() {
+	*x = StatefulSet{}
+	mi := &file_api_v1_apps_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatefulSet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatefulSet) ProtoMessage() {}
+
+func (x *StatefulSet) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_apps_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatefulSet.ProtoReflect.Descriptor instead.
+func (*StatefulSet) Descriptor() ([]byte, []int) {
+	return file_api_v1_apps_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *StatefulSet) GetMetadata() *ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *StatefulSet) GetSpec() *StatefulSetSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *StatefulSet) GetStatus() *StatefulSetStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+type StatefulSetSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Defaulted to 1.
+	Replicas *int32           `protobuf:"varint,1,opt,name=replicas,proto3,oneof" json:"replicas,omitempty"`
+	Selector *LabelSelector   `protobuf:"bytes,2,opt,name=selector,proto3" json:"selector,omitempty"`
+	Template *PodTemplateSpec `protobuf:"bytes,3,opt,name=template,proto3" json:"template,omitempty"`
+	// A claim per pod and template, <template>-<set>-<ordinal>, made before
+	// the pod and kept (unless persistentVolumeClaimRetentionPolicy says
+	// Delete) when the pod or the set goes.
+	VolumeClaimTemplates []*PersistentVolumeClaim `protobuf:"bytes,4,rep,name=volume_claim_templates,json=volumeClaimTemplates,proto3" json:"volume_claim_templates,omitempty"`
+	// The governing headless Service: pods are <set>-<ordinal>.<service>.
+	ServiceName string `protobuf:"bytes,5,opt,name=service_name,json=serviceName,proto3" json:"service_name,omitempty"`
+	// OrderedReady (default: one pod at a time, in order) or Parallel.
+	PodManagementPolicy string                     `protobuf:"bytes,6,opt,name=pod_management_policy,json=podManagementPolicy,proto3" json:"pod_management_policy,omitempty"`
+	UpdateStrategy      *StatefulSetUpdateStrategy `protobuf:"bytes,7,opt,name=update_strategy,json=updateStrategy,proto3" json:"update_strategy,omitempty"`
+	// Defaulted to 10.
+	RevisionHistoryLimit                 *int32                                           `protobuf:"varint,8,opt,name=revision_history_limit,json=revisionHistoryLimit,proto3,oneof" json:"revision_history_limit,omitempty"`
+	MinReadySeconds                      int32                                            `protobuf:"varint,9,opt,name=min_ready_seconds,json=minReadySeconds,proto3" json:"min_ready_seconds,omitempty"`
+	PersistentVolumeClaimRetentionPolicy *StatefulSetPersistentVolumeClaimRetentionPolicy `protobuf:"bytes,10,opt,name=persistent_volume_claim_retention_policy,json=persistentVolumeClaimRetentionPolicy,proto3" json:"persistent_volume_claim_retention_policy,omitempty"`
+	unknownFields                        protoimpl.UnknownFields
+	sizeCache                            protoimpl.SizeCache
+}
+
+func (x *StatefulSetSpec) Reset() {
+	*x = StatefulSetSpec{}
+	mi := &file_api_v1_apps_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatefulSetSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatefulSetSpec) ProtoMessage() {}
+
+func (x *StatefulSetSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_apps_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatefulSetSpec.ProtoReflect.Descriptor instead.
+func (*StatefulSetSpec) Descriptor() ([]byte, []int) {
+	return file_api_v1_apps_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *StatefulSetSpec) GetReplicas() int32 {
+	if x != nil && x.Replicas != nil {
+		return *x.Replicas
+	}
+	return 0
+}
+
+func (x *StatefulSetSpec) GetSelector() *LabelSelector {
+	if x != nil {
+		return x.Selector
+	}
+	return nil
+}
+
+func (x *StatefulSetSpec) GetTemplate() *PodTemplateSpec {
+	if x != nil {
+		return x.Template
+	}
+	return nil
+}
+
+func (x *StatefulSetSpec) GetVolumeClaimTemplates() []*PersistentVolumeClaim {
+	if x != nil {
+		return x.VolumeClaimTemplates
+	}
+	return nil
+}
+
+func (x *StatefulSetSpec) GetServiceName() string {
+	if x != nil {
+		return x.ServiceName
+	}
+	return ""
+}
+
+func (x *StatefulSetSpec) GetPodManagementPolicy() string {
+	if x != nil {
+		return x.PodManagementPolicy
+	}
+	return ""
+}
+
+func (x *StatefulSetSpec) GetUpdateStrategy() *StatefulSetUpdateStrategy {
+	if x != nil {
+		return x.UpdateStrategy
+	}
+	return nil
+}
+
+func (x *StatefulSetSpec) GetRevisionHistoryLimit() int32 {
+	if x != nil && x.RevisionHistoryLimit != nil {
+		return *x.RevisionHistoryLimit
+	}
+	return 0
+}
+
+func (x *StatefulSetSpec) GetMinReadySeconds() int32 {
+	if x != nil {
+		return x.MinReadySeconds
+	}
+	return 0
+}
+
+func (x *StatefulSetSpec) GetPersistentVolumeClaimRetentionPolicy() *StatefulSetPersistentVolumeClaimRetentionPolicy {
+	if x != nil {
+		return x.PersistentVolumeClaimRetentionPolicy
+	}
+	return nil
+}
+
+type StatefulSetUpdateStrategy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// RollingUpdate (default) or OnDelete.
+	Type          string                            `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	RollingUpdate *RollingUpdateStatefulSetStrategy `protobuf:"bytes,2,opt,name=rolling_update,json=rollingUpdate,proto3" json:"rolling_update,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StatefulSetUpdateStrategy) Reset() {
+	*x = StatefulSetUpdateStrategy{}
+	mi := &file_api_v1_apps_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatefulSetUpdateStrategy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatefulSetUpdateStrategy) ProtoMessage() {}
+
+func (x *StatefulSetUpdateStrategy) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_apps_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatefulSetUpdateStrategy.ProtoReflect.Descriptor instead.
+func (*StatefulSetUpdateStrategy) Descriptor() ([]byte, []int) {
+	return file_api_v1_apps_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *StatefulSetUpdateStrategy) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *StatefulSetUpdateStrategy) GetRollingUpdate() *RollingUpdateStatefulSetStrategy {
+	if x != nil {
+		return x.RollingUpdate
+	}
+	return nil
+}
+
+type RollingUpdateStatefulSetStrategy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Ordinals below it keep the old template (default 0).
+	Partition *int32 `protobuf:"varint,1,opt,name=partition,proto3,oneof" json:"partition,omitempty"`
+	// Not served (Kubernetes' alpha MaxUnavailableStatefulSet): refused.
+	MaxUnavailable string `protobuf:"bytes,2,opt,name=max_unavailable,json=maxUnavailable,proto3" json:"max_unavailable,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *RollingUpdateStatefulSetStrategy) Reset() {
+	*x = RollingUpdateStatefulSetStrategy{}
+	mi := &file_api_v1_apps_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RollingUpdateStatefulSetStrategy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RollingUpdateStatefulSetStrategy) ProtoMessage() {}
+
+func (x *RollingUpdateStatefulSetStrategy) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_apps_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RollingUpdateStatefulSetStrategy.ProtoReflect.Descriptor instead.
+func (*RollingUpdateStatefulSetStrategy) Descriptor() ([]byte, []int) {
+	return file_api_v1_apps_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *RollingUpdateStatefulSetStrategy) GetPartition() int32 {
+	if x != nil && x.Partition != nil {
+		return *x.Partition
+	}
+	return 0
+}
+
+func (x *RollingUpdateStatefulSetStrategy) GetMaxUnavailable() string {
+	if x != nil {
+		return x.MaxUnavailable
+	}
+	return ""
+}
+
+type StatefulSetPersistentVolumeClaimRetentionPolicy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Retain (default) or Delete: the claims when the set is deleted.
+	WhenDeleted string `protobuf:"bytes,1,opt,name=when_deleted,json=whenDeleted,proto3" json:"when_deleted,omitempty"`
+	// Retain (default) or Delete: the claims of ordinals scaled away.
+	WhenScaled    string `protobuf:"bytes,2,opt,name=when_scaled,json=whenScaled,proto3" json:"when_scaled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StatefulSetPersistentVolumeClaimRetentionPolicy) Reset() {
+	*x = StatefulSetPersistentVolumeClaimRetentionPolicy{}
+	mi := &file_api_v1_apps_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatefulSetPersistentVolumeClaimRetentionPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatefulSetPersistentVolumeClaimRetentionPolicy) ProtoMessage() {}
+
+func (x *StatefulSetPersistentVolumeClaimRetentionPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_apps_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatefulSetPersistentVolumeClaimRetentionPolicy.ProtoReflect.Descriptor instead.
+func (*StatefulSetPersistentVolumeClaimRetentionPolicy) Descriptor() ([]byte, []int) {
+	return file_api_v1_apps_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *StatefulSetPersistentVolumeClaimRetentionPolicy) GetWhenDeleted() string {
+	if x != nil {
+		return x.WhenDeleted
+	}
+	return ""
+}
+
+func (x *StatefulSetPersistentVolumeClaimRetentionPolicy) GetWhenScaled() string {
+	if x != nil {
+		return x.WhenScaled
+	}
+	return ""
+}
+
+type StatefulSetStatus struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	ObservedGeneration int64                  `protobuf:"varint,1,opt,name=observed_generation,json=observedGeneration,proto3" json:"observed_generation,omitempty"`
+	Replicas           int32                  `protobuf:"varint,2,opt,name=replicas,proto3" json:"replicas,omitempty"`
+	ReadyReplicas      int32                  `protobuf:"varint,3,opt,name=ready_replicas,json=readyReplicas,proto3" json:"ready_replicas,omitempty"`
+	CurrentReplicas    int32                  `protobuf:"varint,4,opt,name=current_replicas,json=currentReplicas,proto3" json:"current_replicas,omitempty"`
+	UpdatedReplicas    int32                  `protobuf:"varint,5,opt,name=updated_replicas,json=updatedReplicas,proto3" json:"updated_replicas,omitempty"`
+	CurrentRevision    string                 `protobuf:"bytes,6,opt,name=current_revision,json=currentRevision,proto3" json:"current_revision,omitempty"`
+	UpdateRevision     string                 `protobuf:"bytes,7,opt,name=update_revision,json=updateRevision,proto3" json:"update_revision,omitempty"`
+	CollisionCount     *int32                 `protobuf:"varint,8,opt,name=collision_count,json=collisionCount,proto3,oneof" json:"collision_count,omitempty"`
+	Conditions         []*Condition           `protobuf:"bytes,9,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	AvailableReplicas  int32                  `protobuf:"varint,10,opt,name=available_replicas,json=availableReplicas,proto3" json:"available_replicas,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *StatefulSetStatus) Reset() {
+	*x = StatefulSetStatus{}
+	mi := &file_api_v1_apps_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatefulSetStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatefulSetStatus) ProtoMessage() {}
+
+func (x *StatefulSetStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_apps_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatefulSetStatus.ProtoReflect.Descriptor instead.
+func (*StatefulSetStatus) Descriptor() ([]byte, []int) {
+	return file_api_v1_apps_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *StatefulSetStatus) GetObservedGeneration() int64 {
+	if x != nil {
+		return x.ObservedGeneration
+	}
+	return 0
+}
+
+func (x *StatefulSetStatus) GetReplicas() int32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return 0
+}
+
+func (x *StatefulSetStatus) GetReadyReplicas() int32 {
+	if x != nil {
+		return x.ReadyReplicas
+	}
+	return 0
+}
+
+func (x *StatefulSetStatus) GetCurrentReplicas() int32 {
+	if x != nil {
+		return x.CurrentReplicas
+	}
+	return 0
+}
+
+func (x *StatefulSetStatus) GetUpdatedReplicas() int32 {
+	if x != nil {
+		return x.UpdatedReplicas
+	}
+	return 0
+}
+
+func (x *StatefulSetStatus) GetCurrentRevision() string {
+	if x != nil {
+		return x.CurrentRevision
+	}
+	return ""
+}
+
+func (x *StatefulSetStatus) GetUpdateRevision() string {
+	if x != nil {
+		return x.UpdateRevision
+	}
+	return ""
+}
+
+func (x *StatefulSetStatus) GetCollisionCount() int32 {
+	if x != nil && x.CollisionCount != nil {
+		return *x.CollisionCount
+	}
+	return 0
+}
+
+func (x *StatefulSetStatus) GetConditions() []*Condition {
+	if x != nil {
+		return x.Conditions
+	}
+	return nil
+}
+
+func (x *StatefulSetStatus) GetAvailableReplicas() int32 {
+	if x != nil {
+		return x.AvailableReplicas
+	}
+	return 0
+}
+
 var File_api_v1_apps_proto protoreflect.FileDescriptor
 
 const file_api_v1_apps_proto_rawDesc = "" +
 	"\n" +
-	"\x11api/v1/apps.proto\x12\x0etugboat.api.v1\x1a\x11api/v1/meta.proto\x1a\x11api/v1/core.proto\x1a\x14api/v1/options.proto\"\xb2\x01\n" +
+	"\x11api/v1/apps.proto\x12\x0etugboat.api.v1\x1a\x11api/v1/meta.proto\x1a\x11api/v1/core.proto\x1a\x19api/v1/core_volumes.proto\x1a\x14api/v1/options.proto\"\xb2\x01\n" +
 	"\n" +
 	"ReplicaSet\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x122\n" +
@@ -1123,7 +1583,52 @@ const file_api_v1_apps_proto_rawDesc = "" +
 	"\x12ControllerRevision\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x12;\n" +
 	"\btemplate\x18\x02 \x01(\v2\x1f.tugboat.api.v1.PodTemplateSpecR\btemplate\x12\x1a\n" +
-	"\brevision\x18\x03 \x01(\x03R\brevisionB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
+	"\brevision\x18\x03 \x01(\x03R\brevision\"\xb5\x01\n" +
+	"\vStatefulSet\x126\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x123\n" +
+	"\x04spec\x18\x02 \x01(\v2\x1f.tugboat.api.v1.StatefulSetSpecR\x04spec\x129\n" +
+	"\x06status\x18\x03 \x01(\v2!.tugboat.api.v1.StatefulSetStatusR\x06status\"\xdb\x05\n" +
+	"\x0fStatefulSetSpec\x12\x1f\n" +
+	"\breplicas\x18\x01 \x01(\x05H\x00R\breplicas\x88\x01\x01\x129\n" +
+	"\bselector\x18\x02 \x01(\v2\x1d.tugboat.api.v1.LabelSelectorR\bselector\x12;\n" +
+	"\btemplate\x18\x03 \x01(\v2\x1f.tugboat.api.v1.PodTemplateSpecR\btemplate\x12[\n" +
+	"\x16volume_claim_templates\x18\x04 \x03(\v2%.tugboat.api.v1.PersistentVolumeClaimR\x14volumeClaimTemplates\x12!\n" +
+	"\fservice_name\x18\x05 \x01(\tR\vserviceName\x122\n" +
+	"\x15pod_management_policy\x18\x06 \x01(\tR\x13podManagementPolicy\x12R\n" +
+	"\x0fupdate_strategy\x18\a \x01(\v2).tugboat.api.v1.StatefulSetUpdateStrategyR\x0eupdateStrategy\x129\n" +
+	"\x16revision_history_limit\x18\b \x01(\x05H\x01R\x14revisionHistoryLimit\x88\x01\x01\x12*\n" +
+	"\x11min_ready_seconds\x18\t \x01(\x05R\x0fminReadySeconds\x12\x97\x01\n" +
+	"(persistent_volume_claim_retention_policy\x18\n" +
+	" \x01(\v2?.tugboat.api.v1.StatefulSetPersistentVolumeClaimRetentionPolicyR$persistentVolumeClaimRetentionPolicyB\v\n" +
+	"\t_replicasB\x19\n" +
+	"\x17_revision_history_limit\"\x88\x01\n" +
+	"\x19StatefulSetUpdateStrategy\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12W\n" +
+	"\x0erolling_update\x18\x02 \x01(\v20.tugboat.api.v1.RollingUpdateStatefulSetStrategyR\rrollingUpdate\"|\n" +
+	" RollingUpdateStatefulSetStrategy\x12!\n" +
+	"\tpartition\x18\x01 \x01(\x05H\x00R\tpartition\x88\x01\x01\x12'\n" +
+	"\x0fmax_unavailable\x18\x02 \x01(\tR\x0emaxUnavailableB\f\n" +
+	"\n" +
+	"_partition\"u\n" +
+	"/StatefulSetPersistentVolumeClaimRetentionPolicy\x12!\n" +
+	"\fwhen_deleted\x18\x01 \x01(\tR\vwhenDeleted\x12\x1f\n" +
+	"\vwhen_scaled\x18\x02 \x01(\tR\n" +
+	"whenScaled\"\xdd\x03\n" +
+	"\x11StatefulSetStatus\x12/\n" +
+	"\x13observed_generation\x18\x01 \x01(\x03R\x12observedGeneration\x12\x1a\n" +
+	"\breplicas\x18\x02 \x01(\x05R\breplicas\x12%\n" +
+	"\x0eready_replicas\x18\x03 \x01(\x05R\rreadyReplicas\x12)\n" +
+	"\x10current_replicas\x18\x04 \x01(\x05R\x0fcurrentReplicas\x12)\n" +
+	"\x10updated_replicas\x18\x05 \x01(\x05R\x0fupdatedReplicas\x12)\n" +
+	"\x10current_revision\x18\x06 \x01(\tR\x0fcurrentRevision\x12'\n" +
+	"\x0fupdate_revision\x18\a \x01(\tR\x0eupdateRevision\x12,\n" +
+	"\x0fcollision_count\x18\b \x01(\x05H\x00R\x0ecollisionCount\x88\x01\x01\x129\n" +
+	"\n" +
+	"conditions\x18\t \x03(\v2\x19.tugboat.api.v1.ConditionR\n" +
+	"conditions\x12-\n" +
+	"\x12available_replicas\x18\n" +
+	" \x01(\x05R\x11availableReplicasB\x12\n" +
+	"\x10_collision_countB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
 
 var (
 	file_api_v1_apps_proto_rawDescOnce sync.Once
@@ -1137,57 +1642,74 @@ func file_api_v1_apps_proto_rawDescGZIP() []byte {
 	return file_api_v1_apps_proto_rawDescData
 }
 
-var file_api_v1_apps_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_api_v1_apps_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_api_v1_apps_proto_goTypes = []any{
-	(*ReplicaSet)(nil),              // 0: tugboat.api.v1.ReplicaSet
-	(*ReplicaSetSpec)(nil),          // 1: tugboat.api.v1.ReplicaSetSpec
-	(*ReplicaSetStatus)(nil),        // 2: tugboat.api.v1.ReplicaSetStatus
-	(*Deployment)(nil),              // 3: tugboat.api.v1.Deployment
-	(*DeploymentSpec)(nil),          // 4: tugboat.api.v1.DeploymentSpec
-	(*DeploymentStrategy)(nil),      // 5: tugboat.api.v1.DeploymentStrategy
-	(*RollingUpdateDeployment)(nil), // 6: tugboat.api.v1.RollingUpdateDeployment
-	(*DeploymentStatus)(nil),        // 7: tugboat.api.v1.DeploymentStatus
-	(*DaemonSet)(nil),               // 8: tugboat.api.v1.DaemonSet
-	(*DaemonSetSpec)(nil),           // 9: tugboat.api.v1.DaemonSetSpec
-	(*DaemonSetUpdateStrategy)(nil), // 10: tugboat.api.v1.DaemonSetUpdateStrategy
-	(*RollingUpdateDaemonSet)(nil),  // 11: tugboat.api.v1.RollingUpdateDaemonSet
-	(*DaemonSetStatus)(nil),         // 12: tugboat.api.v1.DaemonSetStatus
-	(*ControllerRevision)(nil),      // 13: tugboat.api.v1.ControllerRevision
-	(*ObjectMeta)(nil),              // 14: tugboat.api.v1.ObjectMeta
-	(*LabelSelector)(nil),           // 15: tugboat.api.v1.LabelSelector
-	(*PodTemplateSpec)(nil),         // 16: tugboat.api.v1.PodTemplateSpec
-	(*Condition)(nil),               // 17: tugboat.api.v1.Condition
+	(*ReplicaSet)(nil),                                      // 0: tugboat.api.v1.ReplicaSet
+	(*ReplicaSetSpec)(nil),                                  // 1: tugboat.api.v1.ReplicaSetSpec
+	(*ReplicaSetStatus)(nil),                                // 2: tugboat.api.v1.ReplicaSetStatus
+	(*Deployment)(nil),                                      // 3: tugboat.api.v1.Deployment
+	(*DeploymentSpec)(nil),                                  // 4: tugboat.api.v1.DeploymentSpec
+	(*DeploymentStrategy)(nil),                              // 5: tugboat.api.v1.DeploymentStrategy
+	(*RollingUpdateDeployment)(nil),                         // 6: tugboat.api.v1.RollingUpdateDeployment
+	(*DeploymentStatus)(nil),                                // 7: tugboat.api.v1.DeploymentStatus
+	(*DaemonSet)(nil),                                       // 8: tugboat.api.v1.DaemonSet
+	(*DaemonSetSpec)(nil),                                   // 9: tugboat.api.v1.DaemonSetSpec
+	(*DaemonSetUpdateStrategy)(nil),                         // 10: tugboat.api.v1.DaemonSetUpdateStrategy
+	(*RollingUpdateDaemonSet)(nil),                          // 11: tugboat.api.v1.RollingUpdateDaemonSet
+	(*DaemonSetStatus)(nil),                                 // 12: tugboat.api.v1.DaemonSetStatus
+	(*ControllerRevision)(nil),                              // 13: tugboat.api.v1.ControllerRevision
+	(*StatefulSet)(nil),                                     // 14: tugboat.api.v1.StatefulSet
+	(*StatefulSetSpec)(nil),                                 // 15: tugboat.api.v1.StatefulSetSpec
+	(*StatefulSetUpdateStrategy)(nil),                       // 16: tugboat.api.v1.StatefulSetUpdateStrategy
+	(*RollingUpdateStatefulSetStrategy)(nil),                // 17: tugboat.api.v1.RollingUpdateStatefulSetStrategy
+	(*StatefulSetPersistentVolumeClaimRetentionPolicy)(nil), // 18: tugboat.api.v1.StatefulSetPersistentVolumeClaimRetentionPolicy
+	(*StatefulSetStatus)(nil),                               // 19: tugboat.api.v1.StatefulSetStatus
+	(*ObjectMeta)(nil),                                      // 20: tugboat.api.v1.ObjectMeta
+	(*LabelSelector)(nil),                                   // 21: tugboat.api.v1.LabelSelector
+	(*PodTemplateSpec)(nil),                                 // 22: tugboat.api.v1.PodTemplateSpec
+	(*Condition)(nil),                                       // 23: tugboat.api.v1.Condition
+	(*PersistentVolumeClaim)(nil),                           // 24: tugboat.api.v1.PersistentVolumeClaim
 }
 var file_api_v1_apps_proto_depIdxs = []int32{
-	14, // 0: tugboat.api.v1.ReplicaSet.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	20, // 0: tugboat.api.v1.ReplicaSet.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	1,  // 1: tugboat.api.v1.ReplicaSet.spec:type_name -> tugboat.api.v1.ReplicaSetSpec
 	2,  // 2: tugboat.api.v1.ReplicaSet.status:type_name -> tugboat.api.v1.ReplicaSetStatus
-	15, // 3: tugboat.api.v1.ReplicaSetSpec.selector:type_name -> tugboat.api.v1.LabelSelector
-	16, // 4: tugboat.api.v1.ReplicaSetSpec.template:type_name -> tugboat.api.v1.PodTemplateSpec
-	17, // 5: tugboat.api.v1.ReplicaSetStatus.conditions:type_name -> tugboat.api.v1.Condition
-	14, // 6: tugboat.api.v1.Deployment.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	21, // 3: tugboat.api.v1.ReplicaSetSpec.selector:type_name -> tugboat.api.v1.LabelSelector
+	22, // 4: tugboat.api.v1.ReplicaSetSpec.template:type_name -> tugboat.api.v1.PodTemplateSpec
+	23, // 5: tugboat.api.v1.ReplicaSetStatus.conditions:type_name -> tugboat.api.v1.Condition
+	20, // 6: tugboat.api.v1.Deployment.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	4,  // 7: tugboat.api.v1.Deployment.spec:type_name -> tugboat.api.v1.DeploymentSpec
 	7,  // 8: tugboat.api.v1.Deployment.status:type_name -> tugboat.api.v1.DeploymentStatus
-	15, // 9: tugboat.api.v1.DeploymentSpec.selector:type_name -> tugboat.api.v1.LabelSelector
-	16, // 10: tugboat.api.v1.DeploymentSpec.template:type_name -> tugboat.api.v1.PodTemplateSpec
+	21, // 9: tugboat.api.v1.DeploymentSpec.selector:type_name -> tugboat.api.v1.LabelSelector
+	22, // 10: tugboat.api.v1.DeploymentSpec.template:type_name -> tugboat.api.v1.PodTemplateSpec
 	5,  // 11: tugboat.api.v1.DeploymentSpec.strategy:type_name -> tugboat.api.v1.DeploymentStrategy
 	6,  // 12: tugboat.api.v1.DeploymentStrategy.rolling_update:type_name -> tugboat.api.v1.RollingUpdateDeployment
-	17, // 13: tugboat.api.v1.DeploymentStatus.conditions:type_name -> tugboat.api.v1.Condition
-	14, // 14: tugboat.api.v1.DaemonSet.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	23, // 13: tugboat.api.v1.DeploymentStatus.conditions:type_name -> tugboat.api.v1.Condition
+	20, // 14: tugboat.api.v1.DaemonSet.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	9,  // 15: tugboat.api.v1.DaemonSet.spec:type_name -> tugboat.api.v1.DaemonSetSpec
 	12, // 16: tugboat.api.v1.DaemonSet.status:type_name -> tugboat.api.v1.DaemonSetStatus
-	15, // 17: tugboat.api.v1.DaemonSetSpec.selector:type_name -> tugboat.api.v1.LabelSelector
-	16, // 18: tugboat.api.v1.DaemonSetSpec.template:type_name -> tugboat.api.v1.PodTemplateSpec
+	21, // 17: tugboat.api.v1.DaemonSetSpec.selector:type_name -> tugboat.api.v1.LabelSelector
+	22, // 18: tugboat.api.v1.DaemonSetSpec.template:type_name -> tugboat.api.v1.PodTemplateSpec
 	10, // 19: tugboat.api.v1.DaemonSetSpec.update_strategy:type_name -> tugboat.api.v1.DaemonSetUpdateStrategy
 	11, // 20: tugboat.api.v1.DaemonSetUpdateStrategy.rolling_update:type_name -> tugboat.api.v1.RollingUpdateDaemonSet
-	17, // 21: tugboat.api.v1.DaemonSetStatus.conditions:type_name -> tugboat.api.v1.Condition
-	14, // 22: tugboat.api.v1.ControllerRevision.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	16, // 23: tugboat.api.v1.ControllerRevision.template:type_name -> tugboat.api.v1.PodTemplateSpec
-	24, // [24:24] is the sub-list for method output_type
-	24, // [24:24] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	23, // 21: tugboat.api.v1.DaemonSetStatus.conditions:type_name -> tugboat.api.v1.Condition
+	20, // 22: tugboat.api.v1.ControllerRevision.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	22, // 23: tugboat.api.v1.ControllerRevision.template:type_name -> tugboat.api.v1.PodTemplateSpec
+	20, // 24: tugboat.api.v1.StatefulSet.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	15, // 25: tugboat.api.v1.StatefulSet.spec:type_name -> tugboat.api.v1.StatefulSetSpec
+	19, // 26: tugboat.api.v1.StatefulSet.status:type_name -> tugboat.api.v1.StatefulSetStatus
+	21, // 27: tugboat.api.v1.StatefulSetSpec.selector:type_name -> tugboat.api.v1.LabelSelector
+	22, // 28: tugboat.api.v1.StatefulSetSpec.template:type_name -> tugboat.api.v1.PodTemplateSpec
+	24, // 29: tugboat.api.v1.StatefulSetSpec.volume_claim_templates:type_name -> tugboat.api.v1.PersistentVolumeClaim
+	16, // 30: tugboat.api.v1.StatefulSetSpec.update_strategy:type_name -> tugboat.api.v1.StatefulSetUpdateStrategy
+	18, // 31: tugboat.api.v1.StatefulSetSpec.persistent_volume_claim_retention_policy:type_name -> tugboat.api.v1.StatefulSetPersistentVolumeClaimRetentionPolicy
+	17, // 32: tugboat.api.v1.StatefulSetUpdateStrategy.rolling_update:type_name -> tugboat.api.v1.RollingUpdateStatefulSetStrategy
+	23, // 33: tugboat.api.v1.StatefulSetStatus.conditions:type_name -> tugboat.api.v1.Condition
+	34, // [34:34] is the sub-list for method output_type
+	34, // [34:34] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_apps_proto_init() }
@@ -1197,18 +1719,22 @@ func file_api_v1_apps_proto_init() {
 	}
 	file_api_v1_meta_proto_init()
 	file_api_v1_core_proto_init()
+	file_api_v1_core_volumes_proto_init()
 	file_api_v1_options_proto_init()
 	file_api_v1_apps_proto_msgTypes[1].OneofWrappers = []any{}
 	file_api_v1_apps_proto_msgTypes[4].OneofWrappers = []any{}
 	file_api_v1_apps_proto_msgTypes[9].OneofWrappers = []any{}
 	file_api_v1_apps_proto_msgTypes[12].OneofWrappers = []any{}
+	file_api_v1_apps_proto_msgTypes[15].OneofWrappers = []any{}
+	file_api_v1_apps_proto_msgTypes[17].OneofWrappers = []any{}
+	file_api_v1_apps_proto_msgTypes[19].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_apps_proto_rawDesc), len(file_api_v1_apps_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

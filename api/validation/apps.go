@@ -3,6 +3,9 @@
 package validation
 
 import (
+	"fmt"
+	"strings"
+
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tugboat/tugboat/api/labels"
@@ -172,6 +175,77 @@ func ControllerRevisionUpdate(old, new *v1.ControllerRevision) Errs {
 	var errs Errs
 	if !proto.Equal(old.GetTemplate(), new.GetTemplate()) {
 		errs.Add("template", "field is immutable")
+	}
+	return errs
+}
+
+// StatefulSet validates a stateful set.
+func StatefulSet(ss *v1.StatefulSet) Errs {
+	var errs Errs
+	s := ss.Spec
+	if !replicatedSpec(&errs, ss.Metadata, s, s != nil) {
+		return errs
+	}
+	if s.ServiceName == "" {
+		errs.Add("spec.serviceName", "required: the headless Service that gives the pods their DNS names")
+	} else {
+		DNSLabel(&errs, "spec.serviceName", s.ServiceName)
+	}
+	OneOf(&errs, "spec.podManagementPolicy", s.PodManagementPolicy, "OrderedReady", "Parallel")
+	if st := s.UpdateStrategy; st != nil {
+		OneOf(&errs, "spec.updateStrategy.type", st.Type, "RollingUpdate", "OnDelete")
+		if ru := st.RollingUpdate; ru != nil {
+			if st.Type == "OnDelete" {
+				errs.Add("spec.updateStrategy.rollingUpdate", "only allowed for updateStrategy type RollingUpdate")
+			}
+			if ru.Partition != nil && *ru.Partition < 0 {
+				errs.Add("spec.updateStrategy.rollingUpdate.partition", "must be greater than or equal to 0")
+			}
+			if ru.MaxUnavailable != "" {
+				errs.Add("spec.updateStrategy.rollingUpdate.maxUnavailable", "not supported (Kubernetes' alpha MaxUnavailableStatefulSet)")
+			}
+		}
+	}
+	if s.RevisionHistoryLimit != nil && *s.RevisionHistoryLimit < 0 {
+		errs.Add("spec.revisionHistoryLimit", "must be >= 0")
+	}
+	if p := s.PersistentVolumeClaimRetentionPolicy; p != nil {
+		OneOf(&errs, "spec.persistentVolumeClaimRetentionPolicy.whenDeleted", p.WhenDeleted, "Retain", "Delete")
+		OneOf(&errs, "spec.persistentVolumeClaimRetentionPolicy.whenScaled", p.WhenScaled, "Retain", "Delete")
+	}
+	names := map[string]bool{}
+	for i, c := range s.VolumeClaimTemplates {
+		cp := fmt.Sprintf("spec.volumeClaimTemplates[%d]", i)
+		if c.GetMetadata().GetName() == "" {
+			errs.Add(cp+".metadata.name", "required")
+			continue
+		}
+		DNSLabel(&errs, cp+".metadata.name", c.Metadata.Name)
+		if names[c.Metadata.Name] {
+			errs.Add(cp+".metadata.name", "%q is duplicated", c.Metadata.Name)
+		}
+		names[c.Metadata.Name] = true
+		tmp := &v1.PersistentVolumeClaim{Metadata: &v1.ObjectMeta{Name: c.Metadata.Name, Namespace: "default"}, Spec: c.Spec}
+		for _, e := range PersistentVolumeClaim(tmp) {
+			if p := strings.TrimPrefix(e.Path, "metadata.namespace"); p == e.Path {
+				errs.Add(cp+"."+e.Path, "%s", e.Msg)
+			}
+		}
+	}
+	return errs
+}
+
+// StatefulSetUpdate checks what may not change in a stateful set: all of
+// the spec but replicas, template, updateStrategy, minReadySeconds,
+// revisionHistoryLimit and persistentVolumeClaimRetentionPolicy (as Kubernetes).
+func StatefulSetUpdate(old, new *v1.StatefulSet) Errs {
+	var errs Errs
+	a, b := proto.Clone(old.GetSpec()).(*v1.StatefulSetSpec), proto.Clone(new.GetSpec()).(*v1.StatefulSetSpec)
+	for _, s := range []*v1.StatefulSetSpec{a, b} {
+		s.Replicas, s.Template, s.UpdateStrategy, s.MinReadySeconds, s.RevisionHistoryLimit, s.PersistentVolumeClaimRetentionPolicy = nil, nil, nil, 0, nil, nil
+	}
+	if !proto.Equal(a, b) {
+		errs.Add("spec", "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden")
 	}
 	return errs
 }

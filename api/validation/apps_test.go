@@ -115,3 +115,27 @@ func TestDaemonSetValidation(t *testing.T) {
 			[]string{"spec.template.spec.restartPolicy"}},
 	})
 }
+
+func statefulSet() *v1.StatefulSet {
+	d := deployment()
+	return &v1.StatefulSet{Metadata: &v1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: &v1.StatefulSetSpec{
+		Replicas: proto.Int32(3), ServiceName: "web", Selector: d.Spec.Selector, Template: d.Spec.Template,
+		VolumeClaimTemplates: []*v1.PersistentVolumeClaim{{Metadata: &v1.ObjectMeta{Name: "www"}, Spec: &v1.PersistentVolumeClaimSpec{
+			AccessModes: []string{"ReadWriteOnce"}, Resources: &v1.VolumeResourceRequirements{Requests: map[string]string{"storage": "1Gi"}}}}},
+	}}
+}
+
+func TestStatefulSetValidation(t *testing.T) {
+	runValidation(t, []validationCase{
+		{"valid", func() v1.Object { return statefulSet() }, nil},
+		{"no serviceName", func() v1.Object { s := statefulSet(); s.Spec.ServiceName = ""; return s }, []string{"spec.serviceName: required"}},
+		{"bad policy", func() v1.Object { s := statefulSet(); s.Spec.PodManagementPolicy = "Random"; return s }, []string{"spec.podManagementPolicy"}},
+		{"claim without size", func() v1.Object { s := statefulSet(); s.Spec.VolumeClaimTemplates[0].Spec.Resources = nil; return s },
+			[]string{"spec.volumeClaimTemplates[0].spec.resources.requests.storage: required"}},
+		{"negative partition", func() v1.Object {
+			s := statefulSet()
+			s.Spec.UpdateStrategy = &v1.StatefulSetUpdateStrategy{Type: "RollingUpdate", RollingUpdate: &v1.RollingUpdateStatefulSetStrategy{Partition: proto.Int32(-1)}}
+			return s
+		}, []string{"spec.updateStrategy.rollingUpdate.partition"}},
+	})
+}

@@ -44,7 +44,7 @@ import (
 )
 
 // HashLabel names the revision of a daemon pod's template.
-const HashLabel = "controller-revision-hash"
+const HashLabel = controller.HashLabel
 
 // Config tunes the controller.
 type Config struct {
@@ -62,19 +62,20 @@ func (c *Config) Validate() error {
 
 // Controller is the DaemonSet controller.
 type Controller struct {
-	dsAPI  *client.Typed[*v1.DaemonSet]
-	podAPI *client.Typed[*v1.Pod]
-	revAPI *client.Typed[*v1.ControllerRevision]
-	dss    controller.Source[*v1.DaemonSet]
-	pods   controller.Source[*v1.Pod]
-	nodes  controller.Source[*v1.Node]
-	revs   controller.Source[*v1.ControllerRevision]
-	owners controller.Owners[*v1.DaemonSet]
-	exp    *controller.Expectations
-	events controller.Recorder
-	loop   *controller.Controller
-	log    *slog.Logger
-	now    func() time.Time
+	dsAPI   *client.Typed[*v1.DaemonSet]
+	podAPI  *client.Typed[*v1.Pod]
+	revAPI  *client.Typed[*v1.ControllerRevision]
+	dss     controller.Source[*v1.DaemonSet]
+	pods    controller.Source[*v1.Pod]
+	nodes   controller.Source[*v1.Node]
+	revs    controller.Source[*v1.ControllerRevision]
+	owners  controller.Owners[*v1.DaemonSet]
+	history controller.History
+	exp     *controller.Expectations
+	events  controller.Recorder
+	loop    *controller.Controller
+	log     *slog.Logger
+	now     func() time.Time
 }
 
 // New builds the controller on the shared informers.
@@ -95,6 +96,7 @@ func New(d controller.Deps, cfg Config) (*Controller, error) {
 		nodes: controller.For[*v1.Node](d.Informers), revs: controller.For[*v1.ControllerRevision](d.Informers),
 		exp: controller.NewExpectations(0), events: d.Recorder, log: log.With("controller", "daemonset"), now: time.Now,
 	}
+	c.history = controller.History{API: c.revAPI, Source: c.revs, Kind: "DaemonSet"}
 	c.owners = controller.Owners[*v1.DaemonSet]{Source: c.dss, Kind: "DaemonSet",
 		Selector: func(ds *v1.DaemonSet) *v1.LabelSelector { return ds.GetSpec().GetSelector() }}
 	c.loop = controller.New(controller.Config{Name: "daemonset", Workers: cfg.Workers, Sync: c.sync, Metrics: d.Metrics, Logger: log,

@@ -38,7 +38,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return controller.Permanent(fmt.Errorf("daemonset %s: spec.selector selects nothing or is invalid: %v", key, err))
 	}
 	satisfied := c.exp.Satisfied(key)
-	hash, err := c.currentRevision(ctx, ds)
+	hash, err := c.history.Current(ctx, ds, ds.GetSpec().GetTemplate())
 	if err != nil {
 		return err
 	}
@@ -55,7 +55,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if satisfied && m.GetDeletionTimestamp() == nil {
 		errs = append(errs, c.manage(ctx, ds, nodes, orphans, hash))
 	}
-	errs = append(errs, c.writeStatus(ctx, ds, nodes), c.cleanupHistory(ctx, ds, pods, hash))
+	errs = append(errs, c.writeStatus(ctx, ds, nodes), c.history.Cleanup(ctx, ds, int(ds.GetSpec().GetRevisionHistoryLimit()), pods, hash))
 	return errors.Join(errs...)
 }
 

@@ -177,3 +177,36 @@ func (d *describer) podsStatus(ctx context.Context, owner *v1.ObjectMeta, select
 	d.kv(0, "Pods Status", fmt.Sprintf("%d Running / %d Waiting / %d Succeeded / %d Failed", running, waiting, succeeded, failed))
 	return nil
 }
+
+func describeStatefulSet(ctx context.Context, d *describer, ss *v1.StatefulSet) error {
+	m, sp, st := ss.GetMetadata(), ss.GetSpec(), ss.GetStatus()
+	d.meta(m, true)
+	d.kv(0, "Selector", table.SelectorString(sp.GetSelector()))
+	d.kv(0, "Replicas", fmt.Sprintf("%d desired | %d total", sp.GetReplicas(), st.GetReplicas()))
+	d.kv(0, "Update Strategy", sp.GetUpdateStrategy().GetType())
+	if ru := sp.GetUpdateStrategy().GetRollingUpdate(); ru != nil {
+		d.kv(1, "Partition", ru.GetPartition())
+	}
+	d.kv(0, "Pod Management Policy", sp.GetPodManagementPolicy())
+	d.kv(0, "Service Name", sp.GetServiceName())
+	if err := d.podsStatus(ctx, m, sp.GetSelector()); err != nil {
+		return err
+	}
+	d.text(0, "Pod Template:")
+	d.podTemplate(1, sp.GetTemplate())
+	d.text(0, "Volume Claims:")
+	if len(sp.GetVolumeClaimTemplates()) == 0 {
+		d.text(1, "<none>")
+	}
+	for _, c := range sp.GetVolumeClaimTemplates() {
+		d.kv(1, "Name", c.GetMetadata().GetName())
+		d.kv(1, "StorageClass", c.GetSpec().GetStorageClassName())
+		d.kv(1, "Capacity", c.GetSpec().GetResources().GetRequests()["storage"])
+		d.kv(1, "Access Modes", table.AccessModes(c.GetSpec().GetAccessModes()))
+	}
+	if p := sp.GetPersistentVolumeClaimRetentionPolicy(); p != nil {
+		d.kv(0, "PVC Retention Policy", fmt.Sprintf("whenDeleted %s, whenScaled %s", p.GetWhenDeleted(), p.GetWhenScaled()))
+	}
+	d.conditions(st.GetConditions(), true)
+	return d.events(ctx, ss)
+}
