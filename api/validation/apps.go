@@ -183,6 +183,22 @@ func ControllerRevisionUpdate(old, new *v1.ControllerRevision) Errs {
 func StatefulSet(ss *v1.StatefulSet) Errs {
 	var errs Errs
 	s := ss.Spec
+	if s != nil && s.Template.GetSpec() != nil && len(s.VolumeClaimTemplates) > 0 {
+		// The template's containers may mount the claims' volumes: check
+		// it with them, as the controller makes its pods.
+		s = proto.Clone(s).(*v1.StatefulSetSpec)
+		for _, c := range s.VolumeClaimTemplates {
+			name := c.GetMetadata().GetName()
+			have := false
+			for _, v := range s.Template.Spec.Volumes {
+				have = have || v.Name == name
+			}
+			if !have && name != "" {
+				s.Template.Spec.Volumes = append(s.Template.Spec.Volumes, &v1.Volume{Name: name,
+					PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: name}})
+			}
+		}
+	}
 	if !replicatedSpec(&errs, ss.Metadata, s, s != nil) {
 		return errs
 	}

@@ -38,6 +38,7 @@ func main() {
 	fs.IntVar(&cfg.Job.Workers, "concurrent-job-syncs", 5, "Jobs synced in parallel")
 	fs.IntVar(&cfg.CronJob.Workers, "concurrent-cronjob-syncs", 5, "CronJobs synced in parallel")
 	fs.IntVar(&cfg.DaemonSet.Workers, "concurrent-daemonset-syncs", 2, "DaemonSets synced in parallel")
+	fs.IntVar(&cfg.StatefulSet.Workers, "concurrent-statefulset-syncs", 5, "StatefulSets synced in parallel")
 	fs.DurationVar(&cfg.HorizontalPodAutoscaler.SyncPeriod, "horizontal-pod-autoscaler-sync-period", 15*time.Second, "how often every HorizontalPodAutoscaler measures its pods and rescales")
 	fs.StringVar(&cfg.PersistentVolume.LocalPathDir, "local-path-dir", "/var/lib/tugboat/local-path", "folder on every node under which the local-path provisioner makes volumes")
 	fs.Float64Var(&cfg.HorizontalPodAutoscaler.Tolerance, "horizontal-pod-autoscaler-tolerance", 0.1, "relative metric change an autoscaler ignores")

@@ -21,6 +21,7 @@ import (
 	"github.com/tugboat/tugboat/controllers/nodelifecycle"
 	"github.com/tugboat/tugboat/controllers/podautoscaler"
 	"github.com/tugboat/tugboat/controllers/replicaset"
+	"github.com/tugboat/tugboat/controllers/statefulset"
 	"github.com/tugboat/tugboat/controllers/volume"
 )
 
@@ -57,6 +58,7 @@ type Config struct {
 	// HorizontalPodAutoscaler tunes the autoscaler controller.
 	HorizontalPodAutoscaler podautoscaler.Config
 	PersistentVolume        volume.Config
+	StatefulSet             statefulset.Config
 
 	Logger *slog.Logger
 }
@@ -100,7 +102,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("--leader-elect-renew-deadline (%s) must be shorter than --leader-elect-lease-duration (%s)", le.RenewDeadline, le.LeaseDuration)
 		}
 	}
-	for _, v := range []interface{ Validate() error }{&c.ReplicaSet, &c.Deployment, &c.GarbageCollector, &c.NodeLifecycle, &c.NodeIPAM, &c.Endpoints, &c.Job, &c.CronJob, &c.Disruption, &c.DaemonSet, &c.HorizontalPodAutoscaler, &c.PersistentVolume} {
+	for _, v := range []interface{ Validate() error }{&c.ReplicaSet, &c.Deployment, &c.GarbageCollector, &c.NodeLifecycle, &c.NodeIPAM, &c.Endpoints, &c.Job, &c.CronJob, &c.Disruption, &c.DaemonSet, &c.HorizontalPodAutoscaler, &c.PersistentVolume, &c.StatefulSet} {
 		if err := v.Validate(); err != nil {
 			return err
 		}

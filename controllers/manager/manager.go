@@ -40,6 +40,7 @@ import (
 	"github.com/tugboat/tugboat/controllers/nodelifecycle"
 	"github.com/tugboat/tugboat/controllers/podautoscaler"
 	"github.com/tugboat/tugboat/controllers/replicaset"
+	"github.com/tugboat/tugboat/controllers/statefulset"
 	"github.com/tugboat/tugboat/controllers/volume"
 )
 
@@ -65,6 +66,9 @@ func controllers() []entry {
 		{"cronjob", func(d controller.Deps, c *Config) (controller.Runner, error) { return cronjob.New(d, c.CronJob) }},
 		{"disruption", func(d controller.Deps, c *Config) (controller.Runner, error) { return disruption.New(d, c.Disruption) }},
 		{"daemonset", func(d controller.Deps, c *Config) (controller.Runner, error) { return daemonset.New(d, c.DaemonSet) }},
+		{"statefulset", func(d controller.Deps, c *Config) (controller.Runner, error) {
+			return statefulset.New(d, c.StatefulSet)
+		}},
 		{"persistentvolume-binder", func(d controller.Deps, c *Config) (controller.Runner, error) {
 			return volume.New(d, c.PersistentVolume)
 		}},
