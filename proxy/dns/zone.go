@@ -7,6 +7,8 @@
 //
 //	<svc>.<ns>.svc.cluster.local            A     the ClusterIP (a headless Service: its ready endpoints)
 //	<svc>.<ns>.svc.cluster.local            SRV   one record per named port, target <svc>.<ns>.svc.cluster.local
+//	<host>.<svc>.<ns>.svc.cluster.local     A     a headless Service's ready endpoint whose hostname is <host>
+//	                                        (a pod with spec.hostname and spec.subdomain = the Service: StatefulSet pods)
 //	_<port>._<proto>.<svc>.<ns>.svc.cluster.local  SRV  the named port
 //	anything else under cluster.local       NXDOMAIN (NOERROR with no answer for names that exist with
 //	                                        another type, and for <ns>.svc.cluster.local of a namespace with Services)
@@ -40,6 +42,7 @@ type service struct {
 	clusterIP netip.Addr // invalid: headless
 	ports     []servicePort
 	endpoints []netip.Addr // ready addresses (used for headless Services)
+	hosts     map[string][]netip.Addr // ready addresses by endpoint hostname (headless Services)
 }
 
 // Zone holds the cluster domain's records. It is safe for concurrent use.
@@ -49,11 +52,13 @@ type Zone struct {
 	mu       sync.RWMutex
 	services map[string]map[string]*service // namespace -> name -> service
 	eps      map[string][]netip.Addr        // "ns/name" -> ready addresses
+	hosts    map[string]map[string][]netip.Addr // "ns/name" -> endpoint hostname -> addresses
 }
 
 // NewZone makes an empty zone for domain ("cluster.local").
 func NewZone(domain string) *Zone {
-	return &Zone{domain: fqdn(domain), services: map[string]map[string]*service{}, eps: map[string][]netip.Addr{}}
+	return &Zone{domain: fqdn(domain), services: map[string]map[string]*service{}, eps: map[string][]netip.Addr{},
+		hosts: map[string]map[string][]netip.Addr{}}
 }
 
 // Domain is the zone's fully qualified domain ("cluster.local.").
@@ -84,6 +89,7 @@ func (z *Zone) SetService(svc *v1.Service) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	s.endpoints = z.eps[m.GetNamespace()+"/"+m.GetName()]
+	s.hosts = z.hosts[m.GetNamespace()+"/"+m.GetName()]
 	ns := z.services[m.GetNamespace()]
 	if ns == nil {
 		ns = map[string]*service{}
@@ -107,10 +113,14 @@ func (z *Zone) DeleteService(namespace, name string) {
 // SetEndpoints records a Service's ready addresses (for headless Services).
 func (z *Zone) SetEndpoints(e *v1.Endpoints) {
 	var ips []netip.Addr
+	hosts := map[string][]netip.Addr{}
 	for _, ss := range e.GetSubsets() {
 		for _, a := range ss.GetAddresses() {
 			if ip, err := netip.ParseAddr(a.GetIp()); err == nil && ip.Is4() {
 				ips = append(ips, ip)
+				if h := strings.ToLower(a.GetHostname()); h != "" {
+					hosts[h] = append(hosts[h], ip)
+				}
 			}
 		}
 	}
@@ -120,8 +130,9 @@ func (z *Zone) SetEndpoints(e *v1.Endpoints) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	z.eps[m.GetNamespace()+"/"+m.GetName()] = ips
+	z.hosts[m.GetNamespace()+"/"+m.GetName()] = hosts
 	if s := z.services[m.GetNamespace()][strings.ToLower(m.GetName())]; s != nil {
-		s.endpoints = ips
+		s.endpoints, s.hosts = ips, hosts
 	}
 }
 
@@ -130,8 +141,9 @@ func (z *Zone) DeleteEndpoints(namespace, name string) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	delete(z.eps, namespace+"/"+name)
+	delete(z.hosts, namespace+"/"+name)
 	if s := z.services[namespace][strings.ToLower(name)]; s != nil {
-		s.endpoints = nil
+		s.endpoints, s.hosts = nil, nil
 	}
 }
 
@@ -203,6 +215,10 @@ func (z *Zone) lookup(name string) result {
 		proto, ok := strings.CutPrefix(labels[0], "_")
 		if ok && slices.ContainsFunc(s.ports, func(p servicePort) bool { return p.proto == proto }) {
 			return result{kind: exists}
+		}
+		// <host>.<svc>.<ns>.svc: a headless Service's endpoint by hostname.
+		if ips := s.hosts[labels[0]]; !ok && !s.clusterIP.IsValid() && len(ips) > 0 {
+			return result{kind: exists, a: ips, target: labels[0] + "." + target}
 		}
 	case 5: // _<port>._<proto>.<svc>.<ns>.svc
 		port, ok1 := strings.CutPrefix(labels[0], "_")

@@ -23,7 +23,7 @@ func testZone() *Zone {
 	z.SetService(svcObj("kube-system", "dns", "10.96.0.10", namedPort("dns", "UDP", 53), namedPort("dns-tcp", "TCP", 53)))
 	z.SetService(svcObj("default", "Unnamed", "10.96.0.21", namedPort("", "TCP", 80)))
 	z.SetEndpoints(&v1.Endpoints{Metadata: &v1.ObjectMeta{Namespace: "default", Name: "db"}, Subsets: []*v1.EndpointSubset{{
-		Addresses: []*v1.EndpointAddress{{Ip: "10.244.2.3"}, {Ip: "10.244.1.3"}}, NotReadyAddresses: []*v1.EndpointAddress{{Ip: "10.244.1.9"}}}}})
+		Addresses: []*v1.EndpointAddress{{Ip: "10.244.2.3", Hostname: "db-0"}, {Ip: "10.244.1.3"}}, NotReadyAddresses: []*v1.EndpointAddress{{Ip: "10.244.1.9", Hostname: "db-1"}}}}})
 	z.SetService(svcObj("default", "db", "None", namedPort("pg", "TCP", 5432)))
 	return z
 }
@@ -46,6 +46,9 @@ func TestZoneLookup(t *testing.T) {
 		{"_udp.web.default.svc.cluster.local.", nxdomain, nil, nil},
 		{"_nope._tcp.web.default.svc.cluster.local.", nxdomain, nil, nil},
 		{"nope.default.svc.cluster.local.", nxdomain, nil, nil},
+		{"db-0.db.default.svc.cluster.local.", exists, []string{"10.244.2.3"}, nil}, // a StatefulSet pod of a headless Service
+		{"db-1.db.default.svc.cluster.local.", nxdomain, nil, nil},                  // not ready
+		{"web-0.web.default.svc.cluster.local.", nxdomain, nil, nil},                // not headless
 		{"web.other.svc.cluster.local.", nxdomain, nil, nil},
 		{"default.svc.cluster.local.", exists, nil, nil},
 		{"other.svc.cluster.local.", nxdomain, nil, nil},
