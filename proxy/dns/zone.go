@@ -41,7 +41,7 @@ type servicePort struct {
 type service struct {
 	clusterIP netip.Addr // invalid: headless
 	ports     []servicePort
-	endpoints []netip.Addr // ready addresses (used for headless Services)
+	endpoints []netip.Addr            // ready addresses (used for headless Services)
 	hosts     map[string][]netip.Addr // ready addresses by endpoint hostname (headless Services)
 }
 
@@ -50,8 +50,8 @@ type Zone struct {
 	domain string // "cluster.local." (lower case, fully qualified)
 
 	mu       sync.RWMutex
-	services map[string]map[string]*service // namespace -> name -> service
-	eps      map[string][]netip.Addr        // "ns/name" -> ready addresses
+	services map[string]map[string]*service     // namespace -> name -> service
+	eps      map[string][]netip.Addr            // "ns/name" -> ready addresses
 	hosts    map[string]map[string][]netip.Addr // "ns/name" -> endpoint hostname -> addresses
 }
 
