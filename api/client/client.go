@@ -32,6 +32,10 @@ type Config struct {
 	Token string
 	// UserAgent names the component in the apiserver's logs.
 	UserAgent string
+	// AllowPlaintextToken consents to sending Token without TLS, which New
+	// otherwise refuses; even then only to a loopback Server (a
+	// development apiserver, or a TLS-terminating tunnel on this machine).
+	AllowPlaintextToken bool
 }
 
 // Client is a connection to the apiserver, safe for concurrent use.
@@ -45,6 +49,9 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Server == "" {
 		return nil, fmt.Errorf("client: server address is required (--server or TUGBOAT_SERVER)")
 	}
+	if err := checkTokenTransport(cfg); err != nil {
+		return nil, err
+	}
 	creds := insecure.NewCredentials()
 	if cfg.TLS != nil {
 		creds = credentials.NewTLS(cfg.TLS)
@@ -57,6 +64,11 @@ func New(cfg Config) (*Client, error) {
 	if cfg.UserAgent != "" {
 		opts = append(opts, grpc.WithUserAgent(cfg.UserAgent))
 	}
+	// A failed connection says what is wrong when the two ends do not
+	// speak the same (TLS, plaintext) rather than "error reading server
+	// preface: EOF" (transport.go).
+	tr := &transportHint{server: cfg.Server, tls: cfg.TLS != nil}
+	opts = append(opts, grpc.WithChainUnaryInterceptor(tr.unary), grpc.WithChainStreamInterceptor(tr.stream))
 	if cfg.Token != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(bearer{token: cfg.Token, secure: cfg.TLS != nil}))
 	}

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -68,6 +69,7 @@ func (o *Options) RegisterFlags(root *cobra.Command) {
 	f.StringVar(&o.Flags.CertFile, "cert-file", "", "client certificate presented to the apiserver")
 	f.StringVar(&o.Flags.KeyFile, "key-file", "", "private key of --cert-file")
 	f.StringVar(&o.Flags.TokenFile, "token-file", "", "file holding a bearer token")
+	f.BoolVar(&o.Flags.InsecurePlaintextToken, "insecure-plaintext-token", false, "send the bearer token although there is no CA and so no TLS: only to a loopback apiserver (a token is never sent in the clear otherwise)")
 }
 
 // getenv is Getenv, else os.Getenv.
@@ -82,7 +84,7 @@ func (o *Options) getenv(k string) string {
 // server gets a hint about where the address came from.
 func (o *Options) ErrorMessage(err error) string {
 	msg := err.Error()
-	if errors.Is(err, apierrors.ErrUnavailable) && o.settings != nil {
+	if errors.Is(err, apierrors.ErrUnavailable) && o.settings != nil && !strings.Contains(msg, "speak TLS") && !strings.Contains(msg, "speaks TLS") {
 		msg += fmt.Sprintf(" (is the apiserver running at %s? set by %s)", o.settings.Server, o.settings.ServerFrom)
 	}
 	return msg

@@ -23,6 +23,8 @@ type Settings struct {
 	TokenFile  string
 	// Token is the context's inline token, used when no token file is set.
 	Token string
+	// InsecurePlaintextToken consents to a token over plaintext (loopback only).
+	InsecurePlaintextToken bool
 }
 
 // Flags are the command line's connection flags; empty is unset.
@@ -35,6 +37,10 @@ type Flags struct {
 	CertFile   string // --cert-file
 	KeyFile    string // --key-file
 	TokenFile  string // --token-file
+	// InsecurePlaintextToken is --insecure-plaintext-token: send the
+	// bearer token although there is no CA (plaintext), to a loopback
+	// server only.
+	InsecurePlaintextToken bool
 }
 
 // Path is the config file to use and whether it must exist: --config,
@@ -93,6 +99,7 @@ func Resolve(f Flags, getenv func(string) string) (*Settings, error) {
 	if f.TokenFile == "" && c.TokenFile == "" {
 		s.Token = c.Token
 	}
+	s.InsecurePlaintextToken = f.InsecurePlaintextToken
 	return s, nil
 }
 
@@ -106,5 +113,6 @@ func (s *Settings) ClientConfig(userAgent string) (client.Config, error) {
 	if cfg.Token == "" {
 		cfg.Token = s.Token
 	}
+	cfg.AllowPlaintextToken = s.InsecurePlaintextToken
 	return cfg, nil
 }
