@@ -76,7 +76,8 @@ func (a *authService) Review(ctx context.Context, req *v1.AccessReviewRequest) (
 	}
 	resource, sub, _ := strings.Cut(req.Resource, "/")
 	k, err := kinds.Lookup(resource)
-	if err != nil {
+	_, virtual := virtualResources[resource]
+	if err != nil && !virtual {
 		return nil, err
 	}
 	caller := auth.UserFrom(ctx)
@@ -89,6 +90,12 @@ func (a *authService) Review(ctx context.Context, req *v1.AccessReviewRequest) (
 			return nil, apierrors.New(apierrors.ErrForbidden, "user %q cannot impersonate %q: only members of %s may ask about other users", caller.Name, req.AsUser, auth.GroupMasters)
 		}
 		subject = &auth.User{Name: req.AsUser, Groups: append(append([]string(nil), req.AsGroups...), auth.GroupAuthenticated)}
+	}
+	if virtual && k == nil {
+		if err := a.s.authorizeVirtual(auth.WithUser(ctx, subject), req.Verb, resource, req.Name, ""); err != nil {
+			return &v1.AccessReviewResponse{Allowed: false, Reason: err.Error()}, nil
+		}
+		return &v1.AccessReviewResponse{Allowed: true}, nil
 	}
 	ns := namespaceOf(k, req.Namespace)
 	if k.Name == "ClusterRole" && (req.Verb == "bind" || req.Verb == "escalate") {

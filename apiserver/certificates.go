@@ -198,22 +198,10 @@ func (s *Server) revoke(ctx context.Context, recs []storage.CertRecord, by, reas
 	return recs, nil
 }
 
-// certificatesAttrs is what revoking and listing certificates is
-// authorized as: a resource of the certificates.k8s.io group.
+// authorizeCertificates checks the caller may verb (revoke, list)
+// certificates.
 func (s *Server) authorizeCertificates(ctx context.Context, verb string) error {
-	u := auth.UserFrom(ctx)
-	if u == nil {
-		return nil
-	}
-	a := auth.Attributes{User: u, Verb: verb, APIGroup: "certificates.k8s.io", Resource: "certificates"}
-	if _, isNode := u.NodeName(); isNode {
-		return apierrors.New(apierrors.ErrForbidden, "%s", a.Denied("nodes may not manage certificates"))
-	}
-	if ok, why := s.rbac.Authorize(a); !ok {
-		s.metrics.authFailures.WithLabelValues("authorization").Inc()
-		return apierrors.New(apierrors.ErrForbidden, "%s", a.Denied(why))
-	}
-	return nil
+	return s.authorizeVirtual(ctx, verb, "certificates", "", "")
 }
 
 // RevokeCertificate implements Auth.RevokeCertificate.

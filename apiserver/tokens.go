@@ -136,26 +136,12 @@ func (a *authService) CreateToken(ctx context.Context, req *v1.CreateTokenReques
 // authorizeImpersonation checks the caller may act as user in groups
 // (impersonate on users and groups, Kubernetes' verb for it).
 func (s *Server) authorizeImpersonation(ctx context.Context, user string, groups []string) error {
-	u := auth.UserFrom(ctx)
-	if u == nil {
-		return nil
-	}
-	check := func(resource, name string) error {
-		a := auth.Attributes{User: u, Verb: "impersonate", Resource: resource, Name: name}
-		if _, isNode := u.NodeName(); isNode {
-			return apierrors.New(apierrors.ErrForbidden, "%s", a.Denied("nodes may not impersonate"))
-		}
-		if ok, why := s.rbac.Authorize(a); !ok {
-			s.metrics.authFailures.WithLabelValues("authorization").Inc()
-			return apierrors.New(apierrors.ErrForbidden, "%s", a.Denied(why+" (a token for a user is as strong as impersonating it)"))
-		}
-		return nil
-	}
-	if err := check("users", user); err != nil {
+	const why = " (a token for a user is as strong as impersonating it)"
+	if err := s.authorizeVirtual(ctx, "impersonate", "users", user, why); err != nil {
 		return err
 	}
 	for _, g := range groups {
-		if err := check("groups", g); err != nil {
+		if err := s.authorizeVirtual(ctx, "impersonate", "groups", g, why); err != nil {
 			return err
 		}
 	}

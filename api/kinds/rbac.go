@@ -20,3 +20,13 @@ var rbacKinds = []*Kind{
 		New: func() v1.Object { return &v1.ClusterRoleBinding{} }, Default: noDefault, Validate: typed(validation.ClusterRoleBinding),
 		ValidateUpdate: typedUpdate(validation.ClusterRoleBindingUpdate)},
 }
+
+// NonKindResources are what RBAC rules name besides the kinds, with their
+// API group: users and groups (impersonate: a user token for them),
+// certificates (revoke, list). Access reviews (tugctl auth can-i) accept
+// them as resources.
+var NonKindResources = map[string]string{
+	"users":        "",
+	"groups":       "",
+	"certificates": "certificates.k8s.io",
+}

@@ -155,6 +155,16 @@ func TestAuthWhoAmIAndCanI(t *testing.T) {
 			t.Errorf("vera can-i %v: %v", args, r)
 		}
 	}
+	// Resources RBAC names that are not kinds: impersonating (what a user
+	// token needs) and revoking certificates.
+	for _, args := range [][]string{{"impersonate", "users", "ci"}, {"impersonate", "groups", "system:masters"}, {"revoke", "certificates"}} {
+		if r := e.run(append([]string{"auth", "can-i", "--as", "vera"}, args...)...); r.code != 1 || r.out != "no\n" {
+			t.Errorf("vera can-i %v: %v", args, r)
+		}
+		if r := e.run(append([]string{"auth", "can-i"}, args...)...); r.code != 0 || r.out != "yes\n" {
+			t.Errorf("admin can-i %v: %v", args, r)
+		}
+	}
 	if r := e.run("auth", "can-i", "bind", "clusterroles", "view", "--as", "vera"); r.code != 0 || r.out != "yes\n" || !strings.Contains(r.err, "holds every permission of clusterrole \"view\"") {
 		t.Errorf("vera can-i bind view (she holds it): %v", r)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tugboat/tugboat/api/apierrors"
+	"github.com/tugboat/tugboat/api/kinds"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/cli"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/printers"
@@ -58,16 +59,20 @@ func runCanI(ctx context.Context, o *cli.Options, args []string, f *canIFlags) e
 		return fmt.Errorf("--as-group: needs --as USER")
 	}
 	kind, _, _ := strings.Cut(args[1], "/")
-	k, err := cli.LookupKind(kind)
-	if err != nil {
-		return err
-	}
 	req := &v1.AccessReviewRequest{Verb: args[0], Resource: args[1], AsUser: f.as, AsGroups: f.asGroups}
 	if len(args) == 3 {
 		req.Name = args[2]
 	}
-	if req.Namespace, err = o.ObjectNamespace(k); err != nil {
-		return err
+	// Besides kinds, RBAC names users, groups (impersonate) and
+	// certificates (revoke): cluster-wide.
+	if _, ok := kinds.NonKindResources[kind]; !ok {
+		k, err := cli.LookupKind(kind)
+		if err != nil {
+			return err
+		}
+		if req.Namespace, err = o.ObjectNamespace(k); err != nil {
+			return err
+		}
 	}
 	c, err := o.Client()
 	if err != nil {
