@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
-	"unicode"
 
 	"k8s.io/client-go/util/jsonpath"
 
@@ -13,9 +12,11 @@ import (
 
 // SortBy orders objs by the value at a field path (--sort-by, any of the
 // relaxed forms: .metadata.name, {.status.startTime}), as kubectl does:
-// integers and floats by value, strings in natural order ("web-2" before
-// "web-10"), false before true; objects without the field first. A path
-// no object has is an error naming it.
+// integers and floats by value, strings byte by byte ("web-10" before
+// "web-2", "10.0.0.10" before "10.0.0.9": what kubectl prints against a
+// Kubernetes API, recorded in testdata/kubectl-door), false before true;
+// objects without the field first, objects with equal keys in the order
+// given. A path no object has is an error naming it.
 func SortBy(objs []v1.Object, field string) error {
 	expr, err := RelaxedJSONPath(field)
 	if err != nil {
@@ -70,7 +71,7 @@ func less(a, b *reflect.Value) bool {
 	case isNumber(*a) && isNumber(*b):
 		return asFloat(*a) < asFloat(*b)
 	case a.Kind() == reflect.String && b.Kind() == reflect.String:
-		return NaturalLess(a.String(), b.String())
+		return a.String() < b.String()
 	case a.Kind() == reflect.Bool && b.Kind() == reflect.Bool:
 		return !a.Bool() && b.Bool()
 	}
@@ -94,44 +95,4 @@ func asFloat(v reflect.Value) float64 {
 		return float64(v.Int())
 	}
 	return v.Float()
-}
-
-// NaturalLess compares strings with runs of digits compared as numbers,
-// kubectl's sort order for strings.
-func NaturalLess(a, b string) bool {
-	ra, rb := []rune(a), []rune(b)
-	i, j := 0, 0
-	for i < len(ra) && j < len(rb) {
-		ca, cb := ra[i], rb[j]
-		if unicode.IsDigit(ca) && unicode.IsDigit(cb) {
-			si, sj := i, j
-			for i < len(ra) && unicode.IsDigit(ra[i]) {
-				i++
-			}
-			for j < len(rb) && unicode.IsDigit(rb[j]) {
-				j++
-			}
-			na, nb := trimZeros(ra[si:i]), trimZeros(rb[sj:j])
-			if len(na) != len(nb) {
-				return len(na) < len(nb)
-			}
-			if string(na) != string(nb) {
-				return string(na) < string(nb)
-			}
-			continue
-		}
-		if ca != cb {
-			return ca < cb
-		}
-		i++
-		j++
-	}
-	return len(ra)-i < len(rb)-j
-}
-
-func trimZeros(r []rune) []rune {
-	for len(r) > 1 && r[0] == '0' {
-		r = r[1:]
-	}
-	return r
 }

@@ -33,14 +33,14 @@ func TestGetOutputFormats(t *testing.T) {
 		"NAME     NODE   TIER\nweb-2    n1     back\nweb-10   n2     front\nweb-1    n3     <none>\n" {
 		t.Errorf("custom-columns --sort-by:\n%s", r.out)
 	}
-	if r := mustOK(t, e.run("get", "pods", "--sort-by={.metadata.name}", "-o", "name")); r.out != "pod/web-1\npod/web-2\npod/web-10\n" {
-		t.Errorf("--sort-by name, natural order: %q", r.out)
+	if r := mustOK(t, e.run("get", "pods", "--sort-by={.metadata.name}", "-o", "name")); r.out != "pod/web-1\npod/web-10\npod/web-2\n" {
+		t.Errorf("--sort-by name, byte order as kubectl's: %q", r.out)
 	}
 	if r := mustOK(t, e.run("get", "pods", "-o", "go-template={{range .items}}{{.metadata.name}} {{end}}")); r.out != "web-1 web-10 web-2 " {
 		t.Errorf("go-template: %q", r.out)
 	}
 	r := mustOK(t, e.run("get", "pods", "-L", "tier,app", "--sort-by=.metadata.name"))
-	if rows := fieldsOf(r.out); strings.Join(rows[0], " ") != "NAME READY STATUS RESTARTS AGE TIER APP" || rows[1][0] != "web-1" || rows[1][len(rows[1])-1] != "web" || rows[2][5] != "back" {
+	if rows := fieldsOf(r.out); strings.Join(rows[0], " ") != "NAME READY STATUS RESTARTS AGE TIER APP" || rows[1][0] != "web-1" || rows[1][len(rows[1])-1] != "web" || rows[3][5] != "back" {
 		t.Errorf("-L:\n%s", r.out)
 	}
 	// Several kinds: the kind goes on the NAME cell (events show theirs

@@ -19,5 +19,5 @@ import (
 
 // Commands are the group's commands, for the root command.
 func Commands(o *cli.Options) []*cobra.Command {
-	return []*cobra.Command{newCreateCommand(o), newGetCommand(o), newDeleteCommand(o), newExposeCommand(o), newRunCommand(o), newWaitCommand(o), newSetCommand(o), newEditCommand(o)}
+	return []*cobra.Command{newCreateCommand(o), newGetCommand(o), newDeleteCommand(o), newExposeCommand(o), newRunCommand(o), newWaitCommand(o), newSetCommand(o), newEditCommand(o), newExplainCommand(o)}
 }
