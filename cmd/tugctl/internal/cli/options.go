@@ -61,7 +61,8 @@ type GlobalFlags struct {
 func (o *Options) RegisterFlags(root *cobra.Command) {
 	f := root.PersistentFlags()
 	f.StringVar(&o.Flags.Server, "server", "", "apiserver address host:port (default: $TUGBOAT_SERVER, the config file, 127.0.0.1:6443)")
-	f.StringVar(&o.Flags.ConfigPath, "config", "", "config file (default: $TUGBOAT_CONFIG or ~/.tugboat/config)")
+	f.StringVar(&o.Flags.ConfigPath, "config", "", "config file, tugctl's form or a kubeconfig (default: $TUGBOAT_CONFIG, $KUBECONFIG, ~/.tugboat/config, ~/.kube/config)")
+	f.StringVar(&o.Flags.Kubeconfig, "kubeconfig", "", "kubeconfig file (as --config; kubectl's flag)")
 	f.StringVar(&o.Flags.Context, "context", "", "context of the config file to use (default: its current-context)")
 	f.StringVarP(&o.Flags.Namespace, "namespace", "n", "", "namespace of the request (default: the context's, else \"default\")")
 	f.BoolVarP(&o.Flags.AllNamespaces, "all-namespaces", "A", false, "list across all namespaces")
@@ -112,9 +113,13 @@ func (o *Options) Settings() (*clientconfig.Settings, error) {
 	return s, nil
 }
 
-// ConfigPath is the config file to use and whether it must exist.
-func (o *Options) ConfigPath() (string, bool, error) {
-	return clientconfig.Path(o.Flags.Flags, o.getenv)
+// LoadConfig reads the config files (for tugctl config).
+func (o *Options) LoadConfig() (*clientconfig.Loaded, error) {
+	src, err := clientconfig.FindSources(o.Flags.Flags, o.getenv)
+	if err != nil {
+		return nil, err
+	}
+	return clientconfig.Load(src)
 }
 
 // Client dials the apiserver (once).

@@ -1,23 +1,26 @@
-// Package clientconfig is tugctl's configuration: the config file
-// (~/.tugboat/config, shaped like a kubeconfig: clusters, users and
-// contexts joining them, or the older flat form), and the resolution of
-// the connection settings (flags > environment > the context > defaults)
-// into a client.Config with its TLS files and token read.
+// Package clientconfig is tugctl's configuration: the files it is read
+// from (Sources: --kubeconfig, --config, $TUGBOAT_CONFIG, a $KUBECONFIG
+// list, ~/.tugboat/config, ~/.kube/config), in either form — tugctl's own
+// (ConfigFile: clusters, users and contexts, or the older flat form) or a
+// standard kubeconfig, merged as kubectl merges several — held as
+// client-go's kubeconfig model (Loaded) and written back in the form each
+// file has; and the resolution of the connection settings (flags >
+// environment > the context > defaults) into a client.Config with its TLS
+// material and token read. A kubeconfig's cluster server is the
+// Kubernetes HTTP API kubectl talks to; tugctl talks gRPC to the address
+// in the cluster's tugboat.io/grpc extension, else to that host's port
+// 6443.
 //
-// It is the one place the config file is read and written; it knows
+// It is the one place the config files are read and written; it knows
 // nothing of cobra or of the terminal, so any front end (the CLI, a
 // console) gets the same settings from the same flags.
 package clientconfig
 
 import (
 	"bytes"
-	"cmp"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -90,26 +93,10 @@ type ContextEntry struct {
 	Namespace string `json:"namespace,omitempty"`
 }
 
-// Context is a context as used: its cluster's and user's settings, with
-// file paths made absolute.
-type Context struct {
-	Name                                 string
-	Server, Namespace                    string
-	CAFile, CertFile, KeyFile, TokenFile string
-	Token                                string
-}
-
-// LoadConfigFile reads a config file as written (relative paths stay
-// relative; Context resolves them). A missing file is an empty config when
-// required is false (the default path), an error otherwise.
-func LoadConfigFile(path string, required bool) (*ConfigFile, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) && !required {
-		return &ConfigFile{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("config file: %w", err)
-	}
+// parseConfigFile reads a config file in tugctl's own form as written
+// (relative paths stay relative), checking it strictly: an unknown key, a
+// duplicate name or mixed forms are errors naming them.
+func parseConfigFile(path string, data []byte) (*ConfigFile, error) {
 	var cf ConfigFile
 	if err := yaml.UnmarshalStrict(data, &cf); err != nil {
 		return nil, fmt.Errorf("config file %s: %v", path, err)
@@ -162,95 +149,6 @@ func (cf *ConfigFile) ContextNames() []string {
 // Flat reports whether the file uses the flat form.
 func (cf *ConfigFile) Flat() bool {
 	return cf.Server != "" || cf.Namespace != "" || cf.CAFile != "" || cf.CertFile != "" || cf.KeyFile != "" || cf.TokenFile != ""
-}
-
-// Current is the name of the context in use: current-context, or
-// "default" for a file in the flat form.
-func (cf *ConfigFile) Current() string {
-	if cf.Flat() {
-		return ImplicitContext
-	}
-	return cf.CurrentContext
-}
-
-// Context returns the named context (name "" is the current one) with the
-// paths of path's directory applied. No context at all is an empty one.
-func (cf *ConfigFile) Context(name, path string) (*Context, error) {
-	explicit := name != ""
-	if name == "" {
-		name = cf.Current()
-	}
-	if name == "" {
-		return &Context{}, nil
-	}
-	c := &Context{Name: name}
-	if cf.Flat() {
-		if name != ImplicitContext {
-			return nil, fmt.Errorf("context %q not found: %s has no contexts, only the flat form (context %q)", name, path, ImplicitContext)
-		}
-		c.Server, c.Namespace, c.CAFile, c.CertFile, c.KeyFile, c.TokenFile = cf.Server, cf.Namespace, cf.CAFile, cf.CertFile, cf.KeyFile, cf.TokenFile
-	} else {
-		ctx := cf.FindContext(name)
-		if ctx == nil {
-			what := "current-context"
-			if explicit {
-				what = "--context"
-			}
-			return nil, fmt.Errorf("%s %q: no such context in %s (have: %s)", what, name, path, cmp.Or(strings.Join(cf.ContextNames(), ", "), "<none>"))
-		}
-		c.Namespace = ctx.Namespace
-		if ctx.Cluster != "" {
-			cl := cf.FindCluster(ctx.Cluster)
-			if cl == nil {
-				return nil, fmt.Errorf("context %q: cluster %q is not in %s", name, ctx.Cluster, path)
-			}
-			c.Server, c.CAFile = cl.Server, cl.CAFile
-		}
-		if ctx.User != "" {
-			u := cf.FindUser(ctx.User)
-			if u == nil {
-				return nil, fmt.Errorf("context %q: user %q is not in %s", name, ctx.User, path)
-			}
-			c.CertFile, c.KeyFile, c.TokenFile, c.Token = u.CertFile, u.KeyFile, u.TokenFile, u.Token
-		}
-	}
-	dir := filepath.Dir(path)
-	for _, p := range []*string{&c.CAFile, &c.CertFile, &c.KeyFile, &c.TokenFile} {
-		if *p != "" && !filepath.IsAbs(*p) {
-			*p = filepath.Join(dir, *p)
-		}
-	}
-	return c, nil
-}
-
-// FindCluster is the named cluster entry, or nil.
-func (cf *ConfigFile) FindCluster(name string) *ClusterEntry {
-	for i := range cf.Clusters {
-		if cf.Clusters[i].Name == name {
-			return &cf.Clusters[i]
-		}
-	}
-	return nil
-}
-
-// FindUser is the named user entry, or nil.
-func (cf *ConfigFile) FindUser(name string) *UserEntry {
-	for i := range cf.Users {
-		if cf.Users[i].Name == name {
-			return &cf.Users[i]
-		}
-	}
-	return nil
-}
-
-// FindContext is the named context entry, or nil.
-func (cf *ConfigFile) FindContext(name string) *ContextEntry {
-	for i := range cf.Contexts {
-		if cf.Contexts[i].Name == name {
-			return &cf.Contexts[i]
-		}
-	}
-	return nil
 }
 
 // ToContextForm turns the flat form into a cluster, a user and a context named
