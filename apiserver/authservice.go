@@ -218,7 +218,7 @@ func (a *authService) RenewCertificate(ctx context.Context, req *v1.RenewCertifi
 	if u == nil || u.Method != "certificate" {
 		return nil, apierrors.New(apierrors.ErrForbidden, "only callers with a client certificate may renew it")
 	}
-	node, err := renewableNode(u)
+	node, err := auth.RenewableNode(u)
 	if err != nil {
 		return nil, err
 	}
@@ -238,24 +238,6 @@ func (a *authService) RenewCertificate(ctx context.Context, req *v1.RenewCertifi
 	return &v1.CertificateResponse{Certificate: cert, Ca: ca.PEM}, nil
 }
 
-// renewableNode is the node whose certificate u may renew: u must be a
-// node identity (system:node:<name> in system:nodes, and no other group)
-// with a valid node name.
-func renewableNode(u *auth.User) (string, error) {
-	node, isNode := u.NodeName()
-	if !isNode {
-		return "", apierrors.New(apierrors.ErrForbidden, "user %q: only node certificates are renewed through the API; a user's certificate is renewed by whoever holds the cluster CA (apiserver pki init)", u.Name)
-	}
-	for _, g := range u.Groups {
-		if g != auth.GroupNodes && g != auth.GroupAuthenticated {
-			return "", apierrors.New(apierrors.ErrForbidden, "user %q is also in group %q: such a certificate is not renewed through the API", u.Name, g)
-		}
-	}
-	if err := validation.NodeName("nodeName", node); err != nil {
-		return "", apierrors.New(apierrors.ErrForbidden, "user %q: not a valid node name, not renewed: %v", u.Name, err)
-	}
-	return node, nil
-}
 
 func (a *authService) signer() *pki.CA {
 	if a.s.cfg.Auth == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/tugboat/tugboat/api/pki"
 	"github.com/tugboat/tugboat/api/tokens"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/validation"
 )
 
 type facts struct{}
@@ -89,13 +90,19 @@ func TestNodeAuthorizer(t *testing.T) {
 }
 
 // FuzzAuth feeds odd users, verbs, kinds, tokens and certificate requests
-// through authentication and both authorizers: none may panic, and a
-// non-node, non-master user gets nothing the default policy does not grant.
+// through authentication and both authorizers, odd roles and bindings
+// through the escalation check, odd node names through join's check and
+// odd identities through renewal's: none may panic; a non-node, non-master
+// user gets nothing the default policy does not grant; a role the check
+// lets a user grant grants nothing that user may not do; an accepted node
+// name is a DNS-1123 subdomain; only a plain node identity renews.
 func FuzzAuth(f *testing.F) {
-	f.Add("admin", "system:masters", "get", "pods", "log", "default", "p1", "n1", "Bearer abc123.0123456789abcdef", []byte("-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n"))
-	f.Add("system:node:n1", "system:nodes", "update", "nodes", "status", "", "n1", "", "Bearer ", []byte{})
-	f.Add("", "", "*", "*", "*", "*", "*", "*", "Basic x", []byte("garbage"))
-	r := policy()
+	f.Add("admin", "system:masters", "get", "pods", "log", "default", "p1", "n1", "Bearer abc123.0123456789abcdef", []byte("-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n"), "*,pods/*,get,*")
+	f.Add("system:node:n1", "system:nodes", "update", "nodes", "status", "", "n1", "", "Bearer ", []byte{}, ",pods/status,update,")
+	f.Add("", "", "*", "*", "*", "*", "*", "*", "Basic x", []byte("garbage"), "*,*,*,")
+	f.Add("ann", "devs", "escalate", "roles", "", "team", "r", "NODE-UPPER", "", []byte{}, "rbac.authorization.k8s.io,roles,bind;escalate,cluster-admin")
+	f.Add("system:node:a/b/../c", "system:nodes,system:masters", "bind", "clusterroles", "", "", "cluster-admin", "x,O=system:masters", "", []byte{}, ",*/status,*,")
+	base := policy()
 	ca, err := pki.NewCA("fuzz", time.Hour)
 	if err != nil {
 		f.Fatal(err)
@@ -103,10 +110,10 @@ func FuzzAuth(f *testing.F) {
 	authn, _ := NewAuthenticator("", func(context.Context, string, string) (*v1.Secret, error) {
 		return &v1.Secret{Type: tokens.UserTokenType, Data: map[string][]byte{"token-secret": []byte("0123456789abcdef"), "user": []byte("u")}}, nil
 	})
-	f.Fuzz(func(t *testing.T, user, groups, verb, res, sub, ns, name, field, header string, csr []byte) {
+	f.Fuzz(func(t *testing.T, user, groups, verb, res, sub, ns, name, field, header string, csr []byte, ruleSpec string) {
 		u := &User{Name: user, Groups: strings.Split(groups, ",")}
 		a := Attributes{User: u, Verb: verb, Resource: res, Subresource: sub, Namespace: ns, Name: name}
-		ok, _ := r.Authorize(a)
+		ok, _ := base.Authorize(a)
 		if ok && !u.InGroup(GroupMasters) && user != "system:kube-scheduler" && user != "system:kube-controller-manager" && user != "system:kube-proxy" {
 			t.Fatalf("default policy granted %+v to %q", a, user)
 		}
@@ -120,5 +127,84 @@ func FuzzAuth(f *testing.F) {
 			t.Fatal("nil user without error")
 		}
 		_, _, _ = ca.SignCSR(csr, time.Hour)
+
+		// Escalation: the user holds a Role built from the fuzzed rule
+		// (groups,resources,verbs,names; ';' separates list items) in ns;
+		// a Role it may grant must grant nothing it may not do.
+		held := parseRule(ruleSpec)
+		r := policy()
+		r.Apply(&v1.Role{Metadata: &v1.ObjectMeta{Name: "held", Namespace: ns}, Rules: []*v1.PolicyRule{held}}, false)
+		r.Apply(&v1.RoleBinding{Metadata: &v1.ObjectMeta{Name: "held", Namespace: ns}, Subjects: []*v1.RBACSubject{{Kind: "User", Name: user}},
+			RoleRef: &v1.RoleRef{Kind: "Role", Name: "held"}}, false)
+		grant := &v1.PolicyRule{ApiGroups: []string{field}, Resources: []string{res}, Verbs: []string{verb}}
+		if sub != "" {
+			grant.Resources = []string{res + "/" + sub}
+		}
+		if name != "" {
+			grant.ResourceNames = []string{name}
+		}
+		if esc := r.CheckRoleGrant(u, ns, "roles", "new", []*v1.PolicyRule{grant}); esc == nil && !u.InGroup(GroupMasters) {
+			if ok, _ := r.Authorize(Attributes{User: u, Verb: "escalate", APIGroup: RBACGroup, Resource: "roles", Namespace: ns, Name: "new"}); !ok && ns != "" {
+				// Without escalate, everything granted is held.
+				for _, atom := range breakdown(grant) {
+					rs, sr, _ := strings.Cut(atom.Resources[0], "/")
+					n := ""
+					if len(atom.ResourceNames) > 0 {
+						n = atom.ResourceNames[0]
+					}
+					if ok, _ := r.Authorize(Attributes{User: u, Verb: atom.Verbs[0], APIGroup: atom.ApiGroups[0], Resource: rs, Subresource: sr, Namespace: ns, Name: n}); !ok {
+						t.Fatalf("%q may grant %s holding only %s, but may not do it", user, CompactString(atom), CompactString(held))
+					}
+				}
+			}
+		} else if esc != nil && esc.Msg == "" {
+			t.Fatal("a refusal without a message")
+		}
+		for _, kind := range []string{"Role", "ClusterRole", res} {
+			if esc := r.CheckBind(u, ns, kind, name, nil); esc != nil && esc.Msg == "" {
+				t.Fatal("a bind refusal without a message")
+			}
+		}
+
+		// Join names: what is accepted is safe in a subject and a file name.
+		if validation.NodeName("nodeName", field) == nil {
+			if len(field) > 253 || strings.ContainsAny(field, "/,=\n\r \\") || strings.ToLower(field) != field || strings.Contains(field, "..") {
+				t.Fatalf("node name %q accepted", field)
+			}
+			nu := &User{Name: NodePrefix + field, Groups: []string{GroupNodes}}
+			if n, ok := nu.NodeName(); !ok || n != field {
+				t.Fatalf("node identity of %q round-trips to %q", field, n)
+			}
+		}
+		// Renewal: only a plain node identity with a valid name renews.
+		if node, err := RenewableNode(u); err == nil {
+			if !u.InGroup(GroupNodes) || user != NodePrefix+node || validation.NodeName("n", node) != nil {
+				t.Fatalf("%q in %v may renew as node %q", user, u.Groups, node)
+			}
+			for _, g := range u.Groups {
+				if g != GroupNodes && g != GroupAuthenticated {
+					t.Fatalf("%q in group %q may renew", user, g)
+				}
+			}
+		}
 	})
+}
+
+// parseRule reads "groups,resources,verbs,names" (items split by ';').
+func parseRule(spec string) *v1.PolicyRule {
+	parts := strings.SplitN(spec, ",", 4)
+	for len(parts) < 4 {
+		parts = append(parts, "")
+	}
+	list := func(s string) []string {
+		if s == "" {
+			return nil
+		}
+		return strings.Split(s, ";")
+	}
+	groups := list(parts[0])
+	if groups == nil {
+		groups = []string{""}
+	}
+	return &v1.PolicyRule{ApiGroups: groups, Resources: list(parts[1]), Verbs: list(parts[2]), ResourceNames: list(parts[3])}
 }

@@ -3,6 +3,9 @@ package auth
 import (
 	"context"
 	"slices"
+
+	"github.com/tugboat/tugboat/api/apierrors"
+	"github.com/tugboat/tugboat/api/validation"
 )
 
 // NodeFacts answers what the node authorizer must know about stored state.
@@ -73,4 +76,23 @@ func AuthorizeNode(ctx context.Context, node string, a Attributes, fieldNode str
 		return false, "no pod bound to node " + node + " references it"
 	}
 	return false, "nodes may not access " + a.resourceString()
+}
+
+// RenewableNode is the node whose certificate u may renew: u must be a
+// node identity (system:node:<name> in system:nodes, and no other group)
+// with a valid node name.
+func RenewableNode(u *User) (string, error) {
+	node, isNode := u.NodeName()
+	if !isNode {
+		return "", apierrors.New(apierrors.ErrForbidden, "user %s: only node certificates are renewed through the API; a user's certificate is renewed by whoever holds the cluster CA (apiserver pki init)", validation.Short(u.Name))
+	}
+	for _, g := range u.Groups {
+		if g != GroupNodes && g != GroupAuthenticated {
+			return "", apierrors.New(apierrors.ErrForbidden, "user %s is also in group %s: such a certificate is not renewed through the API", validation.Short(u.Name), validation.Short(g))
+		}
+	}
+	if err := validation.NodeName("nodeName", node); err != nil {
+		return "", apierrors.New(apierrors.ErrForbidden, "user %s: not a valid node name, not renewed: %v", validation.Short(u.Name), err)
+	}
+	return node, nil
 }
