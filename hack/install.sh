@@ -330,10 +330,19 @@ uninstall() {
     done
     systemctl daemon-reload
   fi
+  # What the node put on the host, with the flags it ran with: its pods
+  # (containers, CNI DEL, network namespaces, mounts, cgroups), the CNI
+  # config, the bridge and the tables (kubelet --cleanup, tugboat down),
+  # then the proxy's table, routes and DNS address.
+  if [[ -f $etc_dir/kubelet.env && -x $bin/kubelet ]]; then
+    # shellcheck disable=SC1091,SC2086
+    (. "$etc_dir/kubelet.env" && "$bin/kubelet" --cleanup $ARGS) || say "kubelet --cleanup failed (above); removing the rest"
+  fi
+  if [[ -f $etc_dir/tugboat.env && -x $bin/tugboat ]]; then
+    # shellcheck disable=SC1091,SC2086
+    (. "$etc_dir/tugboat.env" && set -- $ARGS && shift && "$bin/tugboat" down "$@") || say "tugboat down failed (above); removing the rest"
+  fi
   [[ -x $bin/proxy ]] && "$bin/proxy" --cleanup >/dev/null 2>&1 || true
-  # The kubelet's pod egress masquerade rule and its bridge.
-  nft delete table ip tugboat-masq 2>/dev/null || true
-  ip link delete cni0 type bridge 2>/dev/null || true
   for u in apiserver scheduler controller-manager kubelet proxy tugctl tugboat; do rm -f "$bin/$u"; done
   # Pod network namespaces are bind mounts under the data dir.
   awk -v d="$data_dir/" 'index($2, d) == 1 {print $2}' /proc/mounts | sort -r | xargs -r umount -l

@@ -3,6 +3,7 @@ package install
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/e2e/netlab"
+	"github.com/tugboat/tugboat/kubelet/runtime"
 )
 
 // hostDirs are a host's install locations (the hosts share one file
@@ -98,6 +100,40 @@ func TestInstallScript(t *testing.T) {
 	}
 
 	quickStart(t, r.ctx, admin, nodeIPs)
+
+	// install.sh uninstall on a worker whose components stopped (as
+	// systemctl stop would; here the host loses power): nothing of the
+	// node stays, the pods the quick start put there included.
+	w := workers[0]
+	if err := w.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	cmd := exec.Command("bash", append([]string{filepath.Join(built.moduleDir, "hack", "install.sh"), "uninstall"}, r.common(w)...)...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := w.Run(r.ctx, cmd); err != nil {
+		t.Fatalf("install.sh uninstall: %v\n%s", err, out.String())
+	}
+	ctr, err := r.ctd.Client("tugboat-worker-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctr.Close()
+	if cs, err := ctr.Containers(r.ctx); err != nil || len(cs) > 0 {
+		t.Errorf("containers left in namespace tugboat-worker-1: %d (%v)\n%s", len(cs), err, out.String())
+	}
+	if dirs := runtime.CgroupDirs(r.cgroupRoot("worker-1")); len(dirs) > 0 {
+		t.Errorf("cgroups left: %v", dirs)
+	}
+	_, _, data := r.hostDirs(w)
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Errorf("%s is still there (%v)", data, err)
+	}
+	links, _ := w.Output(r.ctx, exec.Command("ip", "-o", "link", "show", "type", "bridge"))
+	tables, _ := w.Output(r.ctx, exec.Command("nft", "list", "tables"))
+	if strings.Contains(string(links), "cni0") || strings.Contains(string(tables), "tugboat") {
+		t.Errorf("left in the node's network:\n%s%s", links, tables)
+	}
 }
 
 // joinArgs finds the worker command line join-command printed and returns
