@@ -22,11 +22,12 @@ type Config struct {
 	KubeListen string
 	// EtcdServers are external etcd client URLs; empty starts an embedded etcd.
 	EtcdServers []string
-	// DataDir is where the embedded etcd keeps its data.
+	// EtcdTLS is the client TLS of the external etcd (its CA and the
+	// apiserver's client certificate, EtcdClientTLS); nil dials plaintext.
+	EtcdTLS *tls.Config
+	// DataDir is where the embedded etcd keeps its data; its only listener
+	// is the unix socket DataDir/etcd.sock (mode 0600, DataDir 0700).
 	DataDir string
-	// EtcdListen is the embedded etcd's client address (default 127.0.0.1:0:
-	// a free port, reachable only from this host).
-	EtcdListen string
 	// TLS, when set, makes the gRPC listener speak TLS (the security issue
 	// fills it with the cluster CA and client-certificate verification).
 	TLS *tls.Config
@@ -97,9 +98,6 @@ func (c *Config) setDefaults() {
 	}
 	if c.CompactionInterval == 0 {
 		c.CompactionInterval = 5 * time.Minute
-	}
-	if c.EtcdListen == "" {
-		c.EtcdListen = "127.0.0.1:0"
 	}
 	if c.MaxWatchesPerConnection == 0 {
 		c.MaxWatchesPerConnection = DefaultMaxWatchesPerConnection

@@ -2,58 +2,69 @@ package apiserver
 
 import (
 	"context"
-	"errors"
+	"crypto/tls"
 	"fmt"
-	"net"
+	"log/slog"
 	"net/url"
-	"strings"
-	"syscall"
+	"os"
+	"path/filepath"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
-	"go.uber.org/zap"
-	"google.golang.org/grpc"
+	"go.uber.org/zap/zapcore"
 )
 
-// startEmbeddedEtcd runs a single-member etcd in dataDir with its client URL
-// on listen (port 0: a free port) and its peer URL on a free loopback port.
-// A free port can be taken by another process between picking and
-// binding it: that case is retried with new ports.
-func startEmbeddedEtcd(ctx context.Context, dataDir, listen string) (*embed.Etcd, string, error) {
-	for attempt := 0; ; attempt++ {
-		e, url, err := startEmbeddedEtcdOnce(ctx, dataDir, listen)
-		if err != nil && attempt < 5 && strings.HasSuffix(listen, ":0") && (errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")) {
-			continue
-		}
-		return e, url, err
-	}
-}
+// EtcdSocket is the file name of the embedded etcd's socket in the data dir.
+const EtcdSocket = "etcd.sock"
 
-func startEmbeddedEtcdOnce(ctx context.Context, dataDir, listen string) (*embed.Etcd, string, error) {
-	clientAddr, err := freeAddr(listen)
-	if err != nil {
-		return nil, "", fmt.Errorf("--etcd-listen: %w", err)
+// maxSocketPath is the longest path a unix socket may have on Linux
+// (sockaddr_un.sun_path holds 108 bytes with the terminating NUL).
+const maxSocketPath = 107
+
+// startEmbeddedEtcd runs a single-member etcd in dataDir. Its only listener
+// is the unix socket dataDir/etcd.sock, mode 0600 in a data dir made 0700,
+// so no other user of the machine can connect to it, and no TCP port is
+// open: not for clients, and not for peers (a single member has none; its
+// advertised peer URL is a placeholder nobody listens on). It returns the
+// client URL (unix://...). etcd's warnings and errors go to log.
+func startEmbeddedEtcd(ctx context.Context, dataDir string, log *slog.Logger) (*embed.Etcd, string, error) {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, "", fmt.Errorf("--data-dir: %w", err)
 	}
-	peerAddr, err := freeAddr("127.0.0.1:0")
+	// An existing data dir may be more open than etcd needs; the socket
+	// must not be reachable through it.
+	if err := os.Chmod(dataDir, 0o700); err != nil {
+		return nil, "", fmt.Errorf("--data-dir: %w", err)
+	}
+	abs, err := filepath.Abs(dataDir)
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("--data-dir: %w", err)
+	}
+	sock := filepath.Join(abs, EtcdSocket)
+	if len(sock) > maxSocketPath {
+		return nil, "", fmt.Errorf("--data-dir %s: the embedded etcd's socket %s would be longer than %d bytes, the limit of a unix socket path: use a shorter --data-dir", dataDir, sock, maxSocketPath)
 	}
 	cfg := embed.NewConfig()
 	cfg.Name = "tugboat"
-	cfg.Dir = dataDir
-	cu := url.URL{Scheme: "http", Host: clientAddr}
-	pu := url.URL{Scheme: "http", Host: peerAddr}
+	cfg.Dir = abs
+	cu := url.URL{Scheme: "unix", Path: sock}
 	cfg.ListenClientUrls = []url.URL{cu}
-	cfg.AdvertiseClientUrls = []url.URL{cu}
-	cfg.ListenPeerUrls = []url.URL{pu}
-	cfg.AdvertisePeerUrls = []url.URL{pu}
-	cfg.InitialCluster = cfg.Name + "=" + pu.String()
-	cfg.LogLevel = "error"
+	// Advertised URLs must be host:port; a single member is never dialled
+	// at them (no peers, and the apiserver dials the socket directly).
+	placeholder := url.URL{Scheme: "http", Host: "localhost:0"}
+	cfg.AdvertiseClientUrls = []url.URL{placeholder}
+	cfg.ListenPeerUrls = nil
+	cfg.AdvertisePeerUrls = []url.URL{placeholder}
+	cfg.InitialCluster = cfg.Name + "=" + placeholder.String()
+	cfg.LogLevel = "warn"
 	cfg.Logger = "zap"
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newZapToSlog(log, zapcore.WarnLevel))
+	// embed.NewConfig leaves this 0 (etcdmain's flag sets it), which makes
+	// etcd log every request as slow.
+	cfg.WarningUnaryRequestDuration = embed.DefaultWarningUnaryRequestDuration
 	// Keep memory small for a lab: snapshot more often than the default.
 	cfg.SnapshotCount = 10000
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return nil, "", fmt.Errorf("starting embedded etcd in %s: %w", dataDir, err)
@@ -67,33 +78,24 @@ func startEmbeddedEtcdOnce(ctx context.Context, dataDir, listen string) (*embed.
 		e.Close()
 		return nil, "", ctx.Err()
 	}
-	return e, cu.String(), nil
+	// The directory already keeps others out; the socket's own mode says
+	// the same to whoever looks.
+	if err := os.Chmod(sock, 0o600); err != nil {
+		e.Close()
+		return nil, "", fmt.Errorf("embedded etcd socket: %w", err)
+	}
+	return e, "unix://" + sock, nil
 }
 
-// freeAddr resolves port 0 to a free port on the same host.
-func freeAddr(addr string) (string, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", err
-	}
-	if port != "0" {
-		return addr, nil
-	}
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-// dialEtcd connects to etcd and checks it answers.
-func dialEtcd(ctx context.Context, endpoints []string) (*clientv3.Client, error) {
+// dialEtcd connects to etcd (with client-certificate TLS when tlsCfg is
+// set) and checks it answers. The client's errors go to log (its warnings
+// are one per failed request, retried or not: the caller reports those).
+func dialEtcd(ctx context.Context, endpoints []string, tlsCfg *tls.Config, log *slog.Logger) (*clientv3.Client, error) {
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   endpoints,
 		DialTimeout: 5 * time.Second,
-		Logger:      zap.NewNop(),
-		DialOptions: []grpc.DialOption{},
+		TLS:         tlsCfg,
+		Logger:      newZapToSlog(log, zapcore.ErrorLevel),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcd %v: %w", endpoints, err)

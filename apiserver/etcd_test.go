@@ -1,34 +1,85 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
-	"net"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
-// TestEmbeddedEtcdPorts: a fixed port that is taken is an error; port 0
-// starts (a free port picked, and picked again if another process takes it
-// between picking and binding — the race itself cannot be staged here).
-func TestEmbeddedEtcdPorts(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+// syncBuffer is a log destination tests read while etcd writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestEmbeddedEtcdSocketAndLog: the embedded etcd listens on a 0600 socket
+// in a data dir made 0700 (it was 0755), answers there, and its warnings
+// and errors reach the apiserver's log.
+func TestEmbeddedEtcdSocketAndLog(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "etcd")
+	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	var buf syncBuffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	// A fixed port that is taken is not retried: the error says so.
-	if e, _, err := startEmbeddedEtcd(ctx, t.TempDir(), l.Addr().String()); err == nil {
-		e.Close()
-		t.Fatal("started on a taken port")
-	}
-	e, url, err := startEmbeddedEtcd(ctx, t.TempDir(), "127.0.0.1:0")
+	e, url, err := startEmbeddedEtcd(ctx, dir, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	if url == "" {
-		t.Fatal("no client URL")
+	sock := filepath.Join(dir, EtcdSocket)
+	if url != "unix://"+sock {
+		t.Fatalf("client URL %s, want unix://%s", url, sock)
 	}
+	for path, want := range map[string]os.FileMode{dir: 0o700, sock: 0o600} {
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != want {
+			t.Errorf("%s: mode %o, want %o", path, st.Mode().Perm(), want)
+		}
+	}
+	cli, err := dialEtcd(ctx, []string{url}, nil, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if _, err := cli.Put(ctx, "/k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	// etcd's own warnings reach the log (a compaction to a future
+	// revision is one), its info lines do not.
+	if _, err := cli.Compact(ctx, 1<<40); err == nil {
+		t.Fatal("compaction to a future revision succeeded")
+	}
+	e.Server.Logger().Info("test info from etcd")
+	out := buf.String()
+	if !strings.Contains(out, `level=WARN msg="failed to apply request" error="mvcc: required revision is a future revision"`) {
+		t.Errorf("etcd's warning is not in the log:\n%s", out)
+	}
+	if strings.Contains(out, "test info from etcd") || strings.Contains(out, "request stats") {
+		t.Errorf("etcd's info lines reach the log:\n%s", out)
+	}
+	t.Logf("log:\n%s", out)
 }

@@ -337,19 +337,20 @@ func TestEtcdctlSeesNoPlaintext(t *testing.T) {
 		}
 		t.Skip("etcdctl missing: run hack/install-deps.sh (Debian package etcd-client)")
 	}
-	url := startEtcdProcess(t, t.TempDir())
+	etcd := startEtcdProcess(t, t.TempDir())
 	keyFile := filepath.Join(t.TempDir(), "keys")
 	_ = os.WriteFile(keyFile, []byte("k1:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n"), 0o600)
 	enc, err := storage.LoadEncryption(keyFile, "secrets")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := apiservertest.StartSecure(t, func(c *apiserver.Config) { c.EtcdServers = []string{url}; c.DataDir = ""; c.Encryption = enc })
+	s := apiservertest.StartSecure(t, etcd.Use(t), func(c *apiserver.Config) { c.Encryption = enc })
 	ctx := ctxT(t)
 	if _, err := client.For[*v1.Secret](s.Client).Create(ctx, &v1.Secret{Metadata: &v1.ObjectMeta{Name: "db"}, StringData: map[string]string{"password": "hunter2-very-secret"}}); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(etcdctl, "--endpoints", url, "get", "/registry/secrets/default/db")
+	cmd := exec.Command(etcdctl, "--endpoints", etcd.URL, "--cacert", etcd.file(pki.EtcdCACert),
+		"--cert", etcd.file(pki.EtcdClientCert), "--key", etcd.file(pki.EtcdClientKey), "get", "/registry/secrets/default/db")
 	cmd.Env = append(os.Environ(), "ETCDCTL_API=3")
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -83,23 +83,23 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	cfg.setDefaults()
 	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "apiserver"), caches: map[*kinds.Kind]*watchcache.Cache{}, nsActive: map[string]bool{}, admission: map[string][]Admitter{}}
-	// Bind our own ports before the embedded etcd picks free ones, so it
-	// cannot pick them.
+	// Bind our ports first: a taken port fails before etcd starts.
 	if err := s.listen(); err != nil {
 		return nil, err
 	}
-	endpoints := cfg.EtcdServers
+	etcdLog := cfg.Logger.With("subsystem", "etcd")
+	endpoints, etcdTLS := cfg.EtcdServers, cfg.EtcdTLS
 	if len(endpoints) == 0 {
-		e, url, err := startEmbeddedEtcd(ctx, cfg.DataDir, cfg.EtcdListen)
+		e, url, err := startEmbeddedEtcd(ctx, cfg.DataDir, etcdLog)
 		if err != nil {
 			s.closeListeners()
 			return nil, err
 		}
 		s.etcd = e
-		endpoints = []string{url}
+		endpoints, etcdTLS = []string{url}, nil
 		s.log.Info("embedded etcd started", "dataDir", cfg.DataDir, "url", url)
 	}
-	cli, err := dialEtcd(ctx, endpoints)
+	cli, err := dialEtcd(ctx, endpoints, etcdTLS, etcdLog)
 	if err != nil {
 		s.closeListeners()
 		s.closeEtcd()

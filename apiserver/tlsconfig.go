@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/pki"
 )
 
@@ -51,4 +52,20 @@ func SecureFromPKIDir(cfg *Config, dir string) error {
 	}
 	cfg.Auth.SigningCA = ca
 	return nil
+}
+
+// EtcdClientTLS builds the apiserver's TLS config towards an external
+// etcd: the etcd CA (not the cluster CA: a cluster client certificate must
+// not open etcd) and the apiserver's etcd client certificate, TLS 1.2 or
+// later (the floor etcd itself sets).
+func EtcdClientTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
+	if caFile == "" || certFile == "" || keyFile == "" {
+		return nil, fmt.Errorf("--etcd-cafile, --etcd-certfile and --etcd-keyfile go together")
+	}
+	t, err := client.TLSFromFiles(caFile, certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--etcd-cafile/--etcd-certfile/--etcd-keyfile: %w", err)
+	}
+	t.MinVersion = tls.VersionTLS12
+	return t, nil
 }

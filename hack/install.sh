@@ -3,12 +3,15 @@
 # packages and the binaries built by `make build` (bin/), with systemd.
 #
 #   install.sh control-plane [--advertise-address IP] [--etcd embedded|local]
-#       apiserver (TLS + RBAC, embedded etcd or Debian's etcd-server on
-#       localhost), scheduler, controller-manager; makes the cluster CA and
-#       certificates in /etc/tugboat/pki, an admin tugctl config
-#       /etc/tugboat/admin.config and an admin kubeconfig for kubectl
+#       apiserver (TLS + RBAC), scheduler, controller-manager; makes the
+#       cluster CA and certificates in /etc/tugboat/pki, an admin tugctl
+#       config /etc/tugboat/admin.config and an admin kubeconfig for kubectl
 #       /etc/tugboat/admin.kubeconfig (the Kubernetes API on --kube-port,
-#       default 6444); prints the command that joins a worker.
+#       default 6444); prints the command that joins a worker. etcd:
+#       embedded in the apiserver (a unix socket only root opens), or
+#       local: Debian's etcd binary as tugboat-etcd on 127.0.0.1:2379, TLS
+#       with client certificates of its own CA for clients and peers (the
+#       distribution's plaintext etcd.service is stopped and disabled).
 #   install.sh join-command
 #       (on the control plane) a fresh one-time join token and the exact
 #       worker command line that uses it.
@@ -177,8 +180,10 @@ start_units() {
     for u in "$@"; do
       u=${u%.service}
       u=${u#tugboat-}
+      local exe=$bin/$u
+      [[ $u == etcd ]] && exe=/usr/bin/etcd
       if [[ -f $etc_dir/$u.env ]]; then
-        echo "  $bin/$u \$ARGS   # ARGS from $etc_dir/$u.env" >&2
+        echo "  $exe \$ARGS   # ARGS from $etc_dir/$u.env" >&2
       fi
     done
   fi
@@ -221,7 +226,7 @@ control_plane() {
   case $etcd in
     embedded) install_packages ca-certificates ;;
     local) install_packages ca-certificates etcd-server ;;
-    *) die "--etcd $etcd: want embedded (inside the apiserver) or local (Debian's etcd-server on 127.0.0.1:2379)" ;;
+    *) die "--etcd $etcd: want embedded (inside the apiserver) or local (Debian's etcd-server on 127.0.0.1:2379, TLS)" ;;
   esac
   install_binaries apiserver scheduler controller-manager tugctl
   mkdir -p "$etc_dir" "$data_dir"
@@ -229,12 +234,30 @@ control_plane() {
   if [[ ! -f $pki/ca.crt ]]; then
     "$bin/apiserver" pki init --dir "$pki" --server-ips "$advertise" --server-names "$(hostname)" >/dev/null
     say "made the cluster CA and certificates in $pki"
+  elif [[ ! -f $pki/etcd/ca.crt ]]; then
+    "$bin/apiserver" pki init --dir "$pki" --etcd-only >/dev/null
+    say "made the etcd CA and certificates in $pki/etcd"
   fi
   if [[ ! -f $pki/encryption.key ]]; then
     (umask 077 && echo "key1:$(head -c 32 /dev/urandom | base64 -w0)" >"$pki/encryption.key")
   fi
-  local etcd_flags="--data-dir $data_dir/etcd"
-  [[ $etcd == local ]] && etcd_flags="--etcd-servers http://127.0.0.1:2379"
+  local etcd_flags="--data-dir $data_dir/etcd" units=()
+  if [[ $etcd == local ]]; then
+    etcd_flags="--etcd-servers https://127.0.0.1:2379"
+    local e=$pki/etcd peer=https://127.0.0.1:2380
+    write_env etcd --name tugboat --data-dir "$data_dir/etcd-local" \
+      --listen-client-urls https://127.0.0.1:2379 --advertise-client-urls https://127.0.0.1:2379 \
+      --cert-file "$e/server.crt" --key-file "$e/server.key" --trusted-ca-file "$e/ca.crt" --client-cert-auth \
+      --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" --initial-cluster "tugboat=$peer" \
+      --peer-cert-file "$e/peer.crt" --peer-key-file "$e/peer.key" --peer-trusted-ca-file "$e/ca.crt" --peer-client-cert-auth
+    units+=(tugboat-etcd.service)
+    # The package's own etcd serves plaintext on the same ports to every
+    # local user.
+    if ((use_systemd)) && systemctl list-unit-files etcd.service >/dev/null 2>&1; then
+      systemctl disable --now etcd.service >/dev/null 2>&1 || true
+      say "stopped and disabled the distribution's etcd.service (plaintext); Tugboat's etcd is tugboat-etcd"
+    fi
+  fi
   write_env apiserver --listen "0.0.0.0:$api_port" --kube-listen "0.0.0.0:$kube_port" --metrics-listen 127.0.0.1:9443 --pki-dir "$pki" \
     --encryption-key-file "$pki/encryption.key" --service-cidr "$service_cidr" $etcd_flags
   local local_api="127.0.0.1:$api_port"
@@ -255,8 +278,9 @@ CFG
   . "$repo/hack/lib/kubeconfig.sh"
   write_kubeconfig "$etc_dir/admin.kubeconfig" "$advertise:$kube_port" "$pki/ca.crt" "$pki/admin.crt" "$pki/admin.key" \
     "# Written by hack/install.sh: admin (system:masters), for kubectl: export KUBECONFIG=$etc_dir/admin.kubeconfig"
-  install_units tugboat-apiserver.service tugboat-scheduler.service tugboat-controller-manager.service
-  start_units tugboat-apiserver.service tugboat-scheduler.service tugboat-controller-manager.service
+  units+=(tugboat-apiserver.service tugboat-scheduler.service tugboat-controller-manager.service)
+  install_units "${units[@]}"
+  start_units "${units[@]}"
   if ((use_systemd)); then
     wait_apiserver
     say "control plane up at $advertise:$api_port (TLS, RBAC). Admin: export TUGBOAT_CONFIG=$etc_dir/admin.config"
@@ -324,7 +348,8 @@ uninstall() {
   local u
   if ((use_systemd)) && command -v systemctl >/dev/null; then
     for u in tugboat.service tugboat-kubelet.service tugboat-proxy.service tugboat-proxy-cert.path \
-      tugboat-proxy-restart.service tugboat-scheduler.service tugboat-controller-manager.service tugboat-apiserver.service; do
+      tugboat-proxy-restart.service tugboat-scheduler.service tugboat-controller-manager.service tugboat-apiserver.service \
+      tugboat-etcd.service; do
       systemctl disable --now "$u" >/dev/null 2>&1 || true
       rm -f "$systemd_dir/$u"
     done

@@ -28,20 +28,25 @@ type InitOptions struct {
 	// Nodes, if set, also get client certificates (for installs that do
 	// not use join tokens).
 	Nodes []string
+	// EtcdNames and EtcdIPs are extra names of etcd's serving and peer
+	// certificates (beyond etcd, localhost, 127.0.0.1, ::1).
+	EtcdNames []string
+	EtcdIPs   []net.IP
 }
 
 // Files lists what Init writes, relative to the directory.
-var Files = []string{
+var Files = append([]string{
 	"ca.crt", "ca.key",
 	"apiserver.crt", "apiserver.key",
 	"admin.crt", "admin.key",
 	"scheduler.crt", "scheduler.key",
 	"controller-manager.crt", "controller-manager.key",
 	"proxy.crt", "proxy.key",
-}
+}, EtcdFiles...)
 
 // Init makes a CA, the apiserver's serving certificate and client
-// certificates for the admin and the control-plane components in dir.
+// certificates for the admin and the control-plane components in dir, and
+// the etcd CA and certificates (InitEtcd).
 func Init(o InitOptions) error {
 	if o.Dir == "" {
 		return fmt.Errorf("--dir: required")
@@ -82,24 +87,31 @@ func Init(o InitOptions) error {
 			return err
 		}
 	}
-	return nil
+	return InitEtcd(o)
 }
 
+// writePair writes dir/name.crt and dir/name.key.
 func writePair(dir, name string, issue func(pub any) ([]byte, error)) error {
+	return writePairAt(dir, name+".crt", name+".key", issue)
+}
+
+// writePairAt makes a key, has issue sign its certificate, and writes both
+// (the key 0600) at paths relative to dir.
+func writePairAt(dir, certFile, keyFile string, issue func(pub any) ([]byte, error)) error {
 	key, err := NewKey()
 	if err != nil {
 		return err
 	}
 	cert, err := issue(key.Public())
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return fmt.Errorf("%s: %w", certFile, err)
 	}
 	kp, err := KeyPEM(key)
 	if err != nil {
 		return err
 	}
-	if err := WriteFile(filepath.Join(dir, name+".crt"), cert, 0o644); err != nil {
+	if err := WriteFile(filepath.Join(dir, certFile), cert, 0o644); err != nil {
 		return err
 	}
-	return WriteFile(filepath.Join(dir, name+".key"), kp, 0o600)
+	return WriteFile(filepath.Join(dir, keyFile), kp, 0o600)
 }

@@ -84,14 +84,9 @@ func (ca *CA) IssueClient(pub crypto.PublicKey, subj Subject, validity time.Dura
 	if subj.User == "" {
 		return nil, errors.New("pki: client certificate needs a user (CN)")
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: subj.User, Organization: subj.Groups},
-		NotBefore:    time.Now().Add(-time.Minute),
-		NotAfter:     time.Now().Add(validity),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
+	tmpl := leaf(subj.User, validity)
+	tmpl.Subject.Organization = subj.Groups
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, pub, ca.Key)
 	if err != nil {
 		return nil, err
@@ -105,21 +100,25 @@ func (ca *CA) IssueServer(pub crypto.PublicKey, names []string, ips []net.IP, va
 	if len(names) > 0 {
 		cn = names[0]
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Minute),
-		NotAfter:     time.Now().Add(validity),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     names,
-		IPAddresses:  ips,
-	}
+	tmpl := leaf(cn, validity)
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	tmpl.DNSNames, tmpl.IPAddresses = names, ips
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, pub, ca.Key)
 	if err != nil {
 		return nil, err
 	}
 	return pemCert(der), nil
+}
+
+// leaf is the template of a certificate this CA signs for cn.
+func leaf(cn string, validity time.Duration) *x509.Certificate {
+	return &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: cn},
+		NotBefore:    time.Now().Add(-time.Minute),
+		NotAfter:     time.Now().Add(validity),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+	}
 }
 
 // SignCSR signs a client certificate request, keeping only its subject's

@@ -91,7 +91,7 @@ func (s *Server) ClientAs(name string) *client.Client {
 // else but the apiserver's storage talks to etcd.
 func (s *Server) Etcd() *clientv3.Client {
 	s.t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: s.EtcdEndpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	c, err := clientv3.New(clientv3.Config{Endpoints: s.EtcdEndpoints(), TLS: s.cfg.EtcdTLS, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		s.t.Fatalf("etcd client: %v", err)
 	}

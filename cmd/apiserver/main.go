@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tugboat/tugboat/api/component"
+	"github.com/tugboat/tugboat/api/pki"
 	"github.com/tugboat/tugboat/apiserver"
 	"github.com/tugboat/tugboat/apiserver/watchcache"
 )
@@ -32,7 +33,9 @@ func main() {
 	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "127.0.0.1:9443", "HTTP address for /metrics and /healthz (empty disables)")
 	fs.StringVar(&etcd, "etcd-servers", "", "comma-separated external etcd client URLs; empty starts an embedded etcd")
 	fs.StringVar(&cfg.DataDir, "data-dir", "/var/lib/tugboat/etcd", "embedded etcd data directory")
-	fs.StringVar(&cfg.EtcdListen, "etcd-listen", "127.0.0.1:0", "embedded etcd client address (port 0: a free port)")
+	fs.Func("etcd-listen", "removed: the embedded etcd listens only on the unix socket <data-dir>/etcd.sock", func(string) error {
+		return fmt.Errorf("--etcd-listen was removed: the embedded etcd listens only on the unix socket <data-dir>/%s, which only the apiserver's user can open (etcdctl --endpoints unix://<data-dir>/%s, as that user)", apiserver.EtcdSocket, apiserver.EtcdSocket)
+	})
 	fs.DurationVar(&cfg.BookmarkInterval, "bookmark-interval", 10*time.Second, "interval of BOOKMARK events to idle watchers")
 	fs.DurationVar(&cfg.CompactionInterval, "compaction-interval", 5*time.Minute, "etcd history compaction interval (negative disables)")
 	fs.IntVar(&cfg.WatchCacheSize, "watch-cache-size", 2000, "recent events kept per kind for resuming watchers")
@@ -69,13 +72,17 @@ func main() {
 func pkiInit(args []string) error {
 	fs := flag.NewFlagSet("apiserver pki init", flag.ExitOnError)
 	dir := fs.String("dir", "/etc/tugboat/pki", "where to write the certificates and keys")
-	names := fs.String("server-names", "", "extra DNS names the apiserver is reached by (comma-separated)")
-	ips := fs.String("server-ips", "", "extra IP addresses the apiserver is reached by (comma-separated)")
-	nodes := fs.String("nodes", "", "node names that get client certificates now (instead of join tokens)")
+	var names pki.InitFlags
+	names.Register(fs)
+	etcdOnly := fs.Bool("etcd-only", false, "make only the etcd CA and certificates (for a folder made before they existed)")
 	_ = fs.Parse(args)
-	if err := initPKI(*dir, *names, *ips, *nodes); err != nil {
+	o, err := names.Options(*dir)
+	if err != nil {
 		return err
 	}
-	fmt.Printf("wrote the cluster CA and certificates to %s\n", *dir)
+	if err := initPKI(o, *etcdOnly); err != nil {
+		return err
+	}
+	fmt.Printf("wrote the certificates to %s\n", *dir)
 	return nil
 }

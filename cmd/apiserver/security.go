@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -17,6 +18,7 @@ type securityFlags struct {
 	pkiDir, certFile, keyFile, clientCA string
 	signCert, signKey                   string
 	tokenFile, encryptionKeyFile, audit string
+	etcdCA, etcdCert, etcdKey           string
 	insecure                            bool
 }
 
@@ -30,6 +32,9 @@ func (f *securityFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tokenFile, "token-auth-file", "", "static bearer tokens: CSV token,user,uid,\"group1,group2\"")
 	fs.StringVar(&f.encryptionKeyFile, "encryption-key-file", "", "AES-GCM keys (name:base64-32-bytes per line, first encrypts) for Secrets at rest")
 	fs.StringVar(&f.audit, "audit-log-path", "", "append a JSON line per mutating request to this file")
+	fs.StringVar(&f.etcdCA, "etcd-cafile", "", "CA of the external etcd's serving certificate (with --pki-dir and https etcd servers: <pki-dir>/etcd/ca.crt)")
+	fs.StringVar(&f.etcdCert, "etcd-certfile", "", "client certificate for the external etcd (with --pki-dir: <pki-dir>/apiserver-etcd-client.crt)")
+	fs.StringVar(&f.etcdKey, "etcd-keyfile", "", "client key for the external etcd (with --pki-dir: <pki-dir>/apiserver-etcd-client.key)")
 	fs.BoolVar(&f.insecure, "insecure", false, "serve plaintext with no authentication or authorization (loopback development only)")
 }
 
@@ -52,6 +57,14 @@ func (f *securityFlags) apply(cfg *apiserver.Config, log *slog.Logger) error {
 		set(&f.clientCA, "ca.crt")
 		set(&f.signCert, "ca.crt")
 		set(&f.signKey, "ca.key")
+		if etcdOverTLS(cfg.EtcdServers) {
+			set(&f.etcdCA, pki.EtcdCACert)
+			set(&f.etcdCert, pki.EtcdClientCert)
+			set(&f.etcdKey, pki.EtcdClientKey)
+		}
+	}
+	if err := f.applyEtcd(cfg, log); err != nil {
+		return err
 	}
 	if f.insecure {
 		for flag, addr := range map[string]string{"--listen": cfg.Listen, "--kube-listen": cfg.KubeListen} {
@@ -88,28 +101,48 @@ func (f *securityFlags) apply(cfg *apiserver.Config, log *slog.Logger) error {
 	return nil
 }
 
-func initPKI(dir, names, ips, nodes string) error {
-	o := pki.InitOptions{Dir: dir}
-	for _, n := range split(names) {
-		o.ServerNames = append(o.ServerNames, n)
-	}
-	for _, s := range split(ips) {
-		ip := net.ParseIP(s)
-		if ip == nil {
-			return fmt.Errorf("--server-ips: %q is not an IP address", s)
+// applyEtcd sets the external etcd's client TLS, and warns about an etcd
+// that anyone who reaches it can read and write.
+func (f *securityFlags) applyEtcd(cfg *apiserver.Config, log *slog.Logger) error {
+	if f.etcdCA != "" || f.etcdCert != "" || f.etcdKey != "" {
+		if len(cfg.EtcdServers) == 0 {
+			return fmt.Errorf("--etcd-cafile/--etcd-certfile/--etcd-keyfile are for --etcd-servers (the embedded etcd has no TLS: only the apiserver can open its socket)")
 		}
-		o.ServerIPs = append(o.ServerIPs, ip)
+		t, err := apiserver.EtcdClientTLS(f.etcdCA, f.etcdCert, f.etcdKey)
+		if err != nil {
+			return err
+		}
+		cfg.EtcdTLS = t
 	}
-	o.Nodes = split(nodes)
-	return pki.Init(o)
+	for _, u := range cfg.EtcdServers {
+		if strings.HasPrefix(u, "https://") && cfg.EtcdTLS == nil {
+			return fmt.Errorf("--etcd-servers %s: https needs --etcd-cafile, --etcd-certfile and --etcd-keyfile (or --pki-dir with the etcd certificates of `apiserver pki init`)", u)
+		}
+		if strings.HasPrefix(u, "http://") {
+			log.Warn("etcd is reached in plaintext without client certificates: whoever reaches it reads and writes every object (RBAC included). Use https with client certificates (apiserver pki init makes them).", "etcd", u)
+		}
+	}
+	return nil
 }
 
-func split(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
+// etcdOverTLS says whether the etcd servers are given as https URLs.
+func etcdOverTLS(servers []string) bool {
+	for _, u := range servers {
+		if strings.HasPrefix(u, "https://") {
+			return true
 		}
 	}
-	return out
+	return false
+}
+
+// initPKI makes the bundle in o.Dir, or with etcdOnly only its etcd part.
+func initPKI(o pki.InitOptions, etcdOnly bool) error {
+	if etcdOnly {
+		// A new etcd CA would orphan the certificates etcd serves with.
+		if _, err := os.Stat(filepath.Join(o.Dir, pki.EtcdCACert)); err == nil {
+			return fmt.Errorf("--etcd-only: %s exists; remove the etcd folder first to replace it", filepath.Join(o.Dir, pki.EtcdCACert))
+		}
+		return pki.InitEtcd(o)
+	}
+	return pki.Init(o)
 }

@@ -156,3 +156,13 @@ func waitSocket(ctx context.Context, path string) error {
 		}
 	}
 }
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,21 +29,26 @@ type pkiConfig struct {
 
 // bundle is one --bundle ROLE=DIR.
 type bundle struct {
-	Role string // scheduler, controller-manager, node/NAME
+	Role string // scheduler, controller-manager, proxy, etcd, node/NAME
 	Dir  string
 }
 
-// files lists what a role's bundle holds, relative to the PKI folder.
+// files lists what a role's bundle holds, relative to the PKI folder; the
+// bundle folder holds them by their base names.
 func (b bundle) files() ([]string, error) {
 	switch {
 	case b.Role == "scheduler" || b.Role == "controller-manager" || b.Role == "proxy":
 		return []string{"ca.crt", b.Role + ".crt", b.Role + ".key"}, nil
+	case b.Role == "etcd":
+		// etcd's serving and peer pairs and the etcd CA (etcd/ca.crt): no
+		// cluster certificate, so etcd trusts only the apiserver's.
+		return []string{pki.EtcdCACert, pki.EtcdServerCert, pki.EtcdServerKey, pki.EtcdPeerCert, pki.EtcdPeerKey}, nil
 	case strings.HasPrefix(b.Role, "node/") && len(b.Role) > len("node/"):
 		n := "node-" + strings.TrimPrefix(b.Role, "node/")
 		// A node runs the kubelet and the proxy.
 		return []string{"ca.crt", n + ".crt", n + ".key", "proxy.crt", "proxy.key"}, nil
 	}
-	return nil, fmt.Errorf("role %q: want scheduler, controller-manager, proxy or node/NAME", b.Role)
+	return nil, fmt.Errorf("role %q: want scheduler, controller-manager, proxy, etcd or node/NAME", b.Role)
 }
 
 func parseBundle(s string) (bundle, error) {
@@ -83,28 +87,22 @@ func (c pkiConfig) Validate() error {
 // volume, then copies each component's part into its own folder.
 func runPKI(_ context.Context, args []string) error {
 	var c pkiConfig
-	var names, ips, nodes string
+	var names pki.InitFlags
 	var bundles []string
 	fl := flag.NewFlagSet("tugboat-init pki", flag.ContinueOnError)
 	fl.StringVar(&c.Dir, "dir", "/pki", "folder of all certificates and keys (mounted only here and by the apiserver)")
-	fl.StringVar(&names, "server-names", "", "extra DNS names of the apiserver (comma-separated)")
-	fl.StringVar(&ips, "server-ips", "", "extra IP addresses of the apiserver (comma-separated)")
-	fl.StringVar(&nodes, "nodes", "", "node names that get a client certificate (comma-separated)")
+	names.Register(fl)
 	fl.StringVar(&c.EncryptionKey, "encryption-key", "", "file in --dir to create with a random key for Secrets at rest (apiserver --encryption-key-file)")
-	fl.Func("bundle", "ROLE=DIR: copy what ROLE (scheduler, controller-manager, proxy, node/NAME) needs into DIR; repeatable", func(s string) error {
+	fl.Func("bundle", "ROLE=DIR: copy what ROLE (scheduler, controller-manager, proxy, etcd, node/NAME) needs into DIR; repeatable", func(s string) error {
 		bundles = append(bundles, s)
 		return nil
 	})
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
-	c.ServerNames, c.Nodes = splitList(names), splitList(nodes)
-	for _, s := range splitList(ips) {
-		ip := net.ParseIP(s)
-		if ip == nil {
-			return fmt.Errorf("--server-ips: %q is not an IP address", s)
-		}
-		c.ServerIPs = append(c.ServerIPs, ip)
+	var err error
+	if c.InitOptions, err = names.Options(c.Dir); err != nil {
+		return err
 	}
 	for _, s := range bundles {
 		b, err := parseBundle(s)
@@ -129,9 +127,10 @@ func runPKI(_ context.Context, args []string) error {
 }
 
 // ensurePKI makes the bundle when the CA is missing, else only the node
-// certificates that are missing: a CA that exists is kept (pki.Init would
-// replace it and orphan every certificate it signed). Then the encryption
-// key and the per-component bundles. It returns what it made.
+// certificates and the etcd certificates that are missing: a CA that
+// exists is kept (pki.Init would replace it and orphan every certificate
+// it signed). Then the encryption key and the per-component bundles. It
+// returns what it made.
 func ensurePKI(c pkiConfig) ([]string, error) {
 	caCrt, caKey := filepath.Join(c.Dir, "ca.crt"), filepath.Join(c.Dir, "ca.key")
 	var made []string
@@ -143,6 +142,13 @@ func ensurePKI(c pkiConfig) ([]string, error) {
 	} else if err != nil {
 		return nil, err
 	} else {
+		if _, err := os.Stat(filepath.Join(c.Dir, pki.EtcdCACert)); errors.Is(err, fs.ErrNotExist) {
+			// A volume made before etcd had TLS.
+			if err := pki.InitEtcd(c.InitOptions); err != nil {
+				return nil, err
+			}
+			made = append(made, "the etcd CA and certificates")
+		}
 		var ca *pki.CA
 		for _, n := range c.Nodes {
 			name := "node-" + n
@@ -226,19 +232,9 @@ func copyBundle(dir string, b bundle) error {
 		if strings.HasSuffix(f, ".key") {
 			mode = 0o600
 		}
-		if err := pki.WriteFile(filepath.Join(b.Dir, f), data, mode); err != nil {
+		if err := pki.WriteFile(filepath.Join(b.Dir, filepath.Base(f)), data, mode); err != nil {
 			return fmt.Errorf("bundle %s: %w", b.Role, err)
 		}
 	}
 	return nil
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }

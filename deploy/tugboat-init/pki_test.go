@@ -20,6 +20,7 @@ func TestParseBundle(t *testing.T) {
 	}{
 		{"scheduler=/b/s", []string{"ca.crt", "scheduler.crt", "scheduler.key"}, ""},
 		{"node/w1=/b/w1", []string{"ca.crt", "node-w1.crt", "node-w1.key", "proxy.crt", "proxy.key"}, ""},
+		{"etcd=/b/e", []string{"etcd/ca.crt", "etcd/server.crt", "etcd/server.key", "etcd/peer.crt", "etcd/peer.key"}, ""},
 		{"node/=/b/x", nil, "node/NAME"},
 		{"admin=/b/a", nil, "role \"admin\""},
 		{"scheduler=relative", nil, "absolute"},
@@ -109,6 +110,50 @@ func TestEnsurePKI(t *testing.T) {
 	}
 	if made, err := ensurePKI(c); err != nil || len(made) != 0 {
 		t.Errorf("third start made %q (err %v), want nothing", made, err)
+	}
+}
+
+// TestEnsurePKIEtcd: etcd's bundle holds the etcd CA and etcd's own pairs,
+// signed by the etcd CA and not the cluster CA; a volume made before etcd
+// had TLS gets the etcd certificates on the next start, nothing else.
+func TestEnsurePKIEtcd(t *testing.T) {
+	dir, out := t.TempDir(), t.TempDir()
+	c := pkiConfig{InitOptions: pki.InitOptions{Dir: dir}, Bundles: []bundle{{Role: "etcd", Dir: filepath.Join(out, "etcd")}}}
+	if _, err := ensurePKI(c); err != nil {
+		t.Fatal(err)
+	}
+	assertFiles(t, filepath.Join(out, "etcd"), "ca.crt", "server.crt", "server.key", "peer.crt", "peer.key")
+	etcdCA, err := pki.ParseCertPEM(read(t, filepath.Join(out, "etcd"), "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterCA, _ := pki.ParseCertPEM(read(t, dir, "ca.crt"))
+	for _, f := range []string{"server.crt", "peer.crt"} {
+		crt, err := pki.ParseCertPEM(read(t, filepath.Join(out, "etcd"), f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := crt.CheckSignatureFrom(etcdCA); err != nil {
+			t.Errorf("%s not signed by the etcd CA: %v", f, err)
+		}
+		if crt.CheckSignatureFrom(clusterCA) == nil {
+			t.Errorf("%s signed by the cluster CA", f)
+		}
+		if !slices.Contains(crt.DNSNames, "etcd") {
+			t.Errorf("%s names %v, want etcd among them", f, crt.DNSNames)
+		}
+	}
+	// An older volume: no etcd folder.
+	if err := os.RemoveAll(filepath.Join(dir, "etcd")); err != nil {
+		t.Fatal(err)
+	}
+	ca := read(t, dir, "ca.crt")
+	made, err := ensurePKI(c)
+	if err != nil || !slices.Equal(made, []string{"the etcd CA and certificates"}) {
+		t.Errorf("made %q (%v), want only the etcd certificates", made, err)
+	}
+	if !bytes.Equal(read(t, dir, "ca.crt"), ca) {
+		t.Error("the cluster CA was replaced")
 	}
 }
 

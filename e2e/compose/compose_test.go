@@ -69,6 +69,18 @@ func TestComposeCluster(t *testing.T) {
 		t.Fatalf("kubectl get nodes after make up: %v\n%s", err, out)
 	}
 
+	// etcd answers only the apiserver's client certificate: from the
+	// apiserver's container (the one that shares etcd's network), a client
+	// without one is refused over TLS, and plaintext is not served.
+	api := e.container("apiserver")
+	for url, want := range map[string]string{"https://etcd:2379/health": "certificate", "http://etcd:2379/health": ""} {
+		out, err := exec.CommandContext(ctx, "docker", "exec", api, "tugboat-init", "probe", url).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), want) {
+			t.Errorf("etcd at %s without a client certificate: err=%v, output %q (want a refusal mentioning %q)", url, err, out, want)
+		}
+		t.Logf("etcd at %s without a client certificate: %s", url, strings.TrimSpace(string(out)))
+	}
+
 	// The quick start.
 	if _, err := e.tugctl(ctx, "apply", "-f", filepath.Join(e.module, "deploy", "examples", "web.yaml")); err != nil {
 		t.Fatal(err)

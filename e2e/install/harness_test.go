@@ -225,8 +225,15 @@ func (r *run) cgroupRoot(node string) string {
 // space.
 func (r *run) startEnv(h *netlab.Host, prefix, etcDir, name string) *netlab.Proc {
 	r.t.Helper()
+	return r.startBin(h, filepath.Join(prefix, "bin", name), etcDir, name)
+}
+
+// startBin is startEnv for a binary installed elsewhere (the
+// distribution's etcd).
+func (r *run) startBin(h *netlab.Host, bin, etcDir, name string) *netlab.Proc {
+	r.t.Helper()
 	args := readEnvArgs(r.t, filepath.Join(etcDir, name+".env"))
-	p, err := h.Start(r.ctx, exec.Command(filepath.Join(prefix, "bin", name), args...))
+	p, err := h.Start(r.ctx, exec.Command(bin, args...))
 	if err != nil {
 		r.t.Fatalf("start %s on %s: %v", name, h.Name, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/e2e/netlab"
 	"github.com/tugboat/tugboat/kubelet/runtime"
+	"github.com/tugboat/tugboat/kubelet/runtime/containerd/containerdtest"
 )
 
 // hostDirs are a host's install locations (the hosts share one file
@@ -134,6 +135,60 @@ func TestInstallScript(t *testing.T) {
 	if strings.Contains(string(links), "cni0") || strings.Contains(string(tables), "tugboat") {
 		t.Errorf("left in the node's network:\n%s%s", links, tables)
 	}
+}
+
+// TestInstallLocalEtcd installs a control plane on the distribution's etcd
+// (install.sh --etcd local) and checks that etcd speaks only TLS with
+// client certificates of its own CA: the apiserver works through it with
+// its apiserver-etcd-client pair; etcdctl without a certificate, or with
+// the cluster admin's, is refused.
+func TestInstallLocalEtcd(t *testing.T) {
+	etcdBin, etcdctl := lookPathOrSkip(t, "etcd"), lookPathOrSkip(t, "etcdctl")
+	r := newRun(t, 1)
+	cp := r.lab.Hosts[0]
+	r.installSh(append([]string{"control-plane", "--advertise-address", cp.IP.String(), "--etcd", "local"}, r.common(cp)...)...)
+	prefix, etc, _ := r.hostDirs(cp)
+	r.startBin(cp, etcdBin, etc, "etcd")
+	r.startEnv(cp, prefix, etc, "apiserver")
+	admin := filepath.Join(etc, "admin.config")
+	wait.Eventually(t, time.Minute, "the apiserver answers the admin", func() error {
+		_, err := tugctl(r.ctx, admin, "get", "ns", "default")
+		return err
+	})
+	pki := filepath.Join(etc, "pki")
+	get := func(extra ...string) (string, error) {
+		args := append([]string{"--endpoints", "https://127.0.0.1:2379", "--cacert", filepath.Join(pki, "etcd", "ca.crt"),
+			"--dial-timeout", "2s", "--command-timeout", "3s"}, extra...)
+		args = append(args, "get", "--prefix", "--keys-only", "/registry/namespaces/")
+		out, err := cp.Output(r.ctx, exec.Command(etcdctl, args...))
+		return string(out), err
+	}
+	if out, err := get("--cert", filepath.Join(pki, "apiserver-etcd-client.crt"), "--key", filepath.Join(pki, "apiserver-etcd-client.key")); err != nil || !strings.Contains(out, "/registry/namespaces/default") {
+		t.Errorf("etcdctl with the apiserver's etcd certificate: %v\n%s", err, out)
+	}
+	for what, extra := range map[string][]string{
+		"no certificate":          nil,
+		"the admin's certificate": {"--cert", filepath.Join(pki, "admin.crt"), "--key", filepath.Join(pki, "admin.key")},
+	} {
+		if out, err := get(extra...); err == nil {
+			t.Errorf("etcdctl with %s read etcd:\n%s", what, out)
+		}
+	}
+	env, err := os.ReadFile(filepath.Join(etc, "apiserver.env"))
+	if err != nil || !strings.Contains(string(env), "--etcd-servers https://127.0.0.1:2379") {
+		t.Errorf("apiserver.env: %v\n%s", err, env)
+	}
+}
+
+// lookPathOrSkip finds a binary of hack/install-deps.sh, or skips t
+// (fails it under CI=true).
+func lookPathOrSkip(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		containerdtest.SkipOrFail(t, fmt.Errorf("%s not found: hack/install-deps.sh installs it (Debian etcd-server, etcd-client)", name))
+	}
+	return p
 }
 
 // joinArgs finds the worker command line join-command printed and returns
