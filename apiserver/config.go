@@ -62,7 +62,17 @@ type Config struct {
 	// before an eviction deletes a running pod; any may refuse it (see
 	// EvictionCheck).
 	EvictionChecks []EvictionCheck
-	Logger         *slog.Logger
+	// MaxConnections caps the client connections open at once over all
+	// listeners (default 10000); it is lowered to what the file limit
+	// allows, which is raised to its hard limit at start.
+	MaxConnections int
+	// MaxConnectionsPerHost caps those from one source IP (default 1000,
+	// at most half of MaxConnections).
+	MaxConnectionsPerHost int
+	// HandshakeTimeout closes a connection that has not finished its TLS
+	// handshake (and HTTP/2 preface) this long after accept (default 5s).
+	HandshakeTimeout time.Duration
+	Logger           *slog.Logger
 }
 
 // Validate names the first bad field.
@@ -89,6 +99,15 @@ func (c *Config) Validate() error {
 	if c.WatchCacheSize < 0 || c.WatchQueueSize < 0 || c.WatchQueueBytes < 0 {
 		return fmt.Errorf("--watch-cache-size, --watch-queue-size and --watch-queue-bytes must be >= 0")
 	}
+	if c.MaxConnections < 0 {
+		return fmt.Errorf("--max-connections %d: must be > 0", c.MaxConnections)
+	}
+	if c.MaxConnectionsPerHost < 0 {
+		return fmt.Errorf("--max-connections-per-host %d: must be > 0", c.MaxConnectionsPerHost)
+	}
+	if c.HandshakeTimeout < 0 {
+		return fmt.Errorf("--tls-handshake-timeout %s: must be > 0", c.HandshakeTimeout)
+	}
 	return nil
 }
 
@@ -113,6 +132,15 @@ func (c *Config) setDefaults() {
 	}
 	if c.NodePortRange == "" {
 		c.NodePortRange = "30000-32767"
+	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = 10000
+	}
+	if c.MaxConnectionsPerHost == 0 {
+		c.MaxConnectionsPerHost = 1000
+	}
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = 5 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -1,34 +1,14 @@
 package apiserver
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
-
-// syncBuffer is a log destination tests read while etcd writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestEmbeddedEtcdSocketAndLog: the embedded etcd listens on a 0600 socket
 // in a data dir made 0700 (it was 0755), answers there, and its warnings
@@ -38,8 +18,12 @@ func TestEmbeddedEtcdSocketAndLog(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var buf syncBuffer
-	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logFile, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	log := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	e, url, err := startEmbeddedEtcd(ctx, dir, log)
@@ -74,7 +58,8 @@ func TestEmbeddedEtcdSocketAndLog(t *testing.T) {
 		t.Fatal("compaction to a future revision succeeded")
 	}
 	e.Server.Logger().Info("test info from etcd")
-	out := buf.String()
+	b, _ := os.ReadFile(logFile.Name())
+	out := string(b)
 	if !strings.Contains(out, `level=WARN msg="failed to apply request" error="mvcc: required revision is a future revision"`) {
 		t.Errorf("etcd's warning is not in the log:\n%s", out)
 	}

@@ -76,13 +76,12 @@ func (s *Server) KubeAddr() string {
 func (s *Server) newKubeServer() *http.Server {
 	h := kubeapi.New(kubeapi.Config{Backend: kubeBackend{s}, Logger: s.log})
 	h.Register(s.reg)
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       90 * time.Second,
-		// Handshake failures and the like: the server's log at debug.
-		ErrorLog: slog.NewLogLogger(s.log.With("door", "kubernetes").Handler(), slog.LevelDebug),
-	}
+	// The connection limiter's handshake deadline (TLS and each request's
+	// headers) and idle timeout; the listener is the limiter's too.
+	srv := s.conns.HTTPServer(h)
+	srv.IdleTimeout = 90 * time.Second
+	// Handshake failures and the like: the server's log at debug.
+	srv.ErrorLog = slog.NewLogLogger(s.log.With("door", "kubernetes").Handler(), slog.LevelDebug)
 	if s.cfg.TLS != nil {
 		t := s.cfg.TLS.Clone()
 		t.NextProtos = []string{"h2", "http/1.1"}

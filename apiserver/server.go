@@ -38,6 +38,7 @@ import (
 	"github.com/tugboat/tugboat/api/tunnel"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/apiserver/auth"
+	"github.com/tugboat/tugboat/apiserver/connlimit"
 	"github.com/tugboat/tugboat/apiserver/storage"
 	"github.com/tugboat/tugboat/apiserver/watchcache"
 )
@@ -60,7 +61,9 @@ type Server struct {
 	// metricsLis serves /metrics and /healthz (nil when disabled).
 	metricsLis net.Listener
 	// kubeLis serves the Kubernetes HTTP API (nil when disabled).
-	kubeLis     net.Listener
+	kubeLis net.Listener
+	// conns limits the connections of every listener.
+	conns       *connlimit.Limiter
 	nsMu        sync.Mutex
 	nsActive    map[string]bool // namespaces with a finalizer running
 	nsCtx       context.Context // the Run context, for namespace finalizers
@@ -83,6 +86,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	cfg.setDefaults()
 	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "apiserver"), caches: map[*kinds.Kind]*watchcache.Cache{}, nsActive: map[string]bool{}, admission: map[string][]Admitter{}}
+	s.reg = prometheus.NewRegistry()
+	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	limits, err := connectionLimits(cfg, s.log)
+	if err != nil {
+		return nil, err
+	}
+	s.conns = connlimit.New(limits, s.reg, s.log)
 	// Bind our ports first: a taken port fails before etcd starts.
 	if err := s.listen(); err != nil {
 		return nil, err
@@ -106,8 +116,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.etcdCli = cli
-	s.reg = prometheus.NewRegistry()
-	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.metrics = newMetrics(s.reg)
 	s.store = storage.New(cli, storage.NewMetrics(s.reg), cfg.Encryption)
 	s.store.SetTTLs(storage.NewTTLs(cli, map[string]time.Duration{"events": cfg.EventTTL}))
@@ -140,15 +148,15 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		rbacEscalation{s}.register()
 		s.admission["Secret"] = append(s.admission["Secret"], tokenSecrets{})
 	}
-	opts := []grpc.ServerOption{
-		grpc.MaxRecvMsgSize(4 << 20),
+	opts := append(s.conns.GRPCOptions(),
+		grpc.MaxRecvMsgSize(4<<20),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		// Outermost first: metrics see the status codes that unaryErrors
 		// and streamErrors map the handlers' plain errors to (errors.go).
 		grpc.ChainUnaryInterceptor(s.unaryMetrics, unaryErrors, s.unaryAuth),
 		grpc.ChainStreamInterceptor(s.streamMetrics, streamErrors, s.streamAuth),
-	}
+	)
 	if cfg.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
 	}
@@ -172,20 +180,21 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// listen binds the gRPC and metrics addresses.
+// listen binds the gRPC and metrics addresses, both within the
+// connection limits.
 func (s *Server) listen() error {
 	lis, err := net.Listen("tcp", s.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", s.cfg.Listen, err)
 	}
-	s.lis = lis
+	s.lis = s.conns.Listen("grpc", lis)
 	if s.cfg.MetricsListen != "" {
 		ml, err := net.Listen("tcp", s.cfg.MetricsListen)
 		if err != nil {
 			lis.Close()
 			return fmt.Errorf("--metrics-listen %s: %w", s.cfg.MetricsListen, err)
 		}
-		s.metricsLis = ml
+		s.metricsLis = s.conns.Listen("metrics", ml)
 	}
 	if s.cfg.KubeListen != "" {
 		kl, err := net.Listen("tcp", s.cfg.KubeListen)
@@ -193,10 +202,15 @@ func (s *Server) listen() error {
 			s.closeListeners()
 			return fmt.Errorf("--kube-listen %s: %w", s.cfg.KubeListen, err)
 		}
-		s.kubeLis = kl
+		s.kubeLis = s.conns.Listen("kube", kl)
 	}
 	return nil
 }
+
+// Connections is the limiter of the server's listeners: a listener the
+// server opens elsewhere (the Kubernetes HTTPS API) goes through its
+// Listen and serves with its HTTPServer.
+func (s *Server) Connections() *connlimit.Limiter { return s.conns }
 
 func (s *Server) closeListeners() {
 	s.lis.Close()
