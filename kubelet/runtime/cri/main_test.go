@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/deploy/images"
 	"github.com/tugboat/tugboat/kubelet/network/networktest"
 	"github.com/tugboat/tugboat/kubelet/runtime"
@@ -124,17 +125,10 @@ func check() error {
 // waitNetworkReady waits for the runtime to load the test network's
 // config (it watches the folder).
 func waitNetworkReady(ctx context.Context) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := testRuntime.NetworkStatus(ctx)
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the runtime's network is not ready: %w", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := wait.Until(ctx, 30*time.Second, testRuntime.NetworkStatus); err != nil {
+		return fmt.Errorf("the runtime's network is not ready: %w", err)
 	}
+	return nil
 }
 
 // require skips t (fails it in CI) unless the private containerd runs.
@@ -241,17 +235,14 @@ func (p *pod) container(t testing.TB, name, script string, mod ...func(*runtime.
 // waitState waits for the container to reach state and returns its status.
 func waitState(t testing.TB, id string, state runtime.ContainerState) runtime.ContainerStatus {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		st, err := testRuntime.ContainerStatus(context.Background(), id)
-		if err == nil && st.State == state {
-			return st
+	var st runtime.ContainerStatus
+	wait.Eventually(t, 20*time.Second, fmt.Sprintf("container %s %s", id, state), func() (err error) {
+		if st, err = testRuntime.ContainerStatus(context.Background(), id); err == nil && st.State != state {
+			err = fmt.Errorf("status %+v", st)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("container %s: not %s within 20s: %+v (err %v)", id, state, st, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	})
+	return st
 }
 
 // crictl runs crictl against the test containerd, if it is installed

@@ -2,9 +2,11 @@ package cri
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 )
 
@@ -72,14 +74,14 @@ func createIn(t *testing.T, rt *Runtime, p *pod, name string) string {
 	return id
 }
 
-// waitFor polls cond for up to 20s.
+// waitFor polls cond for up to 20s (wait.Eventually, for a yes-or-no
+// condition).
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not %s within 20s", what)
+	wait.Eventually(t, 20*time.Second, what, func() error {
+		if !cond() {
+			return errors.New("not yet")
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
