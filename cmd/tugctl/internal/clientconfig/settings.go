@@ -200,6 +200,7 @@ func (s *Settings) ClientConfig(userAgent string) (client.Config, error) {
 		}
 		cfg.Token = strings.TrimSpace(string(b))
 	}
+	cfg.AllowPlaintextToken = s.InsecurePlaintextToken
 	return cfg, nil
 }
 
@@ -239,6 +240,5 @@ func (s *Settings) tlsConfig() (*tls.Config, error) {
 		}
 		cfg.Certificates = []tls.Certificate{pair}
 	}
-	cfg.AllowPlaintextToken = s.InsecurePlaintextToken
 	return cfg, nil
 }
