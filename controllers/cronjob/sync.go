@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 
@@ -217,7 +218,7 @@ func (c *Controller) createJob(ctx context.Context, cj *v1.CronJob, t time.Time)
 	j := &v1.Job{
 		Metadata: &v1.ObjectMeta{
 			Name: jobName(cj, t), Namespace: m.GetNamespace(),
-			Labels: cloneMap(jt.GetMetadata().GetLabels()), Annotations: cloneMap(jt.GetMetadata().GetAnnotations()),
+			Labels: maps.Clone(jt.GetMetadata().GetLabels()), Annotations: maps.Clone(jt.GetMetadata().GetAnnotations()),
 			OwnerReferences: []*v1.OwnerReference{controller.NewControllerRef(cj, "batch/v1", "CronJob")},
 		},
 		Spec: proto.Clone(jt.GetSpec()).(*v1.JobSpec),
@@ -294,15 +295,4 @@ func hasRef(refs []*v1.ObjectReference, j *v1.Job) bool {
 		}
 	}
 	return false
-}
-
-func cloneMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -154,7 +155,7 @@ func (c *Controller) createPod(ctx context.Context, j *v1.Job, index int) error 
 	pod := &v1.Pod{
 		Metadata: &v1.ObjectMeta{
 			GenerateName: prefix, Namespace: m.GetNamespace(),
-			Labels: cloneMap(t.GetMetadata().GetLabels()), Annotations: cloneMap(t.GetMetadata().GetAnnotations()),
+			Labels: maps.Clone(t.GetMetadata().GetLabels()), Annotations: maps.Clone(t.GetMetadata().GetAnnotations()),
 			OwnerReferences: []*v1.OwnerReference{controller.NewControllerRef(j, "batch/v1", "Job")},
 			Finalizers:      []string{TrackingFinalizer},
 		},
@@ -313,15 +314,4 @@ func newestFirst(pods []*v1.Pod) []*v1.Pod {
 
 func without(pods, drop []*v1.Pod) []*v1.Pod {
 	return slices.DeleteFunc(slices.Clone(pods), func(p *v1.Pod) bool { return slices.Contains(drop, p) })
-}
-
-func cloneMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
