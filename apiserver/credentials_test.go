@@ -264,16 +264,7 @@ func TestCARotation(t *testing.T) {
 	newDir := s.PKIDir
 	ctx := ctxT(t)
 	as := func(dir, name string) *client.Client {
-		tlsCfg, err := client.TLSFromFiles(bundle, filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := client.New(client.Config{Server: s.Addr(), TLS: tlsCfg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
+		return certClient(t, s, bundle, filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key"))
 	}
 	for _, c := range []struct{ dir, what string }{{oldDir, "old"}, {newDir, "new"}} {
 		if who, err := v1.NewAuthClient(as(c.dir, "admin").Conn()).WhoAmI(ctx, &v1.WhoAmIRequest{}); err != nil || who.Name != "admin" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -89,18 +88,7 @@ func TestLogsAndExecThroughTunnel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []byte
-	for {
-		c, err := ls.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, c.Data...)
-	}
-	if string(got) != "web line\nweb line\nweb line\n" {
+	if got := readLogs(t, ls); got != "web line\nweb line\nweb line\n" {
 		t.Fatalf("logs: %q", got)
 	}
 	ex, err := api.Exec(ctx)

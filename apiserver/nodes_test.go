@@ -65,7 +65,13 @@ func join(t *testing.T, s *apiservertest.Server, token, node string) (*joined, e
 
 func (j *joined) client(t *testing.T, s *apiservertest.Server) *client.Client {
 	t.Helper()
-	tlsCfg, err := client.TLSFromFiles(filepath.Join(s.PKIDir, "ca.crt"), j.cert, j.key)
+	return certClient(t, s, filepath.Join(s.PKIDir, "ca.crt"), j.cert, j.key)
+}
+
+// certClient is a client of s trusting caFile and presenting cert and key.
+func certClient(t *testing.T, s *apiservertest.Server, caFile, cert, key string) *client.Client {
+	t.Helper()
+	tlsCfg, err := client.TLSFromFiles(caFile, cert, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +81,22 @@ func (j *joined) client(t *testing.T, s *apiservertest.Server) *client.Client {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// readLogs reads a Logs stream to its end.
+func readLogs(t *testing.T, ls v1.NodeAPI_LogsClient) string {
+	t.Helper()
+	var got []byte
+	for {
+		c, err := ls.Recv()
+		if errors.Is(err, io.EOF) {
+			return string(got)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, c.Data...)
+	}
 }
 
 // heartbeat is what a running kubelet leaves: its Node and a fresh Lease.
@@ -219,18 +241,7 @@ func TestSecondTunnelRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []byte
-	for {
-		c, err := ls.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, c.Data...)
-	}
-	if string(got) != "real" {
+	if got := readLogs(t, ls); got != "real" {
 		t.Fatalf("logs came from %q", got)
 	}
 }
