@@ -133,6 +133,18 @@ func (f nodeFacts) PodNode(ctx context.Context, ns, name string) (string, error)
 }
 
 func (f nodeFacts) Referenced(ctx context.Context, node, kind, ns, name string) (bool, error) {
+	if kind == "persistentvolumes" {
+		pvKind, _ := kinds.Lookup("PersistentVolume")
+		o, err := f.s.store.Get(ctx, pvKind, "", name)
+		if err != nil {
+			return false, err
+		}
+		ref := o.(*v1.PersistentVolume).GetSpec().GetClaimRef()
+		if ref == nil {
+			return false, nil
+		}
+		return f.Referenced(ctx, node, "persistentvolumeclaims", ref.GetNamespace(), ref.GetName())
+	}
 	podKind, _ := kinds.Lookup("Pod")
 	res, err := f.s.store.List(ctx, podKind, storage.ListOptions{Namespace: ns, Filter: func(o v1.Object) bool {
 		return o.(*v1.Pod).GetSpec().GetNodeName() == node
@@ -150,6 +162,14 @@ func (f nodeFacts) Referenced(ctx context.Context, node, kind, ns, name string) 
 
 // podReferences reports whether a pod uses ConfigMap or Secret name.
 func podReferences(p *v1.Pod, kind, name string) bool {
+	if kind == "persistentvolumeclaims" {
+		for _, v := range p.GetSpec().GetVolumes() {
+			if v.GetPersistentVolumeClaim().GetClaimName() == name && v.PersistentVolumeClaim != nil {
+				return true
+			}
+		}
+		return false
+	}
 	cm := kind == "configmaps"
 	for _, v := range p.GetSpec().GetVolumes() {
 		if cm && v.ConfigMap != nil && v.ConfigMap.Name == name || !cm && v.Secret != nil && v.Secret.SecretName == name {

@@ -376,6 +376,16 @@ func (s apiSources) Secret(ctx context.Context, ns, name string) (*v1.Secret, er
 	return client.For[*v1.Secret](s.c).Get(ctx, ns, name)
 }
 
+// Claim returns a claim and the volume bound to it (pod.ClaimSource).
+func (s apiSources) Claim(ctx context.Context, ns, name string) (*v1.PersistentVolumeClaim, *v1.PersistentVolume, error) {
+	pvc, err := client.For[*v1.PersistentVolumeClaim](s.c).Get(ctx, ns, name)
+	if err != nil || pvc.GetSpec().GetVolumeName() == "" {
+		return pvc, nil, err
+	}
+	pv, err := client.For[*v1.PersistentVolume](s.c).Get(ctx, "", pvc.GetSpec().GetVolumeName())
+	return pvc, pv, err
+}
+
 // ParseLabels parses "k=v,k2=v2" (--node-labels).
 func ParseLabels(s string) (map[string]string, error) {
 	out := map[string]string{}

@@ -178,6 +178,9 @@ func volume(errs *Errs, path string, v *v1.Volume, seen map[string]bool) {
 	if v.PersistentVolumeClaim != nil {
 		n++
 		DNSSubdomain(errs, path+".persistentVolumeClaim.claimName", v.PersistentVolumeClaim.ClaimName)
+		if v.PersistentVolumeClaim.ReadOnly {
+			errs.Add(path+".persistentVolumeClaim.readOnly", "not supported: mount it with volumeMounts[].readOnly")
+		}
 	}
 	if n != 1 {
 		errs.Add(path, "exactly one of emptyDir, hostPath, configMap, secret or persistentVolumeClaim must be set (found %d)", n)

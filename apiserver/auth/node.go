@@ -13,7 +13,9 @@ type NodeFacts interface {
 	// PodNode returns the node a stored pod is bound to ("" if none).
 	PodNode(ctx context.Context, ns, name string) (string, error)
 	// Referenced reports whether a pod bound to node references the
-	// ConfigMap or Secret (kind "configmaps" or "secrets") ns/name.
+	// ConfigMap, Secret or PersistentVolumeClaim (kind "configmaps",
+	// "secrets", "persistentvolumeclaims") ns/name, or the
+	// PersistentVolume ("persistentvolumes", ns empty) bound to such a claim.
 	Referenced(ctx context.Context, node, kind, ns, name string) (bool, error)
 }
 
@@ -62,7 +64,7 @@ func AuthorizeNode(ctx context.Context, node string, a Attributes, fieldNode str
 			return false, "pod " + a.Namespace + "/" + a.Name + " is not bound to node " + node
 		}
 		return false, "nodes may only get, list, watch and delete their pods and update their status"
-	case "configmaps", "secrets":
+	case "configmaps", "secrets", "persistentvolumeclaims", "persistentvolumes":
 		if a.Verb != "get" {
 			return false, "nodes may only get the " + a.Resource + " their pods use"
 		}

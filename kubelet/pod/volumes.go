@@ -27,6 +27,10 @@ import (
 //   - emptyDir: a directory (mode 0777, as Kubernetes), or a tmpfs for
 //     medium Memory (sizeLimit as its size), removed with the pod;
 //   - hostPath: the host path itself, checked or created per its type;
+//   - persistentVolumeClaim: the directory of the volume bound to the claim
+//     (a local or hostPath volume, made with mode 0777 if missing: the
+//     local-path provisioner's volumes are made here on first use); the
+//     pod waits (retried) while the claim is not bound;
 //   - configMap and secret: one file per key (or per item), rewritten when
 //     the object changes (files are replaced atomically; a key that
 //     disappears is removed). Secrets are files on the node's disk, not a
@@ -52,8 +56,10 @@ func prepareVolumes(ctx context.Context, cfg Config, src Sources, pod *v1.Pod) (
 		case v.Secret != nil:
 			p = cfg.volumeDir(uid, "secret", v.Name)
 			err = secretVolume(ctx, src, ns, p, v.Secret)
+		case v.PersistentVolumeClaim != nil:
+			p, err = claimVolume(ctx, src, ns, v.PersistentVolumeClaim)
 		default:
-			err = configErrorf("volume %q: no supported source (emptyDir, hostPath, configMap, secret)", v.Name)
+			err = configErrorf("volume %q: no supported source (emptyDir, hostPath, configMap, secret, persistentVolumeClaim)", v.Name)
 		}
 		if err != nil {
 			var ce *configError
@@ -294,4 +300,43 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// ClaimSource is implemented by Sources that can read claims and volumes
+// (the kubelet's API sources); without it, claim volumes are refused.
+type ClaimSource interface {
+	// Claim returns the claim ns/name and the volume bound to it (nil
+	// while it is not bound).
+	Claim(ctx context.Context, ns, name string) (*v1.PersistentVolumeClaim, *v1.PersistentVolume, error)
+}
+
+// errClaimNotBound makes the pod wait: its claim is not bound yet.
+var errClaimNotBound = errors.New("persistentvolumeclaim is not bound yet")
+
+func claimVolume(ctx context.Context, src Sources, ns string, c *v1.PersistentVolumeClaimVolumeSource) (string, error) {
+	cs, ok := src.(ClaimSource)
+	if !ok {
+		return "", configErrorf("persistentVolumeClaim %q: this kubelet cannot read claims", c.ClaimName)
+	}
+	pvc, pv, err := cs.Claim(ctx, ns, c.ClaimName)
+	if apierrors.IsNotFound(err) && pvc == nil {
+		return "", configErrorf("persistentvolumeclaim %q not found", c.ClaimName)
+	}
+	if err != nil {
+		return "", err
+	}
+	if pv == nil {
+		return "", fmt.Errorf("persistentvolumeclaim %q: %w", c.ClaimName, errClaimNotBound)
+	}
+	dir := pv.GetSpec().GetLocal().GetPath()
+	if dir == "" {
+		dir = pv.GetSpec().GetHostPath().GetPath()
+	}
+	if !filepath.IsAbs(dir) {
+		return "", configErrorf("persistentvolume %q: no local or hostPath directory", pv.GetMetadata().GetName())
+	}
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return "", err
+	}
+	return dir, nil
 }
