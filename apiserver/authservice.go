@@ -238,7 +238,6 @@ func (a *authService) RenewCertificate(ctx context.Context, req *v1.RenewCertifi
 	return &v1.CertificateResponse{Certificate: cert, Ca: ca.PEM}, nil
 }
 
-
 func (a *authService) signer() *pki.CA {
 	if a.s.cfg.Auth == nil {
 		return nil
