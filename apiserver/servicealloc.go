@@ -117,21 +117,36 @@ func (a *serviceAllocator) admit(ctx context.Context, t *txn, svc *v1.Service, o
 	if old != nil {
 		prev = old.(*v1.Service)
 	}
-	// ClusterIP: immutable once set.
-	if prev != nil {
+	switch {
+	case svc.Spec.Type == "ExternalName":
+		// No cluster address: one it had is freed once the update is stored.
+		svc.Spec.ClusterIp, svc.Spec.ClusterIps = "", nil
+	case prev != nil && prev.Spec.GetClusterIp() != "":
+		// ClusterIP: immutable once set (but by a change to ExternalName).
 		if svc.Spec.ClusterIp == "" {
 			svc.Spec.ClusterIp = prev.Spec.ClusterIp
 		}
 		if svc.Spec.ClusterIp != prev.Spec.ClusterIp {
 			return apierrors.Invalid("spec.clusterIP", "field is immutable (%s)", prev.Spec.ClusterIp)
 		}
-	} else if err := a.admitClusterIP(ctx, t, svc, who); err != nil {
-		return err
+	default:
+		if err := a.admitClusterIP(ctx, t, svc, who); err != nil {
+			return err
+		}
 	}
-	if svc.Spec.ClusterIp != "None" {
+	if ips := svc.Spec.ClusterIps; len(ips) > 0 && ips[0] != svc.Spec.ClusterIp {
+		if prev != nil {
+			return apierrors.Invalid("spec.clusterIPs[0]", "field is immutable (%s)", svc.Spec.ClusterIp)
+		}
+		return apierrors.Invalid("spec.clusterIPs[0]", "%q must be the same as spec.clusterIP %q", ips[0], svc.Spec.ClusterIp)
+	}
+	if svc.Spec.ClusterIp != "" {
 		svc.Spec.ClusterIps = []string{svc.Spec.ClusterIp}
 	}
-	return a.admitNodePorts(ctx, t, svc, prev, who)
+	if err := a.admitNodePorts(ctx, t, svc, prev, who); err != nil {
+		return err
+	}
+	return a.admitHealthCheckNodePort(ctx, t, svc, prev, who)
 }
 
 func (a *serviceAllocator) admitClusterIP(ctx context.Context, t *txn, svc *v1.Service, who string) error {
@@ -172,89 +187,166 @@ func (a *serviceAllocator) admitClusterIP(ctx context.Context, t *txn, svc *v1.S
 	return apierrors.Invalid("spec.clusterIP", "the service CIDR %s is full", a.cidr)
 }
 
+// wantsNodePorts reports whether the Service gets node ports allocated:
+// NodePort, and LoadBalancer unless allocateLoadBalancerNodePorts is false
+// (node ports asked for explicitly are still claimed).
+func wantsNodePorts(s *v1.ServiceSpec) bool {
+	return s.GetType() == "NodePort" || (s.GetType() == "LoadBalancer" && (s.AllocateLoadBalancerNodePorts == nil || *s.AllocateLoadBalancerNodePorts))
+}
+
 func (a *serviceAllocator) admitNodePorts(ctx context.Context, t *txn, svc *v1.Service, prev *v1.Service, who string) error {
-	keep := map[int32]bool{}
-	if svc.Spec.Type == "NodePort" {
+	if svc.Spec.Type != "NodePort" && svc.Spec.Type != "LoadBalancer" {
 		for i, p := range svc.Spec.Ports {
-			path := fmt.Sprintf("spec.ports[%d].nodePort", i)
-			if p.NodePort == 0 && prev != nil {
-				// Keep the port this service already had for the same port.
-				for _, pp := range prev.Spec.Ports {
-					if pp.Port == p.Port && pp.Protocol == p.Protocol && pp.NodePort != 0 {
-						p.NodePort = pp.NodePort
-					}
-				}
-			}
 			if p.NodePort != 0 {
-				if int(p.NodePort) < a.portLo || int(p.NodePort) > a.portHi {
-					return apierrors.Invalid(path, "%d is outside the node port range %d-%d", p.NodePort, a.portLo, a.portHi)
-				}
-				ok, err := a.claim(ctx, t, storage.RangeNodePorts, strconv.Itoa(int(p.NodePort)), who)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					return apierrors.Invalid(path, "%d is already allocated to another Service", p.NodePort)
-				}
-				keep[p.NodePort] = true
-				continue
-			}
-			span := a.portHi - a.portLo + 1
-			start := rand.IntN(span)
-			allocated := false
-			for j := 0; j < span; j++ {
-				port := a.portLo + (start+j)%span
-				if keep[int32(port)] {
-					continue
-				}
-				ok, err := a.claim(ctx, t, storage.RangeNodePorts, strconv.Itoa(port), who)
-				if err != nil {
-					return err
-				}
-				if ok {
-					p.NodePort = int32(port)
-					keep[int32(port)] = true
-					allocated = true
-					break
-				}
-			}
-			if !allocated {
-				return apierrors.Invalid(path, "no free node port in %d-%d", a.portLo, a.portHi)
+				return apierrors.Invalid(fmt.Sprintf("spec.ports[%d].nodePort", i), "only valid for types NodePort and LoadBalancer")
 			}
 		}
-	} else {
-		for i, p := range svc.Spec.Ports {
-			if p.NodePort != 0 {
-				return apierrors.Invalid(fmt.Sprintf("spec.ports[%d].nodePort", i), "only valid for type NodePort")
+		return nil
+	}
+	keep := map[int32]bool{}
+	allocate := wantsNodePorts(svc.Spec)
+	for i, p := range svc.Spec.Ports {
+		path := fmt.Sprintf("spec.ports[%d].nodePort", i)
+		if p.NodePort == 0 && prev != nil && allocate {
+			// Keep the port this service already had for the same port.
+			for _, pp := range prev.Spec.Ports {
+				if pp.Port == p.Port && pp.Protocol == p.Protocol && pp.NodePort != 0 {
+					p.NodePort = pp.NodePort
+				}
 			}
+		}
+		switch {
+		case p.NodePort != 0:
+			if err := a.claimNodePort(ctx, t, path, p.NodePort, who); err != nil {
+				return err
+			}
+			keep[p.NodePort] = true
+		case allocate:
+			port, err := a.allocateNodePort(ctx, t, path, keep, who)
+			if err != nil {
+				return err
+			}
+			p.NodePort = port
+			keep[port] = true
 		}
 	}
 	return nil
 }
 
-// UpdateCommitted frees the node ports the old version had and the new one
-// does not (only now: had the update failed, the old ones would still be
-// in use).
-func (a *serviceAllocator) UpdateCommitted(ctx context.Context, old, new v1.Object) {
-	a.freePortsNotIn(ctx, old.(*v1.Service), new.(*v1.Service))
-}
-
-// UpdateAborted frees the node ports claimed for an update that was not
-// stored.
-func (a *serviceAllocator) UpdateAborted(ctx context.Context, old, new v1.Object) {
-	a.freePortsNotIn(ctx, new.(*v1.Service), old.(*v1.Service))
-}
-
-// freePortsNotIn frees from's node ports that keep does not use.
-func (a *serviceAllocator) freePortsNotIn(ctx context.Context, from, keep *v1.Service) {
+// admitHealthCheckNodePort gives a LoadBalancer with externalTrafficPolicy
+// Local its health check node port (kept across updates); other Services
+// have none.
+func (a *serviceAllocator) admitHealthCheckNodePort(ctx context.Context, t *txn, svc *v1.Service, prev *v1.Service, who string) error {
+	const path = "spec.healthCheckNodePort"
+	sp := svc.Spec
+	if sp.Type != "LoadBalancer" || sp.ExternalTrafficPolicy != "Local" {
+		if sp.HealthCheckNodePort != 0 {
+			return apierrors.Invalid(path, "only valid for type LoadBalancer with externalTrafficPolicy Local")
+		}
+		return nil
+	}
+	if sp.HealthCheckNodePort == 0 && prev != nil {
+		sp.HealthCheckNodePort = prev.Spec.GetHealthCheckNodePort()
+	}
+	if sp.HealthCheckNodePort != 0 {
+		for i, p := range sp.Ports {
+			if p.NodePort == sp.HealthCheckNodePort {
+				return apierrors.Invalid(path, "%d is also spec.ports[%d].nodePort", p.NodePort, i)
+			}
+		}
+		return a.claimNodePort(ctx, t, path, sp.HealthCheckNodePort, who)
+	}
 	used := map[int32]bool{}
-	for _, p := range keep.GetSpec().GetPorts() {
+	for _, p := range sp.Ports {
 		used[p.NodePort] = true
 	}
-	for _, p := range from.GetSpec().GetPorts() {
-		if p.NodePort != 0 && !used[p.NodePort] {
-			a.free(ctx, storage.RangeNodePorts, strconv.Itoa(int(p.NodePort)), owner(from))
+	port, err := a.allocateNodePort(ctx, t, path, used, who)
+	sp.HealthCheckNodePort = port
+	return err
+}
+
+// claimNodePort claims a node port asked for at path.
+func (a *serviceAllocator) claimNodePort(ctx context.Context, t *txn, path string, port int32, who string) error {
+	if int(port) < a.portLo || int(port) > a.portHi {
+		return apierrors.Invalid(path, "%d is outside the node port range %d-%d", port, a.portLo, a.portHi)
+	}
+	ok, err := a.claim(ctx, t, storage.RangeNodePorts, strconv.Itoa(int(port)), who)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return apierrors.Invalid(path, "%d is already allocated to another Service", port)
+	}
+	return nil
+}
+
+// allocateNodePort claims a free node port not in skip, for path.
+func (a *serviceAllocator) allocateNodePort(ctx context.Context, t *txn, path string, skip map[int32]bool, who string) (int32, error) {
+	span := a.portHi - a.portLo + 1
+	start := rand.IntN(span)
+	for j := 0; j < span; j++ {
+		port := a.portLo + (start+j)%span
+		if skip[int32(port)] {
+			continue
 		}
+		ok, err := a.claim(ctx, t, storage.RangeNodePorts, strconv.Itoa(port), who)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			return int32(port), nil
+		}
+	}
+	return 0, apierrors.Invalid(path, "no free node port in %d-%d", a.portLo, a.portHi)
+}
+
+// UpdateCommitted frees the node ports and the cluster address the old
+// version had and the new one does not (only now: had the update failed,
+// the old ones would still be in use).
+func (a *serviceAllocator) UpdateCommitted(ctx context.Context, old, new v1.Object) {
+	a.freeNotIn(ctx, old.(*v1.Service), new.(*v1.Service))
+}
+
+// UpdateAborted frees what was claimed for an update that was not stored.
+func (a *serviceAllocator) UpdateAborted(ctx context.Context, old, new v1.Object) {
+	a.freeNotIn(ctx, new.(*v1.Service), old.(*v1.Service))
+}
+
+// nodePortsOf lists a Service's node ports, the health check's included.
+func nodePortsOf(s *v1.Service) []int32 {
+	var out []int32
+	for _, p := range s.GetSpec().GetPorts() {
+		if p.NodePort != 0 {
+			out = append(out, p.NodePort)
+		}
+	}
+	if hc := s.GetSpec().GetHealthCheckNodePort(); hc != 0 {
+		out = append(out, hc)
+	}
+	return out
+}
+
+// clusterIPOf is the Service's allocated address, "" for none.
+func clusterIPOf(s *v1.Service) string {
+	if ip := s.GetSpec().GetClusterIp(); ip != "None" {
+		return ip
+	}
+	return ""
+}
+
+// freeNotIn frees from's node ports and address that keep does not use.
+func (a *serviceAllocator) freeNotIn(ctx context.Context, from, keep *v1.Service) {
+	used := map[int32]bool{}
+	for _, p := range nodePortsOf(keep) {
+		used[p] = true
+	}
+	for _, p := range nodePortsOf(from) {
+		if !used[p] {
+			a.free(ctx, storage.RangeNodePorts, strconv.Itoa(int(p)), owner(from))
+		}
+	}
+	if ip := clusterIPOf(from); ip != "" && ip != clusterIPOf(keep) {
+		a.free(ctx, storage.RangeServiceIPs, ip, owner(from))
 	}
 }
 
@@ -262,13 +354,11 @@ func (a *serviceAllocator) freePortsNotIn(ctx context.Context, from, keep *v1.Se
 func (a *serviceAllocator) Release(ctx context.Context, obj v1.Object) {
 	svc := obj.(*v1.Service)
 	who := owner(svc)
-	if ip := svc.Spec.GetClusterIp(); ip != "" && ip != "None" {
+	if ip := clusterIPOf(svc); ip != "" {
 		a.free(ctx, storage.RangeServiceIPs, ip, who)
 	}
-	for _, p := range svc.Spec.GetPorts() {
-		if p.NodePort != 0 {
-			a.free(ctx, storage.RangeNodePorts, strconv.Itoa(int(p.NodePort)), who)
-		}
+	for _, p := range nodePortsOf(svc) {
+		a.free(ctx, storage.RangeNodePorts, strconv.Itoa(int(p)), who)
 	}
 }
 
@@ -283,13 +373,11 @@ func (a *serviceAllocator) repair(ctx context.Context) error {
 	inUse := map[claimed]string{}
 	for _, o := range res.Items {
 		s := o.(*v1.Service)
-		if ip := s.Spec.GetClusterIp(); ip != "" && ip != "None" {
+		if ip := clusterIPOf(s); ip != "" {
 			inUse[claimed{storage.RangeServiceIPs, ip}] = owner(s)
 		}
-		for _, p := range s.Spec.GetPorts() {
-			if p.NodePort != 0 {
-				inUse[claimed{storage.RangeNodePorts, strconv.Itoa(int(p.NodePort))}] = owner(s)
-			}
+		for _, p := range nodePortsOf(s) {
+			inUse[claimed{storage.RangeNodePorts, strconv.Itoa(int(p))}] = owner(s)
 		}
 	}
 	for _, rng := range []string{storage.RangeServiceIPs, storage.RangeNodePorts} {

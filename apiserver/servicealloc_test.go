@@ -164,3 +164,66 @@ func TestRepairFreesClaimsOfGoneServices(t *testing.T) {
 		t.Fatalf("repair freed a stored Service's node port: %v", err)
 	}
 }
+
+// TestLoadBalancerAndExternalNameAllocation: a LoadBalancer gets node
+// ports (none with allocateLoadBalancerNodePorts false) and, with
+// externalTrafficPolicy Local, a health check node port kept across
+// updates and freed when the policy changes; an ExternalName Service gets
+// no address, and turning a ClusterIP Service into one frees its address.
+func TestLoadBalancerAndExternalNameAllocation(t *testing.T) {
+	s := apiservertest.Start(t, func(c *apiserver.Config) { c.ServiceCIDR = "10.96.0.0/28"; c.NodePortRange = "30000-30009" })
+	ctx := ctxT(t)
+	svcs := client.For[*v1.Service](s.Client)
+	lb := svc("lb", "LoadBalancer", "", 0)
+	lb.Spec.ExternalTrafficPolicy = "Local"
+	lb, err := svcs.Create(ctx, lb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	np, hc := lb.Spec.Ports[0].NodePort, lb.Spec.HealthCheckNodePort
+	if np < 30000 || np > 30009 || hc < 30000 || hc > 30009 || np == hc {
+		t.Fatalf("nodePort %d, healthCheckNodePort %d", np, hc)
+	}
+	lb.Metadata.Labels = map[string]string{"x": "y"}
+	if lb, err = svcs.Update(ctx, lb); err != nil || lb.Spec.HealthCheckNodePort != hc {
+		t.Fatalf("health check port not kept: %v, %d", err, lb.GetSpec().GetHealthCheckNodePort())
+	}
+	taken := svc("taken", "NodePort", "", hc)
+	if _, err := svcs.Create(ctx, taken); !apierrors.IsInvalid(err) {
+		t.Fatalf("the health check port is not claimed: %v", err)
+	}
+	lb.Spec.ExternalTrafficPolicy, lb.Spec.HealthCheckNodePort = "Cluster", 0
+	if lb, err = svcs.Update(ctx, lb); err != nil || lb.Spec.HealthCheckNodePort != 0 {
+		t.Fatalf("Cluster policy: %v, healthCheckNodePort %d", err, lb.GetSpec().GetHealthCheckNodePort())
+	}
+	if _, err := svcs.Create(ctx, taken); err != nil {
+		t.Fatalf("the health check port was not freed: %v", err)
+	}
+
+	noPorts := svc("noports", "LoadBalancer", "", 0)
+	noPorts.Spec.AllocateLoadBalancerNodePorts = proto.Bool(false)
+	if noPorts, err = svcs.Create(ctx, noPorts); err != nil || noPorts.Spec.Ports[0].NodePort != 0 {
+		t.Fatalf("allocateLoadBalancerNodePorts false: %v, nodePort %d", err, noPorts.GetSpec().GetPorts()[0].GetNodePort())
+	}
+
+	ext := &v1.Service{Metadata: &v1.ObjectMeta{Name: "ext"}, Spec: &v1.ServiceSpec{Type: "ExternalName", ExternalName: "db.example.com"}}
+	if ext, err = svcs.Create(ctx, ext); err != nil || ext.Spec.ClusterIp != "" || len(ext.Spec.ClusterIps) != 0 {
+		t.Fatalf("ExternalName: %v, clusterIP %q", err, ext.GetSpec().GetClusterIp())
+	}
+	plain, err := svcs.Create(ctx, svc("plain", "", "", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip := plain.Spec.ClusterIp
+	plain.Spec = &v1.ServiceSpec{Type: "ExternalName", ExternalName: "db.example.com"}
+	if _, err := svcs.Update(ctx, plain); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svcs.Create(ctx, svc("reuse", "", ip, 0)); err != nil {
+		t.Fatalf("the address of a Service turned ExternalName was not freed: %v", err)
+	}
+	headless, err := svcs.Create(ctx, svc("headless", "", "None", 0))
+	if err != nil || len(headless.Spec.ClusterIps) != 1 || headless.Spec.ClusterIps[0] != "None" {
+		t.Fatalf("headless: %v, clusterIPs %v", err, headless.GetSpec().GetClusterIps())
+	}
+}

@@ -159,17 +159,53 @@ func defaultSecret(s *v1.Secret) {
 	}
 }
 
+// defaultService fills what Kubernetes fills for a single-stack IPv4
+// cluster: the type, session affinity, traffic policies, IP families,
+// node-port allocation of LoadBalancers, port protocols and target ports;
+// clusterIP and clusterIPs mirror each other; the old ipFamily spelling
+// becomes ipFamilies.
 func defaultService(s *v1.Service) {
-	if s.Spec == nil {
+	sp := s.Spec
+	if sp == nil {
 		return
 	}
-	if s.Spec.Type == "" {
-		s.Spec.Type = "ClusterIP"
+	if sp.Type == "" {
+		sp.Type = "ClusterIP"
 	}
-	if s.Spec.SessionAffinity == "" {
-		s.Spec.SessionAffinity = "None"
+	if sp.SessionAffinity == "" {
+		sp.SessionAffinity = "None"
 	}
-	for _, p := range s.Spec.Ports {
+	external := sp.Type == "NodePort" || sp.Type == "LoadBalancer"
+	if external && sp.ExternalTrafficPolicy == "" {
+		sp.ExternalTrafficPolicy = "Cluster"
+	}
+	if sp.Type == "LoadBalancer" && sp.AllocateLoadBalancerNodePorts == nil {
+		sp.AllocateLoadBalancerNodePorts = proto.Bool(true)
+	}
+	if sp.IpFamily != "" {
+		if len(sp.IpFamilies) == 0 {
+			sp.IpFamilies = []string{sp.IpFamily}
+		}
+		sp.IpFamily = ""
+	}
+	if sp.ClusterIp == "" && len(sp.ClusterIps) > 0 {
+		sp.ClusterIp = sp.ClusterIps[0]
+	}
+	if sp.ClusterIp != "" && len(sp.ClusterIps) == 0 {
+		sp.ClusterIps = []string{sp.ClusterIp}
+	}
+	if sp.Type != "ExternalName" {
+		if sp.InternalTrafficPolicy == "" {
+			sp.InternalTrafficPolicy = "Cluster"
+		}
+		if len(sp.IpFamilies) == 0 {
+			sp.IpFamilies = []string{"IPv4"}
+		}
+		if sp.IpFamilyPolicy == "" {
+			sp.IpFamilyPolicy = "SingleStack"
+		}
+	}
+	for _, p := range sp.Ports {
 		if p.Protocol == "" {
 			p.Protocol = "TCP"
 		}

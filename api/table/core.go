@@ -113,9 +113,9 @@ func namespaceCells(n *v1.Namespace, now time.Time) []any {
 
 var serviceColumns = []Column{
 	nameColumn,
-	{Name: "Type", Type: "string", Description: "How the Service is exposed: ClusterIP or NodePort."},
+	{Name: "Type", Type: "string", Description: "How the Service is exposed: ClusterIP, NodePort, LoadBalancer or ExternalName."},
 	{Name: "Cluster-IP", Type: "string", Description: "The Service's virtual IP inside the cluster."},
-	{Name: "External-IP", Type: "string", Description: "The Service's external addresses (none: Tugboat has no load balancers)."},
+	{Name: "External-IP", Type: "string", Description: "The load balancer's addresses (<pending> until assigned), or the external name."},
 	{Name: "Port(s)", Type: "string", Description: "The Service's ports, with their node ports: 80:30007/TCP."},
 	ageColumn,
 	{Name: "Selector", Type: "string", Priority: 1, Description: "The labels of the pods the Service sends traffic to."},
@@ -123,8 +123,28 @@ var serviceColumns = []Column{
 
 func serviceCells(s *v1.Service, now time.Time) []any {
 	sp := s.GetSpec()
-	return []any{s.Metadata.GetName(), sp.GetType(), OrNone(sp.GetClusterIp()), "<none>", ServicePorts(sp), Age(s.Metadata.GetCreationTimestamp(), now),
+	return []any{s.Metadata.GetName(), sp.GetType(), OrNone(sp.GetClusterIp()), ServiceExternalIP(s), ServicePorts(sp), Age(s.Metadata.GetCreationTimestamp(), now),
 		LabelString(sp.GetSelector())}
+}
+
+// ServiceExternalIP is kubectl's EXTERNAL-IP: a LoadBalancer's addresses
+// ("<pending>" before the load-balancer controller set them), an
+// ExternalName's name, else "<none>".
+func ServiceExternalIP(s *v1.Service) string {
+	switch s.GetSpec().GetType() {
+	case "ExternalName":
+		return OrNone(s.GetSpec().GetExternalName())
+	case "LoadBalancer":
+		var addrs []string
+		for _, in := range s.GetStatus().GetLoadBalancer().GetIngress() {
+			addrs = append(addrs, cmp.Or(in.GetIp(), in.GetHostname()))
+		}
+		if len(addrs) == 0 {
+			return "<pending>"
+		}
+		return strings.Join(addrs, ",")
+	}
+	return "<none>"
 }
 
 // ServicePorts is "80/TCP" or "80:30007/TCP", comma-separated, or "<none>".

@@ -3791,17 +3791,54 @@ func (x *Service) GetStatus() *ServiceStatus {
 
 type ServiceSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// ClusterIP (default) or NodePort.
+	// ClusterIP (default), NodePort, LoadBalancer or ExternalName.
 	Type     string            `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
 	Selector map[string]string `protobuf:"bytes,2,rep,name=selector,proto3" json:"selector,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	Ports    []*ServicePort    `protobuf:"bytes,3,rep,name=ports,proto3" json:"ports,omitempty"`
-	// Allocated by the apiserver from the service CIDR unless set; "None" for headless.
-	ClusterIp             string   `protobuf:"bytes,4,opt,name=cluster_ip,json=clusterIP,proto3" json:"cluster_ip,omitempty"`
-	ClusterIps            []string `protobuf:"bytes,5,rep,name=cluster_ips,json=clusterIPs,proto3" json:"cluster_ips,omitempty"`
-	SessionAffinity       string   `protobuf:"bytes,6,opt,name=session_affinity,json=sessionAffinity,proto3" json:"session_affinity,omitempty"`
-	ExternalTrafficPolicy string   `protobuf:"bytes,7,opt,name=external_traffic_policy,json=externalTrafficPolicy,proto3" json:"external_traffic_policy,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// Allocated by the apiserver from the service CIDR unless set; "None" for
+	// headless (DNS answers with the endpoints' addresses, no datapath).
+	// Empty for ExternalName.
+	ClusterIp string `protobuf:"bytes,4,opt,name=cluster_ip,json=clusterIP,proto3" json:"cluster_ip,omitempty"`
+	// clusterIP as a list (one entry: the cluster is IPv4-only).
+	ClusterIps []string `protobuf:"bytes,5,rep,name=cluster_ips,json=clusterIPs,proto3" json:"cluster_ips,omitempty"`
+	// None (default). ClientIP is refused: the proxy does not keep affinity.
+	SessionAffinity string `protobuf:"bytes,6,opt,name=session_affinity,json=sessionAffinity,proto3" json:"session_affinity,omitempty"`
+	// NodePort and LoadBalancer only. Cluster (default): any node forwards
+	// to any endpoint, masquerading the client; Local: a node forwards only
+	// to its own endpoints and keeps the client's address (nodes without one
+	// drop, and answer 503 on healthCheckNodePort).
+	ExternalTrafficPolicy string `protobuf:"bytes,7,opt,name=external_traffic_policy,json=externalTrafficPolicy,proto3" json:"external_traffic_policy,omitempty"`
+	// LoadBalancer only: the address asked of the load-balancer controller
+	// (deprecated in Kubernetes, still honoured): it must be in its pool.
+	LoadBalancerIp string `protobuf:"bytes,8,opt,name=load_balancer_ip,json=loadBalancerIP,proto3" json:"load_balancer_ip,omitempty"`
+	// ExternalName only: the name the Service's DNS name is a CNAME of.
+	ExternalName string `protobuf:"bytes,9,opt,name=external_name,json=externalName,proto3" json:"external_name,omitempty"`
+	// LoadBalancer with externalTrafficPolicy Local: the node port whose
+	// HTTP answer says whether a node has local endpoints (200) or not
+	// (503). Allocated unless set.
+	HealthCheckNodePort int32 `protobuf:"varint,10,opt,name=health_check_node_port,json=healthCheckNodePort,proto3" json:"health_check_node_port,omitempty"`
+	// The endpoints of not-ready pods are published too (DNS, datapath):
+	// the peers of a StatefulSet find each other before they are ready.
+	PublishNotReadyAddresses bool `protobuf:"varint,11,opt,name=publish_not_ready_addresses,json=publishNotReadyAddresses,proto3" json:"publish_not_ready_addresses,omitempty"`
+	// IPv4 (default). The cluster is IPv4-only: IPv6 is refused.
+	IpFamilies []string `protobuf:"bytes,12,rep,name=ip_families,json=ipFamilies,proto3" json:"ip_families,omitempty"`
+	// SingleStack (default) or PreferDualStack (served single-stack here);
+	// RequireDualStack is refused.
+	IpFamilyPolicy string `protobuf:"bytes,13,opt,name=ip_family_policy,json=ipFamilyPolicy,proto3" json:"ip_family_policy,omitempty"`
+	// LoadBalancer only: whether node ports are allocated (default true).
+	AllocateLoadBalancerNodePorts *bool `protobuf:"varint,14,opt,name=allocate_load_balancer_node_ports,json=allocateLoadBalancerNodePorts,proto3,oneof" json:"allocate_load_balancer_node_ports,omitempty"`
+	// LoadBalancer only: the load balancer implementation that serves the
+	// Service; empty: Tugboat's built-in one. Services of another class are
+	// left to their controller.
+	LoadBalancerClass string `protobuf:"bytes,15,opt,name=load_balancer_class,json=loadBalancerClass,proto3" json:"load_balancer_class,omitempty"`
+	// Cluster (default): pods' traffic to the ClusterIP goes to any
+	// endpoint; Local: only to endpoints on the client's node.
+	InternalTrafficPolicy string `protobuf:"bytes,16,opt,name=internal_traffic_policy,json=internalTrafficPolicy,proto3" json:"internal_traffic_policy,omitempty"`
+	// The Kubernetes 1.16-1.19 spelling of ipFamilies: write-only, folded
+	// into ipFamilies on write.
+	IpFamily      string `protobuf:"bytes,17,opt,name=ip_family,json=ipFamily,proto3" json:"ip_family,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ServiceSpec) Reset() {
@@ -3883,6 +3920,76 @@ func (x *ServiceSpec) GetExternalTrafficPolicy() string {
 	return ""
 }
 
+func (x *ServiceSpec) GetLoadBalancerIp() string {
+	if x != nil {
+		return x.LoadBalancerIp
+	}
+	return ""
+}
+
+func (x *ServiceSpec) GetExternalName() string {
+	if x != nil {
+		return x.ExternalName
+	}
+	return ""
+}
+
+func (x *ServiceSpec) GetHealthCheckNodePort() int32 {
+	if x != nil {
+		return x.HealthCheckNodePort
+	}
+	return 0
+}
+
+func (x *ServiceSpec) GetPublishNotReadyAddresses() bool {
+	if x != nil {
+		return x.PublishNotReadyAddresses
+	}
+	return false
+}
+
+func (x *ServiceSpec) GetIpFamilies() []string {
+	if x != nil {
+		return x.IpFamilies
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetIpFamilyPolicy() string {
+	if x != nil {
+		return x.IpFamilyPolicy
+	}
+	return ""
+}
+
+func (x *ServiceSpec) GetAllocateLoadBalancerNodePorts() bool {
+	if x != nil && x.AllocateLoadBalancerNodePorts != nil {
+		return *x.AllocateLoadBalancerNodePorts
+	}
+	return false
+}
+
+func (x *ServiceSpec) GetLoadBalancerClass() string {
+	if x != nil {
+		return x.LoadBalancerClass
+	}
+	return ""
+}
+
+func (x *ServiceSpec) GetInternalTrafficPolicy() string {
+	if x != nil {
+		return x.InternalTrafficPolicy
+	}
+	return ""
+}
+
+func (x *ServiceSpec) GetIpFamily() string {
+	if x != nil {
+		return x.IpFamily
+	}
+	return ""
+}
+
 type ServicePort struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -3891,8 +3998,11 @@ type ServicePort struct {
 	Port     int32  `protobuf:"varint,3,opt,name=port,proto3" json:"port,omitempty"`
 	// A port number or the name of a container port; defaults to port.
 	TargetPort string `protobuf:"bytes,4,opt,name=target_port,json=targetPort,proto3" json:"target_port,omitempty"`
-	// Allocated from 30000-32767 for NodePort services unless set.
-	NodePort      int32 `protobuf:"varint,5,opt,name=node_port,json=nodePort,proto3" json:"node_port,omitempty"`
+	// Allocated from 30000-32767 for NodePort and LoadBalancer Services unless set.
+	NodePort int32 `protobuf:"varint,5,opt,name=node_port,json=nodePort,proto3" json:"node_port,omitempty"`
+	// The application protocol (a hint for load balancers and Ingress:
+	// "http", "kubernetes.io/h2c"); carried into EndpointSlices.
+	AppProtocol   string `protobuf:"bytes,6,opt,name=app_protocol,json=appProtocol,proto3" json:"app_protocol,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3962,9 +4072,19 @@ func (x *ServicePort) GetNodePort() int32 {
 	return 0
 }
 
+func (x *ServicePort) GetAppProtocol() string {
+	if x != nil {
+		return x.AppProtocol
+	}
+	return ""
+}
+
 type ServiceStatus struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Conditions    []*Condition           `protobuf:"bytes,1,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Conditions []*Condition           `protobuf:"bytes,1,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	// The addresses a LoadBalancer Service is reachable on, set by the
+	// load-balancer controller.
+	LoadBalancer  *LoadBalancerStatus `protobuf:"bytes,2,opt,name=load_balancer,json=loadBalancer,proto3" json:"load_balancer,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4006,6 +4126,186 @@ func (x *ServiceStatus) GetConditions() []*Condition {
 	return nil
 }
 
+func (x *ServiceStatus) GetLoadBalancer() *LoadBalancerStatus {
+	if x != nil {
+		return x.LoadBalancer
+	}
+	return nil
+}
+
+type LoadBalancerStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ingress       []*LoadBalancerIngress `protobuf:"bytes,1,rep,name=ingress,proto3" json:"ingress,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadBalancerStatus) Reset() {
+	*x = LoadBalancerStatus{}
+	mi := &file_api_v1_core_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadBalancerStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadBalancerStatus) ProtoMessage() {}
+
+func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadBalancerStatus.ProtoReflect.Descriptor instead.
+func (*LoadBalancerStatus) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *LoadBalancerStatus) GetIngress() []*LoadBalancerIngress {
+	if x != nil {
+		return x.Ingress
+	}
+	return nil
+}
+
+type LoadBalancerIngress struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Ip       string                 `protobuf:"bytes,1,opt,name=ip,proto3" json:"ip,omitempty"`
+	Hostname string                 `protobuf:"bytes,2,opt,name=hostname,proto3" json:"hostname,omitempty"`
+	// VIP (the address is the Service's on every node: the proxy handles it).
+	IpMode        string        `protobuf:"bytes,3,opt,name=ip_mode,json=ipMode,proto3" json:"ip_mode,omitempty"`
+	Ports         []*PortStatus `protobuf:"bytes,4,rep,name=ports,proto3" json:"ports,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadBalancerIngress) Reset() {
+	*x = LoadBalancerIngress{}
+	mi := &file_api_v1_core_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadBalancerIngress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadBalancerIngress) ProtoMessage() {}
+
+func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadBalancerIngress.ProtoReflect.Descriptor instead.
+func (*LoadBalancerIngress) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *LoadBalancerIngress) GetIp() string {
+	if x != nil {
+		return x.Ip
+	}
+	return ""
+}
+
+func (x *LoadBalancerIngress) GetHostname() string {
+	if x != nil {
+		return x.Hostname
+	}
+	return ""
+}
+
+func (x *LoadBalancerIngress) GetIpMode() string {
+	if x != nil {
+		return x.IpMode
+	}
+	return ""
+}
+
+func (x *LoadBalancerIngress) GetPorts() []*PortStatus {
+	if x != nil {
+		return x.Ports
+	}
+	return nil
+}
+
+type PortStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Port          int32                  `protobuf:"varint,1,opt,name=port,proto3" json:"port,omitempty"`
+	Protocol      string                 `protobuf:"bytes,2,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PortStatus) Reset() {
+	*x = PortStatus{}
+	mi := &file_api_v1_core_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PortStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PortStatus) ProtoMessage() {}
+
+func (x *PortStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PortStatus.ProtoReflect.Descriptor instead.
+func (*PortStatus) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *PortStatus) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *PortStatus) GetProtocol() string {
+	if x != nil {
+		return x.Protocol
+	}
+	return ""
+}
+
+func (x *PortStatus) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 type Endpoints struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Metadata      *ObjectMeta            `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
@@ -4016,7 +4316,7 @@ type Endpoints struct {
 
 func (x *Endpoints) Reset() {
 	*x = Endpoints{}
-	mi := &file_api_v1_core_proto_msgTypes[57]
+	mi := &file_api_v1_core_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4028,7 +4328,7 @@ func (x *Endpoints) String() string {
 func (*Endpoints) ProtoMessage() {}
 
 func (x *Endpoints) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[57]
+	mi := &file_api_v1_core_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4041,7 +4341,7 @@ func (x *Endpoints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoints.ProtoReflect.Descriptor instead.
 func (*Endpoints) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{57}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *Endpoints) GetMetadata() *ObjectMeta {
@@ -4069,7 +4369,7 @@ type EndpointSubset struct {
 
 func (x *EndpointSubset) Reset() {
 	*x = EndpointSubset{}
-	mi := &file_api_v1_core_proto_msgTypes[58]
+	mi := &file_api_v1_core_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4081,7 +4381,7 @@ func (x *EndpointSubset) String() string {
 func (*EndpointSubset) ProtoMessage() {}
 
 func (x *EndpointSubset) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[58]
+	mi := &file_api_v1_core_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4094,7 +4394,7 @@ func (x *EndpointSubset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointSubset.ProtoReflect.Descriptor instead.
 func (*EndpointSubset) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{58}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *EndpointSubset) GetAddresses() []*EndpointAddress {
@@ -4130,7 +4430,7 @@ type EndpointAddress struct {
 
 func (x *EndpointAddress) Reset() {
 	*x = EndpointAddress{}
-	mi := &file_api_v1_core_proto_msgTypes[59]
+	mi := &file_api_v1_core_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4142,7 +4442,7 @@ func (x *EndpointAddress) String() string {
 func (*EndpointAddress) ProtoMessage() {}
 
 func (x *EndpointAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[59]
+	mi := &file_api_v1_core_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4155,7 +4455,7 @@ func (x *EndpointAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointAddress.ProtoReflect.Descriptor instead.
 func (*EndpointAddress) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{59}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *EndpointAddress) GetIp() string {
@@ -4197,7 +4497,7 @@ type EndpointPort struct {
 
 func (x *EndpointPort) Reset() {
 	*x = EndpointPort{}
-	mi := &file_api_v1_core_proto_msgTypes[60]
+	mi := &file_api_v1_core_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4209,7 +4509,7 @@ func (x *EndpointPort) String() string {
 func (*EndpointPort) ProtoMessage() {}
 
 func (x *EndpointPort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[60]
+	mi := &file_api_v1_core_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4222,7 +4522,7 @@ func (x *EndpointPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointPort.ProtoReflect.Descriptor instead.
 func (*EndpointPort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{60}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *EndpointPort) GetName() string {
@@ -4606,7 +4906,7 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\aService\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x12/\n" +
 	"\x04spec\x18\x02 \x01(\v2\x1b.tugboat.api.v1.ServiceSpecR\x04spec\x125\n" +
-	"\x06status\x18\x03 \x01(\v2\x1d.tugboat.api.v1.ServiceStatusR\x06status\"\x8e\x03\n" +
+	"\x06status\x18\x03 \x01(\v2\x1d.tugboat.api.v1.ServiceStatusR\x06status\"\x96\a\n" +
 	"\vServiceSpec\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12E\n" +
 	"\bselector\x18\x02 \x03(\v2).tugboat.api.v1.ServiceSpec.SelectorEntryR\bselector\x12D\n" +
@@ -4616,21 +4916,48 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\vcluster_ips\x18\x05 \x03(\tR\n" +
 	"clusterIPs\x12)\n" +
 	"\x10session_affinity\x18\x06 \x01(\tR\x0fsessionAffinity\x126\n" +
-	"\x17external_traffic_policy\x18\a \x01(\tR\x15externalTrafficPolicy\x1a;\n" +
+	"\x17external_traffic_policy\x18\a \x01(\tR\x15externalTrafficPolicy\x12(\n" +
+	"\x10load_balancer_ip\x18\b \x01(\tR\x0eloadBalancerIP\x12#\n" +
+	"\rexternal_name\x18\t \x01(\tR\fexternalName\x123\n" +
+	"\x16health_check_node_port\x18\n" +
+	" \x01(\x05R\x13healthCheckNodePort\x12=\n" +
+	"\x1bpublish_not_ready_addresses\x18\v \x01(\bR\x18publishNotReadyAddresses\x12\x1f\n" +
+	"\vip_families\x18\f \x03(\tR\n" +
+	"ipFamilies\x12(\n" +
+	"\x10ip_family_policy\x18\r \x01(\tR\x0eipFamilyPolicy\x12M\n" +
+	"!allocate_load_balancer_node_ports\x18\x0e \x01(\bH\x00R\x1dallocateLoadBalancerNodePorts\x88\x01\x01\x12.\n" +
+	"\x13load_balancer_class\x18\x0f \x01(\tR\x11loadBalancerClass\x126\n" +
+	"\x17internal_traffic_policy\x18\x10 \x01(\tR\x15internalTrafficPolicy\x12\x1b\n" +
+	"\tip_family\x18\x11 \x01(\tR\bipFamily\x1a;\n" +
 	"\rSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x95\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B$\n" +
+	"\"_allocate_load_balancer_node_ports\"\xb8\x01\n" +
 	"\vServicePort\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bprotocol\x18\x02 \x01(\tR\bprotocol\x12\x12\n" +
 	"\x04port\x18\x03 \x01(\x05R\x04port\x12%\n" +
 	"\vtarget_port\x18\x04 \x01(\tB\x04\xc8\xf3\x18\x01R\n" +
 	"targetPort\x12\x1b\n" +
-	"\tnode_port\x18\x05 \x01(\x05R\bnodePort\"J\n" +
-	"\rServiceStatus\x129\n" +
+	"\tnode_port\x18\x05 \x01(\x05R\bnodePort\x12!\n" +
+	"\fapp_protocol\x18\x06 \x01(\tR\vappProtocol\"\xa6\x01\n" +
+	"\rServiceStatus\x12L\n" +
 	"\n" +
-	"conditions\x18\x01 \x03(\v2\x19.tugboat.api.v1.ConditionR\n" +
-	"conditions\"}\n" +
+	"conditions\x18\x01 \x03(\v2\x19.tugboat.api.v1.ConditionB\x11\xd2\xf3\x18\x04type\xda\xf3\x18\x05mergeR\n" +
+	"conditions\x12G\n" +
+	"\rload_balancer\x18\x02 \x01(\v2\".tugboat.api.v1.LoadBalancerStatusR\floadBalancer\"S\n" +
+	"\x12LoadBalancerStatus\x12=\n" +
+	"\aingress\x18\x01 \x03(\v2#.tugboat.api.v1.LoadBalancerIngressR\aingress\"\x8c\x01\n" +
+	"\x13LoadBalancerIngress\x12\x0e\n" +
+	"\x02ip\x18\x01 \x01(\tR\x02ip\x12\x1a\n" +
+	"\bhostname\x18\x02 \x01(\tR\bhostname\x12\x17\n" +
+	"\aip_mode\x18\x03 \x01(\tR\x06ipMode\x120\n" +
+	"\x05ports\x18\x04 \x03(\v2\x1a.tugboat.api.v1.PortStatusR\x05ports\"R\n" +
+	"\n" +
+	"PortStatus\x12\x12\n" +
+	"\x04port\x18\x01 \x01(\x05R\x04port\x12\x1a\n" +
+	"\bprotocol\x18\x02 \x01(\tR\bprotocol\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"}\n" +
 	"\tEndpoints\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x128\n" +
 	"\asubsets\x18\x02 \x03(\v2\x1e.tugboat.api.v1.EndpointSubsetR\asubsets\"\xd4\x01\n" +
@@ -4661,7 +4988,7 @@ func file_api_v1_core_proto_rawDescGZIP() []byte {
 	return file_api_v1_core_proto_rawDescData
 }
 
-var file_api_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
+var file_api_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 74)
 var file_api_v1_core_proto_goTypes = []any{
 	(*Namespace)(nil),                         // 0: tugboat.api.v1.Namespace
 	(*NamespaceSpec)(nil),                     // 1: tugboat.api.v1.NamespaceSpec
@@ -4720,48 +5047,51 @@ var file_api_v1_core_proto_goTypes = []any{
 	(*ServiceSpec)(nil),                       // 54: tugboat.api.v1.ServiceSpec
 	(*ServicePort)(nil),                       // 55: tugboat.api.v1.ServicePort
 	(*ServiceStatus)(nil),                     // 56: tugboat.api.v1.ServiceStatus
-	(*Endpoints)(nil),                         // 57: tugboat.api.v1.Endpoints
-	(*EndpointSubset)(nil),                    // 58: tugboat.api.v1.EndpointSubset
-	(*EndpointAddress)(nil),                   // 59: tugboat.api.v1.EndpointAddress
-	(*EndpointPort)(nil),                      // 60: tugboat.api.v1.EndpointPort
-	nil,                                       // 61: tugboat.api.v1.NodeStatus.CapacityEntry
-	nil,                                       // 62: tugboat.api.v1.NodeStatus.AllocatableEntry
-	nil,                                       // 63: tugboat.api.v1.PodSpec.NodeSelectorEntry
-	nil,                                       // 64: tugboat.api.v1.ResourceRequirements.RequestsEntry
-	nil,                                       // 65: tugboat.api.v1.ResourceRequirements.LimitsEntry
-	nil,                                       // 66: tugboat.api.v1.ConfigMap.DataEntry
-	nil,                                       // 67: tugboat.api.v1.ConfigMap.BinaryDataEntry
-	nil,                                       // 68: tugboat.api.v1.Secret.DataEntry
-	nil,                                       // 69: tugboat.api.v1.Secret.StringDataEntry
-	nil,                                       // 70: tugboat.api.v1.ServiceSpec.SelectorEntry
-	(*ObjectMeta)(nil),                        // 71: tugboat.api.v1.ObjectMeta
-	(*timestamppb.Timestamp)(nil),             // 72: google.protobuf.Timestamp
-	(*Condition)(nil),                         // 73: tugboat.api.v1.Condition
-	(*LabelSelectorRequirement)(nil),          // 74: tugboat.api.v1.LabelSelectorRequirement
+	(*LoadBalancerStatus)(nil),                // 57: tugboat.api.v1.LoadBalancerStatus
+	(*LoadBalancerIngress)(nil),               // 58: tugboat.api.v1.LoadBalancerIngress
+	(*PortStatus)(nil),                        // 59: tugboat.api.v1.PortStatus
+	(*Endpoints)(nil),                         // 60: tugboat.api.v1.Endpoints
+	(*EndpointSubset)(nil),                    // 61: tugboat.api.v1.EndpointSubset
+	(*EndpointAddress)(nil),                   // 62: tugboat.api.v1.EndpointAddress
+	(*EndpointPort)(nil),                      // 63: tugboat.api.v1.EndpointPort
+	nil,                                       // 64: tugboat.api.v1.NodeStatus.CapacityEntry
+	nil,                                       // 65: tugboat.api.v1.NodeStatus.AllocatableEntry
+	nil,                                       // 66: tugboat.api.v1.PodSpec.NodeSelectorEntry
+	nil,                                       // 67: tugboat.api.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 68: tugboat.api.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 69: tugboat.api.v1.ConfigMap.DataEntry
+	nil,                                       // 70: tugboat.api.v1.ConfigMap.BinaryDataEntry
+	nil,                                       // 71: tugboat.api.v1.Secret.DataEntry
+	nil,                                       // 72: tugboat.api.v1.Secret.StringDataEntry
+	nil,                                       // 73: tugboat.api.v1.ServiceSpec.SelectorEntry
+	(*ObjectMeta)(nil),                        // 74: tugboat.api.v1.ObjectMeta
+	(*timestamppb.Timestamp)(nil),             // 75: google.protobuf.Timestamp
+	(*Condition)(nil),                         // 76: tugboat.api.v1.Condition
+	(*LabelSelectorRequirement)(nil),          // 77: tugboat.api.v1.LabelSelectorRequirement
 }
 var file_api_v1_core_proto_depIdxs = []int32{
-	71, // 0: tugboat.api.v1.Namespace.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	74, // 0: tugboat.api.v1.Namespace.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	1,  // 1: tugboat.api.v1.Namespace.spec:type_name -> tugboat.api.v1.NamespaceSpec
 	2,  // 2: tugboat.api.v1.Namespace.status:type_name -> tugboat.api.v1.NamespaceStatus
-	71, // 3: tugboat.api.v1.Node.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	74, // 3: tugboat.api.v1.Node.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	4,  // 4: tugboat.api.v1.Node.spec:type_name -> tugboat.api.v1.NodeSpec
 	6,  // 5: tugboat.api.v1.Node.status:type_name -> tugboat.api.v1.NodeStatus
 	5,  // 6: tugboat.api.v1.NodeSpec.taints:type_name -> tugboat.api.v1.Taint
-	72, // 7: tugboat.api.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
-	61, // 8: tugboat.api.v1.NodeStatus.capacity:type_name -> tugboat.api.v1.NodeStatus.CapacityEntry
-	62, // 9: tugboat.api.v1.NodeStatus.allocatable:type_name -> tugboat.api.v1.NodeStatus.AllocatableEntry
-	73, // 10: tugboat.api.v1.NodeStatus.conditions:type_name -> tugboat.api.v1.Condition
+	75, // 7: tugboat.api.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
+	64, // 8: tugboat.api.v1.NodeStatus.capacity:type_name -> tugboat.api.v1.NodeStatus.CapacityEntry
+	65, // 9: tugboat.api.v1.NodeStatus.allocatable:type_name -> tugboat.api.v1.NodeStatus.AllocatableEntry
+	76, // 10: tugboat.api.v1.NodeStatus.conditions:type_name -> tugboat.api.v1.Condition
 	7,  // 11: tugboat.api.v1.NodeStatus.addresses:type_name -> tugboat.api.v1.NodeAddress
 	8,  // 12: tugboat.api.v1.NodeStatus.node_info:type_name -> tugboat.api.v1.NodeSystemInfo
 	9,  // 13: tugboat.api.v1.NodeStatus.images:type_name -> tugboat.api.v1.ContainerImage
-	71, // 14: tugboat.api.v1.Pod.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	74, // 14: tugboat.api.v1.Pod.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	12, // 15: tugboat.api.v1.Pod.spec:type_name -> tugboat.api.v1.PodSpec
 	40, // 16: tugboat.api.v1.Pod.status:type_name -> tugboat.api.v1.PodStatus
-	71, // 17: tugboat.api.v1.PodTemplateSpec.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	74, // 17: tugboat.api.v1.PodTemplateSpec.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	12, // 18: tugboat.api.v1.PodTemplateSpec.spec:type_name -> tugboat.api.v1.PodSpec
 	13, // 19: tugboat.api.v1.PodSpec.containers:type_name -> tugboat.api.v1.Container
 	13, // 20: tugboat.api.v1.PodSpec.init_containers:type_name -> tugboat.api.v1.Container
-	63, // 21: tugboat.api.v1.PodSpec.node_selector:type_name -> tugboat.api.v1.PodSpec.NodeSelectorEntry
+	66, // 21: tugboat.api.v1.PodSpec.node_selector:type_name -> tugboat.api.v1.PodSpec.NodeSelectorEntry
 	28, // 22: tugboat.api.v1.PodSpec.tolerations:type_name -> tugboat.api.v1.Toleration
 	33, // 23: tugboat.api.v1.PodSpec.volumes:type_name -> tugboat.api.v1.Volume
 	29, // 24: tugboat.api.v1.PodSpec.affinity:type_name -> tugboat.api.v1.Affinity
@@ -4779,8 +5109,8 @@ var file_api_v1_core_proto_depIdxs = []int32{
 	17, // 36: tugboat.api.v1.EnvVarSource.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
 	19, // 37: tugboat.api.v1.EnvFromSource.config_map_ref:type_name -> tugboat.api.v1.LocalObjectReference
 	19, // 38: tugboat.api.v1.EnvFromSource.secret_ref:type_name -> tugboat.api.v1.LocalObjectReference
-	64, // 39: tugboat.api.v1.ResourceRequirements.requests:type_name -> tugboat.api.v1.ResourceRequirements.RequestsEntry
-	65, // 40: tugboat.api.v1.ResourceRequirements.limits:type_name -> tugboat.api.v1.ResourceRequirements.LimitsEntry
+	67, // 39: tugboat.api.v1.ResourceRequirements.requests:type_name -> tugboat.api.v1.ResourceRequirements.RequestsEntry
+	68, // 40: tugboat.api.v1.ResourceRequirements.limits:type_name -> tugboat.api.v1.ResourceRequirements.LimitsEntry
 	24, // 41: tugboat.api.v1.Probe.exec:type_name -> tugboat.api.v1.ExecAction
 	25, // 42: tugboat.api.v1.Probe.http_get:type_name -> tugboat.api.v1.HTTPGetAction
 	27, // 43: tugboat.api.v1.Probe.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
@@ -4788,8 +5118,8 @@ var file_api_v1_core_proto_depIdxs = []int32{
 	30, // 45: tugboat.api.v1.Affinity.node_affinity:type_name -> tugboat.api.v1.NodeAffinity
 	31, // 46: tugboat.api.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.NodeSelector
 	32, // 47: tugboat.api.v1.NodeSelector.node_selector_terms:type_name -> tugboat.api.v1.NodeSelectorTerm
-	74, // 48: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
-	74, // 49: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	77, // 48: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	77, // 49: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
 	35, // 50: tugboat.api.v1.Volume.empty_dir:type_name -> tugboat.api.v1.EmptyDirVolumeSource
 	36, // 51: tugboat.api.v1.Volume.host_path:type_name -> tugboat.api.v1.HostPathVolumeSource
 	38, // 52: tugboat.api.v1.Volume.config_map:type_name -> tugboat.api.v1.ConfigMapVolumeSource
@@ -4797,8 +5127,8 @@ var file_api_v1_core_proto_depIdxs = []int32{
 	34, // 54: tugboat.api.v1.Volume.persistent_volume_claim:type_name -> tugboat.api.v1.PersistentVolumeClaimVolumeSource
 	37, // 55: tugboat.api.v1.ConfigMapVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
 	37, // 56: tugboat.api.v1.SecretVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
-	73, // 57: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
-	72, // 58: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	76, // 57: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
+	75, // 58: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
 	41, // 59: tugboat.api.v1.PodStatus.container_statuses:type_name -> tugboat.api.v1.ContainerStatus
 	41, // 60: tugboat.api.v1.PodStatus.init_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
 	42, // 61: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
@@ -4806,41 +5136,44 @@ var file_api_v1_core_proto_depIdxs = []int32{
 	43, // 63: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
 	44, // 64: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
 	45, // 65: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
-	72, // 66: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	72, // 67: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	72, // 68: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	71, // 69: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	75, // 66: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	75, // 67: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	75, // 68: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	74, // 69: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	47, // 70: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
 	48, // 71: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
-	72, // 72: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
-	72, // 73: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
-	71, // 74: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	75, // 72: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
+	75, // 73: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
+	74, // 74: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	50, // 75: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
-	72, // 76: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
-	72, // 77: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
-	71, // 78: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	66, // 79: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
-	67, // 80: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
-	71, // 81: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	68, // 82: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
-	69, // 83: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
-	71, // 84: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	75, // 76: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
+	75, // 77: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
+	74, // 78: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	69, // 79: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
+	70, // 80: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
+	74, // 81: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	71, // 82: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
+	72, // 83: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
+	74, // 84: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	54, // 85: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
 	56, // 86: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
-	70, // 87: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
+	73, // 87: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
 	55, // 88: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
-	73, // 89: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
-	71, // 90: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	58, // 91: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
-	59, // 92: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
-	59, // 93: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
-	60, // 94: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
-	47, // 95: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
-	96, // [96:96] is the sub-list for method output_type
-	96, // [96:96] is the sub-list for method input_type
-	96, // [96:96] is the sub-list for extension type_name
-	96, // [96:96] is the sub-list for extension extendee
-	0,  // [0:96] is the sub-list for field type_name
+	76, // 89: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
+	57, // 90: tugboat.api.v1.ServiceStatus.load_balancer:type_name -> tugboat.api.v1.LoadBalancerStatus
+	58, // 91: tugboat.api.v1.LoadBalancerStatus.ingress:type_name -> tugboat.api.v1.LoadBalancerIngress
+	59, // 92: tugboat.api.v1.LoadBalancerIngress.ports:type_name -> tugboat.api.v1.PortStatus
+	74, // 93: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	61, // 94: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
+	62, // 95: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
+	62, // 96: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
+	63, // 97: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
+	47, // 98: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
+	99, // [99:99] is the sub-list for method output_type
+	99, // [99:99] is the sub-list for method input_type
+	99, // [99:99] is the sub-list for extension type_name
+	99, // [99:99] is the sub-list for extension extendee
+	0,  // [0:99] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_core_proto_init() }
@@ -4856,13 +5189,14 @@ func file_api_v1_core_proto_init() {
 	file_api_v1_core_proto_msgTypes[37].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[38].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[39].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[54].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_core_proto_rawDesc), len(file_api_v1_core_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   71,
+			NumMessages:   74,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

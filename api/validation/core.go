@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 
 	"github.com/tugboat/tugboat/api/labels"
 	v1 "github.com/tugboat/tugboat/api/v1"
@@ -79,7 +80,8 @@ func Secret(s *v1.Secret) Errs {
 	return errs
 }
 
-// Service validates a service.
+// Service validates a service. Tugboat is an IPv4-only cluster: IPv6
+// families and RequireDualStack are refused saying so.
 func Service(s *v1.Service) Errs {
 	var errs Errs
 	ObjectMeta(&errs, s.Metadata, true, DNSLabel)
@@ -88,31 +90,139 @@ func Service(s *v1.Service) Errs {
 		errs.Add("spec", "required")
 		return errs
 	}
-	OneOf(&errs, "spec.type", spec.Type, "ClusterIP", "NodePort")
+	OneOf(&errs, "spec.type", spec.Type, "ClusterIP", "NodePort", "LoadBalancer", "ExternalName")
 	Labels(&errs, "spec.selector", spec.Selector)
-	if spec.ClusterIp != "" && spec.ClusterIp != "None" {
-		IP(&errs, "spec.clusterIP", spec.ClusterIp)
+	switch spec.SessionAffinity {
+	case "None":
+	case "ClientIP":
+		errs.Add("spec.sessionAffinity", `"ClientIP" is not supported: Tugboat's proxy balances every new connection afresh (use "None")`)
+	default:
+		OneOf(&errs, "spec.sessionAffinity", spec.SessionAffinity, "None", "ClientIP")
 	}
-	if len(spec.Ports) == 0 && spec.ClusterIp != "None" {
+	serviceAddresses(&errs, spec)
+	servicePolicies(&errs, spec)
+	servicePorts(&errs, spec)
+	return errs
+}
+
+// serviceAddresses checks the type-dependent addressing fields: clusterIP
+// and clusterIPs, IP families, externalName and the load balancer's.
+func serviceAddresses(errs *Errs, spec *v1.ServiceSpec) {
+	external := spec.Type == "ExternalName"
+	switch {
+	case external && (spec.ClusterIp != "" || len(spec.ClusterIps) > 0):
+		errs.Add("spec.clusterIP", "must be empty for type ExternalName (it has no cluster address)")
+	case spec.ClusterIp != "" && spec.ClusterIp != "None":
+		IPv4(errs, "spec.clusterIP", spec.ClusterIp)
+	}
+	// clusterIPs[0] must equal clusterIP: the allocator checks, knowing
+	// whether one of them changed.
+	if len(spec.ClusterIps) > 1 {
+		errs.Add("spec.clusterIPs", "at most one address: this cluster is IPv4-only (single-stack)")
+	}
+	if external {
+		DNSSubdomain(errs, "spec.externalName", strings.TrimSuffix(spec.ExternalName, "."))
+		if len(spec.IpFamilies) > 0 {
+			errs.Add("spec.ipFamilies", "must be empty for type ExternalName")
+		}
+		if spec.IpFamilyPolicy != "" {
+			errs.Add("spec.ipFamilyPolicy", "must be empty for type ExternalName")
+		}
+	} else if spec.ExternalName != "" {
+		errs.Add("spec.externalName", "only valid for type ExternalName")
+	}
+	for i, f := range spec.IpFamilies {
+		p := fmt.Sprintf("spec.ipFamilies[%d]", i)
+		switch {
+		case f == "IPv6":
+			errs.Add(p, `"IPv6" is not available: this cluster is IPv4-only (its service CIDR and pod network are IPv4)`)
+		case f != "IPv4":
+			OneOf(errs, p, f, "IPv4", "IPv6")
+		case i > 0:
+			errs.Add(p, "%q is given twice", f)
+		}
+	}
+	switch spec.IpFamilyPolicy {
+	case "", "SingleStack", "PreferDualStack":
+	case "RequireDualStack":
+		errs.Add("spec.ipFamilyPolicy", `"RequireDualStack" cannot be met: this cluster is IPv4-only (use SingleStack or PreferDualStack)`)
+	default:
+		OneOf(errs, "spec.ipFamilyPolicy", spec.IpFamilyPolicy, "SingleStack", "PreferDualStack", "RequireDualStack")
+	}
+	lb := spec.Type == "LoadBalancer"
+	if spec.LoadBalancerIp != "" {
+		if lb {
+			IPv4(errs, "spec.loadBalancerIP", spec.LoadBalancerIp)
+		} else {
+			errs.Add("spec.loadBalancerIP", "only valid for type LoadBalancer")
+		}
+	}
+	if spec.LoadBalancerClass != "" {
+		if lb {
+			QualifiedName(errs, "spec.loadBalancerClass", spec.LoadBalancerClass)
+		} else {
+			errs.Add("spec.loadBalancerClass", "only valid for type LoadBalancer")
+		}
+	}
+	if spec.AllocateLoadBalancerNodePorts != nil && !lb {
+		errs.Add("spec.allocateLoadBalancerNodePorts", "only valid for type LoadBalancer")
+	}
+}
+
+// servicePolicies checks the traffic policies and the health check port.
+func servicePolicies(errs *Errs, spec *v1.ServiceSpec) {
+	externallyReachable := spec.Type == "NodePort" || spec.Type == "LoadBalancer"
+	switch {
+	case spec.ExternalTrafficPolicy == "":
+	case !externallyReachable:
+		errs.Add("spec.externalTrafficPolicy", "only valid for types NodePort and LoadBalancer")
+	default:
+		OneOf(errs, "spec.externalTrafficPolicy", spec.ExternalTrafficPolicy, "Cluster", "Local")
+	}
+	switch {
+	case spec.InternalTrafficPolicy == "":
+	case spec.Type == "ExternalName":
+		errs.Add("spec.internalTrafficPolicy", "must be empty for type ExternalName")
+	default:
+		OneOf(errs, "spec.internalTrafficPolicy", spec.InternalTrafficPolicy, "Cluster", "Local")
+	}
+	if spec.HealthCheckNodePort != 0 {
+		if spec.Type != "LoadBalancer" || spec.ExternalTrafficPolicy != "Local" {
+			errs.Add("spec.healthCheckNodePort", "only valid for type LoadBalancer with externalTrafficPolicy Local")
+		} else {
+			Port(errs, "spec.healthCheckNodePort", spec.HealthCheckNodePort)
+		}
+	}
+}
+
+// servicePorts checks the ports: required but for headless and
+// ExternalName Services, names unique and required when several, node
+// ports only where the type has them.
+func servicePorts(errs *Errs, spec *v1.ServiceSpec) {
+	if len(spec.Ports) == 0 && spec.ClusterIp != "None" && spec.Type != "ExternalName" {
 		errs.Add("spec.ports", "required: at least one port")
 	}
+	hasNodePorts := spec.Type == "NodePort" || spec.Type == "LoadBalancer"
 	names := map[string]bool{}
 	seen := map[string]bool{}
 	nodePorts := map[int32]bool{}
 	for i, p := range spec.Ports {
 		pp := fmt.Sprintf("spec.ports[%d]", i)
-		Port(&errs, pp+".port", p.Port)
-		OneOf(&errs, pp+".protocol", p.Protocol, "TCP", "UDP")
-		IntOrName(&errs, pp+".targetPort", p.TargetPort)
+		Port(errs, pp+".port", p.Port)
+		OneOf(errs, pp+".protocol", p.Protocol, "TCP", "UDP")
+		IntOrName(errs, pp+".targetPort", p.TargetPort)
 		if len(spec.Ports) > 1 && p.Name == "" {
 			errs.Add(pp+".name", "required when a service has more than one port")
 		}
 		if p.Name != "" {
-			DNSLabel(&errs, pp+".name", p.Name)
+			DNSLabel(errs, pp+".name", p.Name)
 			if names[p.Name] {
 				errs.Add(pp+".name", "%q is duplicated", p.Name)
 			}
 			names[p.Name] = true
+		}
+		if p.AppProtocol != "" {
+			QualifiedName(errs, pp+".appProtocol", p.AppProtocol)
 		}
 		key := fmt.Sprintf("%d/%s", p.Port, p.Protocol)
 		if seen[key] {
@@ -120,12 +230,12 @@ func Service(s *v1.Service) Errs {
 		}
 		seen[key] = true
 		if p.NodePort != 0 {
-			if spec.Type != "NodePort" {
-				errs.Add(pp+".nodePort", "only valid for type NodePort")
+			if !hasNodePorts {
+				errs.Add(pp+".nodePort", "only valid for types NodePort and LoadBalancer")
 			} else {
 				// The range is the apiserver's --service-node-port-range,
 				// checked where ports are allocated.
-				Port(&errs, pp+".nodePort", p.NodePort)
+				Port(errs, pp+".nodePort", p.NodePort)
 				if nodePorts[p.NodePort] {
 					errs.Add(pp+".nodePort", "%d is used twice in this Service", p.NodePort)
 				}
@@ -133,7 +243,9 @@ func Service(s *v1.Service) Errs {
 			}
 		}
 	}
-	return errs
+	if spec.ClusterIp == "None" && hasNodePorts {
+		errs.Add("spec.clusterIP", `"None" (headless) is not valid for type %s: node ports need a cluster address`, spec.Type)
+	}
 }
 
 // Endpoints validates endpoints.

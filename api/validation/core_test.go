@@ -1,6 +1,7 @@
 package validation_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -73,8 +74,8 @@ func TestCoreValidation(t *testing.T) {
 		}, []string{"spec.tolerations[0].tolerationSeconds"}},
 		{"valid service", func() v1.Object { return service() }, nil},
 		{"service no ports", func() v1.Object { s := service(); s.Spec.Ports = nil; return s }, []string{"spec.ports: required"}},
-		{"service bad type", func() v1.Object { s := service(); s.Spec.Type = "LoadBalancer"; return s }, []string{"spec.type"}},
-		{"nodePort on ClusterIP", func() v1.Object { s := service(); s.Spec.Ports[0].NodePort = 30080; return s }, []string{"spec.ports[0].nodePort", "only valid for type NodePort"}},
+		{"service bad type", func() v1.Object { s := service(); s.Spec.Type = "Ingress"; return s }, []string{"spec.type", "ExternalName"}},
+		{"nodePort on ClusterIP", func() v1.Object { s := service(); s.Spec.Ports[0].NodePort = 30080; return s }, []string{"spec.ports[0].nodePort", "only valid for types NodePort and LoadBalancer"}},
 		{"nodePort twice", func() v1.Object {
 			s := service()
 			s.Spec.Type = "NodePort"
@@ -89,6 +90,63 @@ func TestCoreValidation(t *testing.T) {
 			return s
 		}, []string{"spec.ports[0].name", "required when a service has more than one port"}},
 		{"bad clusterIP", func() v1.Object { s := service(); s.Spec.ClusterIp = "10.96.0.300"; return s }, []string{"spec.clusterIP"}},
+		{"load balancer", func() v1.Object {
+			s := service()
+			s.Spec.Type, s.Spec.ExternalTrafficPolicy, s.Spec.LoadBalancerIp = "LoadBalancer", "Local", "10.0.0.50"
+			return s
+		}, nil},
+		{"loadBalancerIP on ClusterIP", func() v1.Object { s := service(); s.Spec.LoadBalancerIp = "10.0.0.50"; return s },
+			[]string{"spec.loadBalancerIP", "only valid for type LoadBalancer"}},
+		{"bad loadBalancerIP", func() v1.Object { s := service(); s.Spec.Type, s.Spec.LoadBalancerIp = "LoadBalancer", "10.0.0"; return s },
+			[]string{"spec.loadBalancerIP", "not a valid IP"}},
+		{"externalTrafficPolicy on ClusterIP", func() v1.Object { s := service(); s.Spec.ExternalTrafficPolicy = "Local"; return s },
+			[]string{"spec.externalTrafficPolicy", "only valid for types NodePort and LoadBalancer"}},
+		{"bad externalTrafficPolicy", func() v1.Object { s := service(); s.Spec.Type, s.Spec.ExternalTrafficPolicy = "NodePort", "Nearest"; return s },
+			[]string{"spec.externalTrafficPolicy", `"Nearest" is not one of Cluster, Local`}},
+		{"healthCheckNodePort without Local", func() v1.Object {
+			s := service()
+			s.Spec.Type, s.Spec.HealthCheckNodePort = "LoadBalancer", 30100
+			return s
+		}, []string{"spec.healthCheckNodePort", "externalTrafficPolicy Local"}},
+		{"headless", func() v1.Object { s := service(); s.Spec.ClusterIp, s.Spec.Ports = "None", nil; return s }, nil},
+		{"headless NodePort", func() v1.Object { s := service(); s.Spec.ClusterIp, s.Spec.Type = "None", "NodePort"; return s },
+			[]string{"spec.clusterIP", "headless", "NodePort"}},
+		{"external name", func() v1.Object {
+			return &v1.Service{Metadata: &v1.ObjectMeta{Name: "db", Namespace: "default"},
+				Spec: &v1.ServiceSpec{Type: "ExternalName", ExternalName: "db.example.com."}}
+		}, nil},
+		{"external name missing", func() v1.Object {
+			return &v1.Service{Metadata: &v1.ObjectMeta{Name: "db", Namespace: "default"}, Spec: &v1.ServiceSpec{Type: "ExternalName"}}
+		}, []string{"spec.externalName: required"}},
+		{"external name bad", func() v1.Object {
+			return &v1.Service{Metadata: &v1.ObjectMeta{Name: "db", Namespace: "default"},
+				Spec: &v1.ServiceSpec{Type: "ExternalName", ExternalName: "DB_host"}}
+		}, []string{"spec.externalName", "DNS-1123 subdomain"}},
+		{"external name with clusterIP", func() v1.Object {
+			return &v1.Service{Metadata: &v1.ObjectMeta{Name: "db", Namespace: "default"},
+				Spec: &v1.ServiceSpec{Type: "ExternalName", ExternalName: "db.example.com", ClusterIp: "10.96.0.5"}}
+		}, []string{"spec.clusterIP", "must be empty for type ExternalName"}},
+		{"externalName on ClusterIP", func() v1.Object { s := service(); s.Spec.ExternalName = "x.example.com"; return s },
+			[]string{"spec.externalName", "only valid for type ExternalName"}},
+		{"IPv6 family", func() v1.Object { s := service(); s.Spec.IpFamilies = []string{"IPv6"}; return s },
+			[]string{"spec.ipFamilies[0]", "IPv4-only"}},
+		{"dual stack families", func() v1.Object {
+			s := service()
+			s.Spec.IpFamilies, s.Spec.IpFamilyPolicy = []string{"IPv4", "IPv6"}, "PreferDualStack"
+			return s
+		}, []string{"spec.ipFamilies[1]", "IPv4-only"}},
+		{"old ipFamily IPv6", func() v1.Object { s := service(); s.Spec.IpFamily = "IPv6"; return s },
+			[]string{"spec.ipFamilies[0]", "IPv4-only"}},
+		{"RequireDualStack", func() v1.Object { s := service(); s.Spec.IpFamilyPolicy = "RequireDualStack"; return s },
+			[]string{"spec.ipFamilyPolicy", "IPv4-only"}},
+		{"PreferDualStack", func() v1.Object { s := service(); s.Spec.IpFamilyPolicy = "PreferDualStack"; return s }, nil},
+		{"two clusterIPs", func() v1.Object {
+			s := service()
+			s.Spec.ClusterIp, s.Spec.ClusterIps = "10.96.0.5", []string{"10.96.0.5", "fd00::5"}
+			return s
+		}, []string{"spec.clusterIPs", "IPv4-only"}},
+		{"ClientIP affinity", func() v1.Object { s := service(); s.Spec.SessionAffinity = "ClientIP"; return s },
+			[]string{"spec.sessionAffinity", "not supported"}},
 		{"namespace name", func() v1.Object { return &v1.Namespace{Metadata: &v1.ObjectMeta{Name: "a.b"}} }, []string{"metadata.name"}},
 		{"node taint effect", func() v1.Object {
 			return &v1.Node{Metadata: &v1.ObjectMeta{Name: "n1"}, Spec: &v1.NodeSpec{Taints: []*v1.Taint{{Key: "k", Effect: "Sometimes"}}}}
@@ -97,6 +155,56 @@ func TestCoreValidation(t *testing.T) {
 			return &v1.ConfigMap{Metadata: &v1.ObjectMeta{Name: "c", Namespace: "default"}, Data: map[string]string{"a/b": "x"}}
 		}, []string{"data[a/b]"}},
 	})
+}
+
+// TestServiceDefaults: a single-stack IPv4 cluster's defaults, as
+// Kubernetes fills them.
+func TestServiceDefaults(t *testing.T) {
+	k, _ := kinds.Lookup("Service")
+	cases := []struct {
+		name string
+		spec *v1.ServiceSpec
+		want string // the defaulted fields, as fmtServiceDefaults renders them
+	}{
+		{"ClusterIP", &v1.ServiceSpec{Ports: []*v1.ServicePort{{Port: 80}}},
+			"type=ClusterIP families=[IPv4] policy=SingleStack itp=Cluster etp= alloc=<nil> targetPort=80"},
+		{"LoadBalancer", &v1.ServiceSpec{Type: "LoadBalancer", Ports: []*v1.ServicePort{{Port: 80}}},
+			"type=LoadBalancer families=[IPv4] policy=SingleStack itp=Cluster etp=Cluster alloc=true targetPort=80"},
+		{"PreferDualStack stays, single family", &v1.ServiceSpec{IpFamilyPolicy: "PreferDualStack", Ports: []*v1.ServicePort{{Port: 80}}},
+			"type=ClusterIP families=[IPv4] policy=PreferDualStack itp=Cluster etp= alloc=<nil> targetPort=80"},
+		{"old ipFamily", &v1.ServiceSpec{IpFamily: "IPv4", Ports: []*v1.ServicePort{{Port: 80}}},
+			"type=ClusterIP families=[IPv4] policy=SingleStack itp=Cluster etp= alloc=<nil> targetPort=80"},
+		{"ExternalName", &v1.ServiceSpec{Type: "ExternalName", ExternalName: "example.com"},
+			"type=ExternalName families=[] policy= itp= etp= alloc=<nil>"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := &v1.Service{Metadata: &v1.ObjectMeta{Name: "s", Namespace: "default"}, Spec: c.spec}
+			k.Default(s)
+			sp := s.Spec
+			got := fmt.Sprintf("type=%s families=%v policy=%s itp=%s etp=%s alloc=%v", sp.Type, sp.IpFamilies, sp.IpFamilyPolicy,
+				sp.InternalTrafficPolicy, sp.ExternalTrafficPolicy, fmtBool(sp.AllocateLoadBalancerNodePorts))
+			for _, p := range sp.Ports {
+				got += " targetPort=" + p.TargetPort
+			}
+			if got != c.want {
+				t.Fatalf("got  %s\nwant %s", got, c.want)
+			}
+			if sp.IpFamily != "" {
+				t.Fatalf("ipFamily kept: %q", sp.IpFamily)
+			}
+			if err := k.Validate(s).Err("Service", "s"); err != nil {
+				t.Fatalf("defaulted service refused: %v", err)
+			}
+		})
+	}
+}
+
+func fmtBool(b *bool) string {
+	if b == nil {
+		return "<nil>"
+	}
+	return fmt.Sprint(*b)
 }
 
 // TestPodUpdate: a pod's spec is fixed once created but for images,

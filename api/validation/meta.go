@@ -253,6 +253,44 @@ func IP(errs *Errs, path, v string) {
 	}
 }
 
+// IPv4 checks an IPv4 address.
+func IPv4(errs *Errs, path, v string) {
+	ip := net.ParseIP(v)
+	switch {
+	case ip == nil:
+		errs.Add(path, "%s is not a valid IP address", Short(v))
+	case ip.To4() == nil:
+		errs.Add(path, "%q is an IPv6 address: this cluster is IPv4-only", v)
+	}
+}
+
+// CIDR checks an IPv4 CIDR such as 10.0.0.0/24 (its address must be the
+// network's, as Kubernetes requires of an ipBlock).
+func CIDR(errs *Errs, path, v string) (*net.IPNet, bool) {
+	ip, n, err := net.ParseCIDR(v)
+	switch {
+	case err != nil:
+		errs.Add(path, "%s is not a valid CIDR such as 10.0.0.0/24", Short(v))
+	case ip.To4() == nil:
+		errs.Add(path, "%q is an IPv6 CIDR: this cluster is IPv4-only", v)
+	case !ip.Equal(n.IP):
+		errs.Add(path, "%q is not a network address: the bits after /%d must be zero (%s)", v, maskBits(n), n)
+	default:
+		return n, true
+	}
+	return nil, false
+}
+
+func maskBits(n *net.IPNet) int { ones, _ := n.Mask.Size(); return ones }
+
+// QualifiedName checks a Kubernetes qualified name ("prefix/name" or
+// "name", as label keys are).
+func QualifiedName(errs *Errs, path, v string) {
+	if err := labels.ValidateKey(v); err != nil {
+		errs.Add(path, "%s: %v", Short(v), err)
+	}
+}
+
 // ConfigKeys checks ConfigMap/Secret keys.
 func ConfigKeys[V any](errs *Errs, path string, m map[string]V) {
 	for k := range m {

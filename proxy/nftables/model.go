@@ -149,7 +149,7 @@ func ServicePorts(svc *v1.Service, eps *v1.Endpoints) ([]ServicePort, error) {
 	if err != nil || !ip.Is4() {
 		return nil, fmt.Errorf("service %s: spec.clusterIP %q: not an IPv4 address", key, ipStr)
 	}
-	nodePorts := spec.GetType() == "NodePort"
+	nodePorts := spec.GetType() == "NodePort" || spec.GetType() == "LoadBalancer"
 	out := make([]ServicePort, 0, len(spec.GetPorts()))
 	for i, p := range spec.GetPorts() {
 		proto, err := ParseProtocol(p.GetProtocol())

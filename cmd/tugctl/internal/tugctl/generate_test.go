@@ -80,6 +80,14 @@ func TestCreateGenerators(t *testing.T) {
 	if s := get[*v1.Service](t, e.c, "default", "web-np"); s.Spec.Type != "NodePort" || s.Spec.Ports[0].NodePort == 0 || s.Spec.Ports[0].TargetPort != "80" {
 		t.Errorf("nodeport service: %v", s.Spec)
 	}
+	mustOK(t, e.run("create", "service", "loadbalancer", "web-lb", "--tcp=80:8080"))
+	if s := get[*v1.Service](t, e.c, "default", "web-lb"); s.Spec.Type != "LoadBalancer" || s.Spec.Ports[0].NodePort == 0 || s.Spec.ExternalTrafficPolicy != "Cluster" {
+		t.Errorf("loadbalancer service: %v", s.Spec)
+	}
+	mustOK(t, e.run("create", "service", "externalname", "db", "--external-name", "db.example.com"))
+	if s := get[*v1.Service](t, e.c, "default", "db"); s.Spec.Type != "ExternalName" || s.Spec.ExternalName != "db.example.com" || s.Spec.ClusterIp != "" || len(s.Spec.Selector) != 0 {
+		t.Errorf("externalname service: %v", s.Spec)
+	}
 
 	// create configmap and secret from literals, files, directories and env files.
 	writeFile(t, dir, "app.conf", "listen 80;\n")
@@ -163,7 +171,8 @@ func TestCreateGenerators(t *testing.T) {
 		{[]string{"create", "deployment", "x", "--image=a", "-o", "wide"}, `--output "wide"`},
 		{[]string{"expose", "deployment", "nope", "--port=80"}, "not found"},
 		{[]string{"expose", "pod", "once"}, "couldn't find port via --port flag or introspection"},
-		{[]string{"expose", "deployment", "web", "--port=80", "--type=LoadBalancer"}, `--type "LoadBalancer"`},
+		{[]string{"expose", "deployment", "web", "--port=80", "--type=Ingress"}, `--type "Ingress": want ClusterIP, NodePort or LoadBalancer`},
+		{[]string{"create", "service", "externalname", "x"}, "--external-name: required"},
 		{[]string{"run", "x"}, "--image: required"},
 		{[]string{"run", "x", "--image=a", "--restart=Sometimes"}, `--restart "Sometimes"`},
 		{[]string{"run", "x", "--image=a", "--env=NOEQ"}, `--env "NOEQ"`},

@@ -112,23 +112,30 @@ func copyMap(m map[string]string) map[string]string {
 
 func newCreateServiceCommand(o *cli.Options) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:     "service clusterip|nodeport NAME --tcp=PORT[:TARGET]...",
+		Use:     "service clusterip|nodeport|loadbalancer|externalname NAME --tcp=PORT[:TARGET]...",
 		Aliases: []string{"svc"},
 		Short:   "Create a service selecting app=NAME",
 	}
-	for _, typ := range []string{"ClusterIP", "NodePort"} {
+	for _, typ := range []string{"ClusterIP", "NodePort", "LoadBalancer", "ExternalName"} {
 		g := &genFlags{}
 		var tcp []string
-		var clusterIP string
+		var clusterIP, externalName string
 		var nodePort int32
+		example := "  tugctl create service " + strings.ToLower(typ) + " web --tcp=80:8080"
+		if typ == "ExternalName" {
+			example = "  tugctl create service externalname db --external-name db.example.com"
+		}
 		sub := &cobra.Command{
 			Use:     strings.ToLower(typ) + " NAME --tcp=PORT[:TARGET]...",
 			Short:   "Create a " + typ + " service",
-			Example: "  tugctl create service " + strings.ToLower(typ) + " web --tcp=80:8080",
+			Example: example,
 			Args:    cli.ExactArgs(1, "NAME"),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				if len(tcp) == 0 && clusterIP != "None" {
+				if len(tcp) == 0 && clusterIP != "None" && typ != "ExternalName" {
 					return fmt.Errorf("--tcp: at least one PORT[:TARGET] is required")
+				}
+				if typ == "ExternalName" && externalName == "" {
+					return fmt.Errorf("--external-name: required (the DNS name the service is an alias of)")
 				}
 				var ports []*v1.ServicePort
 				for _, t := range tcp {
@@ -145,21 +152,24 @@ func newCreateServiceCommand(o *cli.Options) *cobra.Command {
 					}
 					ports = append(ports, &v1.ServicePort{Name: p + "-" + target, Protocol: "TCP", Port: int32(n), TargetPort: target, NodePort: nodePort})
 				}
-				if nodePort != 0 && typ != "NodePort" {
-					return fmt.Errorf("--node-port: only for nodeport services")
-				}
 				svc := &v1.Service{
 					Metadata: &v1.ObjectMeta{Name: args[0], Labels: map[string]string{"app": args[0]}},
-					Spec:     &v1.ServiceSpec{Type: typ, Selector: map[string]string{"app": args[0]}, Ports: ports, ClusterIp: clusterIP},
+					Spec:     &v1.ServiceSpec{Type: typ, Selector: map[string]string{"app": args[0]}, Ports: ports, ClusterIp: clusterIP, ExternalName: externalName},
+				}
+				if typ == "ExternalName" {
+					svc.Spec.Selector = nil
 				}
 				return g.emit(cmd.Context(), o, svc)
 			},
 		}
 		sub.Flags().StringArrayVar(&tcp, "tcp", nil, "PORT:TARGET: the service's port and the pods' port (number or name); repeatable")
-		if typ == "ClusterIP" {
+		switch typ {
+		case "ClusterIP":
 			sub.Flags().StringVar(&clusterIP, "clusterip", "", `the cluster IP ("None" for a headless service)`)
-		} else {
+		case "NodePort":
 			sub.Flags().Int32Var(&nodePort, "node-port", 0, "the node port (default: allocated)")
+		case "ExternalName":
+			sub.Flags().StringVar(&externalName, "external-name", "", "the external DNS name the service's name is a CNAME of")
 		}
 		g.register(sub)
 		cmd.AddCommand(sub)

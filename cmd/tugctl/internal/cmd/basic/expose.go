@@ -48,20 +48,22 @@ service's port), --target-port to --port.`,
 	fl.StringVar(&f.port, "port", "", "the service's port (default: the first container port)")
 	fl.StringVar(&f.targetPort, "target-port", "", "the pods' port, a number or a container port's name (default: --port)")
 	fl.StringVar(&f.name, "name", "", "the service's name (default: the object's)")
-	fl.StringVar(&f.typ, "type", "ClusterIP", "ClusterIP or NodePort")
+	fl.StringVar(&f.typ, "type", "ClusterIP", "ClusterIP, NodePort or LoadBalancer")
 	fl.StringVar(&f.protocol, "protocol", "TCP", "TCP or UDP")
 	fl.StringVar(&f.selector, "selector", "", "the pods to select, a=b,c=d (default: the object's)")
 	fl.StringVar(&f.clusterIP, "cluster-ip", "", `the cluster IP ("None" for a headless service)`)
-	fl.Int32Var(&f.nodePort, "node-port", 0, "with --type=NodePort: the node port (default: allocated)")
+	fl.Int32Var(&f.nodePort, "node-port", 0, "with --type=NodePort or LoadBalancer: the node port (default: allocated)")
 	f.register(cmd)
 	return cmd
 }
 
 func exposedService(ctx context.Context, o *cli.Options, ref cli.Ref, f *exposeFlags) (*v1.Service, error) {
 	switch f.typ {
-	case "ClusterIP", "NodePort":
+	case "ClusterIP", "NodePort", "LoadBalancer":
+	case "ExternalName":
+		return nil, fmt.Errorf("--type ExternalName: an ExternalName service selects no pods; use tugctl create service externalname NAME --external-name HOST")
 	default:
-		return nil, fmt.Errorf("--type %q: want ClusterIP or NodePort (LoadBalancer and ExternalName are not implemented)", f.typ)
+		return nil, fmt.Errorf("--type %q: want ClusterIP, NodePort or LoadBalancer", f.typ)
 	}
 	switch f.protocol {
 	case "TCP", "UDP":
@@ -134,8 +136,8 @@ func exposedService(ctx context.Context, o *cli.Options, ref cli.Ref, f *exposeF
 	if target == "" {
 		target = port
 	}
-	if f.nodePort != 0 && f.typ != "NodePort" {
-		return nil, fmt.Errorf("--node-port: only with --type=NodePort")
+	if f.nodePort != 0 && f.typ == "ClusterIP" {
+		return nil, fmt.Errorf("--node-port: only with --type=NodePort or LoadBalancer")
 	}
 	name := f.name
 	if name == "" {
