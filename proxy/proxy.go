@@ -248,10 +248,10 @@ func watch(svcs *informer.Informer[*v1.Service], eps *informer.Informer[*v1.Endp
 		},
 	})
 	eps.AddHandler(informer.Handler[*v1.Endpoints]{
-		OnAdd: func(e *v1.Endpoints) { zone.SetEndpoints(e); dp.Changed(v1.Key(e)) },
+		OnAdd: func(e *v1.Endpoints) { setDNSEndpoints(zone, e); dp.Changed(v1.Key(e)) },
 		OnUpdate: func(old, e *v1.Endpoints) {
 			if !slices.EqualFunc(old.GetSubsets(), e.GetSubsets(), func(a, b *v1.EndpointSubset) bool { return proto.Equal(a, b) }) {
-				zone.SetEndpoints(e)
+				setDNSEndpoints(zone, e)
 				dp.Changed(v1.Key(e))
 			}
 		},
@@ -271,6 +271,26 @@ func watch(svcs *informer.Informer[*v1.Service], eps *informer.Informer[*v1.Endp
 		},
 		OnDelete: nodeChanged,
 	})
+}
+
+// setDNSEndpoints publishes the ready addresses of e in the zone, with
+// their hostnames and named ports.
+func setDNSEndpoints(zone *dns.Zone, e *v1.Endpoints) {
+	var out []dns.Endpoint
+	for _, ss := range e.GetSubsets() {
+		var ports []dns.EndpointPort
+		for _, p := range ss.GetPorts() {
+			if p.GetName() != "" && p.GetPort() > 0 && p.GetPort() <= 65535 {
+				ports = append(ports, dns.EndpointPort{Name: p.GetName(), Protocol: p.GetProtocol(), Port: uint16(p.GetPort())})
+			}
+		}
+		for _, a := range ss.GetAddresses() {
+			if ip, err := netip.ParseAddr(a.GetIp()); err == nil {
+				out = append(out, dns.Endpoint{IP: ip, Hostname: a.GetHostname(), Ports: ports})
+			}
+		}
+	}
+	zone.SetEndpoints(e.GetMetadata().GetNamespace(), e.GetMetadata().GetName(), out)
 }
 
 // source is the datapath's view of the informer caches.

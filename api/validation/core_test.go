@@ -97,11 +97,19 @@ func TestCoreValidation(t *testing.T) {
 		}, nil},
 		{"loadBalancerIP on ClusterIP", func() v1.Object { s := service(); s.Spec.LoadBalancerIp = "10.0.0.50"; return s },
 			[]string{"spec.loadBalancerIP", "only valid for type LoadBalancer"}},
-		{"bad loadBalancerIP", func() v1.Object { s := service(); s.Spec.Type, s.Spec.LoadBalancerIp = "LoadBalancer", "10.0.0"; return s },
+		{"bad loadBalancerIP", func() v1.Object {
+			s := service()
+			s.Spec.Type, s.Spec.LoadBalancerIp = "LoadBalancer", "10.0.0"
+			return s
+		},
 			[]string{"spec.loadBalancerIP", "not a valid IP"}},
 		{"externalTrafficPolicy on ClusterIP", func() v1.Object { s := service(); s.Spec.ExternalTrafficPolicy = "Local"; return s },
 			[]string{"spec.externalTrafficPolicy", "only valid for types NodePort and LoadBalancer"}},
-		{"bad externalTrafficPolicy", func() v1.Object { s := service(); s.Spec.Type, s.Spec.ExternalTrafficPolicy = "NodePort", "Nearest"; return s },
+		{"bad externalTrafficPolicy", func() v1.Object {
+			s := service()
+			s.Spec.Type, s.Spec.ExternalTrafficPolicy = "NodePort", "Nearest"
+			return s
+		},
 			[]string{"spec.externalTrafficPolicy", `"Nearest" is not one of Cluster, Local`}},
 		{"healthCheckNodePort without Local", func() v1.Object {
 			s := service()

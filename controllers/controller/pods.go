@@ -18,8 +18,13 @@ const (
 // IsPodActive reports whether a pod counts towards a controller's
 // replicas: not finished and not being deleted.
 func IsPodActive(p *v1.Pod) bool {
+	return !IsPodFinished(p) && p.GetMetadata().GetDeletionTimestamp() == nil
+}
+
+// IsPodFinished reports whether a pod's phase is Succeeded or Failed.
+func IsPodFinished(p *v1.Pod) bool {
 	ph := p.GetStatus().GetPhase()
-	return ph != "Succeeded" && ph != "Failed" && p.GetMetadata().GetDeletionTimestamp() == nil
+	return ph == "Succeeded" || ph == "Failed"
 }
 
 // IsPodReady reports whether the pod's Ready condition is True.

@@ -14,6 +14,9 @@ import (
 // Subsets computes a Service's endpoint subsets from the pods its selector
 // matches (pure). A pod counts once it has an IP, is neither finished nor
 // being deleted; it is an address if Ready, a not-ready address otherwise.
+// With publishNotReadyAddresses every such pod is an address, and so is a
+// pod being deleted (as Kubernetes' endpoints controller does: a
+// StatefulSet's peers keep finding each other).
 // Each service port's targetPort is resolved per pod: a number is used as
 // is, a name is looked up among the pod's container ports of the same
 // protocol; a pod lacking a named port is left out of that port, and out
@@ -28,8 +31,9 @@ func Subsets(svc *v1.Service, pods []*v1.Pod) []*v1.EndpointSubset {
 	}
 	groups := map[string]*group{}
 	svcPorts := svc.GetSpec().GetPorts()
+	publishAll := svc.GetSpec().GetPublishNotReadyAddresses()
 	for _, pod := range pods {
-		if pod.GetStatus().GetPodIp() == "" || !controller.IsPodActive(pod) {
+		if pod.GetStatus().GetPodIp() == "" || !(controller.IsPodActive(pod) || publishAll && !controller.IsPodFinished(pod)) {
 			continue
 		}
 		ports := make([]*v1.EndpointPort, 0, len(svcPorts))
@@ -51,7 +55,7 @@ func Subsets(svc *v1.Service, pods []*v1.Pod) []*v1.EndpointSubset {
 			groups[key] = g
 		}
 		addr := address(svc, pod)
-		if controller.IsPodReady(pod) {
+		if publishAll || controller.IsPodReady(pod) {
 			g.ready = append(g.ready, addr)
 		} else {
 			g.notReady = append(g.notReady, addr)

@@ -86,6 +86,9 @@ func TestSubsets(t *testing.T) {
 		{"headless without ports: addresses only", svcWith(), []*v1.Pod{pod("a", "10.244.1.2")},
 			"ready=[10.244.1.2(a@n1)] notready=[] ports=[]"},
 		{"no pods", svcWith(http), nil, ""},
+		{"publishNotReadyAddresses: not-ready and terminating pods are addresses", publishing(svcWith(http)),
+			[]*v1.Pod{pod("a", "10.244.1.2"), pod("b", "10.244.1.3", notReady), pod("c", "10.244.1.4", terminating), pod("d", "10.244.1.5", phase("Failed"))},
+			"ready=[10.244.1.2(a@n1) 10.244.1.3(b@n1) 10.244.1.4(c@n1)] notready=[] ports=[http:8080/TCP]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,6 +97,11 @@ func TestSubsets(t *testing.T) {
 			}
 		})
 	}
+}
+
+func publishing(s *v1.Service) *v1.Service {
+	s.Spec.PublishNotReadyAddresses = true
+	return s
 }
 
 func TestSubsetsHostnameUnderSubdomain(t *testing.T) {

@@ -147,6 +147,50 @@ func TestServices(t *testing.T) {
 		}
 	})
 
+	t.Run("a headless Service resolves to its pods, a StatefulSet-style pod by its own name; ExternalName is a CNAME", func(t *testing.T) {
+		db := busyboxPod("db-0", "", map[string]string{"app": "db"}, "sleep 100000")
+		db.Spec.Hostname, db.Spec.Subdomain = "db-0", "db"
+		if _, err := client.For[*v1.Pod](api).Create(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+		headless := service("db", "", map[string]string{"app": "db"}, 5432, "5432")
+		headless.Spec.ClusterIp = "None"
+		if _, err := client.For[*v1.Service](api).Create(ctx, headless); err != nil {
+			t.Fatal(err)
+		}
+		ext := &v1.Service{Metadata: &v1.ObjectMeta{Namespace: "default", Name: "ext"},
+			Spec: &v1.ServiceSpec{Type: "ExternalName", ExternalName: "db.default.svc.cluster.local"}}
+		if _, err := client.For[*v1.Service](api).Create(ctx, ext); err != nil {
+			t.Fatal(err)
+		}
+		ip := waitPodReady(t, api, "db-0").Status.PodIp
+		dig := func(name, typ string) string {
+			out, _ := host(ctx, node3, "dig", "@10.96.0.10", "+time=2", "+tries=1", "+noall", "+answer", name, typ)
+			return strings.Join(strings.Fields(out), " ")
+		}
+		wait.Eventually(t, 30*time.Second, "the headless names on node3", func() error {
+			for _, name := range []string{"db.default.svc.cluster.local.", "db-0.db.default.svc.cluster.local."} {
+				if out := dig(name, "A"); out != name+" 5 IN A "+ip {
+					return fmt.Errorf("%s A: %q, want %s", name, out, ip)
+				}
+			}
+			if out := dig("_http._tcp.db.default.svc.cluster.local", "SRV"); !strings.Contains(out, "SRV 0 100 5432 db-0.db.default.svc.cluster.local.") {
+				return fmt.Errorf("SRV: %q", out)
+			}
+			if out := dig("ext.default.svc.cluster.local", "A"); out != "ext.default.svc.cluster.local. 5 IN CNAME db.default.svc.cluster.local. db.default.svc.cluster.local. 5 IN A "+ip {
+				return fmt.Errorf("ExternalName: %q", out)
+			}
+			return nil
+		})
+		// The pod's own name from another pod, through its cluster DNS
+		// (busybox nslookup applies the search path only to names
+		// without a dot).
+		out, _ := execIn(t, api, "default", "client", time.Minute, "nslookup", "db-0.db.default.svc.cluster.local")
+		if !strings.Contains(out, "Name:\tdb-0.db.default.svc.cluster.local\nAddress: "+ip) {
+			t.Errorf("nslookup db-0.db.default.svc.cluster.local in the client pod: %s", out)
+		}
+	})
+
 	t.Run("scale down: no request reaches the removed pod", func(t *testing.T) {
 		if _, err := client.For[*v1.Deployment](api).Mutate(ctx, "default", "web", false, func(d *v1.Deployment) error {
 			d.Spec.Replicas = ptr(int32(3))

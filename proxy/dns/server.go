@@ -164,7 +164,7 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	if res.kind == nxdomain {
 		m.Rcode = dns.RcodeNameError
 	} else {
-		s.answer(m, q, name, res)
+		s.answer(m, q, name, res, network(w))
 	}
 	if len(m.Answer) == 0 {
 		m.Ns = []dns.RR{s.soa}
@@ -172,33 +172,64 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	s.reply(w, r, m, "cluster", start)
 }
 
-// answer fills m with the records of res of q's type.
-func (s *Server) answer(m *dns.Msg, q dns.Question, name string, res result) {
-	hdr := func(t uint16) dns.RR_Header {
-		return dns.RR_Header{Name: q.Name, Rrtype: t, Class: dns.ClassINET, Ttl: TTL}
+// answer fills m with the records of res of q's type. An ExternalName's
+// CNAME answers every type, followed by the target's records of that
+// type (from the zone, or asked of the upstreams over network).
+func (s *Server) answer(m *dns.Msg, q dns.Question, name string, res result, network string) {
+	hdr := func(name string, t uint16) dns.RR_Header {
+		return dns.RR_Header{Name: name, Rrtype: t, Class: dns.ClassINET, Ttl: TTL}
+	}
+	if res.cname != "" {
+		m.Answer = append(m.Answer, &dns.CNAME{Hdr: hdr(q.Name, dns.TypeCNAME), Target: res.cname})
+		if q.Qtype != dns.TypeCNAME {
+			m.Answer = append(m.Answer, s.chase(q, res.cname, network)...)
+		}
+		return
 	}
 	wantA := q.Qtype == dns.TypeA || q.Qtype == dns.TypeANY
 	if wantA {
 		for _, ip := range res.a {
-			m.Answer = append(m.Answer, &dns.A{Hdr: hdr(dns.TypeA), A: ip.AsSlice()})
+			m.Answer = append(m.Answer, &dns.A{Hdr: hdr(q.Name, dns.TypeA), A: ip.AsSlice()})
 		}
 	}
 	if q.Qtype == dns.TypeSRV || q.Qtype == dns.TypeANY {
+		extra := map[string]bool{}
 		for _, r := range res.srv {
-			m.Answer = append(m.Answer, &dns.SRV{Hdr: hdr(dns.TypeSRV), Priority: 0, Weight: 100, Port: r.port, Target: res.target})
-		}
-		// The target's address, so clients need not ask again.
-		if len(res.srv) > 0 && res.target != "" {
-			if t := s.cfg.Zone.lookup(res.target); t.kind == exists {
-				for _, ip := range t.a {
-					m.Extra = append(m.Extra, &dns.A{Hdr: dns.RR_Header{Name: res.target, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: TTL}, A: ip.AsSlice()})
-				}
+			m.Answer = append(m.Answer, &dns.SRV{Hdr: hdr(q.Name, dns.TypeSRV), Priority: 0, Weight: 100, Port: r.port, Target: r.target})
+			// The target's address, so clients need not ask again.
+			if extra[r.target] {
+				continue
+			}
+			extra[r.target] = true
+			for _, ip := range r.a {
+				m.Extra = append(m.Extra, &dns.A{Hdr: hdr(r.target, dns.TypeA), A: ip.AsSlice()})
 			}
 		}
 	}
 	if q.Qtype == dns.TypeSOA && name == s.cfg.Zone.Domain() {
 		m.Answer = append(m.Answer, s.soa)
 	}
+}
+
+// chase resolves an ExternalName's target for q's type: from the zone
+// when it is a cluster name, else from the upstreams. Failures give no
+// records (the client still has the CNAME and may ask itself).
+func (s *Server) chase(q dns.Question, target, network string) []dns.RR {
+	if res := s.cfg.Zone.lookup(target); res.kind != outside {
+		if res.kind != exists || res.cname != "" { // no CNAME chains inside the zone
+			return nil
+		}
+		m := new(dns.Msg)
+		s.answer(m, dns.Question{Name: target, Qtype: q.Qtype, Qclass: q.Qclass}, target, res, network)
+		return m.Answer
+	}
+	r := new(dns.Msg).SetQuestion(target, q.Qtype)
+	r.RecursionDesired = true
+	resp, err := s.fwd.exchange(r, network)
+	if err != nil || resp.Rcode != dns.RcodeSuccess {
+		return nil
+	}
+	return resp.Answer
 }
 
 // reply writes m, truncated to what the client accepts, and counts it.
@@ -218,13 +249,17 @@ func (s *Server) reply(w dns.ResponseWriter, r, m *dns.Msg, zone string, start t
 	s.metrics.observe(r, m.Rcode, zone, time.Since(start))
 }
 
+// network is the client's transport, "udp" or "tcp".
+func network(w dns.ResponseWriter) string {
+	if _, udp := w.RemoteAddr().(*net.UDPAddr); udp {
+		return "udp"
+	}
+	return "tcp"
+}
+
 // forward answers r from the upstreams, or SERVFAIL.
 func (s *Server) forward(w dns.ResponseWriter, r *dns.Msg, start time.Time) {
-	network := "udp"
-	if _, udp := w.RemoteAddr().(*net.UDPAddr); !udp {
-		network = "tcp"
-	}
-	resp, err := s.fwd.exchange(r, network)
+	resp, err := s.fwd.exchange(r, network(w))
 	if err != nil {
 		s.log.Debug("forwarding failed", "name", r.Question[0].Name, "err", err)
 		m := new(dns.Msg)

@@ -163,12 +163,20 @@ func TestDigClusterNames(t *testing.T) {
 	out = dig(t, addr, "WEB.Default.SVC.cluster.LOCAL", "A")
 	mustContain(t, out, "IN A\t10.96.0.20")
 
-	// Headless: the ready endpoints.
+	// Headless: the published endpoints, each also by its own name, and
+	// SRV records per endpoint pointing at those names.
 	out = dig(t, addr, "db.default.svc.cluster.local", "A")
-	mustContain(t, out, "IN A\t10.244.1.3", "IN A\t10.244.2.3")
-	if strings.Contains(out, "10.244.1.9") {
-		t.Errorf("not-ready endpoint resolved:\n%s", out)
-	}
+	mustContain(t, out, "IN A\t10.244.1.3", "IN A\t10.244.2.3", "IN A\t10.244.1.7")
+	mustContain(t, dig(t, addr, "db-0.db.default.svc.cluster.local", "A"), "db-0.db.default.svc.cluster.local. 5 IN A 10.244.1.3")
+	mustContain(t, dig(t, addr, "10-244-1-7.db.default.svc.cluster.local", "A"), "IN A 10.244.1.7")
+	out = dig(t, addr, "_pg._tcp.db.default.svc.cluster.local", "SRV")
+	mustContain(t, out, "SRV 0 100 15432 db-0.db.default.svc.cluster.local.", "SRV 0 100 15432 db-1.db.default.svc.cluster.local.",
+		"db-1.db.default.svc.cluster.local. 5 IN A 10.244.2.3")
+
+	// ExternalName: a CNAME (the upstreams are not reachable here: no
+	// records follow it).
+	out = dig(t, addr, "search.default.svc.cluster.local", "A")
+	mustContain(t, out, "status: NOERROR", "search.default.svc.cluster.local. 5 IN CNAME search.example.com.")
 
 	if n := queryCount(t, reg, "A", "NOERROR"); n < 3 {
 		t.Errorf("A/NOERROR queries counted: %v", n)
@@ -211,6 +219,10 @@ func TestDigForwarding(t *testing.T) {
 	}
 	out = dig(t, addr, "example.com", "A", "+tcp")
 	mustContain(t, out, "192.0.2.1")
+	// An ExternalName's CNAME is followed by the target's records from
+	// the upstreams.
+	out = dig(t, addr, "search.default.svc.cluster.local", "A")
+	mustContain(t, out, "status: NOERROR", "search.default.svc.cluster.local. 5 IN CNAME search.example.com.", "search.example.com. 60 IN A 192.0.2.1")
 }
 
 func TestDigServfailWhenUpstreamsFail(t *testing.T) {

@@ -5,10 +5,15 @@
 //
 // Names (domain cluster.local):
 //
-//	<svc>.<ns>.svc.cluster.local            A     the ClusterIP (a headless Service: its ready endpoints)
-//	<svc>.<ns>.svc.cluster.local            SRV   one record per named port, target <svc>.<ns>.svc.cluster.local
-//	<host>.<svc>.<ns>.svc.cluster.local     A     a headless Service's ready endpoint whose hostname is <host>
-//	                                        (a pod with spec.hostname and spec.subdomain = the Service: StatefulSet pods)
+//	<svc>.<ns>.svc.cluster.local            A     the ClusterIP; a headless Service's published endpoints
+//	                                              (ready ones, or all with publishNotReadyAddresses)
+//	<svc>.<ns>.svc.cluster.local            CNAME an ExternalName Service's external name (A/AAAA asked:
+//	                                              the target's records follow, resolved in the zone or upstream)
+//	<svc>.<ns>.svc.cluster.local            SRV   one record per named port, target <svc>.<ns>.svc.cluster.local;
+//	                                              headless: one per endpoint and port, target the endpoint's name
+//	<ep>.<svc>.<ns>.svc.cluster.local       A     one endpoint of a headless Service: <ep> is the pod's hostname
+//	                                              when its subdomain is the Service (web-0.web.ns.svc: StatefulSets),
+//	                                              else its address with dashes (10-244-1-5)
 //	_<port>._<proto>.<svc>.<ns>.svc.cluster.local  SRV  the named port
 //	anything else under cluster.local       NXDOMAIN (NOERROR with no answer for names that exist with
 //	                                        another type, and for <ns>.svc.cluster.local of a namespace with Services)
@@ -22,6 +27,7 @@
 package dns
 
 import (
+	"cmp"
 	"net/netip"
 	"slices"
 	"strings"
@@ -37,12 +43,40 @@ type servicePort struct {
 	port  uint16
 }
 
+// Endpoint is one address a Service publishes in DNS.
+type Endpoint struct {
+	IP netip.Addr
+	// Hostname names the endpoint under the Service
+	// (<hostname>.<svc>.<ns>.svc): a pod's spec.hostname when its
+	// spec.subdomain is the Service's name. Empty: the dashed address
+	// (10-244-1-5.<svc>.<ns>.svc).
+	Hostname string
+	// Ports are the endpoint's named ports (SRV records of headless
+	// Services point at them).
+	Ports []EndpointPort
+}
+
+// EndpointPort is one named port of an endpoint.
+type EndpointPort struct {
+	Name, Protocol string
+	Port           uint16
+}
+
+// label is the endpoint's name under its Service.
+func (e Endpoint) label() string {
+	if e.Hostname != "" {
+		return strings.ToLower(e.Hostname)
+	}
+	return strings.ReplaceAll(e.IP.String(), ".", "-")
+}
+
 // service is what the zone knows of one Service.
 type service struct {
-	clusterIP netip.Addr // invalid: headless
+	clusterIP netip.Addr // invalid: headless (or ExternalName)
+	headless  bool
+	external  string // ExternalName: the CNAME target, fully qualified
 	ports     []servicePort
-	endpoints []netip.Addr            // ready addresses (used for headless Services)
-	hosts     map[string][]netip.Addr // ready addresses by endpoint hostname (headless Services)
+	endpoints []Endpoint // published addresses (used for headless Services)
 }
 
 // Zone holds the cluster domain's records. It is safe for concurrent use.
@@ -50,15 +84,13 @@ type Zone struct {
 	domain string // "cluster.local." (lower case, fully qualified)
 
 	mu       sync.RWMutex
-	services map[string]map[string]*service     // namespace -> name -> service
-	eps      map[string][]netip.Addr            // "ns/name" -> ready addresses
-	hosts    map[string]map[string][]netip.Addr // "ns/name" -> endpoint hostname -> addresses
+	services map[string]map[string]*service // namespace -> name -> service
+	eps      map[string][]Endpoint          // "ns/name" -> published endpoints
 }
 
 // NewZone makes an empty zone for domain ("cluster.local").
 func NewZone(domain string) *Zone {
-	return &Zone{domain: fqdn(domain), services: map[string]map[string]*service{}, eps: map[string][]netip.Addr{},
-		hosts: map[string]map[string][]netip.Addr{}}
+	return &Zone{domain: fqdn(domain), services: map[string]map[string]*service{}, eps: map[string][]Endpoint{}}
 }
 
 // Domain is the zone's fully qualified domain ("cluster.local.").
@@ -73,23 +105,26 @@ func fqdn(s string) string {
 func (z *Zone) SetService(svc *v1.Service) {
 	m := svc.GetMetadata()
 	s := &service{}
-	if ip, err := netip.ParseAddr(svc.GetSpec().GetClusterIp()); err == nil && ip.Is4() {
-		s.clusterIP = ip
+	spec := svc.GetSpec()
+	switch {
+	case spec.GetType() == "ExternalName":
+		s.external = fqdn(spec.GetExternalName())
+	case spec.GetClusterIp() == "None":
+		s.headless = true
+	default:
+		if ip, err := netip.ParseAddr(spec.GetClusterIp()); err == nil && ip.Is4() {
+			s.clusterIP = ip
+		}
 	}
-	for _, p := range svc.GetSpec().GetPorts() {
+	for _, p := range spec.GetPorts() {
 		if p.GetName() == "" || p.GetPort() <= 0 || p.GetPort() > 65535 {
 			continue
 		}
-		proto := strings.ToLower(p.GetProtocol())
-		if proto == "" {
-			proto = "tcp"
-		}
-		s.ports = append(s.ports, servicePort{name: strings.ToLower(p.GetName()), proto: proto, port: uint16(p.GetPort())})
+		s.ports = append(s.ports, servicePort{name: strings.ToLower(p.GetName()), proto: protoLabel(p.GetProtocol()), port: uint16(p.GetPort())})
 	}
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	s.endpoints = z.eps[m.GetNamespace()+"/"+m.GetName()]
-	s.hosts = z.hosts[m.GetNamespace()+"/"+m.GetName()]
 	ns := z.services[m.GetNamespace()]
 	if ns == nil {
 		ns = map[string]*service{}
@@ -97,6 +132,8 @@ func (z *Zone) SetService(svc *v1.Service) {
 	}
 	ns[strings.ToLower(m.GetName())] = s
 }
+
+func protoLabel(p string) string { return strings.ToLower(cmp.Or(p, "TCP")) }
 
 // DeleteService removes the Service "ns/name".
 func (z *Zone) DeleteService(namespace, name string) {
@@ -110,40 +147,28 @@ func (z *Zone) DeleteService(namespace, name string) {
 	}
 }
 
-// SetEndpoints records a Service's ready addresses (for headless Services).
-func (z *Zone) SetEndpoints(e *v1.Endpoints) {
-	var ips []netip.Addr
-	hosts := map[string][]netip.Addr{}
-	for _, ss := range e.GetSubsets() {
-		for _, a := range ss.GetAddresses() {
-			if ip, err := netip.ParseAddr(a.GetIp()); err == nil && ip.Is4() {
-				ips = append(ips, ip)
-				if h := strings.ToLower(a.GetHostname()); h != "" {
-					hosts[h] = append(hosts[h], ip)
-				}
-			}
-		}
-	}
-	slices.SortFunc(ips, netip.Addr.Compare)
-	ips = slices.Compact(ips)
-	m := e.GetMetadata()
+// SetEndpoints records the addresses a Service publishes (its ready
+// endpoints, or all of them with publishNotReadyAddresses): what a
+// headless Service's names answer. IPv4 only; sorted by address.
+func (z *Zone) SetEndpoints(namespace, name string, eps []Endpoint) {
+	eps = slices.DeleteFunc(slices.Clone(eps), func(e Endpoint) bool { return !e.IP.Is4() })
+	slices.SortFunc(eps, func(a, b Endpoint) int { return a.IP.Compare(b.IP) })
+	eps = slices.CompactFunc(eps, func(a, b Endpoint) bool { return a.IP == b.IP })
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	z.eps[m.GetNamespace()+"/"+m.GetName()] = ips
-	z.hosts[m.GetNamespace()+"/"+m.GetName()] = hosts
-	if s := z.services[m.GetNamespace()][strings.ToLower(m.GetName())]; s != nil {
-		s.endpoints, s.hosts = ips, hosts
+	z.eps[namespace+"/"+name] = eps
+	if s := z.services[namespace][strings.ToLower(name)]; s != nil {
+		s.endpoints = eps
 	}
 }
 
-// DeleteEndpoints forgets a Service's ready addresses.
+// DeleteEndpoints forgets a Service's addresses.
 func (z *Zone) DeleteEndpoints(namespace, name string) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	delete(z.eps, namespace+"/"+name)
-	delete(z.hosts, namespace+"/"+name)
 	if s := z.services[namespace][strings.ToLower(name)]; s != nil {
-		s.endpoints, s.hosts = nil, nil
+		s.endpoints = nil
 	}
 }
 
@@ -156,19 +181,29 @@ const (
 	exists                     // the name exists (records may or may not be of the asked type)
 )
 
-// result is a lookup's outcome: A addresses and SRV records of the name.
+// result is a lookup's outcome: the name's A addresses, SRV records or
+// CNAME target.
 type result struct {
-	kind   answerKind
-	a      []netip.Addr
-	srv    []srvRecord
-	target string // SRV target / the service's name
+	kind  answerKind
+	a     []netip.Addr
+	srv   []srvRecord
+	cname string // ExternalName: the target, fully qualified
 }
 
+// srvRecord is one SRV answer: a port on a target name (whose A records
+// go in the additional section).
 type srvRecord struct {
-	port uint16
+	port   uint16
+	target string
+	a      []netip.Addr
 }
 
-// lookup resolves a lower-case fully qualified name.
+// lookup resolves a lower-case fully qualified name:
+//
+//	<svc>.<ns>.svc                     A (ClusterIP, or a headless Service's endpoints), SRV, or CNAME
+//	<endpoint>.<svc>.<ns>.svc          A of one endpoint of a headless Service (hostname or dashed address)
+//	_<port>._<proto>.<svc>.<ns>.svc    SRV of a named port (a headless Service's: one per endpoint)
+//	_<proto>.<svc>.<ns>.svc            an empty non-terminal when the Service has such ports
 func (z *Zone) lookup(name string) result {
 	if name == z.domain {
 		return result{kind: exists}
@@ -198,27 +233,37 @@ func (z *Zone) lookup(name string) result {
 	if s == nil {
 		return result{kind: nxdomain}
 	}
-	target := svcName + "." + ns + ".svc." + z.domain
+	base := svcName + "." + ns + ".svc." + z.domain
 	switch n {
 	case 3: // <svc>.<ns>.svc
-		r := result{kind: exists, target: target}
-		if s.clusterIP.IsValid() {
+		r := result{kind: exists, cname: s.external}
+		switch {
+		case s.clusterIP.IsValid():
 			r.a = []netip.Addr{s.clusterIP}
-		} else {
-			r.a = s.endpoints
+		case s.headless:
+			for _, e := range s.endpoints {
+				r.a = append(r.a, e.IP)
+			}
 		}
 		for _, p := range s.ports {
-			r.srv = append(r.srv, srvRecord{port: p.port})
+			r.srv = append(r.srv, s.srvFor(p, base)...)
 		}
 		return r
-	case 4: // _<proto>.<svc>.<ns>.svc: an empty non-terminal if the Service has such ports
-		proto, ok := strings.CutPrefix(labels[0], "_")
-		if ok && slices.ContainsFunc(s.ports, func(p servicePort) bool { return p.proto == proto }) {
-			return result{kind: exists}
+	case 4:
+		first := labels[0]
+		if proto, ok := strings.CutPrefix(first, "_"); ok {
+			// _<proto>.<svc>.<ns>.svc: an empty non-terminal if the Service has such ports.
+			if slices.ContainsFunc(s.ports, func(p servicePort) bool { return p.proto == proto }) {
+				return result{kind: exists}
+			}
+			return result{kind: nxdomain}
 		}
-		// <host>.<svc>.<ns>.svc: a headless Service's endpoint by hostname.
-		if ips := s.hosts[labels[0]]; !ok && !s.clusterIP.IsValid() && len(ips) > 0 {
-			return result{kind: exists, a: ips, target: labels[0] + "." + target}
+		if s.headless {
+			for _, e := range s.endpoints {
+				if e.label() == first {
+					return result{kind: exists, a: []netip.Addr{e.IP}}
+				}
+			}
 		}
 	case 5: // _<port>._<proto>.<svc>.<ns>.svc
 		port, ok1 := strings.CutPrefix(labels[0], "_")
@@ -226,10 +271,31 @@ func (z *Zone) lookup(name string) result {
 		if ok1 && ok2 {
 			for _, p := range s.ports {
 				if p.name == port && p.proto == proto {
-					return result{kind: exists, target: target, srv: []srvRecord{{port: p.port}}}
+					return result{kind: exists, srv: s.srvFor(p, base)}
 				}
 			}
 		}
 	}
 	return result{kind: nxdomain}
+}
+
+// srvFor is the SRV records of one named port: the Service's port on its
+// own name, or, for a headless Service, each endpoint's port of that name
+// on the endpoint's name.
+func (s *service) srvFor(p servicePort, base string) []srvRecord {
+	switch {
+	case s.clusterIP.IsValid():
+		return []srvRecord{{port: p.port, target: base, a: []netip.Addr{s.clusterIP}}}
+	case !s.headless:
+		return nil
+	}
+	var out []srvRecord
+	for _, e := range s.endpoints {
+		for _, ep := range e.Ports {
+			if strings.EqualFold(ep.Name, p.name) && protoLabel(ep.Protocol) == p.proto {
+				out = append(out, srvRecord{port: ep.Port, target: e.label() + "." + base, a: []netip.Addr{e.IP}})
+			}
+		}
+	}
+	return out
 }

@@ -22,11 +22,17 @@ func testZone() *Zone {
 	z.SetService(svcObj("default", "web", "10.96.0.20", namedPort("http", "TCP", 80), namedPort("metrics", "TCP", 9100)))
 	z.SetService(svcObj("kube-system", "dns", "10.96.0.10", namedPort("dns", "UDP", 53), namedPort("dns-tcp", "TCP", 53)))
 	z.SetService(svcObj("default", "Unnamed", "10.96.0.21", namedPort("", "TCP", 80)))
-	z.SetEndpoints(&v1.Endpoints{Metadata: &v1.ObjectMeta{Namespace: "default", Name: "db"}, Subsets: []*v1.EndpointSubset{{
-		Addresses: []*v1.EndpointAddress{{Ip: "10.244.2.3", Hostname: "db-0"}, {Ip: "10.244.1.3"}}, NotReadyAddresses: []*v1.EndpointAddress{{Ip: "10.244.1.9", Hostname: "db-1"}}}}})
+	pg := []EndpointPort{{Name: "pg", Protocol: "TCP", Port: 15432}}
+	z.SetEndpoints("default", "db", []Endpoint{{IP: ip("10.244.2.3"), Hostname: "db-1", Ports: pg}, {IP: ip("10.244.1.3"), Hostname: "db-0", Ports: pg},
+		{IP: ip("10.244.1.7"), Ports: pg}})
 	z.SetService(svcObj("default", "db", "None", namedPort("pg", "TCP", 5432)))
+	ext := svcObj("default", "search", "")
+	ext.Spec.Type, ext.Spec.ExternalName = "ExternalName", "Search.Example.com"
+	z.SetService(ext)
 	return z
 }
+
+func ip(s string) netip.Addr { return netip.MustParseAddr(s) }
 
 func TestZoneLookup(t *testing.T) {
 	z := testZone()
@@ -38,7 +44,15 @@ func TestZoneLookup(t *testing.T) {
 	}{
 		{"web.default.svc.cluster.local.", exists, []string{"10.96.0.20"}, []uint16{80, 9100}},
 		{"unnamed.default.svc.cluster.local.", exists, []string{"10.96.0.21"}, nil},
-		{"db.default.svc.cluster.local.", exists, []string{"10.244.1.3", "10.244.2.3"}, []uint16{5432}},
+		{"db.default.svc.cluster.local.", exists, []string{"10.244.1.3", "10.244.1.7", "10.244.2.3"}, []uint16{15432, 15432, 15432}},
+		{"db-0.db.default.svc.cluster.local.", exists, []string{"10.244.1.3"}, nil},
+		{"db-1.db.default.svc.cluster.local.", exists, []string{"10.244.2.3"}, nil},
+		{"10-244-1-7.db.default.svc.cluster.local.", exists, []string{"10.244.1.7"}, nil},
+		{"10-244-1-3.db.default.svc.cluster.local.", nxdomain, nil, nil}, // it has a hostname
+		{"db-2.db.default.svc.cluster.local.", nxdomain, nil, nil},
+		{"db-0.web.default.svc.cluster.local.", nxdomain, nil, nil}, // not headless
+		{"_pg._tcp.db.default.svc.cluster.local.", exists, nil, []uint16{15432, 15432, 15432}},
+		{"search.default.svc.cluster.local.", exists, nil, nil},
 		{"_http._tcp.web.default.svc.cluster.local.", exists, nil, []uint16{80}},
 		{"_dns._udp.dns.kube-system.svc.cluster.local.", exists, nil, []uint16{53}},
 		{"_dns._tcp.dns.kube-system.svc.cluster.local.", nxdomain, nil, nil},
@@ -46,9 +60,6 @@ func TestZoneLookup(t *testing.T) {
 		{"_udp.web.default.svc.cluster.local.", nxdomain, nil, nil},
 		{"_nope._tcp.web.default.svc.cluster.local.", nxdomain, nil, nil},
 		{"nope.default.svc.cluster.local.", nxdomain, nil, nil},
-		{"db-0.db.default.svc.cluster.local.", exists, []string{"10.244.2.3"}, nil}, // a StatefulSet pod of a headless Service
-		{"db-1.db.default.svc.cluster.local.", nxdomain, nil, nil},                  // not ready
-		{"web-0.web.default.svc.cluster.local.", nxdomain, nil, nil},                // not headless
 		{"web.other.svc.cluster.local.", nxdomain, nil, nil},
 		{"default.svc.cluster.local.", exists, nil, nil},
 		{"other.svc.cluster.local.", nxdomain, nil, nil},
@@ -85,13 +96,19 @@ func TestZoneUpdates(t *testing.T) {
 	if r := z.lookup("kube-system.svc.cluster.local."); r.kind != nxdomain {
 		t.Fatalf("namespace without services still exists: %+v", r)
 	}
+	if r := z.lookup("search.default.svc.cluster.local."); r.cname != "search.example.com." {
+		t.Fatalf("ExternalName: %+v", r)
+	}
+	if r := z.lookup("_pg._tcp.db.default.svc.cluster.local."); len(r.srv) != 3 || r.srv[0].target != "db-0.db.default.svc.cluster.local." ||
+		r.srv[1].target != "10-244-1-7.db.default.svc.cluster.local." || r.srv[0].a[0] != ip("10.244.1.3") {
+		t.Fatalf("headless SRV: %+v", r)
+	}
 	z.DeleteEndpoints("default", "db")
 	if r := z.lookup("db.default.svc.cluster.local."); r.kind != exists || len(r.a) != 0 {
 		t.Fatalf("headless service without endpoints: %+v", r)
 	}
 	// Endpoints seen before their Service are kept for it.
-	z.SetEndpoints(&v1.Endpoints{Metadata: &v1.ObjectMeta{Namespace: "ns2", Name: "late"}, Subsets: []*v1.EndpointSubset{{
-		Addresses: []*v1.EndpointAddress{{Ip: "10.244.3.3"}}}}})
+	z.SetEndpoints("ns2", "late", []Endpoint{{IP: ip("10.244.3.3")}})
 	z.SetService(svcObj("ns2", "late", "None"))
 	if r := z.lookup("late.ns2.svc.cluster.local."); fmt.Sprint(r.a) != fmt.Sprint([]netip.Addr{netip.MustParseAddr("10.244.3.3")}) {
 		t.Fatalf("got %+v", r)
