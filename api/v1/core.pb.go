@@ -812,8 +812,12 @@ type PodSpec struct {
 	// containers as environment variables (FOO_SERVICE_HOST, FOO_PORT, ...);
 	// unset means true, as in Kubernetes.
 	EnableServiceLinks *bool `protobuf:"varint,18,opt,name=enable_service_links,json=enableServiceLinks,proto3,oneof" json:"enable_service_links,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Security attributes of every container of the pod (a container's own
+	// securityContext overrides runAsUser, runAsGroup, runAsNonRoot and
+	// seccompProfile), enforced by the kubelet through the runtime.
+	SecurityContext *PodSecurityContext `protobuf:"bytes,40,opt,name=security_context,json=securityContext,proto3" json:"security_context,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *PodSpec) Reset() {
@@ -972,6 +976,558 @@ func (x *PodSpec) GetEnableServiceLinks() bool {
 	return false
 }
 
+func (x *PodSpec) GetSecurityContext() *PodSecurityContext {
+	if x != nil {
+		return x.SecurityContext
+	}
+	return nil
+}
+
+type PodSecurityContext struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	RunAsUser    *int64                 `protobuf:"varint,1,opt,name=run_as_user,json=runAsUser,proto3,oneof" json:"run_as_user,omitempty"`
+	RunAsGroup   *int64                 `protobuf:"varint,2,opt,name=run_as_group,json=runAsGroup,proto3,oneof" json:"run_as_group,omitempty"`
+	RunAsNonRoot *bool                  `protobuf:"varint,3,opt,name=run_as_non_root,json=runAsNonRoot,proto3,oneof" json:"run_as_non_root,omitempty"`
+	// Extra groups of every container's first process, besides its primary
+	// group.
+	SupplementalGroups []int64 `protobuf:"varint,4,rep,packed,name=supplemental_groups,json=supplementalGroups,proto3" json:"supplemental_groups,omitempty"`
+	// Group that owns the pod's writable volumes (emptyDir, configMap,
+	// secret, projected, downwardAPI), set-group-ID so new files inherit it,
+	// and added to every container's groups.
+	FsGroup *int64 `protobuf:"varint,5,opt,name=fs_group,json=fsGroup,proto3,oneof" json:"fs_group,omitempty"`
+	// Namespaced sysctls set in the pod's sandbox; only Kubernetes' safe set
+	// (kernel.shm_rmid_forced, net.ipv4.ip_local_port_range,
+	// net.ipv4.tcp_syncookies, net.ipv4.ping_group_range,
+	// net.ipv4.ip_unprivileged_port_start, net.ipv4.ip_local_reserved_ports,
+	// net.ipv4.tcp_keepalive_time, net.ipv4.tcp_fin_timeout,
+	// net.ipv4.tcp_keepalive_intvl, net.ipv4.tcp_keepalive_probes).
+	Sysctls        []*Sysctl       `protobuf:"bytes,6,rep,name=sysctls,proto3" json:"sysctls,omitempty"`
+	SeccompProfile *SeccompProfile `protobuf:"bytes,7,opt,name=seccomp_profile,json=seccompProfile,proto3" json:"seccomp_profile,omitempty"`
+	// Always (the default) or OnRootMismatch.
+	FsGroupChangePolicy string `protobuf:"bytes,8,opt,name=fs_group_change_policy,json=fsGroupChangePolicy,proto3" json:"fs_group_change_policy,omitempty"`
+	// Not supported (the nodes run no SELinux): refused.
+	SeLinuxOptions *SELinuxOptions `protobuf:"bytes,9,opt,name=se_linux_options,json=seLinuxOptions,proto3" json:"se_linux_options,omitempty"`
+	// Not supported (the nodes run no AppArmor): refused.
+	AppArmorProfile *AppArmorProfile `protobuf:"bytes,10,opt,name=app_armor_profile,json=appArmorProfile,proto3" json:"app_armor_profile,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *PodSecurityContext) Reset() {
+	*x = PodSecurityContext{}
+	mi := &file_api_v1_core_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodSecurityContext) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodSecurityContext) ProtoMessage() {}
+
+func (x *PodSecurityContext) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodSecurityContext.ProtoReflect.Descriptor instead.
+func (*PodSecurityContext) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *PodSecurityContext) GetRunAsUser() int64 {
+	if x != nil && x.RunAsUser != nil {
+		return *x.RunAsUser
+	}
+	return 0
+}
+
+func (x *PodSecurityContext) GetRunAsGroup() int64 {
+	if x != nil && x.RunAsGroup != nil {
+		return *x.RunAsGroup
+	}
+	return 0
+}
+
+func (x *PodSecurityContext) GetRunAsNonRoot() bool {
+	if x != nil && x.RunAsNonRoot != nil {
+		return *x.RunAsNonRoot
+	}
+	return false
+}
+
+func (x *PodSecurityContext) GetSupplementalGroups() []int64 {
+	if x != nil {
+		return x.SupplementalGroups
+	}
+	return nil
+}
+
+func (x *PodSecurityContext) GetFsGroup() int64 {
+	if x != nil && x.FsGroup != nil {
+		return *x.FsGroup
+	}
+	return 0
+}
+
+func (x *PodSecurityContext) GetSysctls() []*Sysctl {
+	if x != nil {
+		return x.Sysctls
+	}
+	return nil
+}
+
+func (x *PodSecurityContext) GetSeccompProfile() *SeccompProfile {
+	if x != nil {
+		return x.SeccompProfile
+	}
+	return nil
+}
+
+func (x *PodSecurityContext) GetFsGroupChangePolicy() string {
+	if x != nil {
+		return x.FsGroupChangePolicy
+	}
+	return ""
+}
+
+func (x *PodSecurityContext) GetSeLinuxOptions() *SELinuxOptions {
+	if x != nil {
+		return x.SeLinuxOptions
+	}
+	return nil
+}
+
+func (x *PodSecurityContext) GetAppArmorProfile() *AppArmorProfile {
+	if x != nil {
+		return x.AppArmorProfile
+	}
+	return nil
+}
+
+type SecurityContext struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Added to and dropped from the runtime's default capability set
+	// (containerd's: CHOWN, DAC_OVERRIDE, FSETID, FOWNER, MKNOD, NET_RAW,
+	// SETGID, SETUID, SETFCAP, SETPCAP, NET_BIND_SERVICE, SYS_CHROOT, KILL,
+	// AUDIT_WRITE); "ALL" names every capability.
+	Capabilities *Capabilities `protobuf:"bytes,1,opt,name=capabilities,proto3" json:"capabilities,omitempty"`
+	// Every capability, all devices, no seccomp filter, writable /sys.
+	Privileged *bool  `protobuf:"varint,2,opt,name=privileged,proto3,oneof" json:"privileged,omitempty"`
+	RunAsUser  *int64 `protobuf:"varint,3,opt,name=run_as_user,json=runAsUser,proto3,oneof" json:"run_as_user,omitempty"`
+	RunAsGroup *int64 `protobuf:"varint,4,opt,name=run_as_group,json=runAsGroup,proto3,oneof" json:"run_as_group,omitempty"`
+	// The kubelet refuses to start a container whose user is root (uid 0,
+	// from runAsUser or the image): CreateContainerConfigError.
+	RunAsNonRoot           *bool `protobuf:"varint,5,opt,name=run_as_non_root,json=runAsNonRoot,proto3,oneof" json:"run_as_non_root,omitempty"`
+	ReadOnlyRootFilesystem *bool `protobuf:"varint,6,opt,name=read_only_root_filesystem,json=readOnlyRootFilesystem,proto3,oneof" json:"read_only_root_filesystem,omitempty"`
+	// false sets no_new_privs on the container's process. Unset means true,
+	// as in Kubernetes.
+	AllowPrivilegeEscalation *bool `protobuf:"varint,7,opt,name=allow_privilege_escalation,json=allowPrivilegeEscalation,proto3,oneof" json:"allow_privilege_escalation,omitempty"`
+	// Default (the only value served): /proc masked and read-only paths.
+	ProcMount      string          `protobuf:"bytes,8,opt,name=proc_mount,json=procMount,proto3" json:"proc_mount,omitempty"`
+	SeccompProfile *SeccompProfile `protobuf:"bytes,9,opt,name=seccomp_profile,json=seccompProfile,proto3" json:"seccomp_profile,omitempty"`
+	// Not supported (the nodes run no SELinux): refused.
+	SeLinuxOptions *SELinuxOptions `protobuf:"bytes,10,opt,name=se_linux_options,json=seLinuxOptions,proto3" json:"se_linux_options,omitempty"`
+	// Not supported (the nodes run no AppArmor): refused.
+	AppArmorProfile *AppArmorProfile `protobuf:"bytes,11,opt,name=app_armor_profile,json=appArmorProfile,proto3" json:"app_armor_profile,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *SecurityContext) Reset() {
+	*x = SecurityContext{}
+	mi := &file_api_v1_core_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SecurityContext) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SecurityContext) ProtoMessage() {}
+
+func (x *SecurityContext) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SecurityContext.ProtoReflect.Descriptor instead.
+func (*SecurityContext) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *SecurityContext) GetCapabilities() *Capabilities {
+	if x != nil {
+		return x.Capabilities
+	}
+	return nil
+}
+
+func (x *SecurityContext) GetPrivileged() bool {
+	if x != nil && x.Privileged != nil {
+		return *x.Privileged
+	}
+	return false
+}
+
+func (x *SecurityContext) GetRunAsUser() int64 {
+	if x != nil && x.RunAsUser != nil {
+		return *x.RunAsUser
+	}
+	return 0
+}
+
+func (x *SecurityContext) GetRunAsGroup() int64 {
+	if x != nil && x.RunAsGroup != nil {
+		return *x.RunAsGroup
+	}
+	return 0
+}
+
+func (x *SecurityContext) GetRunAsNonRoot() bool {
+	if x != nil && x.RunAsNonRoot != nil {
+		return *x.RunAsNonRoot
+	}
+	return false
+}
+
+func (x *SecurityContext) GetReadOnlyRootFilesystem() bool {
+	if x != nil && x.ReadOnlyRootFilesystem != nil {
+		return *x.ReadOnlyRootFilesystem
+	}
+	return false
+}
+
+func (x *SecurityContext) GetAllowPrivilegeEscalation() bool {
+	if x != nil && x.AllowPrivilegeEscalation != nil {
+		return *x.AllowPrivilegeEscalation
+	}
+	return false
+}
+
+func (x *SecurityContext) GetProcMount() string {
+	if x != nil {
+		return x.ProcMount
+	}
+	return ""
+}
+
+func (x *SecurityContext) GetSeccompProfile() *SeccompProfile {
+	if x != nil {
+		return x.SeccompProfile
+	}
+	return nil
+}
+
+func (x *SecurityContext) GetSeLinuxOptions() *SELinuxOptions {
+	if x != nil {
+		return x.SeLinuxOptions
+	}
+	return nil
+}
+
+func (x *SecurityContext) GetAppArmorProfile() *AppArmorProfile {
+	if x != nil {
+		return x.AppArmorProfile
+	}
+	return nil
+}
+
+type Capabilities struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Add           []string               `protobuf:"bytes,1,rep,name=add,proto3" json:"add,omitempty"`
+	Drop          []string               `protobuf:"bytes,2,rep,name=drop,proto3" json:"drop,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Capabilities) Reset() {
+	*x = Capabilities{}
+	mi := &file_api_v1_core_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Capabilities) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Capabilities) ProtoMessage() {}
+
+func (x *Capabilities) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
+func (*Capabilities) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *Capabilities) GetAdd() []string {
+	if x != nil {
+		return x.Add
+	}
+	return nil
+}
+
+func (x *Capabilities) GetDrop() []string {
+	if x != nil {
+		return x.Drop
+	}
+	return nil
+}
+
+type SeccompProfile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// RuntimeDefault, Unconfined or Localhost.
+	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	// For Localhost: the profile's path under the kubelet's seccomp
+	// directory (<root>/seccomp).
+	LocalhostProfile *string `protobuf:"bytes,2,opt,name=localhost_profile,json=localhostProfile,proto3,oneof" json:"localhost_profile,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *SeccompProfile) Reset() {
+	*x = SeccompProfile{}
+	mi := &file_api_v1_core_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeccompProfile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeccompProfile) ProtoMessage() {}
+
+func (x *SeccompProfile) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeccompProfile.ProtoReflect.Descriptor instead.
+func (*SeccompProfile) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *SeccompProfile) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *SeccompProfile) GetLocalhostProfile() string {
+	if x != nil && x.LocalhostProfile != nil {
+		return *x.LocalhostProfile
+	}
+	return ""
+}
+
+type Sysctl struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Value         string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Sysctl) Reset() {
+	*x = Sysctl{}
+	mi := &file_api_v1_core_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Sysctl) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Sysctl) ProtoMessage() {}
+
+func (x *Sysctl) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Sysctl.ProtoReflect.Descriptor instead.
+func (*Sysctl) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *Sysctl) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Sysctl) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+type SELinuxOptions struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	User          string                 `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	Role          string                 `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	Type          string                 `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
+	Level         string                 `protobuf:"bytes,4,opt,name=level,proto3" json:"level,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SELinuxOptions) Reset() {
+	*x = SELinuxOptions{}
+	mi := &file_api_v1_core_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SELinuxOptions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SELinuxOptions) ProtoMessage() {}
+
+func (x *SELinuxOptions) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SELinuxOptions.ProtoReflect.Descriptor instead.
+func (*SELinuxOptions) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *SELinuxOptions) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *SELinuxOptions) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *SELinuxOptions) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *SELinuxOptions) GetLevel() string {
+	if x != nil {
+		return x.Level
+	}
+	return ""
+}
+
+type AppArmorProfile struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Type             string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	LocalhostProfile *string                `protobuf:"bytes,2,opt,name=localhost_profile,json=localhostProfile,proto3,oneof" json:"localhost_profile,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *AppArmorProfile) Reset() {
+	*x = AppArmorProfile{}
+	mi := &file_api_v1_core_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppArmorProfile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppArmorProfile) ProtoMessage() {}
+
+func (x *AppArmorProfile) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppArmorProfile.ProtoReflect.Descriptor instead.
+func (*AppArmorProfile) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *AppArmorProfile) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *AppArmorProfile) GetLocalhostProfile() string {
+	if x != nil && x.LocalhostProfile != nil {
+		return *x.LocalhostProfile
+	}
+	return ""
+}
+
 type Container struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Name           string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -992,13 +1548,14 @@ type Container struct {
 	Stdin           bool             `protobuf:"varint,14,opt,name=stdin,proto3" json:"stdin,omitempty"`
 	Tty             bool             `protobuf:"varint,15,opt,name=tty,proto3" json:"tty,omitempty"`
 	EnvFrom         []*EnvFromSource `protobuf:"bytes,16,rep,name=env_from,json=envFrom,proto3" json:"env_from,omitempty"`
+	SecurityContext *SecurityContext `protobuf:"bytes,40,opt,name=security_context,json=securityContext,proto3" json:"security_context,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Container) Reset() {
 	*x = Container{}
-	mi := &file_api_v1_core_proto_msgTypes[13]
+	mi := &file_api_v1_core_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1010,7 +1567,7 @@ func (x *Container) String() string {
 func (*Container) ProtoMessage() {}
 
 func (x *Container) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[13]
+	mi := &file_api_v1_core_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1023,7 +1580,7 @@ func (x *Container) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Container.ProtoReflect.Descriptor instead.
 func (*Container) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{13}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Container) GetName() string {
@@ -1138,6 +1695,13 @@ func (x *Container) GetEnvFrom() []*EnvFromSource {
 	return nil
 }
 
+func (x *Container) GetSecurityContext() *SecurityContext {
+	if x != nil {
+		return x.SecurityContext
+	}
+	return nil
+}
+
 type EnvVar struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1149,7 +1713,7 @@ type EnvVar struct {
 
 func (x *EnvVar) Reset() {
 	*x = EnvVar{}
-	mi := &file_api_v1_core_proto_msgTypes[14]
+	mi := &file_api_v1_core_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1161,7 +1725,7 @@ func (x *EnvVar) String() string {
 func (*EnvVar) ProtoMessage() {}
 
 func (x *EnvVar) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[14]
+	mi := &file_api_v1_core_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1174,7 +1738,7 @@ func (x *EnvVar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVar.ProtoReflect.Descriptor instead.
 func (*EnvVar) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{14}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *EnvVar) GetName() string {
@@ -1209,7 +1773,7 @@ type EnvVarSource struct {
 
 func (x *EnvVarSource) Reset() {
 	*x = EnvVarSource{}
-	mi := &file_api_v1_core_proto_msgTypes[15]
+	mi := &file_api_v1_core_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1221,7 +1785,7 @@ func (x *EnvVarSource) String() string {
 func (*EnvVarSource) ProtoMessage() {}
 
 func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[15]
+	mi := &file_api_v1_core_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1234,7 +1798,7 @@ func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVarSource.ProtoReflect.Descriptor instead.
 func (*EnvVarSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{15}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *EnvVarSource) GetConfigMapKeyRef() *KeySelector {
@@ -1269,7 +1833,7 @@ type KeySelector struct {
 
 func (x *KeySelector) Reset() {
 	*x = KeySelector{}
-	mi := &file_api_v1_core_proto_msgTypes[16]
+	mi := &file_api_v1_core_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1281,7 +1845,7 @@ func (x *KeySelector) String() string {
 func (*KeySelector) ProtoMessage() {}
 
 func (x *KeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[16]
+	mi := &file_api_v1_core_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1294,7 +1858,7 @@ func (x *KeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeySelector.ProtoReflect.Descriptor instead.
 func (*KeySelector) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{16}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *KeySelector) GetName() string {
@@ -1327,7 +1891,7 @@ type ObjectFieldSelector struct {
 
 func (x *ObjectFieldSelector) Reset() {
 	*x = ObjectFieldSelector{}
-	mi := &file_api_v1_core_proto_msgTypes[17]
+	mi := &file_api_v1_core_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1339,7 +1903,7 @@ func (x *ObjectFieldSelector) String() string {
 func (*ObjectFieldSelector) ProtoMessage() {}
 
 func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[17]
+	mi := &file_api_v1_core_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1352,7 +1916,7 @@ func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectFieldSelector.ProtoReflect.Descriptor instead.
 func (*ObjectFieldSelector) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{17}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ObjectFieldSelector) GetFieldPath() string {
@@ -1373,7 +1937,7 @@ type EnvFromSource struct {
 
 func (x *EnvFromSource) Reset() {
 	*x = EnvFromSource{}
-	mi := &file_api_v1_core_proto_msgTypes[18]
+	mi := &file_api_v1_core_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1385,7 +1949,7 @@ func (x *EnvFromSource) String() string {
 func (*EnvFromSource) ProtoMessage() {}
 
 func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[18]
+	mi := &file_api_v1_core_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1398,7 +1962,7 @@ func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvFromSource.ProtoReflect.Descriptor instead.
 func (*EnvFromSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{18}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *EnvFromSource) GetPrefix() string {
@@ -1431,7 +1995,7 @@ type LocalObjectReference struct {
 
 func (x *LocalObjectReference) Reset() {
 	*x = LocalObjectReference{}
-	mi := &file_api_v1_core_proto_msgTypes[19]
+	mi := &file_api_v1_core_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1443,7 +2007,7 @@ func (x *LocalObjectReference) String() string {
 func (*LocalObjectReference) ProtoMessage() {}
 
 func (x *LocalObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[19]
+	mi := &file_api_v1_core_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1456,7 +2020,7 @@ func (x *LocalObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalObjectReference.ProtoReflect.Descriptor instead.
 func (*LocalObjectReference) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{19}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *LocalObjectReference) GetName() string {
@@ -1480,7 +2044,7 @@ type ContainerPort struct {
 
 func (x *ContainerPort) Reset() {
 	*x = ContainerPort{}
-	mi := &file_api_v1_core_proto_msgTypes[20]
+	mi := &file_api_v1_core_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1492,7 +2056,7 @@ func (x *ContainerPort) String() string {
 func (*ContainerPort) ProtoMessage() {}
 
 func (x *ContainerPort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[20]
+	mi := &file_api_v1_core_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1505,7 +2069,7 @@ func (x *ContainerPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerPort.ProtoReflect.Descriptor instead.
 func (*ContainerPort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{20}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ContainerPort) GetName() string {
@@ -1554,7 +2118,7 @@ type ResourceRequirements struct {
 
 func (x *ResourceRequirements) Reset() {
 	*x = ResourceRequirements{}
-	mi := &file_api_v1_core_proto_msgTypes[21]
+	mi := &file_api_v1_core_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1566,7 +2130,7 @@ func (x *ResourceRequirements) String() string {
 func (*ResourceRequirements) ProtoMessage() {}
 
 func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[21]
+	mi := &file_api_v1_core_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1579,7 +2143,7 @@ func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceRequirements.ProtoReflect.Descriptor instead.
 func (*ResourceRequirements) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{21}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ResourceRequirements) GetRequests() map[string]string {
@@ -1608,7 +2172,7 @@ type VolumeMount struct {
 
 func (x *VolumeMount) Reset() {
 	*x = VolumeMount{}
-	mi := &file_api_v1_core_proto_msgTypes[22]
+	mi := &file_api_v1_core_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1620,7 +2184,7 @@ func (x *VolumeMount) String() string {
 func (*VolumeMount) ProtoMessage() {}
 
 func (x *VolumeMount) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[22]
+	mi := &file_api_v1_core_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1633,7 +2197,7 @@ func (x *VolumeMount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeMount.ProtoReflect.Descriptor instead.
 func (*VolumeMount) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{22}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *VolumeMount) GetName() string {
@@ -1681,7 +2245,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_api_v1_core_proto_msgTypes[23]
+	mi := &file_api_v1_core_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1693,7 +2257,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[23]
+	mi := &file_api_v1_core_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1706,7 +2270,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{23}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Probe) GetExec() *ExecAction {
@@ -1781,7 +2345,7 @@ type ExecAction struct {
 
 func (x *ExecAction) Reset() {
 	*x = ExecAction{}
-	mi := &file_api_v1_core_proto_msgTypes[24]
+	mi := &file_api_v1_core_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1793,7 +2357,7 @@ func (x *ExecAction) String() string {
 func (*ExecAction) ProtoMessage() {}
 
 func (x *ExecAction) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[24]
+	mi := &file_api_v1_core_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1806,7 +2370,7 @@ func (x *ExecAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecAction.ProtoReflect.Descriptor instead.
 func (*ExecAction) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{24}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ExecAction) GetCommand() []string {
@@ -1831,7 +2395,7 @@ type HTTPGetAction struct {
 
 func (x *HTTPGetAction) Reset() {
 	*x = HTTPGetAction{}
-	mi := &file_api_v1_core_proto_msgTypes[25]
+	mi := &file_api_v1_core_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1843,7 +2407,7 @@ func (x *HTTPGetAction) String() string {
 func (*HTTPGetAction) ProtoMessage() {}
 
 func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[25]
+	mi := &file_api_v1_core_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1856,7 +2420,7 @@ func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPGetAction.ProtoReflect.Descriptor instead.
 func (*HTTPGetAction) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{25}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *HTTPGetAction) GetPath() string {
@@ -1904,7 +2468,7 @@ type HTTPHeader struct {
 
 func (x *HTTPHeader) Reset() {
 	*x = HTTPHeader{}
-	mi := &file_api_v1_core_proto_msgTypes[26]
+	mi := &file_api_v1_core_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1916,7 +2480,7 @@ func (x *HTTPHeader) String() string {
 func (*HTTPHeader) ProtoMessage() {}
 
 func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[26]
+	mi := &file_api_v1_core_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1929,7 +2493,7 @@ func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPHeader.ProtoReflect.Descriptor instead.
 func (*HTTPHeader) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{26}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *HTTPHeader) GetName() string {
@@ -1957,7 +2521,7 @@ type TCPSocketAction struct {
 
 func (x *TCPSocketAction) Reset() {
 	*x = TCPSocketAction{}
-	mi := &file_api_v1_core_proto_msgTypes[27]
+	mi := &file_api_v1_core_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1969,7 +2533,7 @@ func (x *TCPSocketAction) String() string {
 func (*TCPSocketAction) ProtoMessage() {}
 
 func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[27]
+	mi := &file_api_v1_core_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1982,7 +2546,7 @@ func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPSocketAction.ProtoReflect.Descriptor instead.
 func (*TCPSocketAction) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{27}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *TCPSocketAction) GetPort() string {
@@ -2014,7 +2578,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_api_v1_core_proto_msgTypes[28]
+	mi := &file_api_v1_core_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2026,7 +2590,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[28]
+	mi := &file_api_v1_core_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2039,7 +2603,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{28}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Toleration) GetKey() string {
@@ -2086,7 +2650,7 @@ type Affinity struct {
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_api_v1_core_proto_msgTypes[29]
+	mi := &file_api_v1_core_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2098,7 +2662,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[29]
+	mi := &file_api_v1_core_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2111,7 +2675,7 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{29}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Affinity) GetNodeAffinity() *NodeAffinity {
@@ -2130,7 +2694,7 @@ type NodeAffinity struct {
 
 func (x *NodeAffinity) Reset() {
 	*x = NodeAffinity{}
-	mi := &file_api_v1_core_proto_msgTypes[30]
+	mi := &file_api_v1_core_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2142,7 +2706,7 @@ func (x *NodeAffinity) String() string {
 func (*NodeAffinity) ProtoMessage() {}
 
 func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[30]
+	mi := &file_api_v1_core_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2155,7 +2719,7 @@ func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAffinity.ProtoReflect.Descriptor instead.
 func (*NodeAffinity) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{30}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *NodeAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() *NodeSelector {
@@ -2175,7 +2739,7 @@ type NodeSelector struct {
 
 func (x *NodeSelector) Reset() {
 	*x = NodeSelector{}
-	mi := &file_api_v1_core_proto_msgTypes[31]
+	mi := &file_api_v1_core_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2187,7 +2751,7 @@ func (x *NodeSelector) String() string {
 func (*NodeSelector) ProtoMessage() {}
 
 func (x *NodeSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[31]
+	mi := &file_api_v1_core_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2200,7 +2764,7 @@ func (x *NodeSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelector.ProtoReflect.Descriptor instead.
 func (*NodeSelector) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{31}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *NodeSelector) GetNodeSelectorTerms() []*NodeSelectorTerm {
@@ -2222,7 +2786,7 @@ type NodeSelectorTerm struct {
 
 func (x *NodeSelectorTerm) Reset() {
 	*x = NodeSelectorTerm{}
-	mi := &file_api_v1_core_proto_msgTypes[32]
+	mi := &file_api_v1_core_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2234,7 +2798,7 @@ func (x *NodeSelectorTerm) String() string {
 func (*NodeSelectorTerm) ProtoMessage() {}
 
 func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[32]
+	mi := &file_api_v1_core_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2247,7 +2811,7 @@ func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorTerm.ProtoReflect.Descriptor instead.
 func (*NodeSelectorTerm) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{32}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *NodeSelectorTerm) GetMatchExpressions() []*LabelSelectorRequirement {
@@ -2280,7 +2844,7 @@ type Volume struct {
 
 func (x *Volume) Reset() {
 	*x = Volume{}
-	mi := &file_api_v1_core_proto_msgTypes[33]
+	mi := &file_api_v1_core_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2292,7 +2856,7 @@ func (x *Volume) String() string {
 func (*Volume) ProtoMessage() {}
 
 func (x *Volume) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[33]
+	mi := &file_api_v1_core_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2305,7 +2869,7 @@ func (x *Volume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Volume.ProtoReflect.Descriptor instead.
 func (*Volume) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{33}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Volume) GetName() string {
@@ -2360,7 +2924,7 @@ type PersistentVolumeClaimVolumeSource struct {
 
 func (x *PersistentVolumeClaimVolumeSource) Reset() {
 	*x = PersistentVolumeClaimVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[34]
+	mi := &file_api_v1_core_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2372,7 +2936,7 @@ func (x *PersistentVolumeClaimVolumeSource) String() string {
 func (*PersistentVolumeClaimVolumeSource) ProtoMessage() {}
 
 func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[34]
+	mi := &file_api_v1_core_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2385,7 +2949,7 @@ func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use PersistentVolumeClaimVolumeSource.ProtoReflect.Descriptor instead.
 func (*PersistentVolumeClaimVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{34}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *PersistentVolumeClaimVolumeSource) GetClaimName() string {
@@ -2412,7 +2976,7 @@ type EmptyDirVolumeSource struct {
 
 func (x *EmptyDirVolumeSource) Reset() {
 	*x = EmptyDirVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[35]
+	mi := &file_api_v1_core_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2424,7 +2988,7 @@ func (x *EmptyDirVolumeSource) String() string {
 func (*EmptyDirVolumeSource) ProtoMessage() {}
 
 func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[35]
+	mi := &file_api_v1_core_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2437,7 +3001,7 @@ func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmptyDirVolumeSource.ProtoReflect.Descriptor instead.
 func (*EmptyDirVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{35}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *EmptyDirVolumeSource) GetMedium() string {
@@ -2464,7 +3028,7 @@ type HostPathVolumeSource struct {
 
 func (x *HostPathVolumeSource) Reset() {
 	*x = HostPathVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[36]
+	mi := &file_api_v1_core_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2476,7 +3040,7 @@ func (x *HostPathVolumeSource) String() string {
 func (*HostPathVolumeSource) ProtoMessage() {}
 
 func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[36]
+	mi := &file_api_v1_core_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2489,7 +3053,7 @@ func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostPathVolumeSource.ProtoReflect.Descriptor instead.
 func (*HostPathVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{36}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *HostPathVolumeSource) GetPath() string {
@@ -2517,7 +3081,7 @@ type KeyToPath struct {
 
 func (x *KeyToPath) Reset() {
 	*x = KeyToPath{}
-	mi := &file_api_v1_core_proto_msgTypes[37]
+	mi := &file_api_v1_core_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2529,7 +3093,7 @@ func (x *KeyToPath) String() string {
 func (*KeyToPath) ProtoMessage() {}
 
 func (x *KeyToPath) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[37]
+	mi := &file_api_v1_core_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2542,7 +3106,7 @@ func (x *KeyToPath) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyToPath.ProtoReflect.Descriptor instead.
 func (*KeyToPath) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{37}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *KeyToPath) GetKey() string {
@@ -2578,7 +3142,7 @@ type ConfigMapVolumeSource struct {
 
 func (x *ConfigMapVolumeSource) Reset() {
 	*x = ConfigMapVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[38]
+	mi := &file_api_v1_core_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2590,7 +3154,7 @@ func (x *ConfigMapVolumeSource) String() string {
 func (*ConfigMapVolumeSource) ProtoMessage() {}
 
 func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[38]
+	mi := &file_api_v1_core_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2603,7 +3167,7 @@ func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapVolumeSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{38}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ConfigMapVolumeSource) GetName() string {
@@ -2646,7 +3210,7 @@ type SecretVolumeSource struct {
 
 func (x *SecretVolumeSource) Reset() {
 	*x = SecretVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[39]
+	mi := &file_api_v1_core_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2658,7 +3222,7 @@ func (x *SecretVolumeSource) String() string {
 func (*SecretVolumeSource) ProtoMessage() {}
 
 func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[39]
+	mi := &file_api_v1_core_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2671,7 +3235,7 @@ func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretVolumeSource.ProtoReflect.Descriptor instead.
 func (*SecretVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{39}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SecretVolumeSource) GetSecretName() string {
@@ -2722,7 +3286,7 @@ type PodStatus struct {
 
 func (x *PodStatus) Reset() {
 	*x = PodStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[40]
+	mi := &file_api_v1_core_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2734,7 +3298,7 @@ func (x *PodStatus) String() string {
 func (*PodStatus) ProtoMessage() {}
 
 func (x *PodStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[40]
+	mi := &file_api_v1_core_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2747,7 +3311,7 @@ func (x *PodStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStatus.ProtoReflect.Descriptor instead.
 func (*PodStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{40}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *PodStatus) GetPhase() string {
@@ -2844,7 +3408,7 @@ type ContainerStatus struct {
 
 func (x *ContainerStatus) Reset() {
 	*x = ContainerStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[41]
+	mi := &file_api_v1_core_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2856,7 +3420,7 @@ func (x *ContainerStatus) String() string {
 func (*ContainerStatus) ProtoMessage() {}
 
 func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[41]
+	mi := &file_api_v1_core_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2869,7 +3433,7 @@ func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStatus.ProtoReflect.Descriptor instead.
 func (*ContainerStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{41}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ContainerStatus) GetName() string {
@@ -2947,7 +3511,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_api_v1_core_proto_msgTypes[42]
+	mi := &file_api_v1_core_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2959,7 +3523,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[42]
+	mi := &file_api_v1_core_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2972,7 +3536,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{42}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ContainerState) GetWaiting() *ContainerStateWaiting {
@@ -3006,7 +3570,7 @@ type ContainerStateWaiting struct {
 
 func (x *ContainerStateWaiting) Reset() {
 	*x = ContainerStateWaiting{}
-	mi := &file_api_v1_core_proto_msgTypes[43]
+	mi := &file_api_v1_core_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3018,7 +3582,7 @@ func (x *ContainerStateWaiting) String() string {
 func (*ContainerStateWaiting) ProtoMessage() {}
 
 func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[43]
+	mi := &file_api_v1_core_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3031,7 +3595,7 @@ func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateWaiting.ProtoReflect.Descriptor instead.
 func (*ContainerStateWaiting) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{43}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ContainerStateWaiting) GetReason() string {
@@ -3057,7 +3621,7 @@ type ContainerStateRunning struct {
 
 func (x *ContainerStateRunning) Reset() {
 	*x = ContainerStateRunning{}
-	mi := &file_api_v1_core_proto_msgTypes[44]
+	mi := &file_api_v1_core_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3069,7 +3633,7 @@ func (x *ContainerStateRunning) String() string {
 func (*ContainerStateRunning) ProtoMessage() {}
 
 func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[44]
+	mi := &file_api_v1_core_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3082,7 +3646,7 @@ func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateRunning.ProtoReflect.Descriptor instead.
 func (*ContainerStateRunning) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{44}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ContainerStateRunning) GetStartedAt() *timestamppb.Timestamp {
@@ -3107,7 +3671,7 @@ type ContainerStateTerminated struct {
 
 func (x *ContainerStateTerminated) Reset() {
 	*x = ContainerStateTerminated{}
-	mi := &file_api_v1_core_proto_msgTypes[45]
+	mi := &file_api_v1_core_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3119,7 +3683,7 @@ func (x *ContainerStateTerminated) String() string {
 func (*ContainerStateTerminated) ProtoMessage() {}
 
 func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[45]
+	mi := &file_api_v1_core_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3132,7 +3696,7 @@ func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateTerminated.ProtoReflect.Descriptor instead.
 func (*ContainerStateTerminated) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{45}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ContainerStateTerminated) GetExitCode() int32 {
@@ -3206,7 +3770,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_api_v1_core_proto_msgTypes[46]
+	mi := &file_api_v1_core_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3218,7 +3782,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[46]
+	mi := &file_api_v1_core_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3231,7 +3795,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{46}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Event) GetMetadata() *ObjectMeta {
@@ -3326,7 +3890,7 @@ type ObjectReference struct {
 
 func (x *ObjectReference) Reset() {
 	*x = ObjectReference{}
-	mi := &file_api_v1_core_proto_msgTypes[47]
+	mi := &file_api_v1_core_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3338,7 +3902,7 @@ func (x *ObjectReference) String() string {
 func (*ObjectReference) ProtoMessage() {}
 
 func (x *ObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[47]
+	mi := &file_api_v1_core_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3351,7 +3915,7 @@ func (x *ObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectReference.ProtoReflect.Descriptor instead.
 func (*ObjectReference) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{47}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ObjectReference) GetKind() string {
@@ -3413,7 +3977,7 @@ type EventSource struct {
 
 func (x *EventSource) Reset() {
 	*x = EventSource{}
-	mi := &file_api_v1_core_proto_msgTypes[48]
+	mi := &file_api_v1_core_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3425,7 +3989,7 @@ func (x *EventSource) String() string {
 func (*EventSource) ProtoMessage() {}
 
 func (x *EventSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[48]
+	mi := &file_api_v1_core_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3438,7 +4002,7 @@ func (x *EventSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventSource.ProtoReflect.Descriptor instead.
 func (*EventSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{48}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *EventSource) GetComponent() string {
@@ -3465,7 +4029,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_api_v1_core_proto_msgTypes[49]
+	mi := &file_api_v1_core_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3477,7 +4041,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[49]
+	mi := &file_api_v1_core_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3490,7 +4054,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{49}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *Lease) GetMetadata() *ObjectMeta {
@@ -3520,7 +4084,7 @@ type LeaseSpec struct {
 
 func (x *LeaseSpec) Reset() {
 	*x = LeaseSpec{}
-	mi := &file_api_v1_core_proto_msgTypes[50]
+	mi := &file_api_v1_core_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3532,7 +4096,7 @@ func (x *LeaseSpec) String() string {
 func (*LeaseSpec) ProtoMessage() {}
 
 func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[50]
+	mi := &file_api_v1_core_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3545,7 +4109,7 @@ func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseSpec.ProtoReflect.Descriptor instead.
 func (*LeaseSpec) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{50}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *LeaseSpec) GetHolderIdentity() string {
@@ -3595,7 +4159,7 @@ type ConfigMap struct {
 
 func (x *ConfigMap) Reset() {
 	*x = ConfigMap{}
-	mi := &file_api_v1_core_proto_msgTypes[51]
+	mi := &file_api_v1_core_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3607,7 +4171,7 @@ func (x *ConfigMap) String() string {
 func (*ConfigMap) ProtoMessage() {}
 
 func (x *ConfigMap) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[51]
+	mi := &file_api_v1_core_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3620,7 +4184,7 @@ func (x *ConfigMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMap.ProtoReflect.Descriptor instead.
 func (*ConfigMap) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{51}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ConfigMap) GetMetadata() *ObjectMeta {
@@ -3666,7 +4230,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_api_v1_core_proto_msgTypes[52]
+	mi := &file_api_v1_core_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3678,7 +4242,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[52]
+	mi := &file_api_v1_core_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3691,7 +4255,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{52}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *Secret) GetMetadata() *ObjectMeta {
@@ -3740,7 +4304,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_api_v1_core_proto_msgTypes[53]
+	mi := &file_api_v1_core_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3752,7 +4316,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[53]
+	mi := &file_api_v1_core_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3765,7 +4329,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{53}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *Service) GetMetadata() *ObjectMeta {
@@ -3843,7 +4407,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_api_v1_core_proto_msgTypes[54]
+	mi := &file_api_v1_core_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3855,7 +4419,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[54]
+	mi := &file_api_v1_core_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3868,7 +4432,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{54}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ServiceSpec) GetType() string {
@@ -4009,7 +4573,7 @@ type ServicePort struct {
 
 func (x *ServicePort) Reset() {
 	*x = ServicePort{}
-	mi := &file_api_v1_core_proto_msgTypes[55]
+	mi := &file_api_v1_core_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4021,7 +4585,7 @@ func (x *ServicePort) String() string {
 func (*ServicePort) ProtoMessage() {}
 
 func (x *ServicePort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[55]
+	mi := &file_api_v1_core_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4034,7 +4598,7 @@ func (x *ServicePort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServicePort.ProtoReflect.Descriptor instead.
 func (*ServicePort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{55}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ServicePort) GetName() string {
@@ -4091,7 +4655,7 @@ type ServiceStatus struct {
 
 func (x *ServiceStatus) Reset() {
 	*x = ServiceStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[56]
+	mi := &file_api_v1_core_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4103,7 +4667,7 @@ func (x *ServiceStatus) String() string {
 func (*ServiceStatus) ProtoMessage() {}
 
 func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[56]
+	mi := &file_api_v1_core_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4116,7 +4680,7 @@ func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceStatus.ProtoReflect.Descriptor instead.
 func (*ServiceStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{56}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ServiceStatus) GetConditions() []*Condition {
@@ -4142,7 +4706,7 @@ type LoadBalancerStatus struct {
 
 func (x *LoadBalancerStatus) Reset() {
 	*x = LoadBalancerStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[57]
+	mi := &file_api_v1_core_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4154,7 +4718,7 @@ func (x *LoadBalancerStatus) String() string {
 func (*LoadBalancerStatus) ProtoMessage() {}
 
 func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[57]
+	mi := &file_api_v1_core_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4167,7 +4731,7 @@ func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerStatus.ProtoReflect.Descriptor instead.
 func (*LoadBalancerStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{57}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *LoadBalancerStatus) GetIngress() []*LoadBalancerIngress {
@@ -4190,7 +4754,7 @@ type LoadBalancerIngress struct {
 
 func (x *LoadBalancerIngress) Reset() {
 	*x = LoadBalancerIngress{}
-	mi := &file_api_v1_core_proto_msgTypes[58]
+	mi := &file_api_v1_core_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4202,7 +4766,7 @@ func (x *LoadBalancerIngress) String() string {
 func (*LoadBalancerIngress) ProtoMessage() {}
 
 func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[58]
+	mi := &file_api_v1_core_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4215,7 +4779,7 @@ func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerIngress.ProtoReflect.Descriptor instead.
 func (*LoadBalancerIngress) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{58}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *LoadBalancerIngress) GetIp() string {
@@ -4257,7 +4821,7 @@ type PortStatus struct {
 
 func (x *PortStatus) Reset() {
 	*x = PortStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[59]
+	mi := &file_api_v1_core_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4269,7 +4833,7 @@ func (x *PortStatus) String() string {
 func (*PortStatus) ProtoMessage() {}
 
 func (x *PortStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[59]
+	mi := &file_api_v1_core_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4282,7 +4846,7 @@ func (x *PortStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortStatus.ProtoReflect.Descriptor instead.
 func (*PortStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{59}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *PortStatus) GetPort() int32 {
@@ -4316,7 +4880,7 @@ type Endpoints struct {
 
 func (x *Endpoints) Reset() {
 	*x = Endpoints{}
-	mi := &file_api_v1_core_proto_msgTypes[60]
+	mi := &file_api_v1_core_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4328,7 +4892,7 @@ func (x *Endpoints) String() string {
 func (*Endpoints) ProtoMessage() {}
 
 func (x *Endpoints) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[60]
+	mi := &file_api_v1_core_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4341,7 +4905,7 @@ func (x *Endpoints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoints.ProtoReflect.Descriptor instead.
 func (*Endpoints) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{60}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *Endpoints) GetMetadata() *ObjectMeta {
@@ -4369,7 +4933,7 @@ type EndpointSubset struct {
 
 func (x *EndpointSubset) Reset() {
 	*x = EndpointSubset{}
-	mi := &file_api_v1_core_proto_msgTypes[61]
+	mi := &file_api_v1_core_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4381,7 +4945,7 @@ func (x *EndpointSubset) String() string {
 func (*EndpointSubset) ProtoMessage() {}
 
 func (x *EndpointSubset) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[61]
+	mi := &file_api_v1_core_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4394,7 +4958,7 @@ func (x *EndpointSubset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointSubset.ProtoReflect.Descriptor instead.
 func (*EndpointSubset) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{61}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *EndpointSubset) GetAddresses() []*EndpointAddress {
@@ -4430,7 +4994,7 @@ type EndpointAddress struct {
 
 func (x *EndpointAddress) Reset() {
 	*x = EndpointAddress{}
-	mi := &file_api_v1_core_proto_msgTypes[62]
+	mi := &file_api_v1_core_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4442,7 +5006,7 @@ func (x *EndpointAddress) String() string {
 func (*EndpointAddress) ProtoMessage() {}
 
 func (x *EndpointAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[62]
+	mi := &file_api_v1_core_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4455,7 +5019,7 @@ func (x *EndpointAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointAddress.ProtoReflect.Descriptor instead.
 func (*EndpointAddress) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{62}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *EndpointAddress) GetIp() string {
@@ -4497,7 +5061,7 @@ type EndpointPort struct {
 
 func (x *EndpointPort) Reset() {
 	*x = EndpointPort{}
-	mi := &file_api_v1_core_proto_msgTypes[63]
+	mi := &file_api_v1_core_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4509,7 +5073,7 @@ func (x *EndpointPort) String() string {
 func (*EndpointPort) ProtoMessage() {}
 
 func (x *EndpointPort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[63]
+	mi := &file_api_v1_core_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4522,7 +5086,7 @@ func (x *EndpointPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointPort.ProtoReflect.Descriptor instead.
 func (*EndpointPort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{63}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *EndpointPort) GetName() string {
@@ -4618,7 +5182,7 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x06status\x18\x03 \x01(\v2\x19.tugboat.api.v1.PodStatusR\x06status\"v\n" +
 	"\x0fPodTemplateSpec\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x12+\n" +
-	"\x04spec\x18\x02 \x01(\v2\x17.tugboat.api.v1.PodSpecR\x04spec\"\xd4\b\n" +
+	"\x04spec\x18\x02 \x01(\v2\x17.tugboat.api.v1.PodSpecR\x04spec\"\xa3\t\n" +
 	"\aPodSpec\x12L\n" +
 	"\n" +
 	"containers\x18\x01 \x03(\v2\x19.tugboat.api.v1.ContainerB\x11\xd2\xf3\x18\x04name\xda\xf3\x18\x05mergeR\n" +
@@ -4641,13 +5205,73 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x0escheduler_name\x18\x0f \x01(\tR\rschedulerName\x12\x1a\n" +
 	"\bpriority\x18\x10 \x01(\x05R\bpriority\x12;\n" +
 	"\x17active_deadline_seconds\x18\x11 \x01(\x03H\x01R\x15activeDeadlineSeconds\x88\x01\x01\x125\n" +
-	"\x14enable_service_links\x18\x12 \x01(\bH\x02R\x12enableServiceLinks\x88\x01\x01\x1a?\n" +
+	"\x14enable_service_links\x18\x12 \x01(\bH\x02R\x12enableServiceLinks\x88\x01\x01\x12M\n" +
+	"\x10security_context\x18( \x01(\v2\".tugboat.api.v1.PodSecurityContextR\x0fsecurityContext\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B#\n" +
 	"!_termination_grace_period_secondsB\x1a\n" +
 	"\x18_active_deadline_secondsB\x17\n" +
-	"\x15_enable_service_links\"\xf8\x05\n" +
+	"\x15_enable_service_links\"\xe6\x04\n" +
+	"\x12PodSecurityContext\x12#\n" +
+	"\vrun_as_user\x18\x01 \x01(\x03H\x00R\trunAsUser\x88\x01\x01\x12%\n" +
+	"\frun_as_group\x18\x02 \x01(\x03H\x01R\n" +
+	"runAsGroup\x88\x01\x01\x12*\n" +
+	"\x0frun_as_non_root\x18\x03 \x01(\bH\x02R\frunAsNonRoot\x88\x01\x01\x12/\n" +
+	"\x13supplemental_groups\x18\x04 \x03(\x03R\x12supplementalGroups\x12\x1e\n" +
+	"\bfs_group\x18\x05 \x01(\x03H\x03R\afsGroup\x88\x01\x01\x120\n" +
+	"\asysctls\x18\x06 \x03(\v2\x16.tugboat.api.v1.SysctlR\asysctls\x12G\n" +
+	"\x0fseccomp_profile\x18\a \x01(\v2\x1e.tugboat.api.v1.SeccompProfileR\x0eseccompProfile\x123\n" +
+	"\x16fs_group_change_policy\x18\b \x01(\tR\x13fsGroupChangePolicy\x12H\n" +
+	"\x10se_linux_options\x18\t \x01(\v2\x1e.tugboat.api.v1.SELinuxOptionsR\x0eseLinuxOptions\x12K\n" +
+	"\x11app_armor_profile\x18\n" +
+	" \x01(\v2\x1f.tugboat.api.v1.AppArmorProfileR\x0fappArmorProfileB\x0e\n" +
+	"\f_run_as_userB\x0f\n" +
+	"\r_run_as_groupB\x12\n" +
+	"\x10_run_as_non_rootB\v\n" +
+	"\t_fs_group\"\xf3\x05\n" +
+	"\x0fSecurityContext\x12@\n" +
+	"\fcapabilities\x18\x01 \x01(\v2\x1c.tugboat.api.v1.CapabilitiesR\fcapabilities\x12#\n" +
+	"\n" +
+	"privileged\x18\x02 \x01(\bH\x00R\n" +
+	"privileged\x88\x01\x01\x12#\n" +
+	"\vrun_as_user\x18\x03 \x01(\x03H\x01R\trunAsUser\x88\x01\x01\x12%\n" +
+	"\frun_as_group\x18\x04 \x01(\x03H\x02R\n" +
+	"runAsGroup\x88\x01\x01\x12*\n" +
+	"\x0frun_as_non_root\x18\x05 \x01(\bH\x03R\frunAsNonRoot\x88\x01\x01\x12>\n" +
+	"\x19read_only_root_filesystem\x18\x06 \x01(\bH\x04R\x16readOnlyRootFilesystem\x88\x01\x01\x12A\n" +
+	"\x1aallow_privilege_escalation\x18\a \x01(\bH\x05R\x18allowPrivilegeEscalation\x88\x01\x01\x12\x1d\n" +
+	"\n" +
+	"proc_mount\x18\b \x01(\tR\tprocMount\x12G\n" +
+	"\x0fseccomp_profile\x18\t \x01(\v2\x1e.tugboat.api.v1.SeccompProfileR\x0eseccompProfile\x12H\n" +
+	"\x10se_linux_options\x18\n" +
+	" \x01(\v2\x1e.tugboat.api.v1.SELinuxOptionsR\x0eseLinuxOptions\x12K\n" +
+	"\x11app_armor_profile\x18\v \x01(\v2\x1f.tugboat.api.v1.AppArmorProfileR\x0fappArmorProfileB\r\n" +
+	"\v_privilegedB\x0e\n" +
+	"\f_run_as_userB\x0f\n" +
+	"\r_run_as_groupB\x12\n" +
+	"\x10_run_as_non_rootB\x1c\n" +
+	"\x1a_read_only_root_filesystemB\x1d\n" +
+	"\x1b_allow_privilege_escalation\"4\n" +
+	"\fCapabilities\x12\x10\n" +
+	"\x03add\x18\x01 \x03(\tR\x03add\x12\x12\n" +
+	"\x04drop\x18\x02 \x03(\tR\x04drop\"l\n" +
+	"\x0eSeccompProfile\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x120\n" +
+	"\x11localhost_profile\x18\x02 \x01(\tH\x00R\x10localhostProfile\x88\x01\x01B\x14\n" +
+	"\x12_localhost_profile\"2\n" +
+	"\x06Sysctl\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"b\n" +
+	"\x0eSELinuxOptions\x12\x12\n" +
+	"\x04user\x18\x01 \x01(\tR\x04user\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\x12\x12\n" +
+	"\x04type\x18\x03 \x01(\tR\x04type\x12\x14\n" +
+	"\x05level\x18\x04 \x01(\tR\x05level\"m\n" +
+	"\x0fAppArmorProfile\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x120\n" +
+	"\x11localhost_profile\x18\x02 \x01(\tH\x00R\x10localhostProfile\x88\x01\x01B\x14\n" +
+	"\x12_localhost_profile\"\xc4\x06\n" +
 	"\tContainer\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +
@@ -4666,7 +5290,8 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x11image_pull_policy\x18\r \x01(\tR\x0fimagePullPolicy\x12\x14\n" +
 	"\x05stdin\x18\x0e \x01(\bR\x05stdin\x12\x10\n" +
 	"\x03tty\x18\x0f \x01(\bR\x03tty\x128\n" +
-	"\benv_from\x18\x10 \x03(\v2\x1d.tugboat.api.v1.EnvFromSourceR\aenvFrom\"o\n" +
+	"\benv_from\x18\x10 \x03(\v2\x1d.tugboat.api.v1.EnvFromSourceR\aenvFrom\x12J\n" +
+	"\x10security_context\x18( \x01(\v2\x1f.tugboat.api.v1.SecurityContextR\x0fsecurityContext\"o\n" +
 	"\x06EnvVar\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12;\n" +
@@ -4988,7 +5613,7 @@ func file_api_v1_core_proto_rawDescGZIP() []byte {
 	return file_api_v1_core_proto_rawDescData
 }
 
-var file_api_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 74)
+var file_api_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 81)
 var file_api_v1_core_proto_goTypes = []any{
 	(*Namespace)(nil),                         // 0: tugboat.api.v1.Namespace
 	(*NamespaceSpec)(nil),                     // 1: tugboat.api.v1.NamespaceSpec
@@ -5003,177 +5628,194 @@ var file_api_v1_core_proto_goTypes = []any{
 	(*Pod)(nil),                               // 10: tugboat.api.v1.Pod
 	(*PodTemplateSpec)(nil),                   // 11: tugboat.api.v1.PodTemplateSpec
 	(*PodSpec)(nil),                           // 12: tugboat.api.v1.PodSpec
-	(*Container)(nil),                         // 13: tugboat.api.v1.Container
-	(*EnvVar)(nil),                            // 14: tugboat.api.v1.EnvVar
-	(*EnvVarSource)(nil),                      // 15: tugboat.api.v1.EnvVarSource
-	(*KeySelector)(nil),                       // 16: tugboat.api.v1.KeySelector
-	(*ObjectFieldSelector)(nil),               // 17: tugboat.api.v1.ObjectFieldSelector
-	(*EnvFromSource)(nil),                     // 18: tugboat.api.v1.EnvFromSource
-	(*LocalObjectReference)(nil),              // 19: tugboat.api.v1.LocalObjectReference
-	(*ContainerPort)(nil),                     // 20: tugboat.api.v1.ContainerPort
-	(*ResourceRequirements)(nil),              // 21: tugboat.api.v1.ResourceRequirements
-	(*VolumeMount)(nil),                       // 22: tugboat.api.v1.VolumeMount
-	(*Probe)(nil),                             // 23: tugboat.api.v1.Probe
-	(*ExecAction)(nil),                        // 24: tugboat.api.v1.ExecAction
-	(*HTTPGetAction)(nil),                     // 25: tugboat.api.v1.HTTPGetAction
-	(*HTTPHeader)(nil),                        // 26: tugboat.api.v1.HTTPHeader
-	(*TCPSocketAction)(nil),                   // 27: tugboat.api.v1.TCPSocketAction
-	(*Toleration)(nil),                        // 28: tugboat.api.v1.Toleration
-	(*Affinity)(nil),                          // 29: tugboat.api.v1.Affinity
-	(*NodeAffinity)(nil),                      // 30: tugboat.api.v1.NodeAffinity
-	(*NodeSelector)(nil),                      // 31: tugboat.api.v1.NodeSelector
-	(*NodeSelectorTerm)(nil),                  // 32: tugboat.api.v1.NodeSelectorTerm
-	(*Volume)(nil),                            // 33: tugboat.api.v1.Volume
-	(*PersistentVolumeClaimVolumeSource)(nil), // 34: tugboat.api.v1.PersistentVolumeClaimVolumeSource
-	(*EmptyDirVolumeSource)(nil),              // 35: tugboat.api.v1.EmptyDirVolumeSource
-	(*HostPathVolumeSource)(nil),              // 36: tugboat.api.v1.HostPathVolumeSource
-	(*KeyToPath)(nil),                         // 37: tugboat.api.v1.KeyToPath
-	(*ConfigMapVolumeSource)(nil),             // 38: tugboat.api.v1.ConfigMapVolumeSource
-	(*SecretVolumeSource)(nil),                // 39: tugboat.api.v1.SecretVolumeSource
-	(*PodStatus)(nil),                         // 40: tugboat.api.v1.PodStatus
-	(*ContainerStatus)(nil),                   // 41: tugboat.api.v1.ContainerStatus
-	(*ContainerState)(nil),                    // 42: tugboat.api.v1.ContainerState
-	(*ContainerStateWaiting)(nil),             // 43: tugboat.api.v1.ContainerStateWaiting
-	(*ContainerStateRunning)(nil),             // 44: tugboat.api.v1.ContainerStateRunning
-	(*ContainerStateTerminated)(nil),          // 45: tugboat.api.v1.ContainerStateTerminated
-	(*Event)(nil),                             // 46: tugboat.api.v1.Event
-	(*ObjectReference)(nil),                   // 47: tugboat.api.v1.ObjectReference
-	(*EventSource)(nil),                       // 48: tugboat.api.v1.EventSource
-	(*Lease)(nil),                             // 49: tugboat.api.v1.Lease
-	(*LeaseSpec)(nil),                         // 50: tugboat.api.v1.LeaseSpec
-	(*ConfigMap)(nil),                         // 51: tugboat.api.v1.ConfigMap
-	(*Secret)(nil),                            // 52: tugboat.api.v1.Secret
-	(*Service)(nil),                           // 53: tugboat.api.v1.Service
-	(*ServiceSpec)(nil),                       // 54: tugboat.api.v1.ServiceSpec
-	(*ServicePort)(nil),                       // 55: tugboat.api.v1.ServicePort
-	(*ServiceStatus)(nil),                     // 56: tugboat.api.v1.ServiceStatus
-	(*LoadBalancerStatus)(nil),                // 57: tugboat.api.v1.LoadBalancerStatus
-	(*LoadBalancerIngress)(nil),               // 58: tugboat.api.v1.LoadBalancerIngress
-	(*PortStatus)(nil),                        // 59: tugboat.api.v1.PortStatus
-	(*Endpoints)(nil),                         // 60: tugboat.api.v1.Endpoints
-	(*EndpointSubset)(nil),                    // 61: tugboat.api.v1.EndpointSubset
-	(*EndpointAddress)(nil),                   // 62: tugboat.api.v1.EndpointAddress
-	(*EndpointPort)(nil),                      // 63: tugboat.api.v1.EndpointPort
-	nil,                                       // 64: tugboat.api.v1.NodeStatus.CapacityEntry
-	nil,                                       // 65: tugboat.api.v1.NodeStatus.AllocatableEntry
-	nil,                                       // 66: tugboat.api.v1.PodSpec.NodeSelectorEntry
-	nil,                                       // 67: tugboat.api.v1.ResourceRequirements.RequestsEntry
-	nil,                                       // 68: tugboat.api.v1.ResourceRequirements.LimitsEntry
-	nil,                                       // 69: tugboat.api.v1.ConfigMap.DataEntry
-	nil,                                       // 70: tugboat.api.v1.ConfigMap.BinaryDataEntry
-	nil,                                       // 71: tugboat.api.v1.Secret.DataEntry
-	nil,                                       // 72: tugboat.api.v1.Secret.StringDataEntry
-	nil,                                       // 73: tugboat.api.v1.ServiceSpec.SelectorEntry
-	(*ObjectMeta)(nil),                        // 74: tugboat.api.v1.ObjectMeta
-	(*timestamppb.Timestamp)(nil),             // 75: google.protobuf.Timestamp
-	(*Condition)(nil),                         // 76: tugboat.api.v1.Condition
-	(*LabelSelectorRequirement)(nil),          // 77: tugboat.api.v1.LabelSelectorRequirement
+	(*PodSecurityContext)(nil),                // 13: tugboat.api.v1.PodSecurityContext
+	(*SecurityContext)(nil),                   // 14: tugboat.api.v1.SecurityContext
+	(*Capabilities)(nil),                      // 15: tugboat.api.v1.Capabilities
+	(*SeccompProfile)(nil),                    // 16: tugboat.api.v1.SeccompProfile
+	(*Sysctl)(nil),                            // 17: tugboat.api.v1.Sysctl
+	(*SELinuxOptions)(nil),                    // 18: tugboat.api.v1.SELinuxOptions
+	(*AppArmorProfile)(nil),                   // 19: tugboat.api.v1.AppArmorProfile
+	(*Container)(nil),                         // 20: tugboat.api.v1.Container
+	(*EnvVar)(nil),                            // 21: tugboat.api.v1.EnvVar
+	(*EnvVarSource)(nil),                      // 22: tugboat.api.v1.EnvVarSource
+	(*KeySelector)(nil),                       // 23: tugboat.api.v1.KeySelector
+	(*ObjectFieldSelector)(nil),               // 24: tugboat.api.v1.ObjectFieldSelector
+	(*EnvFromSource)(nil),                     // 25: tugboat.api.v1.EnvFromSource
+	(*LocalObjectReference)(nil),              // 26: tugboat.api.v1.LocalObjectReference
+	(*ContainerPort)(nil),                     // 27: tugboat.api.v1.ContainerPort
+	(*ResourceRequirements)(nil),              // 28: tugboat.api.v1.ResourceRequirements
+	(*VolumeMount)(nil),                       // 29: tugboat.api.v1.VolumeMount
+	(*Probe)(nil),                             // 30: tugboat.api.v1.Probe
+	(*ExecAction)(nil),                        // 31: tugboat.api.v1.ExecAction
+	(*HTTPGetAction)(nil),                     // 32: tugboat.api.v1.HTTPGetAction
+	(*HTTPHeader)(nil),                        // 33: tugboat.api.v1.HTTPHeader
+	(*TCPSocketAction)(nil),                   // 34: tugboat.api.v1.TCPSocketAction
+	(*Toleration)(nil),                        // 35: tugboat.api.v1.Toleration
+	(*Affinity)(nil),                          // 36: tugboat.api.v1.Affinity
+	(*NodeAffinity)(nil),                      // 37: tugboat.api.v1.NodeAffinity
+	(*NodeSelector)(nil),                      // 38: tugboat.api.v1.NodeSelector
+	(*NodeSelectorTerm)(nil),                  // 39: tugboat.api.v1.NodeSelectorTerm
+	(*Volume)(nil),                            // 40: tugboat.api.v1.Volume
+	(*PersistentVolumeClaimVolumeSource)(nil), // 41: tugboat.api.v1.PersistentVolumeClaimVolumeSource
+	(*EmptyDirVolumeSource)(nil),              // 42: tugboat.api.v1.EmptyDirVolumeSource
+	(*HostPathVolumeSource)(nil),              // 43: tugboat.api.v1.HostPathVolumeSource
+	(*KeyToPath)(nil),                         // 44: tugboat.api.v1.KeyToPath
+	(*ConfigMapVolumeSource)(nil),             // 45: tugboat.api.v1.ConfigMapVolumeSource
+	(*SecretVolumeSource)(nil),                // 46: tugboat.api.v1.SecretVolumeSource
+	(*PodStatus)(nil),                         // 47: tugboat.api.v1.PodStatus
+	(*ContainerStatus)(nil),                   // 48: tugboat.api.v1.ContainerStatus
+	(*ContainerState)(nil),                    // 49: tugboat.api.v1.ContainerState
+	(*ContainerStateWaiting)(nil),             // 50: tugboat.api.v1.ContainerStateWaiting
+	(*ContainerStateRunning)(nil),             // 51: tugboat.api.v1.ContainerStateRunning
+	(*ContainerStateTerminated)(nil),          // 52: tugboat.api.v1.ContainerStateTerminated
+	(*Event)(nil),                             // 53: tugboat.api.v1.Event
+	(*ObjectReference)(nil),                   // 54: tugboat.api.v1.ObjectReference
+	(*EventSource)(nil),                       // 55: tugboat.api.v1.EventSource
+	(*Lease)(nil),                             // 56: tugboat.api.v1.Lease
+	(*LeaseSpec)(nil),                         // 57: tugboat.api.v1.LeaseSpec
+	(*ConfigMap)(nil),                         // 58: tugboat.api.v1.ConfigMap
+	(*Secret)(nil),                            // 59: tugboat.api.v1.Secret
+	(*Service)(nil),                           // 60: tugboat.api.v1.Service
+	(*ServiceSpec)(nil),                       // 61: tugboat.api.v1.ServiceSpec
+	(*ServicePort)(nil),                       // 62: tugboat.api.v1.ServicePort
+	(*ServiceStatus)(nil),                     // 63: tugboat.api.v1.ServiceStatus
+	(*LoadBalancerStatus)(nil),                // 64: tugboat.api.v1.LoadBalancerStatus
+	(*LoadBalancerIngress)(nil),               // 65: tugboat.api.v1.LoadBalancerIngress
+	(*PortStatus)(nil),                        // 66: tugboat.api.v1.PortStatus
+	(*Endpoints)(nil),                         // 67: tugboat.api.v1.Endpoints
+	(*EndpointSubset)(nil),                    // 68: tugboat.api.v1.EndpointSubset
+	(*EndpointAddress)(nil),                   // 69: tugboat.api.v1.EndpointAddress
+	(*EndpointPort)(nil),                      // 70: tugboat.api.v1.EndpointPort
+	nil,                                       // 71: tugboat.api.v1.NodeStatus.CapacityEntry
+	nil,                                       // 72: tugboat.api.v1.NodeStatus.AllocatableEntry
+	nil,                                       // 73: tugboat.api.v1.PodSpec.NodeSelectorEntry
+	nil,                                       // 74: tugboat.api.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 75: tugboat.api.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 76: tugboat.api.v1.ConfigMap.DataEntry
+	nil,                                       // 77: tugboat.api.v1.ConfigMap.BinaryDataEntry
+	nil,                                       // 78: tugboat.api.v1.Secret.DataEntry
+	nil,                                       // 79: tugboat.api.v1.Secret.StringDataEntry
+	nil,                                       // 80: tugboat.api.v1.ServiceSpec.SelectorEntry
+	(*ObjectMeta)(nil),                        // 81: tugboat.api.v1.ObjectMeta
+	(*timestamppb.Timestamp)(nil),             // 82: google.protobuf.Timestamp
+	(*Condition)(nil),                         // 83: tugboat.api.v1.Condition
+	(*LabelSelectorRequirement)(nil),          // 84: tugboat.api.v1.LabelSelectorRequirement
 }
 var file_api_v1_core_proto_depIdxs = []int32{
-	74, // 0: tugboat.api.v1.Namespace.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	1,  // 1: tugboat.api.v1.Namespace.spec:type_name -> tugboat.api.v1.NamespaceSpec
-	2,  // 2: tugboat.api.v1.Namespace.status:type_name -> tugboat.api.v1.NamespaceStatus
-	74, // 3: tugboat.api.v1.Node.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	4,  // 4: tugboat.api.v1.Node.spec:type_name -> tugboat.api.v1.NodeSpec
-	6,  // 5: tugboat.api.v1.Node.status:type_name -> tugboat.api.v1.NodeStatus
-	5,  // 6: tugboat.api.v1.NodeSpec.taints:type_name -> tugboat.api.v1.Taint
-	75, // 7: tugboat.api.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
-	64, // 8: tugboat.api.v1.NodeStatus.capacity:type_name -> tugboat.api.v1.NodeStatus.CapacityEntry
-	65, // 9: tugboat.api.v1.NodeStatus.allocatable:type_name -> tugboat.api.v1.NodeStatus.AllocatableEntry
-	76, // 10: tugboat.api.v1.NodeStatus.conditions:type_name -> tugboat.api.v1.Condition
-	7,  // 11: tugboat.api.v1.NodeStatus.addresses:type_name -> tugboat.api.v1.NodeAddress
-	8,  // 12: tugboat.api.v1.NodeStatus.node_info:type_name -> tugboat.api.v1.NodeSystemInfo
-	9,  // 13: tugboat.api.v1.NodeStatus.images:type_name -> tugboat.api.v1.ContainerImage
-	74, // 14: tugboat.api.v1.Pod.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	12, // 15: tugboat.api.v1.Pod.spec:type_name -> tugboat.api.v1.PodSpec
-	40, // 16: tugboat.api.v1.Pod.status:type_name -> tugboat.api.v1.PodStatus
-	74, // 17: tugboat.api.v1.PodTemplateSpec.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	12, // 18: tugboat.api.v1.PodTemplateSpec.spec:type_name -> tugboat.api.v1.PodSpec
-	13, // 19: tugboat.api.v1.PodSpec.containers:type_name -> tugboat.api.v1.Container
-	13, // 20: tugboat.api.v1.PodSpec.init_containers:type_name -> tugboat.api.v1.Container
-	66, // 21: tugboat.api.v1.PodSpec.node_selector:type_name -> tugboat.api.v1.PodSpec.NodeSelectorEntry
-	28, // 22: tugboat.api.v1.PodSpec.tolerations:type_name -> tugboat.api.v1.Toleration
-	33, // 23: tugboat.api.v1.PodSpec.volumes:type_name -> tugboat.api.v1.Volume
-	29, // 24: tugboat.api.v1.PodSpec.affinity:type_name -> tugboat.api.v1.Affinity
-	14, // 25: tugboat.api.v1.Container.env:type_name -> tugboat.api.v1.EnvVar
-	20, // 26: tugboat.api.v1.Container.ports:type_name -> tugboat.api.v1.ContainerPort
-	21, // 27: tugboat.api.v1.Container.resources:type_name -> tugboat.api.v1.ResourceRequirements
-	22, // 28: tugboat.api.v1.Container.volume_mounts:type_name -> tugboat.api.v1.VolumeMount
-	23, // 29: tugboat.api.v1.Container.liveness_probe:type_name -> tugboat.api.v1.Probe
-	23, // 30: tugboat.api.v1.Container.readiness_probe:type_name -> tugboat.api.v1.Probe
-	23, // 31: tugboat.api.v1.Container.startup_probe:type_name -> tugboat.api.v1.Probe
-	18, // 32: tugboat.api.v1.Container.env_from:type_name -> tugboat.api.v1.EnvFromSource
-	15, // 33: tugboat.api.v1.EnvVar.value_from:type_name -> tugboat.api.v1.EnvVarSource
-	16, // 34: tugboat.api.v1.EnvVarSource.config_map_key_ref:type_name -> tugboat.api.v1.KeySelector
-	16, // 35: tugboat.api.v1.EnvVarSource.secret_key_ref:type_name -> tugboat.api.v1.KeySelector
-	17, // 36: tugboat.api.v1.EnvVarSource.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
-	19, // 37: tugboat.api.v1.EnvFromSource.config_map_ref:type_name -> tugboat.api.v1.LocalObjectReference
-	19, // 38: tugboat.api.v1.EnvFromSource.secret_ref:type_name -> tugboat.api.v1.LocalObjectReference
-	67, // 39: tugboat.api.v1.ResourceRequirements.requests:type_name -> tugboat.api.v1.ResourceRequirements.RequestsEntry
-	68, // 40: tugboat.api.v1.ResourceRequirements.limits:type_name -> tugboat.api.v1.ResourceRequirements.LimitsEntry
-	24, // 41: tugboat.api.v1.Probe.exec:type_name -> tugboat.api.v1.ExecAction
-	25, // 42: tugboat.api.v1.Probe.http_get:type_name -> tugboat.api.v1.HTTPGetAction
-	27, // 43: tugboat.api.v1.Probe.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
-	26, // 44: tugboat.api.v1.HTTPGetAction.http_headers:type_name -> tugboat.api.v1.HTTPHeader
-	30, // 45: tugboat.api.v1.Affinity.node_affinity:type_name -> tugboat.api.v1.NodeAffinity
-	31, // 46: tugboat.api.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.NodeSelector
-	32, // 47: tugboat.api.v1.NodeSelector.node_selector_terms:type_name -> tugboat.api.v1.NodeSelectorTerm
-	77, // 48: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
-	77, // 49: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
-	35, // 50: tugboat.api.v1.Volume.empty_dir:type_name -> tugboat.api.v1.EmptyDirVolumeSource
-	36, // 51: tugboat.api.v1.Volume.host_path:type_name -> tugboat.api.v1.HostPathVolumeSource
-	38, // 52: tugboat.api.v1.Volume.config_map:type_name -> tugboat.api.v1.ConfigMapVolumeSource
-	39, // 53: tugboat.api.v1.Volume.secret:type_name -> tugboat.api.v1.SecretVolumeSource
-	34, // 54: tugboat.api.v1.Volume.persistent_volume_claim:type_name -> tugboat.api.v1.PersistentVolumeClaimVolumeSource
-	37, // 55: tugboat.api.v1.ConfigMapVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
-	37, // 56: tugboat.api.v1.SecretVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
-	76, // 57: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
-	75, // 58: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	41, // 59: tugboat.api.v1.PodStatus.container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	41, // 60: tugboat.api.v1.PodStatus.init_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	42, // 61: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
-	42, // 62: tugboat.api.v1.ContainerStatus.last_state:type_name -> tugboat.api.v1.ContainerState
-	43, // 63: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
-	44, // 64: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
-	45, // 65: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
-	75, // 66: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	75, // 67: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	75, // 68: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	74, // 69: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	47, // 70: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
-	48, // 71: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
-	75, // 72: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
-	75, // 73: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
-	74, // 74: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	50, // 75: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
-	75, // 76: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
-	75, // 77: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
-	74, // 78: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	69, // 79: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
-	70, // 80: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
-	74, // 81: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	71, // 82: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
-	72, // 83: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
-	74, // 84: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	54, // 85: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
-	56, // 86: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
-	73, // 87: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
-	55, // 88: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
-	76, // 89: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
-	57, // 90: tugboat.api.v1.ServiceStatus.load_balancer:type_name -> tugboat.api.v1.LoadBalancerStatus
-	58, // 91: tugboat.api.v1.LoadBalancerStatus.ingress:type_name -> tugboat.api.v1.LoadBalancerIngress
-	59, // 92: tugboat.api.v1.LoadBalancerIngress.ports:type_name -> tugboat.api.v1.PortStatus
-	74, // 93: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	61, // 94: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
-	62, // 95: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
-	62, // 96: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
-	63, // 97: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
-	47, // 98: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
-	99, // [99:99] is the sub-list for method output_type
-	99, // [99:99] is the sub-list for method input_type
-	99, // [99:99] is the sub-list for extension type_name
-	99, // [99:99] is the sub-list for extension extendee
-	0,  // [0:99] is the sub-list for field type_name
+	81,  // 0: tugboat.api.v1.Namespace.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	1,   // 1: tugboat.api.v1.Namespace.spec:type_name -> tugboat.api.v1.NamespaceSpec
+	2,   // 2: tugboat.api.v1.Namespace.status:type_name -> tugboat.api.v1.NamespaceStatus
+	81,  // 3: tugboat.api.v1.Node.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	4,   // 4: tugboat.api.v1.Node.spec:type_name -> tugboat.api.v1.NodeSpec
+	6,   // 5: tugboat.api.v1.Node.status:type_name -> tugboat.api.v1.NodeStatus
+	5,   // 6: tugboat.api.v1.NodeSpec.taints:type_name -> tugboat.api.v1.Taint
+	82,  // 7: tugboat.api.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
+	71,  // 8: tugboat.api.v1.NodeStatus.capacity:type_name -> tugboat.api.v1.NodeStatus.CapacityEntry
+	72,  // 9: tugboat.api.v1.NodeStatus.allocatable:type_name -> tugboat.api.v1.NodeStatus.AllocatableEntry
+	83,  // 10: tugboat.api.v1.NodeStatus.conditions:type_name -> tugboat.api.v1.Condition
+	7,   // 11: tugboat.api.v1.NodeStatus.addresses:type_name -> tugboat.api.v1.NodeAddress
+	8,   // 12: tugboat.api.v1.NodeStatus.node_info:type_name -> tugboat.api.v1.NodeSystemInfo
+	9,   // 13: tugboat.api.v1.NodeStatus.images:type_name -> tugboat.api.v1.ContainerImage
+	81,  // 14: tugboat.api.v1.Pod.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	12,  // 15: tugboat.api.v1.Pod.spec:type_name -> tugboat.api.v1.PodSpec
+	47,  // 16: tugboat.api.v1.Pod.status:type_name -> tugboat.api.v1.PodStatus
+	81,  // 17: tugboat.api.v1.PodTemplateSpec.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	12,  // 18: tugboat.api.v1.PodTemplateSpec.spec:type_name -> tugboat.api.v1.PodSpec
+	20,  // 19: tugboat.api.v1.PodSpec.containers:type_name -> tugboat.api.v1.Container
+	20,  // 20: tugboat.api.v1.PodSpec.init_containers:type_name -> tugboat.api.v1.Container
+	73,  // 21: tugboat.api.v1.PodSpec.node_selector:type_name -> tugboat.api.v1.PodSpec.NodeSelectorEntry
+	35,  // 22: tugboat.api.v1.PodSpec.tolerations:type_name -> tugboat.api.v1.Toleration
+	40,  // 23: tugboat.api.v1.PodSpec.volumes:type_name -> tugboat.api.v1.Volume
+	36,  // 24: tugboat.api.v1.PodSpec.affinity:type_name -> tugboat.api.v1.Affinity
+	13,  // 25: tugboat.api.v1.PodSpec.security_context:type_name -> tugboat.api.v1.PodSecurityContext
+	17,  // 26: tugboat.api.v1.PodSecurityContext.sysctls:type_name -> tugboat.api.v1.Sysctl
+	16,  // 27: tugboat.api.v1.PodSecurityContext.seccomp_profile:type_name -> tugboat.api.v1.SeccompProfile
+	18,  // 28: tugboat.api.v1.PodSecurityContext.se_linux_options:type_name -> tugboat.api.v1.SELinuxOptions
+	19,  // 29: tugboat.api.v1.PodSecurityContext.app_armor_profile:type_name -> tugboat.api.v1.AppArmorProfile
+	15,  // 30: tugboat.api.v1.SecurityContext.capabilities:type_name -> tugboat.api.v1.Capabilities
+	16,  // 31: tugboat.api.v1.SecurityContext.seccomp_profile:type_name -> tugboat.api.v1.SeccompProfile
+	18,  // 32: tugboat.api.v1.SecurityContext.se_linux_options:type_name -> tugboat.api.v1.SELinuxOptions
+	19,  // 33: tugboat.api.v1.SecurityContext.app_armor_profile:type_name -> tugboat.api.v1.AppArmorProfile
+	21,  // 34: tugboat.api.v1.Container.env:type_name -> tugboat.api.v1.EnvVar
+	27,  // 35: tugboat.api.v1.Container.ports:type_name -> tugboat.api.v1.ContainerPort
+	28,  // 36: tugboat.api.v1.Container.resources:type_name -> tugboat.api.v1.ResourceRequirements
+	29,  // 37: tugboat.api.v1.Container.volume_mounts:type_name -> tugboat.api.v1.VolumeMount
+	30,  // 38: tugboat.api.v1.Container.liveness_probe:type_name -> tugboat.api.v1.Probe
+	30,  // 39: tugboat.api.v1.Container.readiness_probe:type_name -> tugboat.api.v1.Probe
+	30,  // 40: tugboat.api.v1.Container.startup_probe:type_name -> tugboat.api.v1.Probe
+	25,  // 41: tugboat.api.v1.Container.env_from:type_name -> tugboat.api.v1.EnvFromSource
+	14,  // 42: tugboat.api.v1.Container.security_context:type_name -> tugboat.api.v1.SecurityContext
+	22,  // 43: tugboat.api.v1.EnvVar.value_from:type_name -> tugboat.api.v1.EnvVarSource
+	23,  // 44: tugboat.api.v1.EnvVarSource.config_map_key_ref:type_name -> tugboat.api.v1.KeySelector
+	23,  // 45: tugboat.api.v1.EnvVarSource.secret_key_ref:type_name -> tugboat.api.v1.KeySelector
+	24,  // 46: tugboat.api.v1.EnvVarSource.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
+	26,  // 47: tugboat.api.v1.EnvFromSource.config_map_ref:type_name -> tugboat.api.v1.LocalObjectReference
+	26,  // 48: tugboat.api.v1.EnvFromSource.secret_ref:type_name -> tugboat.api.v1.LocalObjectReference
+	74,  // 49: tugboat.api.v1.ResourceRequirements.requests:type_name -> tugboat.api.v1.ResourceRequirements.RequestsEntry
+	75,  // 50: tugboat.api.v1.ResourceRequirements.limits:type_name -> tugboat.api.v1.ResourceRequirements.LimitsEntry
+	31,  // 51: tugboat.api.v1.Probe.exec:type_name -> tugboat.api.v1.ExecAction
+	32,  // 52: tugboat.api.v1.Probe.http_get:type_name -> tugboat.api.v1.HTTPGetAction
+	34,  // 53: tugboat.api.v1.Probe.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
+	33,  // 54: tugboat.api.v1.HTTPGetAction.http_headers:type_name -> tugboat.api.v1.HTTPHeader
+	37,  // 55: tugboat.api.v1.Affinity.node_affinity:type_name -> tugboat.api.v1.NodeAffinity
+	38,  // 56: tugboat.api.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.NodeSelector
+	39,  // 57: tugboat.api.v1.NodeSelector.node_selector_terms:type_name -> tugboat.api.v1.NodeSelectorTerm
+	84,  // 58: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	84,  // 59: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	42,  // 60: tugboat.api.v1.Volume.empty_dir:type_name -> tugboat.api.v1.EmptyDirVolumeSource
+	43,  // 61: tugboat.api.v1.Volume.host_path:type_name -> tugboat.api.v1.HostPathVolumeSource
+	45,  // 62: tugboat.api.v1.Volume.config_map:type_name -> tugboat.api.v1.ConfigMapVolumeSource
+	46,  // 63: tugboat.api.v1.Volume.secret:type_name -> tugboat.api.v1.SecretVolumeSource
+	41,  // 64: tugboat.api.v1.Volume.persistent_volume_claim:type_name -> tugboat.api.v1.PersistentVolumeClaimVolumeSource
+	44,  // 65: tugboat.api.v1.ConfigMapVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
+	44,  // 66: tugboat.api.v1.SecretVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
+	83,  // 67: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
+	82,  // 68: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	48,  // 69: tugboat.api.v1.PodStatus.container_statuses:type_name -> tugboat.api.v1.ContainerStatus
+	48,  // 70: tugboat.api.v1.PodStatus.init_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
+	49,  // 71: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
+	49,  // 72: tugboat.api.v1.ContainerStatus.last_state:type_name -> tugboat.api.v1.ContainerState
+	50,  // 73: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
+	51,  // 74: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
+	52,  // 75: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
+	82,  // 76: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	82,  // 77: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	82,  // 78: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	81,  // 79: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	54,  // 80: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
+	55,  // 81: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
+	82,  // 82: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
+	82,  // 83: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
+	81,  // 84: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	57,  // 85: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
+	82,  // 86: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
+	82,  // 87: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
+	81,  // 88: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	76,  // 89: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
+	77,  // 90: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
+	81,  // 91: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	78,  // 92: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
+	79,  // 93: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
+	81,  // 94: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	61,  // 95: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
+	63,  // 96: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
+	80,  // 97: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
+	62,  // 98: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
+	83,  // 99: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
+	64,  // 100: tugboat.api.v1.ServiceStatus.load_balancer:type_name -> tugboat.api.v1.LoadBalancerStatus
+	65,  // 101: tugboat.api.v1.LoadBalancerStatus.ingress:type_name -> tugboat.api.v1.LoadBalancerIngress
+	66,  // 102: tugboat.api.v1.LoadBalancerIngress.ports:type_name -> tugboat.api.v1.PortStatus
+	81,  // 103: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	68,  // 104: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
+	69,  // 105: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
+	69,  // 106: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
+	70,  // 107: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
+	54,  // 108: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
+	109, // [109:109] is the sub-list for method output_type
+	109, // [109:109] is the sub-list for method input_type
+	109, // [109:109] is the sub-list for extension type_name
+	109, // [109:109] is the sub-list for extension extendee
+	0,   // [0:109] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_core_proto_init() }
@@ -5184,19 +5826,23 @@ func file_api_v1_core_proto_init() {
 	file_api_v1_meta_proto_init()
 	file_api_v1_options_proto_init()
 	file_api_v1_core_proto_msgTypes[12].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[23].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[28].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[37].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[38].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[39].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[54].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[13].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[14].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[16].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[19].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[30].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[35].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[44].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[45].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[46].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[61].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_core_proto_rawDesc), len(file_api_v1_core_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   74,
+			NumMessages:   81,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

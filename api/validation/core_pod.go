@@ -100,6 +100,7 @@ func PodSpec(errs *Errs, path string, s *v1.PodSpec) {
 	for i, c := range s.Containers {
 		container(errs, fmt.Sprintf("%s.containers[%d]", path, i), c, names, vols, hostPorts)
 	}
+	podSecurityContext(errs, path+".securityContext", s)
 	if s.RestartPolicy != "" {
 		OneOf(errs, path+".restartPolicy", s.RestartPolicy, "Always", "OnFailure", "Never")
 	}
@@ -269,6 +270,7 @@ func container(errs *Errs, path string, c *v1.Container, names, vols, hostPorts 
 	probe(errs, path+".livenessProbe", c.LivenessProbe)
 	probe(errs, path+".readinessProbe", c.ReadinessProbe)
 	probe(errs, path+".startupProbe", c.StartupProbe)
+	containerSecurityContext(errs, path+".securityContext", c.SecurityContext)
 }
 
 // resourceNames are the resources a container may request.
