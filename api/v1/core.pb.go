@@ -1544,10 +1544,16 @@ type Container struct {
 	StartupProbe   *Probe                 `protobuf:"bytes,12,opt,name=startup_probe,json=startupProbe,proto3" json:"startup_probe,omitempty"`
 	// Always, IfNotPresent or Never. Defaulted: Always for ":latest" or no tag,
 	// IfNotPresent otherwise.
-	ImagePullPolicy string           `protobuf:"bytes,13,opt,name=image_pull_policy,json=imagePullPolicy,proto3" json:"image_pull_policy,omitempty"`
-	Stdin           bool             `protobuf:"varint,14,opt,name=stdin,proto3" json:"stdin,omitempty"`
-	Tty             bool             `protobuf:"varint,15,opt,name=tty,proto3" json:"tty,omitempty"`
-	EnvFrom         []*EnvFromSource `protobuf:"bytes,16,rep,name=env_from,json=envFrom,proto3" json:"env_from,omitempty"`
+	ImagePullPolicy string `protobuf:"bytes,13,opt,name=image_pull_policy,json=imagePullPolicy,proto3" json:"image_pull_policy,omitempty"`
+	// Keep the process's stdin open (kubectl attach -i writes to it).
+	Stdin bool `protobuf:"varint,14,opt,name=stdin,proto3" json:"stdin,omitempty"`
+	// A terminal for the process (stdin should be set too).
+	Tty     bool             `protobuf:"varint,15,opt,name=tty,proto3" json:"tty,omitempty"`
+	EnvFrom []*EnvFromSource `protobuf:"bytes,16,rep,name=env_from,json=envFrom,proto3" json:"env_from,omitempty"`
+	// With stdin: the process's stdin is empty until a client attaches,
+	// and closes when that client's does, until the container restarts
+	// (tugctl run -i sets it, as kubectl run does).
+	StdinOnce       bool             `protobuf:"varint,17,opt,name=stdin_once,json=stdinOnce,proto3" json:"stdin_once,omitempty"`
 	SecurityContext *SecurityContext `protobuf:"bytes,40,opt,name=security_context,json=securityContext,proto3" json:"security_context,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
@@ -1693,6 +1699,13 @@ func (x *Container) GetEnvFrom() []*EnvFromSource {
 		return x.EnvFrom
 	}
 	return nil
+}
+
+func (x *Container) GetStdinOnce() bool {
+	if x != nil {
+		return x.StdinOnce
+	}
+	return false
 }
 
 func (x *Container) GetSecurityContext() *SecurityContext {
@@ -5271,7 +5284,7 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x0fAppArmorProfile\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x120\n" +
 	"\x11localhost_profile\x18\x02 \x01(\tH\x00R\x10localhostProfile\x88\x01\x01B\x14\n" +
-	"\x12_localhost_profile\"\xc4\x06\n" +
+	"\x12_localhost_profile\"\xe3\x06\n" +
 	"\tContainer\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +
@@ -5290,7 +5303,9 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x11image_pull_policy\x18\r \x01(\tR\x0fimagePullPolicy\x12\x14\n" +
 	"\x05stdin\x18\x0e \x01(\bR\x05stdin\x12\x10\n" +
 	"\x03tty\x18\x0f \x01(\bR\x03tty\x128\n" +
-	"\benv_from\x18\x10 \x03(\v2\x1d.tugboat.api.v1.EnvFromSourceR\aenvFrom\x12J\n" +
+	"\benv_from\x18\x10 \x03(\v2\x1d.tugboat.api.v1.EnvFromSourceR\aenvFrom\x12\x1d\n" +
+	"\n" +
+	"stdin_once\x18\x11 \x01(\bR\tstdinOnce\x12J\n" +
 	"\x10security_context\x18( \x01(\v2\x1f.tugboat.api.v1.SecurityContextR\x0fsecurityContext\"o\n" +
 	"\x06EnvVar\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +

@@ -193,6 +193,8 @@ func (r *syncRun) containerConfig(ctx context.Context, c *v1.Container, attempt 
 		Mounts:     mounts,
 		Resources:  res,
 		TTY:        c.Tty,
+		Stdin:      c.Stdin,
+		StdinOnce:  c.StdinOnce,
 		LogPath:    w.m.cfg.LogPath(w.uid, c.Name, attempt),
 		Labels:     labels,
 	}, nil

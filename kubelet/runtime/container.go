@@ -39,6 +39,10 @@ type ContainerConfig struct {
 
 	// TTY allocates a terminal for the container's process.
 	TTY bool
+	// Stdin keeps the process's stdin open for attach (the CRI backend;
+	// the native one has no attach and gives the process none). With
+	// StdinOnce it closes when the first attached client's does.
+	Stdin, StdinOnce bool
 
 	// LogPath is the absolute path of the file the container's stdout and
 	// stderr are appended to. Required. Its directory is created if needed.

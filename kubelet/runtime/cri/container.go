@@ -55,6 +55,8 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg run
 		Labels:     merge(cfg.Labels, labels),
 		LogPath:    logPath,
 		Tty:        cfg.TTY,
+		Stdin:      cfg.Stdin,
+		StdinOnce:  cfg.StdinOnce,
 		Linux: &cri.LinuxContainerConfig{
 			Resources: resources(cfg.Resources),
 			SecurityContext: &cri.LinuxContainerSecurityContext{

@@ -34,6 +34,12 @@ type fakeNode struct {
 	images   []*v1.ImageInfo
 	resizes  []string
 	forwards []string // "ns/pod:port" of each PortForward
+	attaches []string // "ns/pod/container stdin=B tty=B" of each Attach
+	// process answers Attach: what the container's process writes given
+	// its stdin (read to its end first when attached with stdin), and
+	// whether it then exits, with code; one that does not exit writes
+	// until the client goes. Nil: Unimplemented.
+	process func(st *v1.ExecStart, stdin string) (out string, exits bool, code int32)
 	// stats answers Stats; check answers CheckService (nil: Unimplemented).
 	stats *v1.StatsResponse
 	check func(*v1.CheckServiceRequest) *v1.CheckServiceResponse
@@ -241,4 +247,37 @@ func (n *fakeNode) PortForward(s v1.NodeAPI_PortForwardServer) error {
 		return err
 	}
 	return s.Send(&v1.PortForwardFrame{CloseWrite: true})
+}
+
+// Attach plays the container's process that process describes.
+func (n *fakeNode) Attach(s v1.NodeAPI_AttachServer) error {
+	first, err := s.Recv()
+	if err != nil {
+		return err
+	}
+	st := first.GetStart()
+	n.mu.Lock()
+	n.attaches = append(n.attaches, fmt.Sprintf("%s/%s/%s stdin=%v tty=%v", st.Namespace, st.Pod, st.Container, st.Stdin, st.Tty))
+	process := n.process
+	n.mu.Unlock()
+	if process == nil {
+		return status.Error(codes.Unimplemented, "no attach")
+	}
+	var stdin bytes.Buffer
+	for st.Stdin {
+		m, err := s.Recv()
+		if err != nil || m.StdinEof {
+			break
+		}
+		stdin.Write(m.Stdin)
+	}
+	out, exits, code := process(st, stdin.String())
+	if err := s.Send(&v1.ExecOutput{Stdout: []byte(out)}); err != nil {
+		return err
+	}
+	if exits {
+		return s.Send(&v1.ExecOutput{Exited: true, ExitCode: code})
+	}
+	<-s.Context().Done()
+	return nil
 }

@@ -3,6 +3,7 @@ package basic
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,31 +17,50 @@ type runFlags struct {
 	port                               int32
 	env                                []string
 	command                            bool
-	stdin, tty                         bool
+	stdin, tty, attach, rm, quiet      bool
+	leaveStdinOpen                     bool
+	runningTimeout                     time.Duration
 }
 
 func newRunCommand(o *cli.Options) *cobra.Command {
 	f := &runFlags{}
 	cmd := &cobra.Command{
-		Use:   "run NAME --image=IMAGE [--restart=Always|OnFailure|Never] [--port=N] [--env=K=V] [--labels=a=b] [--command] [-- ARGS...]",
+		Use:   "run NAME --image=IMAGE [--restart=Always|OnFailure|Never] [--port=N] [--env=K=V] [--labels=a=b] [--command] [-i] [-t] [--attach] [--rm] [-- ARGS...]",
 		Short: "Run a pod of one container",
 		Long: `Create a pod named NAME, labelled run=NAME, with one container NAME running
 IMAGE. What follows -- is the container's args (the image's entrypoint
-runs them), or with --command its command.`,
+runs them), or with --command its command.
+
+With --attach (implied by -i) tugctl waits for the pod to run and
+attaches to its process, as tugctl attach does: -i makes the container
+with stdin open (closed when tugctl's closes, unless --leave-stdin-open)
+and passes standard input to it, -t gives it a terminal (this one, when
+standard input is one). A process that ended before tugctl could attach
+has its log printed instead. With --restart=Never or OnFailure tugctl
+then waits for the pod to finish and exits with its container's exit
+status; --rm deletes the pod at the end.`,
 		Example: `  tugctl run web --image=nginx:1.25 --port=80
   tugctl run once --image=busybox --restart=Never -- echo hello
-  tugctl run shell --image=busybox --command -- sh -c 'sleep 3600'`,
+  tugctl run shell --image=busybox --command -- sh -c 'sleep 3600'
+  tugctl run -it --rm debug --image=busybox --restart=Never -- sh
+  echo hello | tugctl run -i --rm upper --image=busybox --restart=Never -- tr a-z A-Z`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, rest, err := nameAndCommand(cmd, args)
 			if err != nil {
 				return err
 			}
-			if f.stdin || f.tty {
-				return fmt.Errorf("-i/-t: attaching to the pod's process needs a runtime that can attach; run it, then use tugctl exec -it %s -- sh", name)
+			if !cmd.Flags().Changed("attach") && f.stdin {
+				f.attach = true
+			}
+			if err := f.checkAttach(); err != nil {
+				return err
 			}
 			pod, err := runPod(name, rest, f)
 			if err != nil {
 				return err
+			}
+			if f.attach {
+				return runAttached(cmd.Context(), o, pod, f)
 			}
 			return f.emit(cmd.Context(), o, pod)
 		},
@@ -53,8 +73,13 @@ runs them), or with --command its command.`,
 	fl.Int32Var(&f.port, "port", 0, "the port the container exposes")
 	fl.StringArrayVar(&f.env, "env", nil, "K=V environment variables; repeatable")
 	fl.BoolVar(&f.command, "command", false, "what follows -- is the command, not the args")
-	fl.BoolVarP(&f.stdin, "stdin", "i", false, "keep stdin open and attach to it")
-	fl.BoolVarP(&f.tty, "tty", "t", false, "give the container a terminal")
+	fl.BoolVarP(&f.stdin, "stdin", "i", false, "keep the container's stdin open and pass standard input to it (implies --attach)")
+	fl.BoolVarP(&f.tty, "tty", "t", false, "give the container a terminal (needs -i)")
+	fl.BoolVar(&f.attach, "attach", false, "wait for the pod to run and attach to its process (default: with -i)")
+	fl.BoolVar(&f.rm, "rm", false, "delete the pod when the attached process ends")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only what the process writes")
+	fl.BoolVar(&f.leaveStdinOpen, "leave-stdin-open", false, "with -i: keep the container's stdin open after this session ends (no stdinOnce)")
+	fl.DurationVar(&f.runningTimeout, "pod-running-timeout", time.Minute, "with --attach: how long to wait for the pod to run, and then to finish")
 	f.register(cmd)
 	return cmd
 }
@@ -78,7 +103,8 @@ func runPod(name string, rest []string, f *runFlags) (*v1.Pod, error) {
 			return nil, err
 		}
 	}
-	c := &v1.Container{Name: name, Image: f.image, ImagePullPolicy: f.pullPolicy}
+	c := &v1.Container{Name: name, Image: f.image, ImagePullPolicy: f.pullPolicy,
+		Stdin: f.stdin, StdinOnce: f.stdin && !f.leaveStdinOpen, Tty: f.tty}
 	if f.command {
 		c.Command = rest
 	} else {

@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tugboat/tugboat/api/apierrors"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/cli"
+	"github.com/tugboat/tugboat/cmd/tugctl/internal/remote"
 )
 
 type execFlags struct {
@@ -62,19 +61,6 @@ func execArgs(args []string, dash int) (string, []string, error) {
 	return args[0], args[1:], nil
 }
 
-// execStream serializes sends on an exec stream (stdin and resizes come
-// from different goroutines).
-type execStream struct {
-	mu sync.Mutex
-	s  v1.NodeAPI_ExecClient
-}
-
-func (e *execStream) send(in *v1.ExecInput) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.s.Send(in)
-}
-
 func runExec(ctx context.Context, o *cli.Options, podArg string, command []string, f *execFlags) error {
 	ns, pod, err := podTarget(ctx, o, podArg)
 	if err != nil {
@@ -85,97 +71,25 @@ func runExec(ctx context.Context, o *cli.Options, podArg string, command []strin
 		return err
 	}
 	// As kubectl: -t needs -i, and a terminal to read from.
-	tty, fd := f.tty && f.stdin, -1
-	if tty {
-		var ok bool
-		if fd, ok = cli.TerminalFd(o.In); !ok {
-			fmt.Fprintln(o.ErrOut, "Unable to use a TTY - input is not a terminal or the right kind of file")
-			tty = false
-		}
-	}
+	fd := remote.Terminal(o.In, o.ErrOut, f.tty, f.stdin)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	raw, err := v1.NewNodeAPIClient(c.Conn()).Exec(ctx)
+	s, err := v1.NewNodeAPIClient(c.Conn()).Exec(ctx)
 	if err != nil {
 		return apierrors.FromGRPC(err)
 	}
-	s := &execStream{s: raw}
-	start := &v1.ExecStart{Namespace: ns, Pod: pod, Container: f.container, Command: command, Stdin: f.stdin, Tty: tty}
-	if err := s.send(&v1.ExecInput{Start: start}); err != nil {
-		return apierrors.FromGRPC(err)
-	}
-	restore := func() {}
-	defer func() { restore() }()
-	if tty {
-		r, err := rawMode(fd)
-		if err != nil {
-			return fmt.Errorf("--tty: %w", err)
-		}
-		restore = r
-		go watchSize(ctx, fd, func(sz *v1.TerminalSize) error { return s.send(&v1.ExecInput{Resize: sz}) })
-	}
-	if f.stdin {
-		go copyStdin(o.In, s)
-	}
-	code, err := execOutput(ctx, o, raw)
-	restore()
-	restore = func() {}
-	if errors.Is(err, context.Canceled) {
+	start := &v1.ExecStart{Namespace: ns, Pod: pod, Container: f.container, Command: command, Stdin: f.stdin, Tty: fd >= 0}
+	res, err := remote.Session{In: o.In, Out: o.Out, ErrOut: o.ErrOut, TerminalFd: fd}.Run(ctx, s, start)
+	switch {
+	case errors.Is(err, context.Canceled):
 		return cli.ExitCode(130) // interrupted (^C without -t), as a shell reports it
-	}
-	if err != nil {
+	case err != nil:
 		return err
-	}
-	if code != 0 {
-		fmt.Fprintf(o.ErrOut, "command terminated with exit code %d\n", code)
-		return cli.ExitCode(code)
+	case !res.Exited:
+		return fmt.Errorf("exec: the stream ended without the command's exit status")
+	case res.ExitCode != 0:
+		fmt.Fprintf(o.ErrOut, "command terminated with exit code %d\n", res.ExitCode)
+		return cli.ExitCode(res.ExitCode)
 	}
 	return nil
-}
-
-// copyStdin sends in as stdin messages, then stdin_eof.
-func copyStdin(in io.Reader, s *execStream) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := in.Read(buf)
-		if n > 0 {
-			if s.send(&v1.ExecInput{Stdin: append([]byte(nil), buf[:n]...)}) != nil {
-				return
-			}
-		}
-		if err != nil {
-			_ = s.send(&v1.ExecInput{StdinEof: true})
-			return
-		}
-	}
-}
-
-// execOutput copies the command's output until its last message and
-// returns its exit code.
-func execOutput(ctx context.Context, o *cli.Options, s v1.NodeAPI_ExecClient) (int, error) {
-	for {
-		out, err := s.Recv()
-		if errors.Is(err, io.EOF) {
-			return 0, fmt.Errorf("exec: the stream ended without the command's exit status")
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return 0, ctx.Err()
-			}
-			return 0, apierrors.FromGRPC(err)
-		}
-		if len(out.Stdout) > 0 {
-			if _, err := o.Out.Write(out.Stdout); err != nil {
-				return 0, err
-			}
-		}
-		if len(out.Stderr) > 0 {
-			if _, err := o.ErrOut.Write(out.Stderr); err != nil {
-				return 0, err
-			}
-		}
-		if out.Exited {
-			return int(out.ExitCode), nil
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package troubleshoot
+package remote
 
 import (
 	"context"

@@ -1,6 +1,6 @@
 //go:build unix
 
-package troubleshoot
+package remote
 
 import (
 	"os"
