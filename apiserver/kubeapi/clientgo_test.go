@@ -206,6 +206,26 @@ func testClientGoCRUD(t *testing.T, e *env) {
 		if d, _ := cs.AppsV1().Deployments(ns).Get(ctx, d.Name, metav1.GetOptions{}); *d.Spec.Replicas != 0 {
 			t.Fatalf("replicas after UpdateScale: %d", *d.Spec.Replicas)
 		}
+		// A StatefulSet scales through its kind's Scale as well.
+		ss, err := cs.AppsV1().StatefulSets(ns).Create(ctx, &appsv1.StatefulSet{ObjectMeta: om("cg-scale"), Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3), ServiceName: "cg", Selector: sel, Template: tmpl}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			sc, err := cs.AppsV1().StatefulSets(ns).GetScale(ctx, ss.Name, metav1.GetOptions{})
+			if err != nil || sc.Spec.Replicas != 3 || sc.Status.Selector != "app=cg" {
+				return fmt.Errorf("get statefulset scale: %v %v", sc, err)
+			}
+			sc.Spec.Replicas = 1
+			_, err = cs.AppsV1().StatefulSets(ns).UpdateScale(ctx, ss.Name, sc, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatalf("update statefulset scale: %v", err)
+		}
+		if ss, _ := cs.AppsV1().StatefulSets(ns).Get(ctx, ss.Name, metav1.GetOptions{}); *ss.Spec.Replicas != 1 {
+			t.Fatalf("statefulset replicas after UpdateScale: %d", *ss.Spec.Replicas)
+		}
 		pod, err := cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: om("cg-status"), Spec: podSpec}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)

@@ -4,10 +4,7 @@ import (
 	"sort"
 	"strings"
 
-	"google.golang.org/protobuf/reflect/protoreflect"
-
 	"github.com/tugboat/tugboat/api/kinds"
-	v1 "github.com/tugboat/tugboat/api/v1"
 )
 
 // resource is one kind as the HTTP API serves it: its group, version and
@@ -17,7 +14,7 @@ type resource struct {
 	kind     *kinds.Kind
 	group    string // "" for the core group
 	version  string // "v1"
-	scalable bool   // spec.replicas + spec.selector: the scale subresource
+	scalable bool   // the kind has a scale (kinds.Kind.Scale): the scale subresource
 }
 
 // groupVersion is "v1" or "apps/v1".
@@ -60,7 +57,7 @@ func newRegistry() *registry {
 		if g, v, ok := strings.Cut(k.APIVersion, "/"); ok {
 			r.group, r.version = g, v
 		}
-		r.scalable = isScalable(k.New().ProtoReflect().Descriptor())
+		r.scalable = k.Scale != nil
 		reg.byPath[k.APIVersion+"/"+k.Plural] = r
 		reg.all = append(reg.all, r)
 		if r.group != "" && !seen[r.group] {
@@ -86,51 +83,4 @@ func (reg *registry) inGroupVersion(gv string) []*resource {
 		}
 	}
 	return out
-}
-
-// isScalable: the kind has spec.replicas (an integer) and spec.selector.
-func isScalable(md protoreflect.MessageDescriptor) bool {
-	spec := md.Fields().ByName("spec")
-	if spec == nil || spec.Message() == nil {
-		return false
-	}
-	f := spec.Message().Fields()
-	rep := f.ByName("replicas")
-	return rep != nil && rep.Kind() == protoreflect.Int32Kind && f.ByName("selector") != nil
-}
-
-// replicas reads and writes spec.replicas of a scalable object, and its
-// status.replicas.
-func specReplicas(obj v1.Object) int32 {
-	spec := obj.ProtoReflect().Get(v1.Field(obj, "spec")).Message()
-	return int32(spec.Get(spec.Descriptor().Fields().ByName("replicas")).Int())
-}
-
-func setSpecReplicas(obj v1.Object, n int32) {
-	m := obj.ProtoReflect()
-	spec := m.Mutable(v1.Field(obj, "spec")).Message()
-	spec.Set(spec.Descriptor().Fields().ByName("replicas"), protoreflect.ValueOfInt32(n))
-}
-
-func statusReplicas(obj v1.Object) int32 {
-	fd := v1.Field(obj, "status")
-	if fd == nil {
-		return 0
-	}
-	st := obj.ProtoReflect().Get(fd).Message()
-	if r := st.Descriptor().Fields().ByName("replicas"); r != nil && r.Kind() == protoreflect.Int32Kind {
-		return int32(st.Get(r).Int())
-	}
-	return 0
-}
-
-// specSelector is spec.selector of a scalable object.
-func specSelector(obj v1.Object) *v1.LabelSelector {
-	spec := obj.ProtoReflect().Get(v1.Field(obj, "spec")).Message()
-	fd := spec.Descriptor().Fields().ByName("selector")
-	if fd == nil || fd.Message() == nil || !spec.Has(fd) {
-		return nil
-	}
-	sel, _ := spec.Get(fd).Message().Interface().(*v1.LabelSelector)
-	return sel
 }

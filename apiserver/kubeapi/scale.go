@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tugboat/tugboat/api/apierrors"
+	"github.com/tugboat/tugboat/api/kinds"
 	"github.com/tugboat/tugboat/api/patch"
 	v1 "github.com/tugboat/tugboat/api/v1"
 )
@@ -31,7 +32,7 @@ type scaleObject struct {
 	} `json:"status"`
 }
 
-func scaleOf(obj v1.Object) (*scaleObject, error) {
+func scaleOf(sc *kinds.Scale, obj v1.Object) (*scaleObject, error) {
 	m, err := encode(obj)
 	if err != nil {
 		return nil, err
@@ -43,9 +44,9 @@ func scaleOf(obj v1.Object) (*scaleObject, error) {
 			s.Metadata[k] = v
 		}
 	}
-	s.Spec.Replicas = specReplicas(obj)
-	s.Status.Replicas = statusReplicas(obj)
-	s.Status.Selector = selectorString(specSelector(obj))
+	s.Spec.Replicas = sc.Replicas(obj)
+	s.Status.Replicas = sc.CurrentReplicas(obj)
+	s.Status.Selector = selectorString(sc.LabelSelector(obj))
 	return s, nil
 }
 
@@ -58,7 +59,7 @@ func (h *Handler) scale(w http.ResponseWriter, r *http.Request, q *request) erro
 	if err != nil {
 		return err
 	}
-	cur, err := scaleOf(obj)
+	cur, err := scaleOf(q.res.kind.Scale, obj)
 	if err != nil {
 		return err
 	}
@@ -104,12 +105,12 @@ func (h *Handler) scale(w http.ResponseWriter, r *http.Request, q *request) erro
 		return err
 	}
 	next := clone(obj)
-	setSpecReplicas(next, want.Spec.Replicas)
+	q.res.kind.Scale.SetReplicas(next, want.Spec.Replicas)
 	updated, err := h.updateObject(ctx, next, dry)
 	if err != nil {
 		return err
 	}
-	s, err := scaleOf(updated)
+	s, err := scaleOf(q.res.kind.Scale, updated)
 	if err != nil {
 		return err
 	}

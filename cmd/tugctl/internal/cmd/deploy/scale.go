@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/tugboat/tugboat/api/kinds"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/cli"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/printers"
@@ -21,8 +21,9 @@ func newScaleCommand(o *cli.Options) *cobra.Command {
 	f := &scaleFlags{}
 	cmd := &cobra.Command{
 		Use:   "scale KIND/NAME... --replicas=N",
-		Short: "Set the number of replicas of deployments or replica sets",
+		Short: "Set the number of replicas of deployments, replica sets or stateful sets",
 		Example: `  tugctl scale deploy/nginx --replicas=5
+  tugctl scale statefulset web --replicas=1
   tugctl scale rs nginx-7c5ddbdf54 --replicas=0 --current-replicas=3`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("replicas") {
@@ -40,7 +41,7 @@ func runScale(ctx context.Context, o *cli.Options, args []string, f *scaleFlags)
 	if f.replicas < 0 {
 		return fmt.Errorf("--replicas %d: must be 0 or more", f.replicas)
 	}
-	refs, err := cli.SingleRefs(args, "Deployment", "ReplicaSet")
+	refs, err := cli.SingleRefs(args, scalableKinds()...)
 	if err != nil {
 		return err
 	}
@@ -53,15 +54,12 @@ func runScale(ctx context.Context, o *cli.Options, args []string, f *scaleFlags)
 		if err != nil {
 			return err
 		}
+		sc := r.Kind.Scale
 		obj, err := api.Mutate(ctx, ns, r.Name, false, func(obj v1.Object) error {
-			spec, fd, err := replicasField(obj)
-			if err != nil {
-				return err
-			}
-			if cur := int32(spec.Get(fd).Int()); f.currentReplicas >= 0 && cur != f.currentReplicas {
+			if cur := sc.Replicas(obj); f.currentReplicas >= 0 && cur != f.currentReplicas {
 				return fmt.Errorf("%s/%s: expected %d replicas (--current-replicas), found %d", printers.ResourceName(r.Kind), r.Name, f.currentReplicas, cur)
 			}
-			spec.Set(fd, protoreflect.ValueOfInt32(f.replicas))
+			sc.SetReplicas(obj, f.replicas)
 			return nil
 		})
 		if err != nil {
@@ -72,16 +70,13 @@ func runScale(ctx context.Context, o *cli.Options, args []string, f *scaleFlags)
 	return nil
 }
 
-// replicasField finds spec.replicas of any kind that has one.
-func replicasField(obj v1.Object) (protoreflect.Message, protoreflect.FieldDescriptor, error) {
-	sfd := v1.Field(obj, "spec")
-	if sfd == nil || sfd.Message() == nil {
-		return nil, nil, fmt.Errorf("%s has no spec", obj.ProtoReflect().Descriptor().Name())
+// scalableKinds are the kinds with a scale (kinds.Kind.Scale).
+func scalableKinds() []string {
+	var out []string
+	for _, k := range kinds.All() {
+		if k.Scale != nil {
+			out = append(out, k.Name)
+		}
 	}
-	spec := obj.ProtoReflect().Mutable(sfd).Message()
-	fd := spec.Descriptor().Fields().ByName("replicas")
-	if fd == nil || fd.Kind() != protoreflect.Int32Kind {
-		return nil, nil, fmt.Errorf("%s has no spec.replicas", obj.ProtoReflect().Descriptor().Name())
-	}
-	return spec, fd, nil
+	return out
 }
