@@ -35,7 +35,9 @@ const HashLabel = "controller-revision-hash"
 
 // Current makes sure template has a ControllerRevision with the highest
 // revision number of owner's and returns its hash (a template seen before
-// gets its old revision back, renumbered: a rollback).
+// gets its old revision back, renumbered: a rollback). A new revision
+// carries the owner's annotations (kubernetes.io/change-cause is rollout
+// history's CHANGE-CAUSE), as Kubernetes' controllers copy them.
 func (h History) Current(ctx context.Context, owner v1.Object, template *v1.PodTemplateSpec) (string, error) {
 	hash := TemplateHash(template)
 	name := owner.GetMetadata().GetName() + "-" + hash
@@ -52,6 +54,7 @@ func (h History) Current(ctx context.Context, owner v1.Object, template *v1.PodT
 	case mine == nil:
 		_, err := h.API.Create(ctx, &v1.ControllerRevision{
 			Metadata: &v1.ObjectMeta{Name: name, Namespace: owner.GetMetadata().GetNamespace(), Labels: map[string]string{HashLabel: hash},
+				Annotations:     revisionAnnotations(owner),
 				OwnerReferences: []*v1.OwnerReference{NewControllerRef(owner, "apps/v1", h.Kind)}},
 			Template: proto.Clone(template).(*v1.PodTemplateSpec), Revision: maxRev + 1})
 		if apierrors.IsAlreadyExists(err) {
@@ -94,4 +97,20 @@ func (h History) Cleanup(ctx context.Context, owner v1.Object, limit int, pods [
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// revisionAnnotations are the owner's annotations but the last applied
+// configuration (which holds the whole object).
+func revisionAnnotations(owner v1.Object) map[string]string {
+	var out map[string]string
+	for k, v := range owner.GetMetadata().GetAnnotations() {
+		if k == v1.LastAppliedAnnotation {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k] = v
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package tugctl
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/cmd/deploy"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/revision"
+	"google.golang.org/protobuf/proto"
 )
 
 func TestScale(t *testing.T) {
@@ -171,4 +173,78 @@ func TestRolloutStatus(t *testing.T) {
 	}
 	mustFail(t, e.run("rollout", "status", "deploy/web"), "exceeded its progress deadline")
 	mustFail(t, e.run("rollout", "status", "deploy/nope"), `nope" not found`)
+}
+
+// Daemon sets and stateful sets: history lists their ControllerRevisions,
+// undo copies one's template back, restart annotates the template, pause
+// is refused; stateful sets scale.
+func TestRolloutDaemonSetAndStatefulSet(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	tmpl := func(image string) *v1.PodTemplateSpec {
+		return &v1.PodTemplateSpec{Metadata: &v1.ObjectMeta{Labels: map[string]string{"app": "x"}},
+			Spec: &v1.PodSpec{Containers: []*v1.Container{{Name: "x", Image: image}}}}
+	}
+	sel := &v1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}
+	ds := mustCreate(t, e.c, &v1.DaemonSet{Metadata: &v1.ObjectMeta{Name: "agent", Namespace: "default"},
+		Spec: &v1.DaemonSetSpec{Selector: sel, Template: tmpl("agent:2")}})
+	sts := mustCreate(t, e.c, &v1.StatefulSet{Metadata: &v1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: &v1.StatefulSetSpec{Replicas: proto.Int32(3), ServiceName: "web", Selector: sel, Template: tmpl("web:2")}})
+	for _, owner := range []struct {
+		obj      v1.Object
+		kind     string
+		template *v1.PodTemplateSpec
+	}{{ds, "DaemonSet", ds.Spec.Template}, {sts, "StatefulSet", sts.Spec.Template}} {
+		name := owner.obj.GetMetadata().GetName()
+		for rev, image := range []string{name + ":1", name + ":2"} {
+			// Revision 2 is the owner's template as stored (defaulted),
+			// as the controller copies it.
+			rt := tmpl(image)
+			if rev == 1 {
+				rt = owner.template
+			}
+			mustCreate(t, e.c, &v1.ControllerRevision{Metadata: &v1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, rev+1), Namespace: "default",
+				Annotations:     map[string]string{deploy.ChangeCauseAnnotation: "image " + image},
+				OwnerReferences: []*v1.OwnerReference{{ApiVersion: "apps/v1", Kind: owner.kind, Name: name, Uid: owner.obj.GetMetadata().GetUid(), Controller: true}}},
+				Template: rt, Revision: int64(rev + 1)})
+		}
+	}
+	r := mustOK(t, e.run("rollout", "history", "daemonset/agent"))
+	if want := "daemonset.apps/agent\nREVISION   CHANGE-CAUSE\n1          image agent:1\n2          image agent:2\n\n"; r.out != want {
+		t.Errorf("history =\n%q\nwant\n%q", r.out, want)
+	}
+	r = mustOK(t, e.run("rollout", "history", "sts/web", "--revision=1"))
+	if !strings.Contains(r.out, "statefulset.apps/web with revision #1") || !strings.Contains(r.out, "web:1") {
+		t.Errorf("history --revision=1:\n%s", r.out)
+	}
+	if r := mustOK(t, e.run("rollout", "undo", "ds/agent")); r.out != "daemonset.apps/agent rolled back\n" {
+		t.Errorf("undo printed %q", r.out)
+	}
+	gotDS, _ := client.For[*v1.DaemonSet](e.c).Get(ctx, "default", "agent")
+	if gotDS.Spec.Template.Spec.Containers[0].Image != "agent:1" {
+		t.Errorf("daemon set template after undo: %v", gotDS.Spec.Template)
+	}
+	if r := mustOK(t, e.run("rollout", "undo", "statefulset/web", "--to-revision=2")); !strings.Contains(r.out, "skipped rollback (current template already matches revision 2)") {
+		t.Errorf("undo to the current revision printed %q", r.out)
+	}
+	if r := mustOK(t, e.run("rollout", "restart", "statefulset/web")); r.out != "statefulset.apps/web restarted\n" {
+		t.Errorf("restart printed %q", r.out)
+	}
+	gotSTS, _ := client.For[*v1.StatefulSet](e.c).Get(ctx, "default", "web")
+	if gotSTS.Spec.Template.Metadata.Annotations[deploy.RestartedAtAnnotation] == "" || gotSTS.Spec.Template.Spec.Containers[0].Image != "web:2" {
+		t.Errorf("stateful set template after restart: %v", gotSTS.Spec.Template)
+	}
+	mustFail(t, e.run("rollout", "pause", "ds/agent"), "only deployments can be paused")
+	r = mustOK(t, e.run("rollout", "status", "ds/agent", "--watch=false"))
+	if r.out != "Waiting for daemon set spec update to be observed...\n" {
+		t.Errorf("status printed %q", r.out)
+	}
+	if r := mustOK(t, e.run("scale", "statefulset", "web", "--replicas=1")); r.out != "statefulset.apps/web scaled\n" {
+		t.Errorf("scale printed %q", r.out)
+	}
+	gotSTS, _ = client.For[*v1.StatefulSet](e.c).Get(ctx, "default", "web")
+	if gotSTS.Spec.GetReplicas() != 1 {
+		t.Errorf("stateful set replicas after scale: %d", gotSTS.Spec.GetReplicas())
+	}
+	mustFail(t, e.run("rollout", "history", "rs/x"), "not supported for replicasets")
 }

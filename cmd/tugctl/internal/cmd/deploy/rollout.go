@@ -21,11 +21,11 @@ import (
 
 func newRolloutCommand(o *cli.Options) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "rollout SUBCOMMAND deploy/NAME",
-		Short: "Manage the rollout of deployments: status, history, undo, restart, pause, resume",
+		Use:   "rollout SUBCOMMAND KIND/NAME",
+		Short: "Manage the rollout of deployments, daemon sets and stateful sets: status, history, undo, restart, pause, resume",
 		Example: `  tugctl rollout status deploy/nginx
-  tugctl rollout history deploy/nginx
-  tugctl rollout undo deploy/nginx --to-revision=1
+  tugctl rollout history daemonset/agent
+  tugctl rollout undo statefulset/web --to-revision=1
   tugctl rollout restart deploy/nginx`,
 	}
 	cmd.AddCommand(
@@ -39,40 +39,38 @@ func newRolloutCommand(o *cli.Options) *cobra.Command {
 	return cmd
 }
 
-// eachDeployment calls fn for each deployment a rollout command names, in
-// order, and stops at the first error.
-func eachDeployment(o *cli.Options, args []string, fn func(api *client.Typed[*v1.Deployment], ns, name string) error) error {
-	refs, err := cli.SingleRefs(args, "Deployment")
+// eachWorkload calls fn for each object a rollout command names (of the
+// allowed kinds), in order, and stops at the first error.
+func eachWorkload(o *cli.Options, args []string, allowed []string, fn func(api *client.Typed[v1.Object], k *kinds.Kind, ns, name string) error) error {
+	refs, err := cli.SingleRefs(args, allowed...)
 	if err != nil {
 		return err
 	}
-	c, err := o.Client()
-	if err != nil {
-		return err
-	}
-	ns, err := o.Namespace()
-	if err != nil {
-		return err
-	}
-	api := client.For[*v1.Deployment](c)
 	for _, r := range refs {
-		if err := fn(api, ns, r.Name); err != nil {
+		api, err := o.API(r.Kind)
+		if err != nil {
+			return err
+		}
+		ns, err := o.ObjectNamespace(r.Kind)
+		if err != nil {
+			return err
+		}
+		if err := fn(api, r.Kind, ns, r.Name); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// changeDeployments applies change to each deployment a rollout command
-// names (read-modify-write, retried on conflict) and prints
-// "deployment.apps/NAME <done>".
-func changeDeployments(ctx context.Context, o *cli.Options, args []string, done string, change func(*v1.Deployment) error) error {
-	return eachDeployment(o, args, func(api *client.Typed[*v1.Deployment], ns, name string) error {
-		d, err := api.Mutate(ctx, ns, name, false, change)
+// changeWorkloads applies change to each object a rollout command names
+// (read-modify-write, retried on conflict) and prints "KIND/NAME <done>".
+func changeWorkloads(ctx context.Context, o *cli.Options, args []string, allowed []string, done string, change func(v1.Object) error) error {
+	return eachWorkload(o, args, allowed, func(api *client.Typed[v1.Object], k *kinds.Kind, ns, name string) error {
+		obj, err := api.Mutate(ctx, ns, name, false, change)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(o.Out, "%s %s\n", printers.ObjectName(deploymentKind(), d), done)
+		fmt.Fprintf(o.Out, "%s %s\n", printers.ObjectName(k, obj), done)
 		return nil
 	})
 }
@@ -99,19 +97,14 @@ func skippedOnRollback(key string) bool {
 	return false
 }
 
-func deploymentKind() *kinds.Kind {
-	k, _ := kinds.Lookup("Deployment")
-	return k
-}
-
 func newRolloutHistoryCommand(o *cli.Options) *cobra.Command {
 	var showRevision int64
 	cmd := &cobra.Command{
-		Use:   "history deploy/NAME",
-		Short: "List a deployment's revisions, or show one with --revision",
+		Use:   "history KIND/NAME",
+		Short: "List a deployment's, daemon set's or stateful set's revisions, or show one with --revision",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return eachDeployment(o, args, func(api *client.Typed[*v1.Deployment], ns, name string) error {
-				return history(cmd.Context(), o, api, ns, name, showRevision)
+			return eachWorkload(o, args, rolloutKinds, func(api *client.Typed[v1.Object], k *kinds.Kind, ns, name string) error {
+				return history(cmd.Context(), o, api, k, ns, name, showRevision)
 			})
 		},
 	}
@@ -119,41 +112,35 @@ func newRolloutHistoryCommand(o *cli.Options) *cobra.Command {
 	return cmd
 }
 
-func history(ctx context.Context, o *cli.Options, api *client.Typed[*v1.Deployment], ns, name string, show int64) error {
-	d, err := api.Get(ctx, ns, name)
+func history(ctx context.Context, o *cli.Options, api *client.Typed[v1.Object], k *kinds.Kind, ns, name string, show int64) error {
+	obj, err := api.Get(ctx, ns, name)
 	if err != nil {
 		return err
 	}
 	c, _ := o.Client()
-	rss, err := revision.ReplicaSets(ctx, c, d)
+	revs, err := revisions(ctx, c, obj)
 	if err != nil {
 		return err
 	}
-	full := printers.ObjectName(deploymentKind(), d)
+	full := printers.ObjectName(k, obj)
 	if show > 0 {
-		for _, rs := range rss {
-			if revision.Of(rs) == show {
+		for _, r := range revs {
+			if r.number == show {
 				fmt.Fprintf(o.Out, "%s with revision #%d\n", full, show)
 				fmt.Fprintln(o.Out, "Pod Template:")
-				return describe.PodTemplate(o.Out, rs.GetSpec().GetTemplate())
+				return describe.PodTemplate(o.Out, r.shown)
 			}
 		}
 		return fmt.Errorf("%s: unable to find revision %d in history", full, show)
 	}
 	fmt.Fprintln(o.Out, full)
-	var rows []*v1.ReplicaSet
-	for _, rs := range rss {
-		if revision.Of(rs) > 0 {
-			rows = append(rows, rs)
-		}
-	}
-	if len(rows) == 0 {
+	if len(revs) == 0 {
 		fmt.Fprintln(o.Out, "No rollout history found.")
 		return nil
 	}
 	cells := [][]string{{"REVISION", "CHANGE-CAUSE"}}
-	for _, rs := range rows {
-		cells = append(cells, []string{strconv.FormatInt(revision.Of(rs), 10), table.OrNone(rs.GetMetadata().GetAnnotations()[ChangeCauseAnnotation])})
+	for _, r := range revs {
+		cells = append(cells, []string{strconv.FormatInt(r.number, 10), table.OrNone(r.annotations[ChangeCauseAnnotation])})
 	}
 	printers.WriteRows(o.Out, cells)
 	fmt.Fprintln(o.Out)
@@ -163,15 +150,15 @@ func history(ctx context.Context, o *cli.Options, api *client.Typed[*v1.Deployme
 func newRolloutUndoCommand(o *cli.Options) *cobra.Command {
 	var toRevision int64
 	cmd := &cobra.Command{
-		Use:   "undo deploy/NAME [--to-revision=N]",
-		Short: "Roll a deployment back to its previous revision, or to --to-revision",
-		Long: `Roll a deployment back: copy the pod template of a previous revision's
-replica set (without its pod-template-hash label) and its annotations back
-into the deployment, as kubectl does. The deployment controller then rolls
-out that template as a new revision.`,
+		Use:   "undo KIND/NAME [--to-revision=N]",
+		Short: "Roll a deployment, daemon set or stateful set back to its previous revision, or to --to-revision",
+		Long: `Roll back as kubectl does: copy the pod template of a previous revision
+(a deployment's replica set, without its pod-template-hash label, and its
+annotations; a daemon set's or stateful set's ControllerRevision) back into
+the object. Its controller then rolls out that template as a new revision.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return eachDeployment(o, args, func(api *client.Typed[*v1.Deployment], ns, name string) error {
-				return undo(cmd.Context(), o, api, ns, name, toRevision)
+			return eachWorkload(o, args, rolloutKinds, func(api *client.Typed[v1.Object], k *kinds.Kind, ns, name string) error {
+				return undo(cmd.Context(), o, api, k, ns, name, toRevision)
 			})
 		},
 	}
@@ -179,43 +166,51 @@ out that template as a new revision.`,
 	return cmd
 }
 
-func undo(ctx context.Context, o *cli.Options, api *client.Typed[*v1.Deployment], ns, name string, toRevision int64) error {
+// pausedError refuses to roll back or restart a paused deployment.
+func pausedError(obj v1.Object, full, what string) error {
+	if d, ok := obj.(*v1.Deployment); ok && d.GetSpec().GetPaused() {
+		return fmt.Errorf("you cannot %s a paused deployment; resume it first with 'tugctl rollout resume %s' and try again", what, full)
+	}
+	return nil
+}
+
+func undo(ctx context.Context, o *cli.Options, api *client.Typed[v1.Object], k *kinds.Kind, ns, name string, toRevision int64) error {
 	if toRevision < 0 {
 		return fmt.Errorf("--to-revision %d: must be 0 or more", toRevision)
 	}
-	d, err := api.Get(ctx, ns, name)
+	obj, err := api.Get(ctx, ns, name)
 	if err != nil {
 		return err
 	}
-	full := printers.ObjectName(deploymentKind(), d)
-	if d.GetSpec().GetPaused() {
-		return fmt.Errorf("you cannot roll back a paused deployment; resume it first with 'tugctl rollout resume %s' and try again", full)
+	full := printers.ObjectName(k, obj)
+	if err := pausedError(obj, full, "roll back"); err != nil {
+		return err
 	}
 	c, _ := o.Client()
-	rss, err := revision.ReplicaSets(ctx, c, d)
+	revs, err := revisions(ctx, c, obj)
 	if err != nil {
 		return err
 	}
-	target, err := rollbackTarget(rss, toRevision)
+	target, err := rollbackTarget(revs, toRevision)
 	if err != nil {
 		return fmt.Errorf("%s: %w", full, err)
 	}
-	tmpl := revision.TemplateWithoutHash(target.GetSpec().GetTemplate())
-	rev := revision.Of(target)
 	skipped := false
-	_, err = api.Mutate(ctx, ns, name, false, func(d *v1.Deployment) error {
-		if d.GetSpec().GetPaused() {
-			return fmt.Errorf("you cannot roll back a paused deployment; resume it first with 'tugctl rollout resume %s' and try again", full)
+	_, err = api.Mutate(ctx, ns, name, false, func(obj v1.Object) error {
+		if err := pausedError(obj, full, "roll back"); err != nil {
+			return err
 		}
-		if proto.Equal(d.Spec.Template, tmpl) {
+		if proto.Equal(podTemplate(obj), target.template) {
 			skipped = true
 			return nil
 		}
-		d.Spec.Template = proto.Clone(tmpl).(*v1.PodTemplateSpec)
-		m := v1.Meta(d)
-		for k, v := range target.GetMetadata().GetAnnotations() {
-			if !skippedOnRollback(k) {
-				setAnnotation(m, k, v)
+		setPodTemplate(obj, target.template)
+		if _, ok := obj.(*v1.Deployment); ok {
+			m := v1.Meta(obj)
+			for k, v := range target.annotations {
+				if !skippedOnRollback(k) {
+					setAnnotation(m, k, v)
+				}
 			}
 		}
 		return nil
@@ -224,51 +219,49 @@ func undo(ctx context.Context, o *cli.Options, api *client.Typed[*v1.Deployment]
 		return err
 	}
 	if skipped {
-		fmt.Fprintf(o.Out, "%s skipped rollback (current template already matches revision %d)\n", full, rev)
+		fmt.Fprintf(o.Out, "%s skipped rollback (current template already matches revision %d)\n", full, target.number)
 		return nil
 	}
 	fmt.Fprintf(o.Out, "%s rolled back\n", full)
 	return nil
 }
 
-// rollbackTarget picks the replica set of revision to, or of the revision
-// before the newest when to is 0.
-func rollbackTarget(rss []*v1.ReplicaSet, to int64) (*v1.ReplicaSet, error) {
-	var revs []*v1.ReplicaSet
-	for _, rs := range rss {
-		if revision.Of(rs) > 0 {
-			revs = append(revs, rs) // in revision order
-		}
-	}
+// rollbackTarget picks revision to, or the revision before the newest
+// when to is 0 (revs are in revision order).
+func rollbackTarget(revs []podRevision, to int64) (podRevision, error) {
 	if to > 0 {
-		for _, rs := range revs {
-			if revision.Of(rs) == to {
-				return rs, nil
+		for _, r := range revs {
+			if r.number == to {
+				return r, nil
 			}
 		}
-		return nil, fmt.Errorf("unable to find revision %d in history (see tugctl rollout history)", to)
+		return podRevision{}, fmt.Errorf("unable to find revision %d in history (see tugctl rollout history)", to)
 	}
 	if len(revs) < 2 {
-		return nil, fmt.Errorf("no previous revision to roll back to (see tugctl rollout history)")
+		return podRevision{}, fmt.Errorf("no previous revision to roll back to (see tugctl rollout history)")
 	}
 	return revs[len(revs)-2], nil
 }
 
 func newRolloutRestartCommand(o *cli.Options) *cobra.Command {
 	return &cobra.Command{
-		Use:   "restart deploy/NAME",
-		Short: "Restart a deployment's pods with a rolling update",
+		Use:   "restart KIND/NAME",
+		Short: "Restart a deployment's, daemon set's or stateful set's pods with a rolling update",
 		Long: `Restart sets the pod template annotation kubectl.kubernetes.io/restartedAt
-to the current time, so the deployment controller rolls out new pods.`,
+to the current time, so the controller rolls out new pods.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return changeDeployments(cmd.Context(), o, args, "restarted", func(d *v1.Deployment) error {
-				if d.GetSpec().GetPaused() {
+			return changeWorkloads(cmd.Context(), o, args, rolloutKinds, "restarted", func(obj v1.Object) error {
+				if d, ok := obj.(*v1.Deployment); ok && d.GetSpec().GetPaused() {
 					return fmt.Errorf("can't restart paused deployment %s (run tugctl rollout resume first)", d.GetMetadata().GetName())
 				}
-				if d.Spec.Template == nil {
-					d.Spec.Template = &v1.PodTemplateSpec{}
+				t := podTemplate(obj)
+				if t == nil {
+					t = &v1.PodTemplateSpec{}
+				} else {
+					t = proto.Clone(t).(*v1.PodTemplateSpec)
 				}
-				setAnnotation(v1.Meta(d.Spec.Template), RestartedAtAnnotation, time.Now().Format(time.RFC3339))
+				setAnnotation(v1.Meta(t), RestartedAtAnnotation, time.Now().Format(time.RFC3339))
+				setPodTemplate(obj, t)
 				return nil
 			})
 		},
@@ -276,7 +269,7 @@ to the current time, so the deployment controller rolls out new pods.`,
 }
 
 // newRolloutPauseCommand is `rollout pause` (pause true) or `rollout
-// resume`: they set spec.paused.
+// resume`: they set spec.paused of deployments (the only kind that has it).
 func newRolloutPauseCommand(o *cli.Options, pause bool) *cobra.Command {
 	use, short, done, already := "resume", "Resume a paused deployment", "resumed", "is not paused"
 	if pause {
@@ -286,11 +279,22 @@ func newRolloutPauseCommand(o *cli.Options, pause bool) *cobra.Command {
 		Use:   use + " deploy/NAME",
 		Short: short,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return changeDeployments(cmd.Context(), o, args, done, func(d *v1.Deployment) error {
-				if d.GetSpec().GetPaused() == pause {
-					return fmt.Errorf("%s %s", printers.ObjectName(deploymentKind(), d), already)
+			return eachWorkload(o, args, rolloutKinds, func(api *client.Typed[v1.Object], k *kinds.Kind, ns, name string) error {
+				if k.Name != "Deployment" {
+					return fmt.Errorf("%s/%s: %s is not supported (only deployments can be paused)", printers.ResourceName(k), name, map[bool]string{true: "pausing", false: "resuming"}[pause])
 				}
-				d.Spec.Paused = pause
+				obj, err := api.Mutate(cmd.Context(), ns, name, false, func(obj v1.Object) error {
+					d := obj.(*v1.Deployment)
+					if d.GetSpec().GetPaused() == pause {
+						return fmt.Errorf("%s %s", printers.ObjectName(k, d), already)
+					}
+					d.Spec.Paused = pause
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(o.Out, "%s %s\n", printers.ObjectName(k, obj), done)
 				return nil
 			})
 		},

@@ -3,11 +3,13 @@ package deploy
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tugboat/tugboat/api/client"
+	"github.com/tugboat/tugboat/api/kinds"
 	"github.com/tugboat/tugboat/api/table"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/cli"
@@ -27,22 +29,23 @@ type rolloutStatusFlags struct {
 func newRolloutStatusCommand(o *cli.Options) *cobra.Command {
 	f := &rolloutStatusFlags{}
 	cmd := &cobra.Command{
-		Use:   "status deploy/NAME",
-		Short: "Watch a deployment's rollout until it finishes",
-		Long: `Watch a deployment's rollout, printing its progress, until it finishes.
+		Use:   "status KIND/NAME",
+		Short: "Watch a deployment's, daemon set's or stateful set's rollout until it finishes",
+		Long: `Watch a rollout, printing its progress, until it finishes.
 
-Exits 0 once the deployment is successfully rolled out, and non-zero if the
-rollout exceeds its progress deadline (ProgressDeadlineExceeded) or
---timeout passes.`,
+Exits 0 once the object is successfully rolled out, and non-zero if a
+deployment's rollout exceeds its progress deadline
+(ProgressDeadlineExceeded) or --timeout passes. Daemon sets and stateful
+sets report only for the RollingUpdate strategy, as in kubectl.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return eachDeployment(o, args, func(api *client.Typed[*v1.Deployment], ns, name string) error {
-				return rolloutStatus(cmd.Context(), o, api, ns, name, f)
+			return eachWorkload(o, args, rolloutKinds, func(api *client.Typed[v1.Object], k *kinds.Kind, ns, name string) error {
+				return rolloutStatus(cmd.Context(), o, api, k, ns, name, f)
 			})
 		},
 	}
 	cmd.Flags().BoolVarP(&f.watch, "watch", "w", true, "watch until the rollout finishes; false prints the status once")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "give up after this long (0: never)")
-	cmd.Flags().Int64Var(&f.revision, "revision", 0, "fail unless the deployment is at this revision")
+	cmd.Flags().Int64Var(&f.revision, "revision", 0, "fail unless the deployment is at this revision (deployments only)")
 	return cmd
 }
 
@@ -77,19 +80,19 @@ func deploymentStatus(d *v1.Deployment, wantRevision int64) (string, bool, error
 
 // rolloutStatus prints the status, then each change of it from a watch,
 // until the rollout is done, fails, or the timeout passes.
-func rolloutStatus(ctx context.Context, o *cli.Options, api *client.Typed[*v1.Deployment], ns, name string, f *rolloutStatusFlags) error {
+func rolloutStatus(ctx context.Context, o *cli.Options, api *client.Typed[v1.Object], k *kinds.Kind, ns, name string, f *rolloutStatusFlags) error {
 	if f.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, f.timeout)
 		defer cancel()
 	}
 	last := ""
-	report := func(d *v1.Deployment) (bool, error) {
-		msg, done, err := deploymentStatus(d, f.revision)
+	report := func(obj v1.Object) (bool, error) {
+		msg, done, err := workloadStatus(obj, f.revision)
 		if err != nil {
 			return false, err
 		}
-		if d.GetSpec().GetPaused() && !done {
+		if d, ok := obj.(*v1.Deployment); ok && d.GetSpec().GetPaused() && !done {
 			msg = fmt.Sprintf("Waiting for deployment %q rollout to finish: the deployment is paused (tugctl rollout resume deploy/%s)\n", name, name)
 		}
 		if msg != last {
@@ -127,7 +130,7 @@ func rolloutStatus(ctx context.Context, o *cli.Options, api *client.Typed[*v1.De
 			switch ev.Type {
 			case "DELETED":
 				w.Stop()
-				return fmt.Errorf("deployment %q was deleted", name)
+				return fmt.Errorf("%s %q was deleted", strings.ToLower(k.Name), name)
 			case "ADDED", "MODIFIED":
 				done, err := report(ev.Object)
 				if err != nil || done {
