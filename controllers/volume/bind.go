@@ -235,7 +235,7 @@ func (c *Controller) volumeStatus(ctx context.Context, pv *v1.PersistentVolume, 
 // Released once its claim is gone (then deleted if its policy is Delete).
 func (c *Controller) syncVolume(ctx context.Context, name string) error {
 	pv, ok := c.pvs.Get(name)
-	if !ok || pv.GetMetadata().GetDeletionTimestamp() != nil {
+	if !ok || pv.GetMetadata().GetDeletionTimestamp() != nil || pv.GetStatus().GetPhase() == "Failed" {
 		return nil
 	}
 	r := pv.GetSpec().GetClaimRef()
@@ -257,6 +257,9 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 		return nil
 	}
 	if pv.GetSpec().GetPersistentVolumeReclaimPolicy() == "Delete" {
+		if isLocalPath(pv) {
+			return c.deleteLocalPath(ctx, pv)
+		}
 		_, err := c.pvAPI.Delete(ctx, "", name, client.DeleteOptions{ResourceVersion: pv.GetMetadata().GetResourceVersion()})
 		if err == nil {
 			c.events.Eventf(pv, controller.Normal, "VolumeDelete", "deleted volume %s: its claim %s/%s is gone (reclaim policy Delete)", name, r.GetNamespace(), r.GetName())

@@ -14,10 +14,11 @@
 // kubelet creates and bind-mounts. Binding writes the volume's claimRef
 // first (compare-and-swap, so two claims never get one volume), then the
 // claim's volumeName and both statuses (Bound). A volume whose claim is
-// gone is Released; with reclaim policy Delete it is deleted.
+// gone is Released; with reclaim policy Delete it is deleted, a
+// local-path one with its folder (reclaim.go: a helper pod on its node).
 //
 // Events: WaitForFirstConsumer, ProvisioningSucceeded, FailedBinding,
-// VolumeDelete.
+// VolumeDelete, VolumeFailedDelete.
 package volume
 
 import (
@@ -30,6 +31,7 @@ import (
 	"github.com/tugboat/tugboat/api/informer"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/controllers/controller"
+	"github.com/tugboat/tugboat/deploy/images"
 )
 
 // SelectedNodeAnnotation is where the scheduler names a waiting claim's node.
@@ -40,6 +42,10 @@ type Config struct {
 	// LocalPathDir is the folder on every node under which local-path
 	// volumes are made (--local-path-dir, default /var/lib/tugboat/local-path).
 	LocalPathDir string
+	// HelperImage runs the helper pods that remove a deleted local-path
+	// volume's folder (--local-path-helper-image, default the busybox
+	// image every node imports).
+	HelperImage string
 	// Workers (default 2).
 	Workers int
 }
@@ -60,9 +66,11 @@ type Controller struct {
 	cfg    Config
 	pvAPI  *client.Typed[*v1.PersistentVolume]
 	pvcAPI *client.Typed[*v1.PersistentVolumeClaim]
+	podAPI *client.Typed[*v1.Pod]
 	pvs    controller.Source[*v1.PersistentVolume]
 	pvcs   controller.Source[*v1.PersistentVolumeClaim]
 	scs    controller.Source[*v1.StorageClass]
+	pods   controller.Source[*v1.Pod] // the local-path helper pods
 	events controller.Recorder
 	loop   *controller.Controller
 	log    *slog.Logger
@@ -76,6 +84,9 @@ func New(d controller.Deps, cfg Config) (*Controller, error) {
 	if cfg.LocalPathDir == "" {
 		cfg.LocalPathDir = "/var/lib/tugboat/local-path"
 	}
+	if cfg.HelperImage == "" {
+		cfg.HelperImage = images.BusyboxRef
+	}
 	if cfg.Workers == 0 {
 		cfg.Workers = 2
 	}
@@ -84,10 +95,11 @@ func New(d controller.Deps, cfg Config) (*Controller, error) {
 		log = slog.Default()
 	}
 	c := &Controller{cfg: cfg, pvAPI: client.For[*v1.PersistentVolume](d.Client), pvcAPI: client.For[*v1.PersistentVolumeClaim](d.Client),
+		podAPI: client.For[*v1.Pod](d.Client), pods: controller.For[*v1.Pod](d.Informers),
 		pvs: controller.For[*v1.PersistentVolume](d.Informers), pvcs: controller.For[*v1.PersistentVolumeClaim](d.Informers),
 		scs: controller.For[*v1.StorageClass](d.Informers), events: d.Recorder, log: log.With("controller", "persistentvolume")}
 	c.loop = controller.New(controller.Config{Name: "persistentvolume", Workers: cfg.Workers, Sync: c.sync, Metrics: d.Metrics, Logger: log,
-		Synced: []func() bool{c.pvs.HasSynced, c.pvcs.HasSynced, c.scs.HasSynced}})
+		Synced: []func() bool{c.pvs.HasSynced, c.pvcs.HasSynced, c.scs.HasSynced, c.pods.HasSynced}})
 	claim := func(p *v1.PersistentVolumeClaim) { c.loop.Enqueue("claim/" + v1.Key(p)) }
 	vol := func(p *v1.PersistentVolume) {
 		c.loop.Enqueue("volume/" + p.GetMetadata().GetName())
@@ -102,6 +114,12 @@ func New(d controller.Deps, cfg Config) (*Controller, error) {
 			}
 		}})
 	c.pvs.AddHandler(informer.Handler[*v1.PersistentVolume]{OnAdd: vol, OnUpdate: func(_, p *v1.PersistentVolume) { vol(p) }})
+	helper := func(p *v1.Pod) {
+		if pv := p.GetMetadata().GetLabels()[HelperLabel]; pv != "" && p.GetMetadata().GetNamespace() == helperNamespace {
+			c.loop.Enqueue("volume/" + pv)
+		}
+	}
+	c.pods.AddHandler(informer.Handler[*v1.Pod]{OnAdd: helper, OnUpdate: func(_, p *v1.Pod) { helper(p) }})
 	// A new volume may fit a waiting claim.
 	c.pvs.AddHandler(informer.Handler[*v1.PersistentVolume]{OnAdd: func(*v1.PersistentVolume) { c.pendingClaims() }})
 	return c, nil
