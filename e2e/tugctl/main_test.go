@@ -1,0 +1,142 @@
+package tugctl_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tugboat/tugboat/api/wait"
+	"github.com/tugboat/tugboat/e2e/cluster"
+)
+
+var (
+	bins   *cluster.Binaries
+	tugctl string // the binary, built by TestMain
+)
+
+func TestMain(m *testing.M) { os.Exit(testMain(m)) }
+
+// testMain builds cmd/tugctl, then the cluster's binaries, and runs the
+// tests. Without a machine that can run a cluster each test skips (fails
+// in CI) through cluster.NewForTest.
+func testMain(m *testing.M) int {
+	if cluster.Check() == nil {
+		dir, err := os.MkdirTemp("", "tugboat-tugctl")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		mod, err := cluster.ModuleDir()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		tugctl = filepath.Join(dir, "tugctl")
+		cmd := exec.Command("go", "build", "-o", tugctl, "./cmd/tugctl")
+		cmd.Dir, cmd.Env = mod, append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "building tugctl: %v\n%s", err, out)
+			return 1
+		}
+	}
+	return cluster.TestMain(m, &bins)
+}
+
+// env runs tugctl as the cluster's admin.
+type env struct {
+	c    *cluster.Cluster
+	home string
+}
+
+// result is what a command printed and its exit status.
+type result struct {
+	out, err string
+	code     int
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\n--- stdout:\n%s--- stderr:\n%s", r.code, r.out, r.err)
+}
+
+func (e *env) cmd(ctx context.Context, stdin io.Reader, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, tugctl, append(e.c.ClientArgs("admin"), args...)...)
+	cmd.Env = append(os.Environ(), "HOME="+e.home, "TUGBOAT_CONFIG=", "KUBECONFIG=")
+	cmd.Stdin = stdin
+	return cmd
+}
+
+// run runs tugctl with stdin (may be "") and returns what it did.
+func (e *env) run(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	cmd := e.cmd(ctx, strings.NewReader(stdin), args...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("tugctl %s: %v", strings.Join(args, " "), err)
+	}
+	return result{out.String(), errOut.String(), code}
+}
+
+// ok runs tugctl and fails the test unless it exits 0.
+func (e *env) ok(t *testing.T, args ...string) string {
+	t.Helper()
+	r := e.run(t, "", args...)
+	if r.code != 0 {
+		t.Fatalf("tugctl %s: %v", strings.Join(args, " "), r)
+	}
+	return r.out
+}
+
+// lockedBuffer is a running command's output.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// background runs tugctl until the test ends (or stop) and collects its
+// output.
+func (e *env) background(t *testing.T, args ...string) (out *lockedBuffer, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := e.cmd(ctx, nil, args...)
+	out = &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); _ = cmd.Wait() }) }
+	t.Cleanup(stop)
+	return out, stop
+}
+
+func eventually(t *testing.T, what string, f func() error) {
+	t.Helper()
+	wait.Eventually(t, 90*time.Second, what, f)
+}
