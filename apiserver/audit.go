@@ -16,6 +16,7 @@ import (
 	"github.com/tugboat/tugboat/api/apierrors"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/apiserver/auth"
+	"github.com/tugboat/tugboat/apiserver/warning"
 )
 
 // The audit log (--audit-log-path) is one JSON line per event: who (user,
@@ -78,6 +79,9 @@ type auditEntry struct {
 	Token       string    `json:"token,omitempty"`
 	Code        string    `json:"code,omitempty"`
 	Message     string    `json:"message,omitempty"`
+	// Annotations are what admission noted (Pod Security's policy and
+	// violations), Kubernetes' audit annotations.
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 var mutating = map[string]bool{"Create": true, "Update": true, "Patch": true, "UpdateStatus": true, "Delete": true,
@@ -126,7 +130,7 @@ func (s *Server) auditRequest(ctx context.Context, method string, req any, err e
 	if s.audit == nil || !mutating[verb] {
 		return
 	}
-	e := auditEntry{Stage: stageComplete, Verb: verb, Kind: requestKind(req)}
+	e := auditEntry{Stage: stageComplete, Verb: verb, Kind: requestKind(req), Annotations: warning.From(ctx).Annotations()}
 	switch r := req.(type) {
 	case interface{ GetObject() *anypb.Any }:
 		if msg, uerr := r.GetObject().UnmarshalNew(); uerr == nil {

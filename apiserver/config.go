@@ -3,6 +3,7 @@ package apiserver
 import (
 	"crypto/tls"
 	"fmt"
+	"github.com/tugboat/tugboat/apiserver/podsecurity"
 	"github.com/tugboat/tugboat/apiserver/storage"
 	"log/slog"
 	"net"
@@ -72,7 +73,10 @@ type Config struct {
 	// HandshakeTimeout closes a connection that has not finished its TLS
 	// handshake (and HTTP/2 preface) this long after accept (default 5s).
 	HandshakeTimeout time.Duration
-	Logger           *slog.Logger
+	// PodSecurity is the Pod Security admission's cluster default and
+	// exemptions (namespace labels choose per namespace).
+	PodSecurity PodSecurityConfig
+	Logger      *slog.Logger
 }
 
 // Validate names the first bad field.
@@ -104,6 +108,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxConnectionsPerHost < 0 {
 		return fmt.Errorf("--max-connections-per-host %d: must be > 0", c.MaxConnectionsPerHost)
+	}
+	if _, err := podsecurity.ParseDefaults(c.PodSecurity.Defaults); err != nil {
+		return fmt.Errorf("--pod-security %q: %v", c.PodSecurity.Defaults, err)
 	}
 	if c.HandshakeTimeout < 0 {
 		return fmt.Errorf("--tls-handshake-timeout %s: must be > 0", c.HandshakeTimeout)

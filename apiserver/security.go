@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/fields"
@@ -17,6 +18,7 @@ import (
 	"github.com/tugboat/tugboat/api/validation"
 	"github.com/tugboat/tugboat/apiserver/auth"
 	"github.com/tugboat/tugboat/apiserver/storage"
+	"github.com/tugboat/tugboat/apiserver/warning"
 )
 
 // AuthConfig turns authentication and authorization on. Without it the
@@ -60,7 +62,13 @@ func (s *Server) unaryAuth(ctx context.Context, req any, info *grpc.UnaryServerI
 		s.auditUnauthenticated(ctx, info.FullMethod, req, err)
 		return nil, err
 	}
+	actx, rec := warning.NewContext(actx)
 	resp, err := handler(actx, req)
+	if w := rec.Warnings(); len(w) > 0 {
+		md := metadata.MD{}
+		md.Append(warning.MetadataKey, w...)
+		_ = grpc.SetHeader(ctx, md)
+	}
 	s.auditRequest(actx, info.FullMethod, req, err)
 	return resp, err
 }

@@ -138,6 +138,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.admission["Service"] = append(s.admission["Service"], alloc)
 	s.admission["Node"] = append(s.admission["Node"], nodeBindingsCleaner{s.store}, nodeRestriction{})
 	s.admission["PersistentVolumeClaim"] = append(s.admission["PersistentVolumeClaim"], claimAdmission{s.store})
+	psa, err := newPodSecurity(s.store, cfg.PodSecurity)
+	if err != nil {
+		s.closeListeners()
+		cli.Close()
+		s.closeEtcd()
+		return nil, err
+	}
+	psa.register(s.admission)
 	if err := s.setupAuth(); err != nil {
 		s.closeListeners()
 		cli.Close()

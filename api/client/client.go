@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/tugboat/tugboat/api/apierrors"
 	v1 "github.com/tugboat/tugboat/api/v1"
@@ -36,6 +37,10 @@ type Config struct {
 	// otherwise refuses; even then only to a loopback Server (a
 	// development apiserver, or a TLS-terminating tunnel on this machine).
 	AllowPlaintextToken bool
+	// Warnings, when set, gets each warning the apiserver returns with a
+	// response (Pod Security's "would violate PodSecurity ..."), as
+	// kubectl prints them; nil drops them.
+	Warnings func(string)
 }
 
 // Client is a connection to the apiserver, safe for concurrent use.
@@ -69,6 +74,9 @@ func New(cfg Config) (*Client, error) {
 	// preface: EOF" (transport.go).
 	tr := &transportHint{server: cfg.Server, tls: cfg.TLS != nil}
 	opts = append(opts, grpc.WithChainUnaryInterceptor(tr.unary), grpc.WithChainStreamInterceptor(tr.stream))
+	if cfg.Warnings != nil {
+		opts = append(opts, grpc.WithChainUnaryInterceptor(warningsInterceptor(cfg.Warnings)))
+	}
 	if cfg.Token != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(bearer{token: cfg.Token, secure: cfg.TLS != nil}))
 	}
@@ -77,6 +85,23 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("client: %w", err)
 	}
 	return &Client{conn: conn, objects: v1.NewObjectsClient(conn)}, nil
+}
+
+// WarningHeader is the gRPC response header whose values are the
+// apiserver's warnings.
+const WarningHeader = "warning"
+
+// warningsInterceptor hands every warning of a unary response (refused or
+// not) to f.
+func warningsInterceptor(f func(string)) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		var md metadata.MD
+		err := invoker(ctx, method, req, reply, cc, append(opts, grpc.Header(&md))...)
+		for _, w := range md.Get(WarningHeader) {
+			f(w)
+		}
+		return err
+	}
 }
 
 // Close closes the connection.

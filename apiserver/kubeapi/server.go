@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/apiserver/warning"
 )
 
 // Backend is the apiserver as the HTTP door uses it. Its error contract is
@@ -97,6 +99,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	ctx, rw.warnings = warning.NewContext(ctx)
 	r = r.WithContext(ctx)
 	switch {
 	case path == "/healthz" || path == "/livez":
@@ -127,18 +130,32 @@ type statusWriter struct {
 	http.ResponseWriter
 	code  int
 	wrote bool
+	// warnings are admission's, sent as Warning headers (kubectl prints
+	// them) before the response starts.
+	warnings *warning.Recorder
 }
 
 func (s *statusWriter) WriteHeader(code int) {
 	if !s.wrote {
 		s.code, s.wrote = code, true
+		s.addWarnings()
 	}
 	s.ResponseWriter.WriteHeader(code)
 }
 
 func (s *statusWriter) Write(b []byte) (int, error) {
+	if !s.wrote {
+		s.addWarnings()
+	}
 	s.wrote = true
 	return s.ResponseWriter.Write(b)
+}
+
+// addWarnings writes RFC 7234 warn-code 299 headers, as kube-apiserver.
+func (s *statusWriter) addWarnings() {
+	for _, w := range s.warnings.Warnings() {
+		s.Header().Add("Warning", "299 - "+strconv.Quote(w))
+	}
 }
 
 func (s *statusWriter) Flush() {

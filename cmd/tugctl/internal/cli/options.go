@@ -135,6 +135,8 @@ func (o *Options) Client() (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The apiserver's warnings (Pod Security) go to stderr, as kubectl's.
+	cfg.Warnings = func(w string) { fmt.Fprintf(o.ErrOut, "Warning: %s\n", w) }
 	c, err := client.New(cfg)
 	if err != nil {
 		return nil, err
