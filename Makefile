@@ -11,7 +11,7 @@ TEST_TIMEOUT ?= 25m
 
 export CGO_ENABLED ?= 0
 
-.PHONY: all build test test-containerd2 unit fuzz lint generate deps up down compose-images static local-up local-down clean bench images
+.PHONY: all build test test-containerd2 test-native unit fuzz lint generate deps up down compose-images static local-up local-down clean bench images
 
 all: build
 
@@ -26,6 +26,7 @@ build:
 test: lint static
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) test-containerd2
+	$(MAKE) test-native
 	$(MAKE) fuzz
 
 # The CRI runtime's tests again on the compose node image's containerd
@@ -35,6 +36,11 @@ test-containerd2:
 	@static=$$(hack/build-static.sh) && \
 	  PATH=$$static/containerd-$(CONTAINERD_VERSION):$$static/runc-$(RUNC_VERSION):$$PATH \
 	  $(GO) test -count=1 -timeout 10m ./kubelet/runtime/cri
+
+# The kubelet's end-to-end tests again on its native containerd backend
+# (--runtime containerd; the suite runs them on the default, CRI).
+test-native:
+	TUGBOAT_E2E_RUNTIME=containerd $(GO) test -count=1 -timeout 15m ./e2e/kubelet
 
 unit:
 	$(GO) test -count=1 -short ./...

@@ -317,7 +317,7 @@ worker() {
   # The token is spent once on the node's certificate (kept in $certs,
   # renewed by the kubelet); it stays in the env file only until then.
   write_env kubelet --server "$server" --ca-file "$pki/ca.crt" --bootstrap-token "$token" --cert-dir "$certs" \
-    --node-name "$node_name" "${ip_flag[@]}" --root-dir "$root" --containerd-socket "$containerd_socket" \
+    --node-name "$node_name" "${ip_flag[@]}" --root-dir "$root" --runtime containerd --containerd-socket "$containerd_socket" \
     "${reg_flag[@]}" --cluster-cidr "$cluster_cidr" --metrics-listen 127.0.0.1:10248 "${kubelet_extra[@]}"
   chmod 600 "$etc_dir/kubelet.env"
   # The proxy uses the node's own certificate (nodes may read services,

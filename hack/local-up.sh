@@ -69,7 +69,7 @@ creds() { # certificate pair name -> client flags
 node_flags() {
   local node=$1 ip=${TUGBOAT_NODE_IP:-}
   {
-    printf '%s\n' --node-name "$node" --root-dir "$state/kubelet" \
+    printf '%s\n' --node-name "$node" --root-dir "$state/kubelet" --runtime containerd \
       --containerd-socket "${TUGBOAT_CONTAINERD_SOCKET:-/run/containerd/containerd.sock}" \
       --containerd-dir "$state/containerd" \
       --containerd-namespace "${TUGBOAT_CONTAINERD_NAMESPACE:-tugboat}" \

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test-cluster.sh runs the e2e test cluster (package e2e/cluster) by hand:
 # N nodes as network namespaces on one bridge, each with its own kubelet,
-# one private containerd, the real apiserver (TLS, its own PKI), and the
-# scheduler and controller-manager — all removed again by `down`.
+# a containerd of its own with the CRI plugin (crictl shows its pods; with
+# TUGBOAT_E2E_RUNTIME=containerd the native backend, one shared containerd),
+# the real apiserver (TLS, its own PKI), and the scheduler and controller-manager — all removed again by `down`.
 #
 # Usage (as root, with hack/install-deps.sh done):
 #   hack/test-cluster.sh up [N]   start N nodes (default 2) in the background;

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/tugboat/tugboat/kubelet/runtime"
 	"github.com/tugboat/tugboat/kubelet/runtime/containerd"
 	"github.com/tugboat/tugboat/kubelet/runtime/containerd/daemon"
+	"github.com/tugboat/tugboat/kubelet/runtime/cri"
 )
 
 // Cleanup removes what a kubelet with cfg put on the host: the counterpart
@@ -51,22 +53,22 @@ func Cleanup(ctx context.Context, cfg Config) error {
 	var own *daemon.Daemon
 	if cfg.ContainerdDir != "" && hasOwnContainerdState(cfg.ContainerdDir) {
 		addr := daemon.Address(cfg.ContainerdDir)
-		if daemon.Ping(ctx, addr) == nil {
+		opts, oerr := cfg.ownContainerdOptions(log)
+		switch {
+		case daemon.Ping(ctx, addr) == nil:
 			errs = append(errs, fmt.Errorf("--containerd-dir %s: its containerd is running without a kubelet; its pods are removed, but stop it (by its pid) to remove its state", cfg.ContainerdDir))
-		} else if own, err = daemon.Start(ctx, daemon.Options{Dir: cfg.ContainerdDir, Logger: log}); err != nil {
-			errs = append(errs, fmt.Errorf("--containerd-dir: %w", err))
+		case oerr != nil:
+			errs = append(errs, fmt.Errorf("--containerd-dir: %w", oerr))
+		default:
+			if own, err = daemon.Start(ctx, opts); err != nil {
+				errs = append(errs, fmt.Errorf("--containerd-dir: %w", err))
+			}
 		}
-		cfg.ContainerdSocket = addr
+		cfg.ContainerdSocket, cfg.RuntimeEndpoint = addr, "unix://"+addr
 	}
 
 	pcfg := pod.Config{NodeName: cfg.NodeName, RootDir: cfg.RootDir, Logger: log}
-	net, err := network.New(network.Config{
-		StateDir:    cfg.networkStateDir(),
-		ConfDir:     cfg.CNIConfDir,
-		BinDirs:     cfg.CNIBinDirs,
-		NetNSDir:    pcfg.NetNSDir(),
-		ClusterCIDR: cfg.ClusterCIDR,
-	}, log, nil)
+	net, err := network.New(cfg.networkConfig(pcfg), log, nil)
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
@@ -85,7 +87,11 @@ func Cleanup(ctx context.Context, cfg Config) error {
 	if err := runtime.RemoveCgroupTree(cfg.CgroupRoot); err != nil {
 		errs = append(errs, err)
 	}
-	removeEmptyRuntimeDirs(cfg.ContainerdNamespace, own != nil)
+	ns := cfg.ContainerdNamespace
+	if cfg.Runtime == RuntimeCRI {
+		ns = cri.DefaultImportNamespace // the CRI plugin's
+	}
+	removeEmptyRuntimeDirs(ns, own != nil)
 	if own != nil {
 		pctx, cancel := context.WithTimeout(ctx, time.Minute)
 		if err := daemon.Purge(pctx, own.Address); err != nil {
@@ -108,13 +114,26 @@ func Cleanup(ctx context.Context, cfg Config) error {
 }
 
 // removePods removes every pod of the node through the runtime; without a
-// containerd it cannot, and says so.
+// runtime it cannot, and says so.
 func removePods(ctx context.Context, cfg Config, pcfg pod.Config, net *network.Manager) error {
+	socket := cfg.ContainerdSocket
+	if cfg.Runtime == RuntimeCRI {
+		socket, _ = cri.SocketPath(cfg.RuntimeEndpoint)
+	}
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	err := daemon.Ping(pctx, cfg.ContainerdSocket)
+	err := daemon.Ping(pctx, socket)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("no containerd answers at %s (%v): the pods' containers are not removed; start it and run the cleanup again", cfg.ContainerdSocket, err)
+		return fmt.Errorf("no runtime answers at %s (%v): the pods' containers are not removed; start it and run the cleanup again", socket, err)
+	}
+	if cfg.Runtime == RuntimeCRI {
+		// The runtime runs CNI DEL when a sandbox stops.
+		rt, err := cri.New(cri.Config{Endpoint: cfg.RuntimeEndpoint, CgroupParent: cfg.CgroupRoot}, pcfg.Logger)
+		if err != nil {
+			return err
+		}
+		defer rt.Close()
+		return pod.RemoveAll(ctx, pcfg, rt, &criNetwork{rt: rt, ips: map[string]netip.Addr{}})
 	}
 	rt, err := containerd.New(containerd.Config{
 		Address: cfg.ContainerdSocket, Namespace: cfg.ContainerdNamespace, CgroupParent: cfg.CgroupRoot,

@@ -12,12 +12,14 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/join"
+	"github.com/tugboat/tugboat/internal/containerdconfig"
 	"github.com/tugboat/tugboat/kubelet/eviction"
 	"github.com/tugboat/tugboat/kubelet/network"
 	"github.com/tugboat/tugboat/kubelet/nodestatus"
 	"github.com/tugboat/tugboat/kubelet/pod"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 	"github.com/tugboat/tugboat/kubelet/runtime/containerd"
+	"github.com/tugboat/tugboat/kubelet/runtime/cri"
 )
 
 // Version is the kubelet's version, reported in the Node's nodeInfo.
@@ -30,6 +32,16 @@ const (
 	DefaultClusterDNS    = "10.96.0.10"
 	DefaultCNIBinDir     = "/usr/lib/cni"
 	DefaultImageFSDir    = "/var/lib/containerd"
+)
+
+// Runtime backends (--runtime).
+const (
+	// RuntimeCRI drives any CRI runtime at RuntimeEndpoint (the default):
+	// the runtime makes the pods' network namespaces and runs CNI.
+	RuntimeCRI = "cri"
+	// RuntimeContainerd drives containerd natively at ContainerdSocket,
+	// with the kubelet making network namespaces and running CNI.
+	RuntimeContainerd = "containerd"
 )
 
 // Config is the kubelet's configuration; every field has a flag in
@@ -53,7 +65,22 @@ type Config struct {
 	// CNI state and the image import folder (--root-dir).
 	RootDir string
 
-	// ContainerdSocket is containerd's socket (--containerd-socket).
+	// Runtime is the runtime backend (--runtime): RuntimeCRI (default)
+	// or RuntimeContainerd.
+	Runtime string
+	// RuntimeEndpoint is the CRI socket, unix:///path
+	// (--container-runtime-endpoint, Kubernetes' flag; default
+	// unix:///run/containerd/containerd.sock). Only with RuntimeCRI.
+	RuntimeEndpoint string
+	// SandboxImage is the pause image the runtime's config names
+	// (--pod-infra-container-image): a sandbox that fails while it is
+	// missing says how to import it, and a kubelet-run containerd
+	// (ContainerdDir) is configured with it.
+	SandboxImage string
+
+	// ContainerdSocket is containerd's socket (--containerd-socket) for
+	// the native backend (and, under CRI, image import when the endpoint
+	// is containerd's).
 	ContainerdSocket string
 	// ContainerdDir, if set, is where the kubelet runs a containerd of its
 	// own (root, state, config and socket) when the node has none: when
@@ -133,6 +160,15 @@ func (c *Config) SetDefaults() {
 	if c.RootDir == "" {
 		c.RootDir = DefaultRootDir
 	}
+	if c.Runtime == "" {
+		c.Runtime = RuntimeCRI
+	}
+	if c.RuntimeEndpoint == "" {
+		c.RuntimeEndpoint = cri.DefaultEndpoint
+	}
+	if c.SandboxImage == "" {
+		c.SandboxImage = containerdconfig.DefaultSandboxImage
+	}
 	if c.ContainerdSocket == "" {
 		c.ContainerdSocket = containerd.DefaultAddress
 	}
@@ -206,6 +242,8 @@ func (c Config) validateNode() error {
 		return fmt.Errorf("--cni-conf-dir %q: must be an absolute path", c.CNIConfDir)
 	case c.ContainerdDir != "" && !filepath.IsAbs(c.ContainerdDir):
 		return fmt.Errorf("--containerd-dir %q: must be an absolute path", c.ContainerdDir)
+	case c.Runtime != "" && c.Runtime != RuntimeCRI && c.Runtime != RuntimeContainerd:
+		return fmt.Errorf("--runtime %q: must be %s or %s", c.Runtime, RuntimeCRI, RuntimeContainerd)
 	case c.MaxPods < 0:
 		return fmt.Errorf("--max-pods %d: must not be negative", c.MaxPods)
 	case c.LeaseInterval < 0:
@@ -225,6 +263,11 @@ func (c Config) validateNode() error {
 	}
 	if _, err := c.evictionThresholds(); err != nil {
 		return err
+	}
+	if c.RuntimeEndpoint != "" {
+		if _, err := cri.SocketPath(c.RuntimeEndpoint); err != nil {
+			return fmt.Errorf("--container-runtime-endpoint %w", err)
+		}
 	}
 	if c.ImageFSDir != "" && !filepath.IsAbs(c.ImageFSDir) {
 		return fmt.Errorf("--image-fs-dir %q: must be an absolute path", c.ImageFSDir)

@@ -58,12 +58,10 @@ import (
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/kubelet/eviction"
 	"github.com/tugboat/tugboat/kubelet/imagedir"
-	"github.com/tugboat/tugboat/kubelet/network"
 	"github.com/tugboat/tugboat/kubelet/nodestatus"
 	"github.com/tugboat/tugboat/kubelet/pod"
 	"github.com/tugboat/tugboat/kubelet/prober"
 	"github.com/tugboat/tugboat/kubelet/runtime"
-	"github.com/tugboat/tugboat/kubelet/runtime/containerd"
 	"github.com/tugboat/tugboat/kubelet/server"
 )
 
@@ -115,30 +113,18 @@ func Run(ctx context.Context, cfg Config) error {
 	if own != nil {
 		defer own.Stop()
 	}
-	ctd, err := containerd.New(containerd.Config{
-		Address:             cfg.ContainerdSocket,
-		Namespace:           cfg.ContainerdNamespace,
-		CgroupParent:        cfg.CgroupRoot,
-		PlainHTTPRegistries: cfg.RegistryInsecure,
-	}, log)
-	if err != nil {
-		return err
-	}
-	defer ctd.Close()
-	rt, err := runtime.Instrument(ctd, reg)
-	if err != nil {
-		return err
-	}
-
-	rec := record.New(c, "kubelet", cfg.NodeName, reg, log)
 	pcfg := podConfig(cfg, nodeIP, log, reg)
-	net := network.NewGate(network.Config{
-		StateDir:    cfg.networkStateDir(),
-		ConfDir:     cfg.CNIConfDir,
-		BinDirs:     cfg.CNIBinDirs,
-		NetNSDir:    pcfg.NetNSDir(),
-		ClusterCIDR: cfg.ClusterCIDR,
-	}, reg, log, min(5*time.Second, cfg.NodeStatusInterval))
+	be, err := newBackend(cfg, pcfg, reg, log)
+	if err != nil {
+		return err
+	}
+	defer be.close()
+	rt, err := runtime.Instrument(be.rt, reg)
+	if err != nil {
+		return err
+	}
+	net := be.net
+	rec := record.New(c, "kubelet", cfg.NodeName, reg, log)
 
 	// Every Service, for the pods' Service environment variables.
 	serviceInformer := informer.New(client.For[*v1.Service](c), informer.Options{Logger: log})
@@ -203,7 +189,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if len(cfg.ClusterDNS) > 0 {
 		clusterDNS = cfg.ClusterDNS[0]
 	}
-	api := server.New(server.Config{NodeName: cfg.NodeName, Runtime: rt, Pods: podInformer, OnImport: pods.WakeAll,
+	api := server.New(server.Config{NodeName: cfg.NodeName, Runtime: rt, Streams: be.rt, Pods: podInformer, OnImport: pods.WakeAll,
 		ClusterDNS: clusterDNS, Logger: log})
 	grpcServer := grpc.NewServer()
 	api.Register(grpcServer)
@@ -260,7 +246,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if !podInformer.WaitForSync(ctx) || !serviceInformer.WaitForSync(ctx) {
 			return nil
 		}
-		log.Info("kubelet started", "ip", nodeIP, "root", cfg.RootDir, "containerd", cfg.ContainerdSocket)
+		log.Info("kubelet started", "ip", nodeIP, "root", cfg.RootDir, "runtime", cfg.Runtime, "endpoint", be.endpoint)
 		return pods.Run(ctx)
 	})
 

@@ -16,10 +16,12 @@ import (
 
 	"github.com/tugboat/tugboat/api/component"
 	"github.com/tugboat/tugboat/api/join"
+	"github.com/tugboat/tugboat/internal/containerdconfig"
 	"github.com/tugboat/tugboat/kubelet"
 	"github.com/tugboat/tugboat/kubelet/eviction"
 	"github.com/tugboat/tugboat/kubelet/pod"
 	"github.com/tugboat/tugboat/kubelet/runtime/containerd"
+	"github.com/tugboat/tugboat/kubelet/runtime/cri"
 )
 
 func main() {
@@ -40,9 +42,12 @@ func main() {
 	fs.StringVar(&cfg.NodeIP, "node-ip", "", "the node's InternalIP (default: the address of the default route's interface)")
 	fs.StringVar(&labels, "node-labels", "", "labels added to the Node, k=v,k2=v2")
 	fs.StringVar(&cfg.RootDir, "root-dir", kubelet.DefaultRootDir, "directory for pods (logs, volumes, /etc files), network namespaces, CNI state and the image import folder (<root-dir>/images)")
-	fs.StringVar(&cfg.ContainerdSocket, "containerd-socket", containerd.DefaultAddress, "containerd's gRPC socket")
+	fs.StringVar(&cfg.Runtime, "runtime", kubelet.RuntimeCRI, "runtime backend: cri (any CRI runtime at --container-runtime-endpoint; the runtime runs CNI) or containerd (containerd's own API at --containerd-socket; the kubelet runs CNI)")
+	fs.StringVar(&cfg.RuntimeEndpoint, "container-runtime-endpoint", cri.DefaultEndpoint, "the CRI runtime's socket, unix:///path (--runtime cri)")
+	fs.StringVar(&cfg.SandboxImage, "pod-infra-container-image", containerdconfig.DefaultSandboxImage, "the sandbox (pause) image the runtime's config names (--runtime cri): a kubelet-run containerd (--containerd-dir) is configured with it, and a sandbox failing while it is missing says how to import it")
+	fs.StringVar(&cfg.ContainerdSocket, "containerd-socket", containerd.DefaultAddress, "containerd's gRPC socket (--runtime containerd)")
 	fs.StringVar(&cfg.ContainerdDir, "containerd-dir", "", "if set, run a containerd of the kubelet's own with root, state, config and socket in this directory when none answers at --containerd-socket (or the directory holds an earlier one's state); it stops with the kubelet, its containers keep running")
-	fs.StringVar(&cfg.ContainerdNamespace, "containerd-namespace", containerd.DefaultNamespace, "containerd namespace for pods and images")
+	fs.StringVar(&cfg.ContainerdNamespace, "containerd-namespace", containerd.DefaultNamespace, "containerd namespace for pods and images (--runtime containerd; the CRI keeps its own, k8s.io)")
 	fs.StringVar(&cfg.CgroupRoot, "cgroup-root", containerd.DefaultCgroupParent, "cgroup under which each pod gets pod<uid>")
 	fs.StringVar(&insecure, "registry-insecure", "", "registry hosts (host:port, comma-separated) pulled from over plain HTTP, e.g. a lab registry")
 	fs.StringVar(&cniBin, "cni-bin-dir", kubelet.DefaultCNIBinDir+":/opt/cni/bin", "directories searched for CNI plugins, colon- or comma-separated")

@@ -134,9 +134,12 @@ func parts(cfg Config) []part {
 
 // kubeletConfig is the node's kubelet, without its client: what up runs
 // and down cleans up after. Its containerd is the one answering at
-// ContainerdSocket, or one of its own in <data-dir>/containerd.
+// ContainerdSocket, or one of its own in <data-dir>/containerd. It drives
+// containerd natively: up imports no sandbox (pause) image yet, which the
+// CRI backend needs.
 func kubeletConfig(cfg Config) kubelet.Config {
 	return kubelet.Config{
+		Runtime:             kubelet.RuntimeContainerd,
 		NodeName:            cfg.NodeName,
 		NodeIP:              cfg.NodeIP,
 		RootDir:             filepath.Join(cfg.DataDir, "kubelet"),

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,6 +38,12 @@ type Options struct {
 	// KubeletArgs are appended to every kubelet's command line; a flag
 	// given here overrides the harness's value.
 	KubeletArgs []string
+	// Runtime is the kubelets' --runtime: "cri" (each node runs a
+	// containerd of its own with the CRI plugin, in its network
+	// namespace, as a real node does) or "containerd" (the native
+	// backend: one containerd all nodes share, a containerd namespace
+	// each). Default: $TUGBOAT_E2E_RUNTIME, else "cri".
+	Runtime string
 	// APIServerArgs, SchedulerArgs and ControllerManagerArgs are appended
 	// to those command lines (e.g. a short --event-ttl).
 	APIServerArgs         []string
@@ -62,6 +69,12 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// Runtime backends (Options.Runtime), as the kubelet's --runtime.
+const (
+	RuntimeCRI        = "cri"
+	RuntimeContainerd = "containerd"
+)
+
 // DefaultBaseDir holds one directory per cluster run; short, so unix socket
 // paths under it stay short.
 const DefaultBaseDir = "/tmp/tugboat-cluster"
@@ -74,8 +87,12 @@ type Cluster struct {
 	Dir    string
 	LogDir string
 	Lab    *netlab.Lab
-	// Containerd is the one private containerd all nodes share (each node
-	// in its own containerd namespace, "tugboat-<node>").
+	// Runtime is the kubelets' backend (Options.Runtime).
+	Runtime string
+	// Containerd is, with the native backend, the one private containerd
+	// all nodes share (each node in its own containerd namespace,
+	// "tugboat-<node>"); nil under CRI, where each node has its own
+	// (Node.Containerd).
 	Containerd *containerdtest.Containerd
 	// Server is the apiserver's address (on the lab's root IP, so hosts
 	// reach it); Client a client of it. KubeServer is the address of its
@@ -133,6 +150,12 @@ func New(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.BaseDir == "" {
 		opts.BaseDir = DefaultBaseDir
 	}
+	if opts.Runtime == "" {
+		opts.Runtime = cmp.Or(os.Getenv("TUGBOAT_E2E_RUNTIME"), RuntimeCRI)
+	}
+	if opts.Runtime != RuntimeCRI && opts.Runtime != RuntimeContainerd {
+		return nil, fmt.Errorf("cluster: runtime %q: want %s or %s", opts.Runtime, RuntimeCRI, RuntimeContainerd)
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -150,7 +173,7 @@ func New(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	cctx, cancel := context.WithCancel(context.Background())
-	c := &Cluster{ID: lab.ID, Dir: filepath.Join(opts.BaseDir, lab.ID), Lab: lab, opts: opts, log: opts.Logger.With("cluster", lab.ID), ctx: cctx, cancel: cancel}
+	c := &Cluster{ID: lab.ID, Dir: filepath.Join(opts.BaseDir, lab.ID), Lab: lab, Runtime: opts.Runtime, opts: opts, log: opts.Logger.With("cluster", lab.ID), ctx: cctx, cancel: cancel}
 	c.LogDir = opts.LogDir
 	if c.LogDir == "" {
 		c.LogDir = filepath.Join(c.Dir, "logs")
@@ -180,11 +203,13 @@ func (c *Cluster) start(ctx context.Context) error {
 	third := c.Lab.Subnet.Addr().As4()[2]
 	c.ClusterCIDR = netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 200 + third%40, 0, 0}), 16)
 
-	if err := os.MkdirAll(filepath.Join(c.Dir, "containerd"), 0o755); err != nil {
-		return err
-	}
-	if c.Containerd, err = containerdtest.Start(ctx, containerdtest.Options{Dir: filepath.Join(c.Dir, "containerd"), Logger: c.log}); err != nil {
-		return err
+	if c.Runtime == RuntimeContainerd {
+		if err := os.MkdirAll(filepath.Join(c.Dir, "containerd"), 0o755); err != nil {
+			return err
+		}
+		if c.Containerd, err = containerdtest.Start(ctx, containerdtest.Options{Dir: filepath.Join(c.Dir, "containerd"), Logger: c.log}); err != nil {
+			return err
+		}
 	}
 	if err := c.startAPIServer(ctx); err != nil {
 		return err
@@ -395,6 +420,11 @@ func (c *Cluster) close() error {
 	var errs []error
 	for _, n := range c.Nodes {
 		n.Stop()
+		if n.Containerd != nil && n.Containerd != c.Containerd {
+			if err := n.Containerd.Stop(); err != nil {
+				errs = append(errs, fmt.Errorf("containerd of %s: %w", n.Name, err))
+			}
+		}
 	}
 	if c.Containerd != nil {
 		if err := c.Containerd.Stop(); err != nil {
@@ -431,7 +461,8 @@ func (c *Cluster) WaitNodesReady(ctx context.Context) error {
 }
 
 // PIDs returns the process ids of the control plane ("apiserver",
-// "scheduler", "controller-manager") and of "containerd".
+// "scheduler", "controller-manager") and of "containerd" (the shared one
+// of the native backend; "containerd-<node>" for each node's under CRI).
 func (c *Cluster) PIDs() map[string]int {
 	out := map[string]int{}
 	for _, p := range c.procs {
@@ -439,6 +470,11 @@ func (c *Cluster) PIDs() map[string]int {
 	}
 	if c.Containerd != nil {
 		out["containerd"] = c.Containerd.PID
+	}
+	for _, n := range c.Nodes {
+		if n.Containerd != nil && n.Containerd != c.Containerd {
+			out["containerd-"+n.Name] = n.Containerd.PID
+		}
 	}
 	return out
 }

@@ -18,8 +18,12 @@ import (
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/api/wait"
+	"github.com/tugboat/tugboat/deploy/images"
 	"github.com/tugboat/tugboat/e2e/netlab"
+	"github.com/tugboat/tugboat/kubelet/runtime"
 	"github.com/tugboat/tugboat/kubelet/runtime/containerd"
+	"github.com/tugboat/tugboat/kubelet/runtime/containerd/containerdtest"
+	"github.com/tugboat/tugboat/kubelet/runtime/cri"
 )
 
 // Node is one host of the cluster and its kubelet.
@@ -37,8 +41,15 @@ type Node struct {
 	RootDir    string
 	ImportDir  string
 	CNIConfDir string
-	// Namespace is the node's containerd namespace.
+	// Namespace is the containerd namespace of the node's pods and
+	// images: "tugboat-<node>" in the shared containerd of the native
+	// backend, the CRI plugin's "k8s.io" in the node's own under CRI.
 	Namespace string
+	// Containerd is the node's containerd: its own under CRI (in the
+	// node's network namespace, CRI plugin on, CNI config in CNIConfDir),
+	// the shared one (Cluster.Containerd) with the native backend. Set
+	// once the cluster started.
+	Containerd *containerdtest.Containerd
 	// CgroupRoot is the kubelet's --cgroup-root.
 	CgroupRoot string
 	// MetricsAddr serves the kubelet's /metrics and /debug/pprof.
@@ -69,7 +80,7 @@ func (c *Cluster) newNode(i int, h *netlab.Host) *Node {
 		RootDir:     root,
 		ImportDir:   filepath.Join(root, "images"),
 		CNIConfDir:  filepath.Join(root, "cni", "net.d"),
-		Namespace:   "tugboat-" + name,
+		Namespace:   nodeNamespace(c.Runtime, name),
 		CgroupRoot:  cgroupRoot(c.ID, name),
 		MetricsAddr: h.IP.String() + ":10248",
 		LogPath:     filepath.Join(c.LogDir, name+"-kubelet.log"),
@@ -77,9 +88,53 @@ func (c *Cluster) newNode(i int, h *netlab.Host) *Node {
 	}
 }
 
-// prepare imports the cluster's images into the node's namespace and, for
-// Options.Join, makes the node's join token.
+func nodeNamespace(rt, name string) string {
+	if rt == RuntimeCRI {
+		return cri.DefaultImportNamespace
+	}
+	return "tugboat-" + name
+}
+
+// startContainerd starts the node's own containerd under CRI, in the
+// node's network namespace (so the CNI plugins it runs make the bridge
+// there), with the pause image imported; with the native backend the
+// node uses the shared one.
+func (n *Node) startContainerd(ctx context.Context) error {
+	if n.c.Runtime != RuntimeCRI {
+		n.Containerd = n.c.Containerd
+		return nil
+	}
+	dir := filepath.Join(n.RootDir, "containerd")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var err error
+	n.Containerd, err = containerdtest.Start(ctx, containerdtest.Options{
+		Dir: dir, NetNS: n.Host.NetnsPath, Logger: n.c.log.With("node", n.Name),
+		CRI: &containerdtest.CRIOptions{SandboxImage: images.PauseRef, CNIConfDir: n.CNIConfDir},
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: containerd of %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+// CRIEndpoint is the node's CRI endpoint (empty with the native backend),
+// for crictl --runtime-endpoint.
+func (n *Node) CRIEndpoint() string {
+	if n.Containerd == nil {
+		return ""
+	}
+	return n.Containerd.CRIEndpoint
+}
+
+// prepare starts the node's containerd (CRI), imports the cluster's
+// images (and under CRI the pause image) into the node's namespace and,
+// for Options.Join, makes the node's join token.
 func (n *Node) prepare(ctx context.Context) error {
+	if err := n.startContainerd(ctx); err != nil {
+		return err
+	}
 	if n.c.opts.Join {
 		tok, err := v1.NewAuthClient(n.c.Client.Conn()).CreateToken(ctx, &v1.CreateTokenRequest{Type: "join", TtlSeconds: 3600, Description: "e2e " + n.Name})
 		if err != nil {
@@ -98,7 +153,11 @@ func (n *Node) prepare(ctx context.Context) error {
 			return fmt.Errorf("cluster: node %s with pod CIDR %s: %w", n.Name, n.PodCIDR, err)
 		}
 	}
-	if len(n.c.opts.Images) == 0 {
+	imgs := n.c.opts.Images
+	if n.c.Runtime == RuntimeCRI {
+		imgs = append([]string{"pause"}, imgs...)
+	}
+	if len(imgs) == 0 {
 		return nil
 	}
 	rt, err := n.Runtime()
@@ -106,7 +165,7 @@ func (n *Node) prepare(ctx context.Context) error {
 		return err
 	}
 	defer rt.Close()
-	for _, name := range n.c.opts.Images {
+	for _, name := range imgs {
 		if err := n.importImage(ctx, rt, name); err != nil {
 			return err
 		}
@@ -114,7 +173,7 @@ func (n *Node) prepare(ctx context.Context) error {
 	return nil
 }
 
-func (n *Node) importImage(ctx context.Context, rt *containerd.Runtime, name string) error {
+func (n *Node) importImage(ctx context.Context, rt NodeRuntime, name string) error {
 	path, err := n.c.opts.Binaries.Image(ctx, name)
 	if err != nil {
 		return err
@@ -141,10 +200,20 @@ func (n *Node) ImportImage(ctx context.Context, name string) error {
 	return n.importImage(ctx, rt, name)
 }
 
-// Runtime is a runtime client on the node's containerd namespace, for
-// tests to look at containers and images; the caller closes it.
-func (n *Node) Runtime() (*containerd.Runtime, error) {
-	return containerd.New(containerd.Config{Address: n.c.Containerd.Address, Namespace: n.Namespace, CgroupParent: n.CgroupRoot}, nil)
+// NodeRuntime is a runtime client of a node's containerd.
+type NodeRuntime interface {
+	runtime.Runtime
+	Close() error
+}
+
+// Runtime is a runtime client of the node's runtime, the kubelet's
+// backend (CRI, or containerd's API on the node's namespace), for tests
+// to look at sandboxes, containers and images; the caller closes it.
+func (n *Node) Runtime() (NodeRuntime, error) {
+	if n.c.Runtime == RuntimeCRI {
+		return cri.New(cri.Config{Endpoint: n.Containerd.CRIEndpoint, CgroupParent: n.CgroupRoot}, nil)
+	}
+	return containerd.New(containerd.Config{Address: n.Containerd.Address, Namespace: n.Namespace, CgroupParent: n.CgroupRoot}, nil)
 }
 
 // Args is the kubelet's command line (without the binary).
@@ -161,8 +230,6 @@ func (n *Node) Args() []string {
 		"--node-name", n.Name,
 		"--node-ip", n.IP.String(),
 		"--root-dir", n.RootDir,
-		"--containerd-socket", c.Containerd.Address,
-		"--containerd-namespace", n.Namespace,
 		"--cgroup-root", n.CgroupRoot,
 		"--cni-conf-dir", n.CNIConfDir,
 		"--cluster-cidr", c.ClusterCIDR.String(),
@@ -178,6 +245,11 @@ func (n *Node) Args() []string {
 		"--eviction-hard", "none",
 		"--log-level", "debug",
 	)
+	if c.Runtime == RuntimeCRI {
+		args = append(args, "--runtime", RuntimeCRI, "--container-runtime-endpoint", n.Containerd.CRIEndpoint)
+	} else {
+		args = append(args, "--runtime", RuntimeContainerd, "--containerd-socket", n.Containerd.Address, "--containerd-namespace", n.Namespace)
+	}
 	if !c.opts.NodeIPAM {
 		args = append(args, "--pod-cidr", n.PodCIDR.String())
 	}
@@ -310,4 +382,16 @@ func (n *Node) RouteFromRoot() error {
 		return nil
 	}
 	return err
+}
+
+// NetNSPins are the pinned network namespaces of the node's pods: the
+// kubelet's (native backend) or the runtime's, under its state folder
+// (CRI).
+func (n *Node) NetNSPins() []string {
+	dir := filepath.Join(n.RootDir, "netns")
+	if n.c.Runtime == RuntimeCRI {
+		dir = filepath.Join(n.Containerd.Dir, "state", "io.containerd.grpc.v1.cri", "netns")
+	}
+	pins, _ := filepath.Glob(filepath.Join(dir, "*"))
+	return pins
 }

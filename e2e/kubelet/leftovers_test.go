@@ -47,10 +47,8 @@ func leftovers(t *testing.T, n *cluster.Node) []string {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if ents, err := os.ReadDir(filepath.Join(n.RootDir, "netns")); err == nil {
-		for _, e := range ents {
-			out = append(out, "netns "+e.Name())
-		}
+	for _, p := range n.NetNSPins() {
+		out = append(out, "netns "+filepath.Base(p))
 	}
 	if ents, err := os.ReadDir(filepath.Join(n.RootDir, "network", "ipam", "tugboat")); err == nil {
 		for _, e := range ents {
@@ -93,8 +91,13 @@ func leftovers(t *testing.T, n *cluster.Node) []string {
 	for _, c := range cs {
 		out = append(out, "container "+c.ID+" of "+c.Pod.String())
 	}
+	cl, err := n.Containerd.Client(n.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
 	nsCtx := namespaces.WithNamespace(ctx, n.Namespace)
-	if err := rt.Client().SnapshotService("overlayfs").Walk(nsCtx, func(_ context.Context, info snapshots.Info) error {
+	if err := cl.SnapshotService("overlayfs").Walk(nsCtx, func(_ context.Context, info snapshots.Info) error {
 		if info.Kind == snapshots.KindActive {
 			out = append(out, "snapshot "+info.Name)
 		}

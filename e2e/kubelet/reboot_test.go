@@ -36,7 +36,7 @@ func TestContainerdRestart(t *testing.T) {
 	createPod(t, c.Client, busyboxPod(ns, "web", n.Name, "mkdir -p /www && echo up > /www/index.html && exec httpd -f -p 80 -h /www"))
 	before := waitPod(t, c.Client, ns, "web", 60*time.Second, "Running", running)
 
-	err := c.Containerd.Restart(context.Background(), func() error {
+	err := n.Containerd.Restart(context.Background(), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := n.WaitReadyCondition(ctx, "False", "container runtime is down"); err != nil {
@@ -89,7 +89,7 @@ func TestNodeReboot(t *testing.T) {
 	ns := "reboot"
 	createPod(t, c.Client, busyboxPod(ns, "web", n.Name, "mkdir -p /www && echo booted > /www/index.html && exec httpd -f -p 80 -h /www"))
 	before := waitPod(t, c.Client, ns, "web", 60*time.Second, "Running", running)
-	pins, _ := filepath.Glob(filepath.Join(n.RootDir, "netns", "*"))
+	pins := n.NetNSPins()
 	if len(pins) != 1 {
 		t.Fatalf("pinned netns files before the reboot: %v", pins)
 	}
@@ -97,8 +97,8 @@ func TestNodeReboot(t *testing.T) {
 	if err := n.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	err := c.Containerd.Restart(context.Background(), func() error {
-		shims := c.Containerd.ShimPIDs()
+	err := n.Containerd.Restart(context.Background(), func() error {
+		shims := n.Containerd.ShimPIDs()
 		if len(shims) == 0 {
 			return errors.New("no shim of the pod's container found")
 		}

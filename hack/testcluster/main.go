@@ -63,6 +63,7 @@ func up(args []string, log *slog.Logger) error {
 	nodes := fs.Int("nodes", 2, "number of nodes")
 	state := fs.String("state", ".tugboat/test-cluster", "directory for binaries, logs, config and the ready marker")
 	images := fs.String("images", "busybox,echo", "test images imported on every node (e2e/images names)")
+	rt := fs.String("runtime", "", "the kubelets' --runtime: cri (each node its own containerd with the CRI plugin) or containerd (default $TUGBOAT_E2E_RUNTIME, else cri)")
 	_ = fs.Parse(args)
 	st, err := filepath.Abs(*state)
 	if err != nil {
@@ -94,7 +95,7 @@ func up(args []string, log *slog.Logger) error {
 		}
 	}
 	sctx, scancel := context.WithTimeout(ctx, 5*time.Minute)
-	c, err := cluster.New(sctx, cluster.Options{Binaries: bins, Nodes: *nodes, Images: imgs, LogDir: filepath.Join(st, "logs"), Logger: log})
+	c, err := cluster.New(sctx, cluster.Options{Binaries: bins, Nodes: *nodes, Images: imgs, Runtime: *rt, LogDir: filepath.Join(st, "logs"), Logger: log})
 	scancel()
 	if err != nil {
 		return err
@@ -118,9 +119,12 @@ func up(args []string, log *slog.Logger) error {
 		return err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "cluster %s is up: apiserver %s, scheduler %v, controller-manager %v\n", c.ID, c.Server, c.Scheduler, c.ControllerManager)
+	fmt.Fprintf(&b, "cluster %s is up: apiserver %s, scheduler %v, controller-manager %v, runtime %s\n", c.ID, c.Server, c.Scheduler, c.ControllerManager, c.Runtime)
 	for _, n := range c.Nodes {
 		fmt.Fprintf(&b, "  %s  ip %s  pods %s  netns %s  root %s\n", n.Name, n.IP, n.PodCIDR, n.Host.Name, n.RootDir)
+		if e := n.CRIEndpoint(); e != "" {
+			fmt.Fprintf(&b, "      its pods in the runtime: crictl --runtime-endpoint %s pods\n", e)
+		}
 	}
 	fmt.Fprintf(&b, "use it with: TUGBOAT_CONFIG=%s bin/tugctl get nodes\n", filepath.Join(st, "config"))
 	fmt.Fprintf(&b, "a shell on a node: ip netns exec %s sh (logs in %s)\n", c.Nodes[0].Host.Name, filepath.Join(st, "logs"))

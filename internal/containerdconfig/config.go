@@ -35,6 +35,7 @@ package containerdconfig
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -180,4 +181,24 @@ func Render(o Options) (string, error) {
 		w("    config_path = %q", o.RegistryConfigDir)
 	}
 	return b.String(), nil
+}
+
+// WritePlainHTTPHosts writes, in the registry hosts folder dir
+// (Options.RegistryConfigDir), a hosts.toml for each registry host:port
+// that makes containerd pull from it over plain HTTP (a lab registry).
+func WritePlainHTTPHosts(dir string, hosts []string) error {
+	for _, h := range hosts {
+		if h == "" || strings.ContainsAny(h, "/ \"") {
+			return fmt.Errorf("registry host %q: want host[:port]", h)
+		}
+		d := filepath.Join(dir, h)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+		text := fmt.Sprintf("# Written by Tugboat: %s over plain HTTP.\nserver = \"http://%s\"\n\n[host.\"http://%s\"]\n  capabilities = [\"pull\", \"resolve\"]\n", h, h, h)
+		if err := os.WriteFile(filepath.Join(d, "hosts.toml"), []byte(text), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

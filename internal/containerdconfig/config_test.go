@@ -1,6 +1,8 @@
 package containerdconfig
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -62,5 +64,19 @@ func TestRenderRefuses(t *testing.T) {
 		if _, err := Render(o); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+func TestWritePlainHTTPHosts(t *testing.T) {
+	dir := t.TempDir()
+	if err := WritePlainHTTPHosts(dir, []string{"registry:5000"}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "registry:5000", "hosts.toml"))
+	if err != nil || !strings.Contains(string(b), `server = "http://registry:5000"`) {
+		t.Fatalf("hosts.toml %q, %v", b, err)
+	}
+	if err := WritePlainHTTPHosts(dir, []string{"http://x/y"}); err == nil {
+		t.Error("a URL was taken for a host")
 	}
 }

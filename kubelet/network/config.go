@@ -78,6 +78,10 @@ type Config struct {
 	// not masqueraded either, so pods see each other's real addresses
 	// across nodes.
 	ClusterCIDR string
+	// RuntimeLoopback: the runtime that runs the plugins (a CRI runtime)
+	// brings each pod's loopback up itself, so the default conflist has no
+	// loopback plugin.
+	RuntimeLoopback bool
 }
 
 func (c *Config) setDefaults() {

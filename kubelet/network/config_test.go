@@ -58,6 +58,12 @@ func TestDefaultConfList(t *testing.T) {
 	if got := strings.Join(types, ","); got != "bridge,portmap,loopback" {
 		t.Fatalf("plugins %s", got)
 	}
+	// A CRI runtime brings loopback up itself.
+	cri := cfg
+	cri.RuntimeLoopback = true
+	if b, err := DefaultConfList(cri); err != nil || strings.Contains(string(b), "loopback") {
+		t.Errorf("conflist for a CRI runtime runs loopback (err %v):\n%s", err, b)
+	}
 	var bridge struct {
 		Bridge    string `json:"bridge"`
 		IsGateway bool   `json:"isGateway"`

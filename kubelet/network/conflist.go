@@ -20,7 +20,8 @@ const cniVersion = "1.0.0"
 
 // DefaultConfList renders the default conflist for cfg: a bridge that is
 // the pods' gateway and host-local IPAM on the pod CIDR, portmap for
-// hostPorts, and loopback. The bridge's ipMasq stays off: the node
+// hostPorts, and loopback (unless the runtime brings loopback up itself,
+// RuntimeLoopback). The bridge's ipMasq stays off: the node
 // masquerades its pods' egress with one rule (EnsureMasquerade).
 func DefaultConfList(cfg Config) ([]byte, error) {
 	cfg.setDefaults()
@@ -43,15 +44,14 @@ func DefaultConfList(cfg Config) ([]byte, error) {
 	if cfg.MTU > 0 {
 		bridge["mtu"] = cfg.MTU
 	}
-	list := map[string]any{
-		"cniVersion": cniVersion,
-		"name":       cfg.NetworkName,
-		"plugins": []any{
-			bridge,
-			map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
-			map[string]any{"type": "loopback"},
-		},
+	plugins := []any{
+		bridge,
+		map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
 	}
+	if !cfg.RuntimeLoopback {
+		plugins = append(plugins, map[string]any{"type": "loopback"})
+	}
+	list := map[string]any{"cniVersion": cniVersion, "name": cfg.NetworkName, "plugins": plugins}
 	return json.MarshalIndent(list, "", "  ")
 }
 

@@ -77,6 +77,28 @@ func hostPorts(pod *v1.Pod) []network.PortMapping {
 	return out
 }
 
+// sandboxLabels are the pod's labels (but the runtime's reserved keys)
+// and the node's.
+func sandboxLabels(pod *v1.Pod, node string) map[string]string {
+	out := map[string]string{}
+	for k, v := range pod.GetMetadata().GetLabels() {
+		if !strings.HasPrefix(k, runtime.ReservedLabelPrefix) {
+			out[k] = v
+		}
+	}
+	out[LabelNode] = node
+	return out
+}
+
+// runtimePorts are hostPorts for a runtime that runs portmap itself.
+func runtimePorts(ps []network.PortMapping) []runtime.PortMapping {
+	var out []runtime.PortMapping
+	for _, p := range ps {
+		out = append(out, runtime.PortMapping{HostPort: p.HostPort, ContainerPort: p.ContainerPort, Protocol: p.Protocol, HostIP: p.HostIP})
+	}
+	return out
+}
+
 func podHostname(pod *v1.Pod) string {
 	h := pod.GetSpec().GetHostname()
 	if h == "" {
@@ -119,6 +141,13 @@ func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32)
 			return nil, fmt.Errorf("network namespace: %w", err)
 		}
 	}
+	dns, err := m.dnsConfig(pod)
+	if err != nil {
+		if !hostNet {
+			_ = m.net.DeleteNetNS(nsPath)
+		}
+		return nil, err
+	}
 	etcDir := m.cfg.etcDir(ref.UID)
 	cfg := runtime.SandboxConfig{
 		Pod:         ref,
@@ -127,7 +156,13 @@ func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32)
 		NetNSPath:   nsPath,
 		HostNetwork: hostNet,
 		EtcFiles:    runtime.EtcFilesIn(etcDir),
-		Labels:      map[string]string{LabelNode: m.cfg.NodeName},
+		// The pod's labels, as Kubernetes gives them to the sandbox
+		// (crictl pods --label, crictl inspectp).
+		Labels: sandboxLabels(pod, m.cfg.NodeName),
+		// For a runtime that runs the pod network itself (CRI).
+		DNS:          &dns,
+		PortMappings: runtimePorts(hostPorts(pod)),
+		LogDirectory: m.cfg.PodDir(ref.UID),
 	}
 	id, err := m.rt.RunPodSandbox(ctx, cfg)
 	if err != nil {
@@ -135,11 +170,6 @@ func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32)
 			_ = m.net.DeleteNetNS(nsPath)
 		}
 		return nil, fmt.Errorf("runtime sandbox: %w", err)
-	}
-	dns, err := m.dnsConfig(pod)
-	if err != nil {
-		w.teardownQuietly(ctx, runtime.SandboxStatus{ID: id, Config: cfg})
-		return nil, err
 	}
 	pn := &pendingNetwork{done: make(chan struct{})}
 	if hostNet {
@@ -180,6 +210,10 @@ func (r *syncRun) doSandbox(ctx context.Context) {
 	case step.refuse != "":
 		r.sandboxFailed("NetworkNotReady", step.refuse)
 	case step.create:
+		if len(r.plan.stale) > 0 && needsRun(r.in.pod, r.in.state) {
+			// As Kubernetes says when a pod's sandbox died (crictl stopp).
+			w.m.rec.Eventf(r.in.pod, eventNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
+		}
 		sb, err := w.createSandbox(ctx, r.in.pod, step.attempt)
 		if err != nil {
 			r.sandboxFailedErr(err)
@@ -210,11 +244,15 @@ func (w *worker) sandboxInfo(sb runtime.SandboxStatus) *sandboxInfo {
 
 // sandboxFailedErr records a sandbox that could not be made.
 func (r *syncRun) sandboxFailedErr(err error) {
-	reason := "FailedCreatePodSandbox"
+	reason, msg := "FailedCreatePodSandbox", err.Error()
 	if errors.Is(err, network.ErrNotReady) {
 		reason = "NetworkNotReady"
 	}
-	r.sandboxFailed(reason, err.Error())
+	if errors.Is(err, runtime.ErrSandboxImage) {
+		c := r.w.m.cfg
+		msg += fmt.Sprintf("; import it with `tugctl image import pause.tar --node %s` (`go run ./hack/mkimage -o pause.tar pause` builds it) or drop the tarball into %s/", c.NodeName, c.ImportDir)
+	}
+	r.sandboxFailed(reason, msg)
 }
 
 // sandboxFailed records a sandbox that could not be made (or was not

@@ -55,7 +55,7 @@ func (s *Server) Attach(stream v1.NodeAPI_AttachServer) error {
 		return errorf(apierrors.ErrInvalid, "stdin: container %q in pod %q was not made with stdin: true, so it takes no input (attach without -i)", name, pod.GetMetadata().GetName())
 	}
 	start.Tty = spec.Tty
-	a, ok := s.cfg.Runtime.(Attacher)
+	a, ok := s.cfg.Streams.(Attacher)
 	if !ok {
 		return errorf(apierrors.ErrInvalid, "attach: the container runtime backend of node %s cannot attach to a running process (the CRI backend can); use exec instead", s.cfg.NodeName)
 	}

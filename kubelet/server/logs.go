@@ -12,14 +12,12 @@ import (
 
 // Logs implements NodeAPI.Logs: the log of the container's current
 // attempt, or with previous of the one before. Follow streams what the
-// container writes until it exits or the caller goes away. Logs hold the
-// container's raw output (stdout and stderr interleaved), so timestamps
-// is refused.
+// container writes until it exits or the caller goes away. A CRI
+// runtime's log (the CRI log format) is decoded, with each line's time
+// first for timestamps; the native backend keeps the container's raw
+// output, with no time per line, so timestamps is refused there.
 func (s *Server) Logs(req *v1.LogsRequest, stream v1.NodeAPI_LogsServer) error {
 	ctx := stream.Context()
-	if req.Timestamps {
-		return errorf(apierrors.ErrInvalid, "timestamps: not supported: the kubelet keeps container logs as raw output, with no time per line")
-	}
 	pod, name, err := s.pod(req.Namespace, req.Pod, req.Container)
 	if err != nil {
 		return grpcErr(err)
@@ -39,7 +37,10 @@ func (s *Server) Logs(req *v1.LogsRequest, stream v1.NodeAPI_LogsServer) error {
 	default:
 		c = as[0]
 	}
-	opts := runtime.LogOptions{TailLines: int(req.TailLines)}
+	if req.Timestamps && c.LogFormat != runtime.LogFormatCRI {
+		return errorf(apierrors.ErrInvalid, "timestamps: not supported by node %s's runtime backend: it keeps container logs as raw output, with no time per line (the CRI backend, --runtime cri, has them)", s.cfg.NodeName)
+	}
+	opts := runtime.LogOptions{TailLines: int(req.TailLines), Format: c.LogFormat, Timestamps: req.Timestamps}
 	if req.Follow && !req.Previous && c.State != runtime.ContainerExited {
 		opts.Follow = true
 		done := make(chan struct{})

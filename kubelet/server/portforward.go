@@ -60,7 +60,7 @@ func (s *Server) PortForward(stream v1.NodeAPI_PortForwardServer) error {
 	if first.CloseWrite {
 		conn.eof = true
 	}
-	if pf, ok := s.cfg.Runtime.(PortForwarder); ok {
+	if pf, ok := s.cfg.Streams.(PortForwarder); ok {
 		err = pf.PortForward(ctx, sb.ID, st.Port, conn)
 	} else {
 		err = s.forwardInNetNS(ctx, sb, st.Port, conn)

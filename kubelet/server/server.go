@@ -65,7 +65,11 @@ type Pods interface {
 type Config struct {
 	NodeName string
 	Runtime  runtime.Runtime
-	Pods     Pods
+	// Streams is the runtime asked for the optional Attacher and
+	// PortForwarder: the backend itself when Runtime wraps it
+	// (runtime.Instrument hides them). Nil: Runtime.
+	Streams any
+	Pods    Pods
 	// OnImport is called after images were imported (the pod workers
 	// waiting for an image retry at once).
 	OnImport func()
@@ -92,6 +96,9 @@ func New(cfg Config) *Server {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Streams == nil {
+		cfg.Streams = cfg.Runtime
 	}
 	return &Server{cfg: cfg, log: log, stats: newSampler()}
 }

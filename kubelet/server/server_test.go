@@ -140,11 +140,14 @@ func setup(t *testing.T) (v1.NodeAPIClient, *fakeRuntime, string, *int) {
 	log0, log1 := filepath.Join(dir, "0.log"), filepath.Join(dir, "1.log")
 	os.WriteFile(log0, []byte("old 1\nold 2\n"), 0o644)
 	os.WriteFile(log1, []byte("line 1\nline 2\nline 3\n"), 0o644)
+	// A CRI runtime's log (the att pod's container).
+	logCRI := filepath.Join(dir, "cri.log")
+	os.WriteFile(logCRI, []byte("2026-12-01T10:00:00.000000001Z stdout P hel\n2026-12-01T10:00:00.000000002Z stdout F lo\n2026-12-01T10:00:01Z stderr F oops\n"), 0o644)
 	ref := runtime.PodRef{Namespace: "default", Name: "web", UID: "u1"}
 	rt := &fakeRuntime{containers: []runtime.ContainerStatus{
 		{ID: "c0", Pod: ref, Name: "app", Attempt: 0, State: runtime.ContainerExited, LogPath: log0},
 		{ID: "c1", Pod: ref, Name: "app", Attempt: 1, State: runtime.ContainerRunning, LogPath: log1},
-		{ID: "c3", Pod: runtime.PodRef{Namespace: "default", Name: "att", UID: "u3"}, Name: "app", State: runtime.ContainerRunning},
+		{ID: "c3", Pod: runtime.PodRef{Namespace: "default", Name: "att", UID: "u3"}, Name: "app", State: runtime.ContainerRunning, LogPath: logCRI, LogFormat: runtime.LogFormatCRI},
 	}}
 	imports := 0
 	srv := New(Config{NodeName: "n1", Runtime: rt, OnImport: func() { imports++ }, Pods: pods{
@@ -205,7 +208,9 @@ func TestLogs(t *testing.T) {
 		{"previous", &v1.LogsRequest{Pod: "web", Previous: true}, "old 1\nold 2\n", ""},
 		{"no such pod", &v1.LogsRequest{Pod: "nope"}, "", "not found"},
 		{"no such container", &v1.LogsRequest{Pod: "web", Container: "db"}, "", `container "db" is not in pod`},
-		{"timestamps", &v1.LogsRequest{Pod: "web", Timestamps: true}, "", "timestamps: not supported"},
+		{"timestamps of a raw log", &v1.LogsRequest{Pod: "web", Timestamps: true}, "", "timestamps: not supported"},
+		{"CRI log", &v1.LogsRequest{Pod: "att"}, "hello\noops\n", ""},
+		{"CRI log with timestamps", &v1.LogsRequest{Pod: "att", Timestamps: true}, "2026-12-01T10:00:00.000000001Z hello\n2026-12-01T10:00:01Z oops\n", ""},
 		{"ambiguous", &v1.LogsRequest{Pod: "two"}, "", "choose one of: [a b]"},
 	} {
 		got, err := readLogs(t, api, tc.req)

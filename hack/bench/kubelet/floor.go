@@ -73,7 +73,7 @@ func (b *bench) floorEnv(ctx context.Context) (func(body string, first, last int
 		return nil, nil, err
 	}
 	env := []string{
-		"CONF=" + conf, "SOCK=" + b.c.Containerd.Address, "NS=" + floorNS, "IMAGE=" + images.BusyboxRef,
+		"CONF=" + conf, "SOCK=" + b.node.Containerd.Address, "NS=" + floorNS, "IMAGE=" + images.BusyboxRef,
 		"PREFIX=" + b.c.ID + "-fl", "PATH=" + os.Getenv("PATH"),
 		"CGROUP=" + filepath.Join(filepath.Dir(b.node.CgroupRoot), "floor"),
 	}
@@ -100,7 +100,7 @@ func (b *bench) floorEnv(ctx context.Context) (func(body string, first, last int
 }
 
 func (b *bench) importFloorImage(ctx context.Context) error {
-	rt, err := containerd.New(containerd.Config{Address: b.c.Containerd.Address, Namespace: floorNS}, nil)
+	rt, err := containerd.New(containerd.Config{Address: b.node.Containerd.Address, Namespace: floorNS}, nil)
 	if err != nil {
 		return err
 	}

@@ -51,8 +51,9 @@ func main() {
 	verbose := flag.Bool("v", false, "log the cluster's setup")
 	cniConf := flag.String("cni-conf", "", "an operator CNI config file to use instead of the kubelet's default (experiments; PODCIDR in it stands for the node's pod CIDR)")
 	floorMasq := flag.Bool("floor-masq", true, "the floor's bridge plugin masquerades each pod (ipMasq); false: the floor's pods get no egress NAT at all")
+	rt := flag.String("runtime", cluster.RuntimeCRI, "the kubelet's --runtime: cri (the node's own containerd with its CRI plugin) or containerd (native)")
 	flag.Parse()
-	if err := run(*runs, *burst, *rounds, *out, *cniConf, *floorMasq, *verbose); err != nil {
+	if err := run(*runs, *burst, *rounds, *out, *cniConf, *rt, *floorMasq, *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -69,7 +70,7 @@ type bench struct {
 	api       *client.Typed[*v1.Pod]
 }
 
-func run(runs, burst, rounds int, out, cniConf string, floorMasq, verbose bool) error {
+func run(runs, burst, rounds int, out, cniConf, rt string, floorMasq, verbose bool) error {
 	ctx := context.Background()
 	if err := cluster.Check(); err != nil {
 		return err
@@ -89,7 +90,7 @@ func run(runs, burst, rounds int, out, cniConf string, floorMasq, verbose bool) 
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	c, err := cluster.New(ctx, cluster.Options{
-		Binaries: bins, Nodes: 1, NoScheduler: true, NoControllerManager: true, Logger: log,
+		Binaries: bins, Nodes: 1, NoScheduler: true, NoControllerManager: true, Logger: log, Runtime: rt,
 		LogDir:      filepath.Join(out, "logs"),
 		KubeletArgs: []string{"--log-level", "info", "--lease-interval", "10s", "--node-status-interval", "10s"},
 	})
@@ -114,7 +115,7 @@ func run(runs, burst, rounds int, out, cniConf string, floorMasq, verbose bool) 
 		}
 		fmt.Printf("CNI config: %s\n", cniConf)
 	}
-	fmt.Printf("kubelet benchmark: 1 node, %s, image present, pods bound by spec.nodeName; floor ipMasq %t\n", c.ID, floorMasq)
+	fmt.Printf("kubelet benchmark: 1 node, %s, runtime %s, image present, pods bound by spec.nodeName; floor ipMasq %t\n", c.ID, c.Runtime, floorMasq)
 
 	// Warm up (first pull attempt, caches), not measured.
 	if _, err := b.startAll(ctx, 1, "warm"); err != nil {

@@ -82,8 +82,8 @@ func printBreakdown(before, after map[string][2]float64) {
 }
 
 // cpuSnapshot is the CPU time used so far by the processes that start
-// pods: the kubelet (with the CNI plugins it ran), the apiserver (with
-// etcd), containerd, and every containerd shim of this cluster (with the
+// pods: the kubelet (with the CNI plugins it ran natively), the apiserver
+// (with etcd), containerd (with the CNI plugins it ran under CRI), and every containerd shim of this cluster (with the
 // runc runs it reaped).
 type cpuSnapshot map[string]time.Duration
 
@@ -92,9 +92,10 @@ func (b *bench) cpu() cpuSnapshot {
 	s := cpuSnapshot{
 		"kubelet":    procCPUWithChildren(b.node.PID()),
 		"apiserver":  procCPU(pids["apiserver"]),
-		"containerd": procCPU(pids["containerd"]),
+		// With the CNI plugins it ran under CRI (its children).
+		"containerd": procCPUWithChildren(b.node.Containerd.PID),
 	}
-	s["shims"] = shimsCPU(b.c.Containerd.Address)
+	s["shims"] = shimsCPU(b.node.Containerd.Address)
 	return s
 }
 

@@ -110,6 +110,10 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// SocketPath returns the unix socket path of a CRI endpoint
+// ("unix:///path" or a bare absolute path).
+func SocketPath(endpoint string) (string, error) { return socketPath(endpoint) }
+
 // socketPath returns the unix socket path of an endpoint.
 func socketPath(endpoint string) (string, error) {
 	if strings.HasPrefix(endpoint, "/") {

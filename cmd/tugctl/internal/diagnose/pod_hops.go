@@ -90,6 +90,13 @@ func endpointHops(in podTrace) []Hop {
 	return out
 }
 
+// crictlPods is the crictl command that shows the pod's sandboxes in the
+// runtime on its node (the kubelet's CRI backend).
+func crictlPods(in podTrace) string {
+	m := in.pod.GetMetadata()
+	return "crictl pods --namespace " + cmp.Or(m.GetNamespace(), "default") + " --name " + m.GetName()
+}
+
 // diagnosePod says where to look for the stuck hop h. A node that is not
 // Ready explains any hop that waits on it.
 func diagnosePod(in podTrace, h *Hop) Finding {
@@ -101,11 +108,15 @@ func diagnosePod(in podTrace, h *Hop) Finding {
 	case "kubelet":
 		d.Next = "tugctl describe node " + node + "; the kubelet's log on " + node
 	case "sandbox":
-		d.Next = "tugctl describe node " + node + " (Ready condition); the CNI config in the kubelet's --cni-conf-dir on " + node
+		d.Next = "tugctl describe node " + node + " (Ready condition); the CNI config in the kubelet's --cni-conf-dir on " + node +
+			"; on " + node + ": " + crictlPods(in)
 	case "images":
 		d.Next = "tugctl image import IMAGE.tar --node " + node + " (or make the image's registry reachable from " + node + "); tugctl image ls --node " + node
 	case "initialized", "started":
 		d.Next = "tugctl describe pod " + name + "; tugctl logs " + name
+		if h.Status == HopFailed {
+			d.Next += "; on " + node + ": " + crictlPods(in) + ", then crictl ps -a --pod SANDBOX-ID"
+		}
 	case "running":
 		d.Next = "tugctl logs " + name + " --previous; tugctl describe pod " + name + " (probes, limits, exit codes)"
 		if strings.HasSuffix(d.Reason, "ProbeFailed") {

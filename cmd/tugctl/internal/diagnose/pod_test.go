@@ -156,6 +156,16 @@ func TestBuildPodTrace(t *testing.T) {
 		})
 	}
 
+	// A pod stuck in the runtime layer: the crictl command that shows it
+	// on its node.
+	stuck := tracePodFixture(func(p *v1.Pod, in *podTrace) {
+		dropConds(p, 2)
+		setCond(p, cond("PodReadyToStartContainers", "False", 0.3, "FailedCreatePodSandbox", "sandbox image not present on node"))
+	})
+	if want := "crictl pods --namespace default --name "; !strings.Contains(stuck.Next, want) {
+		t.Errorf("hint for a pod stuck at its sandbox %q lacks %q", stuck.Next, want)
+	}
+
 	// Times and the gaps between hops come from the conditions.
 	r := tracePodFixture(nil)
 	var ids []string
