@@ -90,8 +90,8 @@ type cpuSnapshot map[string]time.Duration
 func (b *bench) cpu() cpuSnapshot {
 	pids := b.c.PIDs()
 	s := cpuSnapshot{
-		"kubelet":    procCPUWithChildren(b.node.PID()),
-		"apiserver":  procCPU(pids["apiserver"]),
+		"kubelet":   procCPUWithChildren(b.node.PID()),
+		"apiserver": procCPU(pids["apiserver"]),
 		// With the CNI plugins it ran under CRI (its children).
 		"containerd": procCPUWithChildren(b.node.Containerd.PID),
 	}
