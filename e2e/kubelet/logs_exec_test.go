@@ -11,6 +11,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/apierrors"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/e2e/cluster"
 )
 
 // TestLogsAndExec: logs -f streams a running container's output, --tail
@@ -58,6 +59,18 @@ func TestLogsAndExec(t *testing.T) {
 	tail := readAllLogs(t, api, &v1.LogsRequest{Namespace: ns, Pod: name, TailLines: 3})
 	if n := strings.Count(tail, "\n"); n != 3 {
 		t.Errorf("--tail 3 gave %d lines: %q", n, tail)
+	}
+	// --timestamps: a CRI runtime's log has each line's time.
+	stamped, err := readLogs(api, &v1.LogsRequest{Namespace: ns, Pod: name, TailLines: 2, Timestamps: true})
+	if c.Runtime == cluster.RuntimeCRI {
+		for _, l := range strings.Split(strings.TrimSpace(stamped), "\n") {
+			ts, rest, _ := strings.Cut(l, " ")
+			if _, perr := time.Parse(time.RFC3339Nano, ts); perr != nil || !strings.HasPrefix(rest, "line ") {
+				t.Errorf("--timestamps line %q (err %v, %v): want TIME line N", l, err, perr)
+			}
+		}
+	} else if err == nil || !strings.Contains(err.Error(), "timestamps: not supported") {
+		t.Errorf("--timestamps on the native backend: %q, %v", stamped, err)
 	}
 	// --previous of a container that never restarted.
 	if _, err := readLogs(api, &v1.LogsRequest{Namespace: ns, Pod: name, Previous: true}); err == nil || !strings.Contains(err.Error(), "previous terminated container") {

@@ -14,16 +14,17 @@ import (
 )
 
 type logsFlags struct {
-	container string
-	follow    bool
-	previous  bool
-	tail      int64
+	container  string
+	follow     bool
+	previous   bool
+	timestamps bool
+	tail       int64
 }
 
 func newLogsCommand(o *cli.Options) *cobra.Command {
 	f := &logsFlags{}
 	cmd := &cobra.Command{
-		Use:   "logs POD|pod/NAME|deploy/NAME|rs/NAME [-c CONTAINER] [-f] [--previous] [--tail N]",
+		Use:   "logs POD|pod/NAME|deploy/NAME|rs/NAME [-c CONTAINER] [-f] [--previous] [--timestamps] [--tail N]",
 		Short: "Print the logs of a container in a pod",
 		Long: `Print the logs of a container in a pod, read from its node through the
 apiserver. For deploy/NAME and rs/NAME, one of their pods is picked (a
@@ -42,6 +43,7 @@ running, ready one first).`,
 	fl.BoolVarP(&f.follow, "follow", "f", false, "stream new lines as they are written")
 	fl.BoolVarP(&f.previous, "previous", "p", false, "the log of the previous, terminated attempt of the container")
 	fl.Int64Var(&f.tail, "tail", -1, "print the last N lines only (-1: all)")
+	fl.BoolVar(&f.timestamps, "timestamps", false, "begin each line with the time the runtime read it (RFC3339Nano); needs a node on the CRI backend")
 	return cmd
 }
 
@@ -57,7 +59,7 @@ func runLogs(ctx context.Context, o *cli.Options, arg string, f *logsFlags) erro
 	if err != nil {
 		return err
 	}
-	req := &v1.LogsRequest{Namespace: ns, Pod: pod, Container: f.container, Follow: f.follow, Previous: f.previous}
+	req := &v1.LogsRequest{Namespace: ns, Pod: pod, Container: f.container, Follow: f.follow, Previous: f.previous, Timestamps: f.timestamps}
 	if f.tail > 0 {
 		req.TailLines = f.tail
 	}
