@@ -8,9 +8,11 @@
 //     pressure it evicts pods one at a time, best-effort first;
 //   - a pod informer with the server-side field selector
 //     spec.nodeName=<node>, feeding pod.Manager: one worker per pod, a
-//     state machine driven through the runtime.Runtime interface
-//     (containerd in kubelet/runtime/containerd), pod networks through CNI
-//     (kubelet/network), probes (kubelet/prober);
+//     state machine driven through the runtime.Runtime interface: a CRI
+//     runtime (kubelet/runtime/cri, --runtime cri, the default), which
+//     runs CNI itself on the kubelet's conflist (cri_network.go), or
+//     containerd's own API (kubelet/runtime/containerd), with the
+//     kubelet running CNI (kubelet/network); probes (kubelet/prober);
 //   - the NodeAPI (kubelet/server: logs, exec, image import and list,
 //     stats, a probe of a Service's path from the node), served on a
 //     tunnel the kubelet opens to the apiserver;
@@ -27,8 +29,8 @@
 // the operator supplied a CNI config; until then pods wait with
 // NetworkNotReady and the Node is NotReady with NetworkPluginNotReady.
 //
-// Everything the kubelet knows about running pods is in containerd (pod
-// labels on containers and sandboxes) and under the root dir, so a
+// Everything the kubelet knows about running pods is in the runtime (pod
+// labels and annotations on containers and sandboxes) and under the root dir, so a
 // restarted kubelet adopts running containers without restarting them,
 // and removes what belongs to pods that are gone (CNI DEL included).
 package kubelet
