@@ -32,6 +32,38 @@ var imageReasons = map[string]bool{
 	ReasonErrImagePull: true, ReasonImagePullBackOff: true, ReasonErrImageNeverPull: true, ReasonInvalidImageName: true,
 }
 
+// keepLastState fills an empty lastState of a restarted container from
+// the last status, when the runtime no longer has the attempt before (its
+// sandbox was removed, or lost with a reboot): that attempt's last known
+// state, terminated — or, if it was last seen running, terminated with
+// ContainerStatusUnknown and 137, as Kubernetes reports a container that
+// could not be located.
+func keepLastState(cs *v1.ContainerStatus, prev []*v1.ContainerStatus) *v1.ContainerStatus {
+	if cs.GetLastState().GetTerminated() != nil || cs.RestartCount == 0 {
+		return cs
+	}
+	for _, p := range prev {
+		if p.Name != cs.Name {
+			continue
+		}
+		switch {
+		case p.ContainerId == cs.ContainerId:
+			if p.GetLastState().GetTerminated() != nil {
+				cs.LastState = p.LastState
+			}
+		case p.GetState().GetTerminated() != nil:
+			cs.LastState = &v1.ContainerState{Terminated: p.State.Terminated}
+		case p.GetState().GetRunning() != nil:
+			cs.LastState = &v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+				ExitCode: 137, Reason: "ContainerStatusUnknown", ContainerId: p.ContainerId,
+				Message:   "The container could not be located when the pod was terminated",
+				StartedAt: p.State.Running.StartedAt,
+			}}
+		}
+	}
+	return cs
+}
+
 // buildStatus computes the pod's status. It is a pure function of its
 // input; conditions the kubelet does not own (PodScheduled) are kept.
 func buildStatus(in statusInput) *v1.PodStatus {
@@ -50,10 +82,10 @@ func buildStatus(in statusInput) *v1.PodStatus {
 		st.StartTime = ts(in.accepted)
 	}
 	for _, v := range in.init {
-		st.InitContainerStatuses = append(st.InitContainerStatuses, containerStatus(v))
+		st.InitContainerStatuses = append(st.InitContainerStatuses, keepLastState(containerStatus(v), prev.InitContainerStatuses))
 	}
 	for _, v := range in.app {
-		st.ContainerStatuses = append(st.ContainerStatuses, containerStatus(v))
+		st.ContainerStatuses = append(st.ContainerStatuses, keepLastState(containerStatus(v), prev.ContainerStatuses))
 	}
 	st.Phase = podPhase(in.pod.GetSpec().GetRestartPolicy(), in.initDone, in.initFailed, st.ContainerStatuses)
 	if IsTerminal(prev.Phase) {

@@ -182,7 +182,7 @@ func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32)
 		close(pn.done)
 		return &sandboxInfo{SandboxStatus: runtime.SandboxStatus{ID: id, Config: cfg, State: runtime.SandboxReady}, net: pn}, nil
 	}
-	go func() {
+	setUp := func() {
 		defer close(pn.done)
 		ip, err := m.net.SetUpPod(ctx, podNetwork(id, nsPath, ref, hostPorts(pod)))
 		if err != nil {
@@ -194,7 +194,16 @@ func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32)
 			return
 		}
 		pn.ip = ip
-	}()
+	}
+	if nsPath == "" {
+		// The runtime set the network up in RunPodSandbox: the address
+		// is known now, and the /etc files must exist before containers
+		// are created (a CRI runtime makes a missing mount source a
+		// directory).
+		setUp()
+	} else {
+		go setUp()
+	}
 	return &sandboxInfo{SandboxStatus: runtime.SandboxStatus{ID: id, Config: cfg, State: runtime.SandboxReady}, net: pn}, nil
 }
 
