@@ -206,6 +206,47 @@ func testKubectlRollout(t *testing.T, e *env) {
 	if a := e.deployment(t, "roll").Spec.Template.Metadata.Annotations["kubectl.kubernetes.io/restartedAt"]; a == "" {
 		t.Fatal("rollout restart set no restartedAt annotation")
 	}
+
+	// A DaemonSet's revisions are ControllerRevisions whose data is the
+	// patch kubectl applies (Kubernetes' shape): history --revision shows
+	// an old template, undo puts it back.
+	dir := t.TempDir()
+	e.kubectl(t, "apply", "-f", write(t, dir, "ds.yaml", `apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      containers: [{name: agent, image: "tugboat.local/echo:latest"}]
+`))
+	eventually(t, "the first revision", func() error {
+		if out := e.kubectl(t, "get", "controllerrevisions", "-l", "app=agent", "-o", "name"); strings.Count(out, "\n") != 1 {
+			return fmt.Errorf("revisions:\n%s", out)
+		}
+		return nil
+	})
+	e.kubectl(t, "set", "image", "ds/agent", "agent=tugboat.local/busybox:latest")
+	eventually(t, "two daemon set revisions", func() error {
+		out := e.kubectl(t, "rollout", "history", "ds/agent")
+		if !strings.Contains(out, "daemonset.apps/agent") || !strings.Contains(out, "1 ") || !strings.Contains(out, "2 ") {
+			return fmt.Errorf("history:\n%s", out)
+		}
+		return nil
+	})
+	if out := e.kubectl(t, "rollout", "history", "ds/agent", "--revision=1"); !strings.Contains(out, "tugboat.local/echo:latest") {
+		t.Fatalf("history --revision=1:\n%s", out)
+	}
+	out = e.kubectl(t, "get", "controllerrevisions", "-l", "app=agent", "-o", "jsonpath={.items[*].data.spec.template.spec.containers[0].image}")
+	if !strings.Contains(out, "tugboat.local/echo:latest") || !strings.Contains(out, "tugboat.local/busybox:latest") {
+		t.Fatalf("revisions' data: %s", out)
+	}
+	e.kubectl(t, "rollout", "undo", "ds/agent", "--to-revision=1")
+	ds, err := client.For[*v1.DaemonSet](e.srv.Client).Get(context.Background(), "default", "agent")
+	if err != nil || ds.Spec.Template.Spec.Containers[0].Image != "tugboat.local/echo:latest" {
+		t.Fatalf("daemon set after undo: %v %v", ds.GetSpec().GetTemplate(), err)
+	}
 }
 
 func testKubectlCreate(t *testing.T, e *env) {

@@ -23,7 +23,8 @@ func TemplateHash(t *v1.PodTemplateSpec) string {
 }
 
 // History keeps the ControllerRevisions of an owner's pod templates
-// (DaemonSets, StatefulSets): <owner>-<hash>, labelled HashLabel.
+// (DaemonSets, StatefulSets): <owner>-<hash>, labelled as the template
+// and with HashLabel.
 type History struct {
 	API    *client.Typed[*v1.ControllerRevision]
 	Source Source[*v1.ControllerRevision] // with IndexControllerUID
@@ -53,7 +54,7 @@ func (h History) Current(ctx context.Context, owner v1.Object, template *v1.PodT
 	switch {
 	case mine == nil:
 		_, err := h.API.Create(ctx, &v1.ControllerRevision{
-			Metadata: &v1.ObjectMeta{Name: name, Namespace: owner.GetMetadata().GetNamespace(), Labels: map[string]string{HashLabel: hash},
+			Metadata: &v1.ObjectMeta{Name: name, Namespace: owner.GetMetadata().GetNamespace(), Labels: revisionLabels(template, hash),
 				Annotations:     revisionAnnotations(owner),
 				OwnerReferences: []*v1.OwnerReference{NewControllerRef(owner, "apps/v1", h.Kind)}},
 			Template: proto.Clone(template).(*v1.PodTemplateSpec), Revision: maxRev + 1})
@@ -97,6 +98,18 @@ func (h History) Cleanup(ctx context.Context, owner v1.Object, limit int, pods [
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// revisionLabels are the template's labels and HashLabel: the owner's
+// selector matches its revisions (kubectl finds them so).
+func revisionLabels(template *v1.PodTemplateSpec, hash string) map[string]string {
+	out := map[string]string{HashLabel: hash}
+	for k, v := range template.GetMetadata().GetLabels() {
+		if k != HashLabel {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // revisionAnnotations are the owner's annotations but the last applied
