@@ -22,7 +22,12 @@ import (
 //
 //	var bins *cluster.Binaries
 //	func TestMain(m *testing.M) { os.Exit(cluster.TestMain(m, &bins)) }
-func TestMain(m *testing.M, bins **Binaries) int {
+func TestMain(m *testing.M, bins **Binaries) int { return TestMainWith(m, bins, nil) }
+
+// TestMainWith is TestMain that also builds the commands a package drives
+// itself: for each name in extra, ./cmd/<name> into the same dir, its path
+// set in *extra[name] ("" when the machine cannot run a cluster).
+func TestMainWith(m *testing.M, bins **Binaries, extra map[string]*string) int {
 	if Check() != nil {
 		return m.Run()
 	}
@@ -33,12 +38,29 @@ func TestMain(m *testing.M, bins **Binaries) int {
 	}
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if len(extra) > 0 {
+		mod, err := ModuleDir()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		var pkgs []string
+		for name, path := range extra {
+			pkgs = append(pkgs, "./cmd/"+name)
+			*path = filepath.Join(dir, name)
+		}
+		if err := goBuild(ctx, mod, dir, pkgs...); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
 	b, err := BuildBinaries(ctx, dir)
-	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	cancel()
 	*bins = b
 	return m.Run()
 }
