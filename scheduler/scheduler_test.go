@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/resource"
@@ -404,5 +406,53 @@ func TestWorksWithItsRBACRole(t *testing.T) {
 			return nil
 		}
 		return fmt.Errorf("%d Scheduled events for fits, %d FailedScheduling for too-big; want 1 each", len(scheduled), len(failed))
+	})
+}
+
+// A ReadWriteOncePod claim is one pod's at a time: a second pod using it
+// is unschedulable with Kubernetes' reason until the first is gone.
+func TestReadWriteOncePodClaim(t *testing.T) {
+	srv := apiservertest.Start(t)
+	c := srv.Client
+	ctx := t.Context()
+	createNode(t, c, makeNode("node-1", "4", "8Gi"))
+	if _, err := client.For[*v1.PersistentVolume](c).Create(ctx, &v1.PersistentVolume{Metadata: &v1.ObjectMeta{Name: "pv-solo"},
+		Spec: &v1.PersistentVolumeSpec{Capacity: map[string]string{"storage": "1Gi"}, AccessModes: []string{"ReadWriteOncePod"},
+			StorageClassName: "", HostPath: &v1.HostPathVolumeSource{Path: "/tmp/solo"}}}); err != nil {
+		t.Fatal(err)
+	}
+	pvc, err := client.For[*v1.PersistentVolumeClaim](c).Create(ctx, &v1.PersistentVolumeClaim{Metadata: &v1.ObjectMeta{Name: "solo", Namespace: "default"},
+		Spec: &v1.PersistentVolumeClaimSpec{AccessModes: []string{"ReadWriteOncePod"}, StorageClassName: proto.String(""), VolumeName: "pv-solo",
+			Resources: &v1.VolumeResourceRequirements{Requests: map[string]string{"storage": "1Gi"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withClaim := func(p *v1.Pod) {
+		p.Spec.Volumes = []*v1.Volume{{Name: "data", PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Metadata.Name}}}
+	}
+	createPods(t, c, []*v1.Pod{makePod("first", "", "", withClaim)})
+	startScheduler(t, srv, Config{})
+	wait.Eventually(t, 20*time.Second, "first bound", func() error {
+		if n := getPod(t, c, "first").GetSpec().GetNodeName(); n == "" {
+			return fmt.Errorf("first not bound")
+		}
+		return nil
+	})
+	createPods(t, c, []*v1.Pod{makePod("second", "", "", withClaim)})
+	const reason = "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+	wait.Eventually(t, 20*time.Second, "second unschedulable", func() error {
+		if cd := podScheduledCondition(getPod(t, c, "second")); cd == nil || cd.Status != "False" || !strings.Contains(cd.Message, reason) {
+			return fmt.Errorf("second: %v", cd)
+		}
+		return nil
+	})
+	if _, err := client.For[*v1.Pod](c).Delete(ctx, "default", "first", client.DeleteOptions{GracePeriodSeconds: proto.Int64(0)}); err != nil {
+		t.Fatal(err)
+	}
+	wait.Eventually(t, 20*time.Second, "second bound once first is gone", func() error {
+		if n := getPod(t, c, "second").GetSpec().GetNodeName(); n == "" {
+			return fmt.Errorf("second not bound: %v", podScheduledCondition(getPod(t, c, "second")))
+		}
+		return nil
 	})
 }

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/client"
@@ -20,12 +21,16 @@ import (
 // WaitForFirstConsumer claim gets the chosen node in its
 // volume.kubernetes.io/selected-node annotation (preBindVolumes), which
 // the persistent volume controller reads to bind or provision there. The
-// kubelet waits for the claim to be bound before it starts the pod.
+// kubelet waits for the claim to be bound before it starts the pod. A
+// ReadWriteOncePod claim another scheduled pod uses makes the pod
+// unschedulable until that pod is gone.
 
 // selectedNodeAnnotation is where the scheduler names a waiting claim's node.
 const selectedNodeAnnotation = "volume.kubernetes.io/selected-node"
 
 type volumeCaches struct {
+	// pods are the scheduler's pods, for claims a pod may use alone.
+	pods *informer.Informer[*v1.Pod]
 	pvcs *informer.Informer[*v1.PersistentVolumeClaim]
 	pvs  *informer.Informer[*v1.PersistentVolume]
 	scs  *informer.Informer[*v1.StorageClass]
@@ -33,6 +38,7 @@ type volumeCaches struct {
 
 func newVolumeCaches(c *client.Client, s *Scheduler) *volumeCaches {
 	vc := &volumeCaches{
+		pods: s.pods,
 		pvcs: informer.New(client.For[*v1.PersistentVolumeClaim](c), informer.Options{Logger: s.log}),
 		pvs:  informer.New(client.For[*v1.PersistentVolume](c), informer.Options{Logger: s.log}),
 		scs:  informer.New(client.For[*v1.StorageClass](c), informer.Options{Logger: s.log}),
@@ -72,6 +78,10 @@ func (vc *volumeCaches) volumeInfo(pod *v1.Pod) *framework.VolumeInfo {
 		case pvc.GetMetadata().GetDeletionTimestamp() != nil:
 			info.Unschedulable = framework.NewStatus(fmt.Sprintf("persistentvolumeclaim %q is being deleted", src.GetClaimName()))
 			return info
+		case slices.Contains(pvc.GetSpec().GetAccessModes(), "ReadWriteOncePod") && vc.claimUsedByOther(pod, src.GetClaimName()):
+			// Kubernetes' VolumeRestrictions: one pod at a time, on any node.
+			info.Unschedulable = framework.NewStatus("node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode")
+			return info
 		}
 		if name := pvc.GetSpec().GetVolumeName(); name != "" {
 			pv, ok := vc.pvs.Get(name)
@@ -107,6 +117,24 @@ func (vc *volumeCaches) volumeInfo(pod *v1.Pod) *framework.VolumeInfo {
 		info.Waiting[key] = candidates
 	}
 	return info
+}
+
+// claimUsedByOther reports whether another scheduled pod that has not
+// finished uses the claim (of pod's namespace).
+func (vc *volumeCaches) claimUsedByOther(pod *v1.Pod, claim string) bool {
+	ns, uid := pod.GetMetadata().GetNamespace(), pod.GetMetadata().GetUid()
+	for _, p := range vc.pods.List() {
+		ph := p.GetStatus().GetPhase()
+		if p.GetMetadata().GetNamespace() != ns || p.GetMetadata().GetUid() == uid || p.GetSpec().GetNodeName() == "" || ph == "Succeeded" || ph == "Failed" {
+			continue
+		}
+		for _, v := range p.GetSpec().GetVolumes() {
+			if v.GetPersistentVolumeClaim().GetClaimName() == claim {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // nodeTerms is a volume's compiled node affinity, nil for none (any node;

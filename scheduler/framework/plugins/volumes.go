@@ -9,7 +9,8 @@ import (
 // every claim must exist and, with Immediate binding, be bound; a node must
 // match the node affinity of each bound volume (a local volume: its node);
 // and for each WaitForFirstConsumer claim either a provisioner can make a
-// volume there (local-path: any node) or an available volume fits there.
+// volume there (local-path: any node) or an available volume fits there;
+// a ReadWriteOncePod claim must not be in use by another pod.
 type VolumeBinding struct{ conflict, noVolume *framework.Status }
 
 // NewVolumeBinding makes the filter.
@@ -20,8 +21,13 @@ func NewVolumeBinding() *VolumeBinding {
 	}
 }
 
-func (f *VolumeBinding) Name() string                   { return "VolumeBinding" }
-func (f *VolumeBinding) Events() framework.ClusterEvent { return framework.VolumeChanged }
+func (f *VolumeBinding) Name() string { return "VolumeBinding" }
+
+// Events: claims and volumes changing, or a pod going (it may have held a
+// ReadWriteOncePod claim).
+func (f *VolumeBinding) Events() framework.ClusterEvent {
+	return framework.VolumeChanged | framework.PodRemoved
+}
 
 func (f *VolumeBinding) Filter(pi *framework.PodInfo, ni *framework.NodeInfo) *framework.Status {
 	v := pi.Volumes
