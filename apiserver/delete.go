@@ -99,6 +99,11 @@ func (s *Server) delete(ctx context.Context, k *kinds.Kind, ns, name string, req
 			out, err = s.store.Delete(ctx, k, cur, m.ResourceVersion)
 			if err == nil {
 				s.release(ctx, k, cur)
+				if k.Name == "ServiceAccount" && name == DefaultServiceAccount {
+					if err := s.ensureDefaultServiceAccount(ctx, ns); err != nil {
+						s.log.Error("default service account", "namespace", ns, "err", err)
+					}
+				}
 			}
 		} else {
 			if nm.DeletionTimestamp == nil {

@@ -122,6 +122,11 @@ func (s *Server) create(ctx context.Context, obj v1.Object, dryRun bool) (v1.Obj
 		s.release(ctx, k, obj)
 		return nil, err
 	}
+	if k.Name == "Namespace" {
+		if err := s.ensureDefaultServiceAccount(ctx, m.Name); err != nil {
+			s.log.Error("default service account", "namespace", m.Name, "err", err)
+		}
+	}
 	return out, nil
 }
 

@@ -146,6 +146,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	psa.register(s.admission)
+	s.admission["Pod"] = append(s.admission["Pod"], serviceAccountAdmission{s.store})
 	if err := s.setupAuth(); err != nil {
 		s.closeListeners()
 		cli.Close()
@@ -371,7 +372,7 @@ func (s *Server) bootstrap(ctx context.Context) error {
 	if _, err := s.create(ctx, defaultStorageClass(), false); err != nil && !isAlreadyExists(err) {
 		return fmt.Errorf("creating the default StorageClass: %w", err)
 	}
-	return nil
+	return s.ensureDefaultServiceAccounts(ctx)
 }
 
 // reencrypt rewrites, once at start, the values at rest that are not

@@ -104,6 +104,12 @@ func PodSpec(errs *Errs, path string, s *v1.PodSpec) {
 	if s.RestartPolicy != "" {
 		OneOf(errs, path+".restartPolicy", s.RestartPolicy, "Always", "OnFailure", "Never")
 	}
+	if s.ServiceAccountName != "" {
+		DNSSubdomain(errs, path+".serviceAccountName", s.ServiceAccountName)
+	}
+	if s.AutomountServiceAccountToken != nil && *s.AutomountServiceAccountToken {
+		errs.Add(path+".automountServiceAccountToken", "true is not supported: the kubelet does not mount service account tokens yet (false, or unset, is served)")
+	}
 	if s.DnsPolicy != "" {
 		OneOf(errs, path+".dnsPolicy", s.DnsPolicy, "ClusterFirst", "Default", "None", "ClusterFirstWithHostNet")
 	}

@@ -18,6 +18,19 @@ func describeNamespace(ctx context.Context, d *describer, n *v1.Namespace) error
 	return d.events(ctx, n)
 }
 
+// describeServiceAccount is kubectl's: tokens are bound to pods and never
+// stored, so there are no mountable or token secrets.
+func describeServiceAccount(ctx context.Context, d *describer, sa *v1.ServiceAccount) error {
+	d.meta(sa.GetMetadata(), true)
+	d.kv(0, "Image pull secrets", "<none>")
+	d.kv(0, "Mountable secrets", "<none>")
+	d.kv(0, "Tokens", "<none>")
+	if sa.AutomountServiceAccountToken != nil {
+		d.kv(0, "Automount token", fmt.Sprint(*sa.AutomountServiceAccountToken))
+	}
+	return d.events(ctx, sa)
+}
+
 func describeConfigMap(ctx context.Context, d *describer, c *v1.ConfigMap) error {
 	d.meta(c.GetMetadata(), true)
 	d.text(0, "")

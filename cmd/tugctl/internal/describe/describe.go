@@ -47,6 +47,7 @@ func describers() map[string]describeFunc {
 		"Namespace":               typedDescribe(describeNamespace),
 		"Service":                 typedDescribe(describeService),
 		"ConfigMap":               typedDescribe(describeConfigMap),
+		"ServiceAccount":          typedDescribe(describeServiceAccount),
 		"Secret":                  typedDescribe(describeSecret),
 		"Deployment":              typedDescribe(describeDeployment),
 		"ReplicaSet":              typedDescribe(describeReplicaSet),
