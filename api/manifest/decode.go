@@ -125,13 +125,30 @@ type document struct {
 }
 
 // split cuts the input into documents. Input whose first non-blank byte is
-// '{' or '[' is a stream of JSON values; anything else is YAML separated by
-// "---" lines.
+// '{' or '[' is a stream of JSON values, unless it does not parse as JSON
+// and its first key is not quoted: a YAML flow mapping ("{apiVersion: v1,
+// kind: Pod, ...}", as the Kubernetes docs write some examples). Anything
+// else is YAML separated by "---" lines.
 func split(file string, data []byte) ([]document, error) {
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
-		return splitJSON(file, data)
+		docs, err := splitJSON(file, data)
+		if err == nil || !flowMapping(trimmed) {
+			return docs, err
+		}
 	}
+	return splitYAML(data), nil
+}
+
+// flowMapping says input that is not JSON is meant as YAML: a mapping
+// whose first key is not a JSON string ("{apiVersion: v1").
+func flowMapping(trimmed []byte) bool {
+	rest := bytes.TrimLeft(trimmed[1:], " \t\r\n")
+	return trimmed[0] == '{' && len(rest) > 0 && rest[0] != '"'
+}
+
+// splitYAML cuts YAML input at its "---" lines.
+func splitYAML(data []byte) []document {
 	var docs []document
 	start, startLine, line := 0, 1, 1
 	for i := 0; i <= len(data); {
@@ -149,7 +166,7 @@ func split(file string, data []byte) ([]document, error) {
 		line++
 	}
 	docs = append(docs, document{yaml: data[start:], line: startLine})
-	return docs, nil
+	return docs
 }
 
 // isSeparator reports whether a line is a YAML document separator: "---"

@@ -64,6 +64,17 @@ func TestDecodeGood(t *testing.T) {
 		check func(t *testing.T, objs []Object)
 	}{
 		{
+			name:  "a YAML flow mapping starting with {, and a second document",
+			in:    "{apiVersion: v1, kind: Pod, metadata: {name: web}, spec: {containers: [{name: c, image: nginx, ports: [{containerPort: 80}]}]}}\n---\n{apiVersion: v1, kind: Namespace, metadata: {name: team}}\n",
+			count: 2,
+			check: func(t *testing.T, objs []Object) {
+				p := objs[0].Object.(*v1.Pod)
+				if p.Spec.Containers[0].Ports[0].ContainerPort != 80 || objs[1].Kind.Name != "Namespace" || objs[1].Source.Document != 2 {
+					t.Errorf("flow mappings: %v, %v", p, objs[1])
+				}
+			},
+		},
+		{
 			name: "multi-document with comments, leading separator and empty documents",
 			in: `# a comment
 ---
