@@ -208,9 +208,18 @@ type LogsRequest struct {
 	Previous  bool   `protobuf:"varint,5,opt,name=previous,proto3" json:"previous,omitempty"`
 	// Last lines only; 0 means all.
 	TailLines int64 `protobuf:"varint,6,opt,name=tail_lines,json=tailLines,proto3" json:"tail_lines,omitempty"`
-	// Not supported: the kubelet keeps logs as the container's raw output,
-	// with no time per line, and refuses the request (InvalidArgument).
-	Timestamps    bool `protobuf:"varint,7,opt,name=timestamps,proto3" json:"timestamps,omitempty"`
+	// Each line prefixed with the time the runtime read it (RFC 3339 with
+	// nanoseconds, and a space). Only runtimes that write a time per line
+	// (the CRI backend) have one; on the native backend's raw logs the
+	// kubelet refuses it (InvalidArgument).
+	Timestamps bool `protobuf:"varint,7,opt,name=timestamps,proto3" json:"timestamps,omitempty"`
+	// Only the lines written in the last since_seconds seconds, or since
+	// since_time (at most one of the two); as timestamps, only where the
+	// log has a time per line.
+	SinceSeconds int64                  `protobuf:"varint,8,opt,name=since_seconds,json=sinceSeconds,proto3" json:"since_seconds,omitempty"`
+	SinceTime    *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=since_time,json=sinceTime,proto3" json:"since_time,omitempty"`
+	// Stop after this many bytes (0: no limit).
+	LimitBytes    int64 `protobuf:"varint,10,opt,name=limit_bytes,json=limitBytes,proto3" json:"limit_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -292,6 +301,27 @@ func (x *LogsRequest) GetTimestamps() bool {
 		return x.Timestamps
 	}
 	return false
+}
+
+func (x *LogsRequest) GetSinceSeconds() int64 {
+	if x != nil {
+		return x.SinceSeconds
+	}
+	return 0
+}
+
+func (x *LogsRequest) GetSinceTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SinceTime
+	}
+	return nil
+}
+
+func (x *LogsRequest) GetLimitBytes() int64 {
+	if x != nil {
+		return x.LimitBytes
+	}
+	return 0
 }
 
 type LogsChunk struct {
@@ -1557,7 +1587,7 @@ const file_api_v1_node_proto_rawDesc = "" +
 	"\x05start\x18\x01 \x01(\v2 .tugboat.api.v1.PortForwardStartR\x05start\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\x12\x1f\n" +
 	"\vclose_write\x18\x03 \x01(\bR\n" +
-	"closeWrite\"\xce\x01\n" +
+	"closeWrite\"\xcf\x02\n" +
 	"\vLogsRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x10\n" +
 	"\x03pod\x18\x02 \x01(\tR\x03pod\x12\x1c\n" +
@@ -1568,7 +1598,13 @@ const file_api_v1_node_proto_rawDesc = "" +
 	"tail_lines\x18\x06 \x01(\x03R\ttailLines\x12\x1e\n" +
 	"\n" +
 	"timestamps\x18\a \x01(\bR\n" +
-	"timestamps\"\x1f\n" +
+	"timestamps\x12#\n" +
+	"\rsince_seconds\x18\b \x01(\x03R\fsinceSeconds\x129\n" +
+	"\n" +
+	"since_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tsinceTime\x12\x1f\n" +
+	"\vlimit_bytes\x18\n" +
+	" \x01(\x03R\n" +
+	"limitBytes\"\x1f\n" +
 	"\tLogsChunk\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\"\x9b\x01\n" +
 	"\tExecStart\x12\x1c\n" +
@@ -1719,43 +1755,44 @@ var file_api_v1_node_proto_goTypes = []any{
 }
 var file_api_v1_node_proto_depIdxs = []int32{
 	1,  // 0: tugboat.api.v1.PortForwardFrame.start:type_name -> tugboat.api.v1.PortForwardStart
-	5,  // 1: tugboat.api.v1.ExecInput.start:type_name -> tugboat.api.v1.ExecStart
-	6,  // 2: tugboat.api.v1.ExecInput.resize:type_name -> tugboat.api.v1.TerminalSize
-	12, // 3: tugboat.api.v1.ListImagesResponse.images:type_name -> tugboat.api.v1.ImageInfo
-	15, // 4: tugboat.api.v1.PodStats.usage:type_name -> tugboat.api.v1.ResourceUsage
-	24, // 5: tugboat.api.v1.PodStats.containers:type_name -> tugboat.api.v1.PodStats.ContainersEntry
-	25, // 6: tugboat.api.v1.StatsResponse.time:type_name -> google.protobuf.Timestamp
-	15, // 7: tugboat.api.v1.StatsResponse.node:type_name -> tugboat.api.v1.ResourceUsage
-	16, // 8: tugboat.api.v1.StatsResponse.pods:type_name -> tugboat.api.v1.PodStats
-	19, // 9: tugboat.api.v1.CheckServiceRequest.ports:type_name -> tugboat.api.v1.ServicePortRef
-	21, // 10: tugboat.api.v1.ServicePortCheck.cluster_ip:type_name -> tugboat.api.v1.ConnectCheck
-	21, // 11: tugboat.api.v1.ServicePortCheck.endpoints:type_name -> tugboat.api.v1.ConnectCheck
-	20, // 12: tugboat.api.v1.CheckServiceResponse.dns:type_name -> tugboat.api.v1.DNSCheck
-	22, // 13: tugboat.api.v1.CheckServiceResponse.ports:type_name -> tugboat.api.v1.ServicePortCheck
-	15, // 14: tugboat.api.v1.PodStats.ContainersEntry.value:type_name -> tugboat.api.v1.ResourceUsage
-	0,  // 15: tugboat.api.v1.NodeTunnel.Connect:input_type -> tugboat.api.v1.TunnelFrame
-	3,  // 16: tugboat.api.v1.NodeAPI.Logs:input_type -> tugboat.api.v1.LogsRequest
-	7,  // 17: tugboat.api.v1.NodeAPI.Exec:input_type -> tugboat.api.v1.ExecInput
-	9,  // 18: tugboat.api.v1.NodeAPI.ImportImage:input_type -> tugboat.api.v1.ImageUpload
-	11, // 19: tugboat.api.v1.NodeAPI.ListImages:input_type -> tugboat.api.v1.ListImagesRequest
-	14, // 20: tugboat.api.v1.NodeAPI.Stats:input_type -> tugboat.api.v1.StatsRequest
-	18, // 21: tugboat.api.v1.NodeAPI.CheckService:input_type -> tugboat.api.v1.CheckServiceRequest
-	2,  // 22: tugboat.api.v1.NodeAPI.PortForward:input_type -> tugboat.api.v1.PortForwardFrame
-	7,  // 23: tugboat.api.v1.NodeAPI.Attach:input_type -> tugboat.api.v1.ExecInput
-	0,  // 24: tugboat.api.v1.NodeTunnel.Connect:output_type -> tugboat.api.v1.TunnelFrame
-	4,  // 25: tugboat.api.v1.NodeAPI.Logs:output_type -> tugboat.api.v1.LogsChunk
-	8,  // 26: tugboat.api.v1.NodeAPI.Exec:output_type -> tugboat.api.v1.ExecOutput
-	10, // 27: tugboat.api.v1.NodeAPI.ImportImage:output_type -> tugboat.api.v1.ImportProgress
-	13, // 28: tugboat.api.v1.NodeAPI.ListImages:output_type -> tugboat.api.v1.ListImagesResponse
-	17, // 29: tugboat.api.v1.NodeAPI.Stats:output_type -> tugboat.api.v1.StatsResponse
-	23, // 30: tugboat.api.v1.NodeAPI.CheckService:output_type -> tugboat.api.v1.CheckServiceResponse
-	2,  // 31: tugboat.api.v1.NodeAPI.PortForward:output_type -> tugboat.api.v1.PortForwardFrame
-	8,  // 32: tugboat.api.v1.NodeAPI.Attach:output_type -> tugboat.api.v1.ExecOutput
-	24, // [24:33] is the sub-list for method output_type
-	15, // [15:24] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	25, // 1: tugboat.api.v1.LogsRequest.since_time:type_name -> google.protobuf.Timestamp
+	5,  // 2: tugboat.api.v1.ExecInput.start:type_name -> tugboat.api.v1.ExecStart
+	6,  // 3: tugboat.api.v1.ExecInput.resize:type_name -> tugboat.api.v1.TerminalSize
+	12, // 4: tugboat.api.v1.ListImagesResponse.images:type_name -> tugboat.api.v1.ImageInfo
+	15, // 5: tugboat.api.v1.PodStats.usage:type_name -> tugboat.api.v1.ResourceUsage
+	24, // 6: tugboat.api.v1.PodStats.containers:type_name -> tugboat.api.v1.PodStats.ContainersEntry
+	25, // 7: tugboat.api.v1.StatsResponse.time:type_name -> google.protobuf.Timestamp
+	15, // 8: tugboat.api.v1.StatsResponse.node:type_name -> tugboat.api.v1.ResourceUsage
+	16, // 9: tugboat.api.v1.StatsResponse.pods:type_name -> tugboat.api.v1.PodStats
+	19, // 10: tugboat.api.v1.CheckServiceRequest.ports:type_name -> tugboat.api.v1.ServicePortRef
+	21, // 11: tugboat.api.v1.ServicePortCheck.cluster_ip:type_name -> tugboat.api.v1.ConnectCheck
+	21, // 12: tugboat.api.v1.ServicePortCheck.endpoints:type_name -> tugboat.api.v1.ConnectCheck
+	20, // 13: tugboat.api.v1.CheckServiceResponse.dns:type_name -> tugboat.api.v1.DNSCheck
+	22, // 14: tugboat.api.v1.CheckServiceResponse.ports:type_name -> tugboat.api.v1.ServicePortCheck
+	15, // 15: tugboat.api.v1.PodStats.ContainersEntry.value:type_name -> tugboat.api.v1.ResourceUsage
+	0,  // 16: tugboat.api.v1.NodeTunnel.Connect:input_type -> tugboat.api.v1.TunnelFrame
+	3,  // 17: tugboat.api.v1.NodeAPI.Logs:input_type -> tugboat.api.v1.LogsRequest
+	7,  // 18: tugboat.api.v1.NodeAPI.Exec:input_type -> tugboat.api.v1.ExecInput
+	9,  // 19: tugboat.api.v1.NodeAPI.ImportImage:input_type -> tugboat.api.v1.ImageUpload
+	11, // 20: tugboat.api.v1.NodeAPI.ListImages:input_type -> tugboat.api.v1.ListImagesRequest
+	14, // 21: tugboat.api.v1.NodeAPI.Stats:input_type -> tugboat.api.v1.StatsRequest
+	18, // 22: tugboat.api.v1.NodeAPI.CheckService:input_type -> tugboat.api.v1.CheckServiceRequest
+	2,  // 23: tugboat.api.v1.NodeAPI.PortForward:input_type -> tugboat.api.v1.PortForwardFrame
+	7,  // 24: tugboat.api.v1.NodeAPI.Attach:input_type -> tugboat.api.v1.ExecInput
+	0,  // 25: tugboat.api.v1.NodeTunnel.Connect:output_type -> tugboat.api.v1.TunnelFrame
+	4,  // 26: tugboat.api.v1.NodeAPI.Logs:output_type -> tugboat.api.v1.LogsChunk
+	8,  // 27: tugboat.api.v1.NodeAPI.Exec:output_type -> tugboat.api.v1.ExecOutput
+	10, // 28: tugboat.api.v1.NodeAPI.ImportImage:output_type -> tugboat.api.v1.ImportProgress
+	13, // 29: tugboat.api.v1.NodeAPI.ListImages:output_type -> tugboat.api.v1.ListImagesResponse
+	17, // 30: tugboat.api.v1.NodeAPI.Stats:output_type -> tugboat.api.v1.StatsResponse
+	23, // 31: tugboat.api.v1.NodeAPI.CheckService:output_type -> tugboat.api.v1.CheckServiceResponse
+	2,  // 32: tugboat.api.v1.NodeAPI.PortForward:output_type -> tugboat.api.v1.PortForwardFrame
+	8,  // 33: tugboat.api.v1.NodeAPI.Attach:output_type -> tugboat.api.v1.ExecOutput
+	25, // [25:34] is the sub-list for method output_type
+	16, // [16:25] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_node_proto_init() }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/tugboat/tugboat/api/apierrors"
 	v1 "github.com/tugboat/tugboat/api/v1"
@@ -13,7 +16,8 @@ const nodeService = "/tugboat.api.v1.NodeAPI/"
 
 // logs serves GET pods/NAME/log through the NodeAPI relay (NodeAPI.Logs),
 // which reaches the pod's kubelet over its tunnel: container, follow,
-// previous, tailLines and timestamps as kubectl logs sends them.
+// previous, tailLines, timestamps, sinceSeconds, sinceTime and limitBytes
+// as kubectl logs sends them.
 func (h *Handler) logs(w http.ResponseWriter, r *http.Request, q *request) error {
 	if r.Method != http.MethodGet {
 		return methodNotAllowed(r)
@@ -31,10 +35,24 @@ func (h *Handler) logs(w http.ResponseWriter, r *http.Request, q *request) error
 			return h.writeLogHeader(w)
 		}
 	}
-	for _, unsupported := range []string{"sinceSeconds", "sinceTime", "limitBytes"} {
-		if p.Get(unsupported) != "" {
-			return apierrors.Invalid(unsupported, "not supported by Tugboat's kubelet yet (use tailLines)")
+	for _, f := range []struct {
+		name string
+		dst  *int64
+	}{{"sinceSeconds", &req.SinceSeconds}, {"limitBytes", &req.LimitBytes}} {
+		if v := p.Get(f.name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 1 {
+				return apierrors.New(apierrors.ErrBadRequest, "%s %q: want a positive integer", f.name, v)
+			}
+			*f.dst = n
 		}
+	}
+	if v := p.Get("sinceTime"); v != "" {
+		ts, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return apierrors.New(apierrors.ErrBadRequest, "sinceTime %q: want an RFC 3339 time", v)
+		}
+		req.SinceTime = timestamppb.New(ts)
 	}
 	started := false
 	stream := &localStream[struct{}, v1.LogsChunk]{ctx: r.Context(), send: func(c *v1.LogsChunk) error {

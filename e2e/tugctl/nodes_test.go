@@ -22,11 +22,12 @@ func TestTugctlOnNodes(t *testing.T) {
 	if err := c.WaitNodesReady(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	// box serves /var/www over HTTP on 8080 and keeps a log line a
-	// second... it writes three lines, then serves.
+	// box writes three lines, then serves /var/www over
+	// HTTP on 8080.
 	e.ok(t, "run", "box", "--image="+images.BusyboxRef, "--image-pull-policy=IfNotPresent", "--port=8080", "--command", "--",
-		"sh", "-c", `echo one; echo two >&2; echo three; echo hello-from-box > /var/www/index.html; exec httpd -f -p 8080 -h /var/www`)
+		"sh", "-c", `echo one; echo two; echo three; echo hello-from-box > /var/www/index.html; exec httpd -f -p 8080 -h /var/www`)
 	e.ok(t, "wait", "--for=condition=Ready", "pod/box", "--timeout=90s")
+	t.Run("logs", func(t *testing.T) { testLogs(t, e) })
 	t.Run("cp", func(t *testing.T) { testCp(t, e) })
 	t.Run("port-forward", func(t *testing.T) { testPortForward(t, e) })
 }
@@ -112,5 +113,25 @@ func testPortForward(t *testing.T, e *env) {
 		if resp.StatusCode != 200 || string(body) != "hello-from-box\n" {
 			t.Fatalf("GET %d: %d %q", i, resp.StatusCode, body)
 		}
+	}
+}
+
+// testLogs reads box's log from its kubelet with the options that work
+// on every runtime backend.
+func testLogs(t *testing.T, e *env) {
+	eventually(t, "box's three lines", func() error {
+		if out := e.ok(t, "logs", "box"); out != "one\ntwo\nthree\n" {
+			return fmt.Errorf("log %q", out)
+		}
+		return nil
+	})
+	if out := e.ok(t, "logs", "box", "--tail=2"); out != "two\nthree\n" {
+		t.Errorf("--tail=2: %q", out)
+	}
+	if out := e.ok(t, "logs", "box", "--limit-bytes=6"); out != "one\ntw" {
+		t.Errorf("--limit-bytes=6: %q", out)
+	}
+	if out := e.ok(t, "logs", "-l", "run=box", "--prefix", "--all-containers"); out != "[pod/box/box] one\n[pod/box/box] two\n[pod/box/box] three\n" {
+		t.Errorf("-l --prefix --all-containers: %q", out)
 	}
 }

@@ -36,8 +36,10 @@ const (
 type criDecoder struct {
 	w          io.Writer
 	timestamps bool
-	pending    []byte
-	partial    map[string]*partLine
+	// since drops the lines whose (first part's) time is before it.
+	since   time.Time
+	pending []byte
+	partial map[string]*partLine
 }
 
 // partLine is a line in parts: its text so far, the time of its first
@@ -101,6 +103,9 @@ func (d *criDecoder) entry(line []byte) error {
 }
 
 func (d *criDecoder) emit(ts time.Time, continued bool, text []byte, newline bool) error {
+	if ts.Before(d.since) {
+		return nil
+	}
 	var out []byte
 	if d.timestamps && !continued {
 		out = append(ts.UTC().AppendFormat(out, time.RFC3339Nano), ' ')

@@ -90,6 +90,8 @@ func TestReadLogCRI(t *testing.T) {
 		{LogOptions{Format: LogFormatCRI}, "a\nb\nc\n"},
 		{LogOptions{Format: LogFormatCRI, TailLines: 2, Timestamps: true}, "2024-01-01T00:00:02Z b\n2024-01-01T00:00:03Z c\n"},
 		{LogOptions{Format: LogFormatCRI, LimitBytes: 3}, "a\nb"},
+		{LogOptions{Format: LogFormatCRI, Since: time.Date(2024, 1, 1, 0, 0, 2, 0, time.UTC)}, "b\nc\n"},
+		{LogOptions{Format: LogFormatCRI, Since: time.Date(2024, 1, 1, 0, 0, 2, 1, time.UTC), Timestamps: true}, "2024-01-01T00:00:03Z c\n"},
 	} {
 		var b bytes.Buffer
 		if err := ReadLog(context.Background(), path, tc.opts, &b); err != nil {
@@ -101,6 +103,9 @@ func TestReadLogCRI(t *testing.T) {
 	}
 	if err := ReadLog(context.Background(), path, LogOptions{Timestamps: true}, &bytes.Buffer{}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("timestamps on a raw log: %v, want ErrInvalid", err)
+	}
+	if err := ReadLog(context.Background(), path, LogOptions{Since: time.Now()}, &bytes.Buffer{}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("since on a raw log: %v, want ErrInvalid", err)
 	}
 }
 

@@ -39,6 +39,9 @@ type LogOptions struct {
 	// (ErrInvalid). TailLines counts the file's entries, so a line the
 	// runtime split counts once per part.
 	Timestamps bool
+	// Since, if set, skips the lines the runtime read before it. As
+	// Timestamps, only a CRI log has times (ErrInvalid for a raw one).
+	Since time.Time
 }
 
 // ReadLog copies the container log at path to w: first the rotated files
@@ -53,12 +56,15 @@ func ReadLog(ctx context.Context, path string, opts LogOptions, w io.Writer) err
 	if opts.Timestamps && opts.Format != LogFormatCRI {
 		return fmt.Errorf("log %s: timestamps: the runtime wrote this log as raw output, with no time per line: %w", path, ErrInvalid)
 	}
+	if !opts.Since.IsZero() && opts.Format != LogFormatCRI {
+		return fmt.Errorf("log %s: since: the runtime wrote this log as raw output, with no time per line: %w", path, ErrInvalid)
+	}
 	if opts.LimitBytes > 0 {
 		w = &limitWriter{w: w, left: opts.LimitBytes}
 	}
 	var dec *criDecoder
 	if opts.Format == LogFormatCRI {
-		dec = &criDecoder{w: w, timestamps: opts.Timestamps}
+		dec = &criDecoder{w: w, timestamps: opts.Timestamps, since: opts.Since}
 		w = dec
 	}
 	err := readLog(ctx, path, opts, w)

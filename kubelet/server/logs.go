@@ -14,10 +14,24 @@ import (
 // attempt, or with previous of the one before. Follow streams what the
 // container writes until it exits or the caller goes away. A CRI
 // runtime's log (the CRI log format) is decoded, with each line's time
-// first for timestamps; the native backend keeps the container's raw
-// output, with no time per line, so timestamps is refused there.
+// first for timestamps and older lines skipped for since; the native
+// backend keeps the container's raw output, with no time per line, so
+// timestamps and since are refused there.
 func (s *Server) Logs(req *v1.LogsRequest, stream v1.NodeAPI_LogsServer) error {
 	ctx := stream.Context()
+	var since time.Time
+	switch {
+	case req.SinceSeconds < 0:
+		return errorf(apierrors.ErrInvalid, "sinceSeconds: %d: must be positive", req.SinceSeconds)
+	case req.LimitBytes < 0:
+		return errorf(apierrors.ErrInvalid, "limitBytes: %d: must be positive", req.LimitBytes)
+	case req.SinceSeconds > 0 && req.SinceTime != nil:
+		return errorf(apierrors.ErrInvalid, "sinceSeconds, sinceTime: at most one of them")
+	case req.SinceSeconds > 0:
+		since = time.Now().Add(-time.Duration(req.SinceSeconds) * time.Second)
+	case req.SinceTime != nil:
+		since = req.SinceTime.AsTime()
+	}
 	pod, name, err := s.pod(req.Namespace, req.Pod, req.Container)
 	if err != nil {
 		return grpcErr(err)
@@ -37,10 +51,15 @@ func (s *Server) Logs(req *v1.LogsRequest, stream v1.NodeAPI_LogsServer) error {
 	default:
 		c = as[0]
 	}
-	if req.Timestamps && c.LogFormat != runtime.LogFormatCRI {
-		return errorf(apierrors.ErrInvalid, "timestamps: not supported by node %s's runtime backend: it keeps container logs as raw output, with no time per line (the CRI backend, --runtime cri, has them)", s.cfg.NodeName)
+	opts := runtime.LogOptions{TailLines: int(req.TailLines), LimitBytes: req.LimitBytes,
+		Format: c.LogFormat, Timestamps: req.Timestamps, Since: since}
+	if (opts.Timestamps || !since.IsZero()) && c.LogFormat != runtime.LogFormatCRI {
+		what := "timestamps"
+		if !since.IsZero() {
+			what = "since"
+		}
+		return errorf(apierrors.ErrInvalid, "%s: not supported by node %s's runtime backend: it keeps container logs as raw output, with no time per line (the CRI backend, --runtime cri, has them)", what, s.cfg.NodeName)
 	}
-	opts := runtime.LogOptions{TailLines: int(req.TailLines), Format: c.LogFormat, Timestamps: req.Timestamps}
 	if req.Follow && !req.Previous && c.State != runtime.ContainerExited {
 		opts.Follow = true
 		done := make(chan struct{})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/client"
@@ -211,6 +212,10 @@ func TestLogs(t *testing.T) {
 		{"timestamps of a raw log", &v1.LogsRequest{Pod: "web", Timestamps: true}, "", "timestamps: not supported"},
 		{"CRI log", &v1.LogsRequest{Pod: "att"}, "hello\noops\n", ""},
 		{"CRI log with timestamps", &v1.LogsRequest{Pod: "att", Timestamps: true}, "2026-12-01T10:00:00.000000001Z hello\n2026-12-01T10:00:01Z oops\n", ""},
+		{"CRI log since a time", &v1.LogsRequest{Pod: "att", SinceTime: timestamppb.New(time.Date(2026, 12, 1, 10, 0, 0, 500000000, time.UTC))}, "oops\n", ""},
+		{"since on a raw log", &v1.LogsRequest{Pod: "web", SinceSeconds: 10}, "", "since: not supported by node"},
+		{"since twice", &v1.LogsRequest{Pod: "web", SinceSeconds: 10, SinceTime: timestamppb.Now()}, "", "at most one of them"},
+		{"limit", &v1.LogsRequest{Pod: "web", LimitBytes: 9}, "line 1\nli", ""},
 		{"ambiguous", &v1.LogsRequest{Pod: "two"}, "", "choose one of: [a b]"},
 	} {
 		got, err := readLogs(t, api, tc.req)
