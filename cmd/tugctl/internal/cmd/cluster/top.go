@@ -13,6 +13,7 @@ import (
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/kinds"
+	"github.com/tugboat/tugboat/api/labels"
 	"github.com/tugboat/tugboat/api/table"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/allocation"
@@ -20,20 +21,37 @@ import (
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/printers"
 )
 
+// topFlags are top's flags, for nodes and pods alike (--containers only
+// for pods).
+type topFlags struct {
+	containers bool
+	selector   string
+	sortBy     string
+	noHeaders  bool
+}
+
 func newTopCommand(o *cli.Options) *cobra.Command {
-	var containers bool
+	f := &topFlags{}
 	cmd := &cobra.Command{
-		Use:   "top (nodes|pods) [NAME]",
+		Use:   "top (nodes|pods) [NAME] [-l SELECTOR] [--sort-by cpu|memory] [--no-headers]",
 		Short: "Show cpu and memory use of nodes or pods beside their requests and limits",
 		Long: `Show cpu (millicores, averaged over the kubelet's last sampling window) and
 memory (working set) use, read from each node's kubelet (cgroup statistics,
 through the apiserver), beside what the pods request and are limited to.
 Percentages are of the node's allocatable. A node that is not Ready or does
-not answer shows <unknown>.`,
+not answer shows <unknown>. --sort-by cpu or memory puts the largest use
+first (unknown last).`,
 		Example: `  tugctl top nodes
-  tugctl top pods -A
+  tugctl top pods -A --sort-by memory
+  tugctl top pods -l app=web
   tugctl top pods web --containers`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.sortBy != "" && f.sortBy != "cpu" && f.sortBy != "memory" {
+				return fmt.Errorf("--sort-by %q: want cpu or memory", f.sortBy)
+			}
+			if len(args) == 2 && f.selector != "" {
+				return fmt.Errorf("name one or use -l, not both")
+			}
 			if len(args) == 0 || len(args) > 2 {
 				return fmt.Errorf("want top nodes [NAME] or top pods [NAME]")
 			}
@@ -47,15 +65,60 @@ not answer shows <unknown>.`,
 			}
 			switch k.Name {
 			case "Node":
-				return runTopNodes(cmd.Context(), o, name)
+				if f.containers {
+					return fmt.Errorf("--containers: only with top pods")
+				}
+				return runTopNodes(cmd.Context(), o, name, f)
 			case "Pod":
-				return runTopPods(cmd.Context(), o, name, containers)
+				return runTopPods(cmd.Context(), o, name, f)
 			}
 			return fmt.Errorf("top %s: want nodes or pods", args[0])
 		},
 	}
-	cmd.Flags().BoolVar(&containers, "containers", false, "with pods: one line per container")
+	fl := cmd.Flags()
+	fl.BoolVar(&f.containers, "containers", false, "with pods: one line per container")
+	fl.StringVarP(&f.selector, "selector", "l", "", "only the nodes or pods with these labels")
+	fl.StringVar(&f.sortBy, "sort-by", "", "cpu or memory: the largest use first")
+	fl.BoolVar(&f.noHeaders, "no-headers", false, "omit the header line")
 	return cmd
+}
+
+// topRow is a line of top's table and the use it shows (-1: unknown),
+// for --sort-by.
+type topRow struct {
+	cells    []string
+	cpu, mem int64
+}
+
+// writeTop prints header and rows, sorted by f.sortBy.
+func writeTop(o *cli.Options, f *topFlags, header []string, rows []topRow) {
+	key := func(r topRow) int64 { return r.cpu }
+	if f.sortBy == "memory" {
+		key = func(r topRow) int64 { return r.mem }
+	}
+	if f.sortBy != "" {
+		sort.SliceStable(rows, func(i, j int) bool { return key(rows[i]) > key(rows[j]) })
+	}
+	var out [][]string
+	if !f.noHeaders {
+		out = append(out, header)
+	}
+	for _, r := range rows {
+		out = append(out, r.cells)
+	}
+	printers.WriteRows(o.Out, out)
+}
+
+// labelSelector checks -l.
+func (f *topFlags) labelSelector() (string, error) {
+	if f.selector == "" {
+		return "", nil
+	}
+	s, err := labels.Parse(f.selector)
+	if err != nil {
+		return "", fmt.Errorf("-l %q: %v", f.selector, err)
+	}
+	return s.String(), nil
 }
 
 // nodeStats asks each named node's kubelet for its stats, in parallel; a
@@ -83,12 +146,16 @@ func nodeStats(ctx context.Context, c *client.Client, nodes []string) map[string
 	return out
 }
 
-func runTopNodes(ctx context.Context, o *cli.Options, name string) error {
+func runTopNodes(ctx context.Context, o *cli.Options, name string, f *topFlags) error {
+	sel, err := f.labelSelector()
+	if err != nil {
+		return err
+	}
 	c, err := o.Client()
 	if err != nil {
 		return err
 	}
-	nodes, _, err := client.For[*v1.Node](c).List(ctx, client.ListOptions{})
+	nodes, _, err := client.For[*v1.Node](c).List(ctx, client.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return err
 	}
@@ -127,7 +194,8 @@ func runTopNodes(ctx context.Context, o *cli.Options, name string) error {
 		}
 	}
 	stats := nodeStats(ctx, c, ready)
-	rows := [][]string{{"NAME", "CPU(cores)", "CPU%", "CPU REQUESTS", "CPU LIMITS", "MEMORY(bytes)", "MEMORY%", "MEMORY REQUESTS", "MEMORY LIMITS"}}
+	header := []string{"NAME", "CPU(cores)", "CPU%", "CPU REQUESTS", "CPU LIMITS", "MEMORY(bytes)", "MEMORY%", "MEMORY REQUESTS", "MEMORY LIMITS"}
+	var rows []topRow
 	for _, n := range nodes {
 		nm := n.GetMetadata().GetName()
 		cpuAlloc, memAlloc := allocation.Allocatable(n)
@@ -136,21 +204,28 @@ func runTopNodes(ctx context.Context, o *cli.Options, name string) error {
 			r = &allocation.Resources{}
 		}
 		useCPU, cpuPct, useMem, memPct := "<unknown>", "<unknown>", "<unknown>", "<unknown>"
+		cpuUse, memUse := int64(-1), int64(-1)
 		if s := stats[nm]; s != nil {
 			u := s.GetNode()
+			cpuUse, memUse = u.GetCpuMilli(), u.GetMemoryBytes()
 			useCPU, cpuPct = allocation.CPU(u.GetCpuMilli()), cmp.Or(allocation.Percent(u.GetCpuMilli(), cpuAlloc), "<unknown>")
 			useMem, memPct = allocation.Memory(u.GetMemoryBytes()), cmp.Or(allocation.Percent(u.GetMemoryBytes(), memAlloc), "<unknown>")
 		}
-		rows = append(rows, []string{nm, useCPU, cpuPct,
+		rows = append(rows, topRow{cpu: cpuUse, mem: memUse, cells: []string{nm, useCPU, cpuPct,
 			allocation.WithPercent(allocation.CPU(r.CPURequest), r.CPURequest, cpuAlloc), allocation.WithPercent(allocation.CPU(r.CPULimit), r.CPULimit, cpuAlloc),
 			useMem, memPct,
-			allocation.WithPercent(allocation.Memory(r.MemoryRequest), r.MemoryRequest, memAlloc), allocation.WithPercent(allocation.Memory(r.MemoryLimit), r.MemoryLimit, memAlloc)})
+			allocation.WithPercent(allocation.Memory(r.MemoryRequest), r.MemoryRequest, memAlloc), allocation.WithPercent(allocation.Memory(r.MemoryLimit), r.MemoryLimit, memAlloc)}})
 	}
-	printers.WriteRows(o.Out, rows)
+	writeTop(o, f, header, rows)
 	return nil
 }
 
-func runTopPods(ctx context.Context, o *cli.Options, name string, containers bool) error {
+func runTopPods(ctx context.Context, o *cli.Options, name string, f *topFlags) error {
+	containers := f.containers
+	sel, err := f.labelSelector()
+	if err != nil {
+		return err
+	}
 	c, err := o.Client()
 	if err != nil {
 		return err
@@ -161,7 +236,7 @@ func runTopPods(ctx context.Context, o *cli.Options, name string, containers boo
 			return err
 		}
 	}
-	pods, _, err := client.For[*v1.Pod](c).List(ctx, client.ListOptions{Namespace: ns})
+	pods, _, err := client.For[*v1.Pod](c).List(ctx, client.ListOptions{Namespace: ns, LabelSelector: sel})
 	if err != nil {
 		return err
 	}
@@ -203,7 +278,8 @@ func runTopPods(ctx context.Context, o *cli.Options, name string, containers boo
 	if containers {
 		header = append(header, "CONTAINER")
 	}
-	rows := [][]string{append(header, "CPU(cores)", "CPU REQUESTS", "CPU LIMITS", "MEMORY(bytes)", "MEMORY REQUESTS", "MEMORY LIMITS", "NODE")}
+	header = append(header, "CPU(cores)", "CPU REQUESTS", "CPU LIMITS", "MEMORY(bytes)", "MEMORY REQUESTS", "MEMORY LIMITS", "NODE")
+	var rows []topRow
 	for _, p := range keep {
 		m := p.GetMetadata()
 		prefix := []string{m.GetName()}
@@ -214,23 +290,30 @@ func runTopPods(ctx context.Context, o *cli.Options, name string, containers boo
 		if !containers {
 			r := allocation.Pod(p)
 			cpu, mem := "<unknown>", "<unknown>"
+			row := topRow{cpu: -1, mem: -1}
 			if ps != nil {
-				cpu, mem = allocation.CPU(ps.GetUsage().GetCpuMilli()), allocation.Memory(ps.GetUsage().GetMemoryBytes())
+				row.cpu, row.mem = ps.GetUsage().GetCpuMilli(), ps.GetUsage().GetMemoryBytes()
+				cpu, mem = allocation.CPU(row.cpu), allocation.Memory(row.mem)
 			} else if stats[p.GetSpec().GetNodeName()] != nil {
 				cpu, mem = "0", "0"
+				row.cpu, row.mem = 0, 0
 			}
-			rows = append(rows, append(prefix, cpu, allocation.CPU(r.CPURequest), allocation.CPU(r.CPULimit), mem, allocation.Memory(r.MemoryRequest), allocation.Memory(r.MemoryLimit), p.GetSpec().GetNodeName()))
+			row.cells = append(prefix, cpu, allocation.CPU(r.CPURequest), allocation.CPU(r.CPULimit), mem, allocation.Memory(r.MemoryRequest), allocation.Memory(r.MemoryLimit), p.GetSpec().GetNodeName())
+			rows = append(rows, row)
 			continue
 		}
 		for _, ctr := range p.GetSpec().GetContainers() {
 			r := allocation.Container(ctr)
 			cpu, mem := "<unknown>", "<unknown>"
+			row := topRow{cpu: -1, mem: -1}
 			if u := ps.GetContainers()[ctr.Name]; u != nil {
-				cpu, mem = allocation.CPU(u.GetCpuMilli()), allocation.Memory(u.GetMemoryBytes())
+				row.cpu, row.mem = u.GetCpuMilli(), u.GetMemoryBytes()
+				cpu, mem = allocation.CPU(row.cpu), allocation.Memory(row.mem)
 			}
-			rows = append(rows, append(append(append([]string{}, prefix...), ctr.Name), cpu, allocation.CPU(r.CPURequest), allocation.CPU(r.CPULimit), mem, allocation.Memory(r.MemoryRequest), allocation.Memory(r.MemoryLimit), p.GetSpec().GetNodeName()))
+			row.cells = append(append(append([]string{}, prefix...), ctr.Name), cpu, allocation.CPU(r.CPURequest), allocation.CPU(r.CPULimit), mem, allocation.Memory(r.MemoryRequest), allocation.Memory(r.MemoryLimit), p.GetSpec().GetNodeName())
+			rows = append(rows, row)
 		}
 	}
-	printers.WriteRows(o.Out, rows)
+	writeTop(o, f, header, rows)
 	return nil
 }
