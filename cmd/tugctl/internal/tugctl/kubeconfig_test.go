@@ -185,6 +185,23 @@ contexts:
 	if strings.Contains(r.out, "secret-token-abc") || !strings.Contains(r.out, "token: REDACTED") {
 		t.Errorf("view shows the token:\n%s", r.out)
 	}
+	if r := mustOK(t, run("config", "get-clusters")); r.out != "NAME\none\n" {
+		t.Errorf("get-clusters: %q", r.out)
+	}
+	if r := mustOK(t, run("config", "get-users")); r.out != "NAME\nu\n" {
+		t.Errorf("get-users: %q", r.out)
+	}
+	// --minify keeps the current context and what it uses; --flatten
+	// embeds the CA file.
+	r = mustOK(t, run("config", "view", "--minify"))
+	if !strings.Contains(r.out, "name: renamed") || strings.Contains(r.out, "name: third") {
+		t.Errorf("view --minify:\n%s", r.out)
+	}
+	writeFile(t, dir, "ca.crt", "CADATA")
+	r = mustOK(t, run("config", "view", "--minify", "--flatten"))
+	if !strings.Contains(r.out, "certificate-authority-data: Q0FEQVRB") || !strings.Contains(r.out, "token: secret-token-abc") {
+		t.Errorf("view --flatten:\n%s", r.out)
+	}
 	mustFail(t, run("config", "rename-context", "nope", "x"), `cannot rename the context "nope", it's not in the KUBECONFIG files`)
 	mustFail(t, run("config", "rename-context", "renamed", "third"), `the context "third" already exists`)
 	mustFail(t, run("config", "delete-context", "nope"), "cannot delete context nope, not in")
@@ -195,6 +212,7 @@ contexts:
 		t.Errorf("delete of the current context: %v", r)
 	}
 	mustFail(t, run("config", "current-context"), "current-context is not set")
+	mustFail(t, run("config", "view", "--minify"), "--minify: current-context is not set")
 }
 
 // tugctl's own form keeps its form through rename and delete, and refuses

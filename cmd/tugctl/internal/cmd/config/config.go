@@ -2,8 +2,10 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -51,11 +53,16 @@ kubeconfig cluster's server).`,
 		Short: "Print the config, secrets redacted (--raw shows them)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			raw, _ := cmd.Flags().GetBool("raw")
-			return configView(o, raw)
+			var f viewFlags
+			f.raw, _ = cmd.Flags().GetBool("raw")
+			f.minify, _ = cmd.Flags().GetBool("minify")
+			f.flatten, _ = cmd.Flags().GetBool("flatten")
+			return configView(o, f)
 		},
 	}
 	view.Flags().Bool("raw", false, "show tokens and certificate data")
+	view.Flags().Bool("minify", false, "only the current context, its cluster and its user")
+	view.Flags().Bool("flatten", false, "certificate and key files embedded as data, so the output stands alone (implies --raw)")
 	cmd.AddCommand(
 		view,
 		&cobra.Command{
@@ -79,6 +86,8 @@ kubeconfig cluster's server).`,
 			Short: "List the contexts, marking the current one",
 			RunE:  func(_ *cobra.Command, args []string) error { return configGetContexts(o, args) },
 		},
+		newGetNamesCommand(o, "clusters", func(cfg *api.Config) []string { return slices.Sorted(maps.Keys(cfg.Clusters)) }),
+		newGetNamesCommand(o, "users", func(cfg *api.Config) []string { return slices.Sorted(maps.Keys(cfg.AuthInfos)) }),
 		&cobra.Command{
 			Use:   "use-context NAME",
 			Short: "Make NAME the current context",
@@ -182,13 +191,51 @@ func newDeleteCommand(o *cli.Options, what string, del func(cfg *api.Config, nam
 	}
 }
 
-func configView(o *cli.Options, raw bool) error {
+// newGetNamesCommand is get-clusters or get-users: a NAME column.
+func newGetNamesCommand(o *cli.Options, what string, names func(*api.Config) []string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "get-" + what,
+		Short: "List the " + what + " of the config",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			l, err := o.LoadConfig()
+			if err != nil {
+				return err
+			}
+			rows := [][]string{{"NAME"}}
+			for _, n := range names(l.Config) {
+				rows = append(rows, []string{n})
+			}
+			printers.WriteRows(o.Out, rows)
+			return nil
+		},
+	}
+}
+
+// viewFlags are config view's flags.
+type viewFlags struct {
+	raw, minify, flatten bool
+}
+
+func configView(o *cli.Options, f viewFlags) error {
 	l, err := o.LoadConfig()
 	if err != nil {
 		return err
 	}
 	cfg := l.Config.DeepCopy()
-	if !raw {
+	if f.minify {
+		if cfg.CurrentContext == "" {
+			return fmt.Errorf("--minify: current-context is not set in %s", l.Sources.Describe())
+		}
+		if err := api.MinifyConfig(cfg); err != nil {
+			return fmt.Errorf("--minify: %v", err)
+		}
+	}
+	if f.flatten {
+		if err := api.FlattenConfig(cfg); err != nil {
+			return fmt.Errorf("--flatten: %v", err)
+		}
+	} else if !f.raw {
 		api.ShortenConfig(cfg)
 	}
 	var out []byte
