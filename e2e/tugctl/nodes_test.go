@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tugboat/tugboat/deploy/images"
 	"github.com/tugboat/tugboat/e2e/cluster"
@@ -30,6 +31,7 @@ func TestTugctlOnNodes(t *testing.T) {
 	t.Run("logs", func(t *testing.T) { testLogs(t, e) })
 	t.Run("cp", func(t *testing.T) { testCp(t, e) })
 	t.Run("port-forward", func(t *testing.T) { testPortForward(t, e) })
+	t.Run("attach", func(t *testing.T) { testAttach(t, e) })
 }
 
 // testCp copies a tree into the pod and back, and single files both
@@ -133,5 +135,45 @@ func testLogs(t *testing.T, e *env) {
 	}
 	if out := e.ok(t, "logs", "-l", "run=box", "--prefix", "--all-containers"); out != "[pod/box/box] one\n[pod/box/box] two\n[pod/box/box] three\n" {
 		t.Errorf("-l --prefix --all-containers: %q", out)
+	}
+}
+
+// testAttach: run -i --rm and attach -i against the node's runtime. A
+// backend that cannot attach (the native one) must refuse with a clear
+// error naming the CRI backend; on one that can, the bytes sent come back
+// through the container's process and its exit status is tugctl's.
+func testAttach(t *testing.T, e *env) {
+	// box runs httpd, which writes nothing: an attach just waits.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var errOut bytes.Buffer
+	cmd := e.cmd(ctx, nil, "attach", "box")
+	cmd.Stderr = &errOut
+	_ = cmd.Run()
+	if strings.Contains(errOut.String(), "cannot attach to a running process (the CRI backend can)") {
+		t.Logf("the node's runtime backend cannot attach, and says so: %s", errOut.String())
+		return
+	}
+	if ctx.Err() == nil {
+		t.Fatalf("attach to a running box ended before it was stopped: %s", errOut.String())
+	}
+
+	// run -i --rm: stdin in, the process's output out, its exit status
+	// is tugctl's, the pod is gone.
+	r := e.run(t, "hello stdin\n", "run", "-i", "--rm", "upper", "--image="+images.BusyboxRef, "--image-pull-policy=IfNotPresent",
+		"--restart=Never", "--command", "--", "sh", "-c", "tr a-z A-Z; exit 5")
+	if r.code != 5 || r.out != "HELLO STDIN\npod \"upper\" deleted\n" || !strings.Contains(r.err, "pod default/upper terminated") {
+		t.Errorf("run -i --rm: %v", r)
+	}
+	if r := e.run(t, "", "get", "pod", "upper"); r.code == 0 {
+		t.Errorf("after --rm the pod is still there: %v", r)
+	}
+
+	// attach -i to a container made with stdin (run -i --attach=false).
+	e.ok(t, "run", "-i", "--attach=false", "talk", "--image="+images.BusyboxRef, "--image-pull-policy=IfNotPresent",
+		"--restart=Never", "--command", "--", "sh", "-c", "read l; echo got $l")
+	e.ok(t, "wait", "--for=condition=Ready", "pod/talk", "--timeout=90s")
+	if r := e.run(t, "there\n", "attach", "-i", "talk"); r.code != 0 || r.out != "got there\n" {
+		t.Errorf("attach -i: %v", r)
 	}
 }

@@ -35,6 +35,26 @@ func TestAttach(t *testing.T) {
 	}
 }
 
+// TestAttachStdin writes to the stdin of a container made with stdin
+// and stdinOnce (tugctl run -i): the process reads it to its end, which
+// comes when the attached client closes its own.
+func TestAttachStdin(t *testing.T) {
+	require(t)
+	p := runPod(t, sandboxConfig(t, "attach-stdin"))
+	id := p.container(t, "main", "tr a-z A-Z; exit 5", func(c *runtime.ContainerConfig) { c.Stdin, c.StdinOnce = true, true })
+	waitState(t, id, runtime.ContainerRunning)
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	code, err := testRuntime.Attach(ctx, id, runtime.ExecRequest{Stdin: strings.NewReader("hello stdin\n"), Stdout: &out, Stderr: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "HELLO STDIN\n" || code != 5 {
+		t.Errorf("attached with stdin: %q, exit %d; want HELLO STDIN and 5", out.String(), code)
+	}
+}
+
 // TestPortForward reaches a server on a pod port through the runtime's
 // streaming server, both ways, twice.
 func TestPortForward(t *testing.T) {

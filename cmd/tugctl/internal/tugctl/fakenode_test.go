@@ -270,6 +270,9 @@ func (n *fakeNode) Attach(s v1.NodeAPI_AttachServer) error {
 			break
 		}
 		stdin.Write(m.Stdin)
+		if st.Tty && bytes.Contains(stdin.Bytes(), []byte("q")) {
+			break // a terminal session ends on "q"
+		}
 	}
 	out, exits, code := process(st, stdin.String())
 	if err := s.Send(&v1.ExecOutput{Stdout: []byte(out)}); err != nil {

@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tugboat/tugboat/api/wait"
 	"golang.org/x/sys/unix"
+
+	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 )
 
 // openPTY opens a pseudo-terminal pair: what is written to master is read
@@ -128,5 +130,60 @@ func TestImageImportProgressBar(t *testing.T) {
 	}
 	if strings.Contains(out, "importing "+p) {
 		t.Errorf("the plain-output header was printed on a terminal: %q", out)
+	}
+}
+
+// TestRunTTY runs run -it --rm on a real pseudo-terminal: raw mode while
+// attached (one key gets through without Enter), kubectl's prompt hint,
+// the terminal restored, the exit status the container's, the pod gone.
+func TestRunTTY(t *testing.T) {
+	e := newEnv(t)
+	node := e.startFakeNode("n1")
+	k := e.startFakeKubelet("n1")
+	node.set(func(n *fakeNode) {
+		n.process = func(st *v1.ExecStart, stdin string) (string, bool, int32) {
+			e.finish(t, st.Pod, 7)
+			return "typed " + stdin + "\r\n", true, 7
+		}
+	})
+	master, slave := openPTY(t)
+	fd := int(slave.Fd())
+	before, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut := &lockedBuffer{}, &lockedBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- Execute(ctxT(t), e.options(slave, out, errOut), []string{"run", "-it", "--rm", "shell", "--image=busybox", "--restart=Never", "--", "sh"})
+	}()
+	wait.Eventually(t, 10*time.Second, "the prompt hint", outputHas(errOut, "If you don't see a command prompt, try pressing enter.\n"))
+	wait.Eventually(t, 10*time.Second, "raw mode", func() error {
+		st, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+		if err != nil || st.Lflag&(unix.ICANON|unix.ECHO) != 0 {
+			return fmt.Errorf("lflag %#x, %v", st.Lflag, err)
+		}
+		return nil
+	})
+	if _, err := master.Write([]byte("q")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != 7 || out.String() != "typed q\r\npod \"shell\" deleted\n" {
+			t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("run -it did not end; stdout %q stderr %q", out.String(), errOut.String())
+	}
+	after, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Lflag != before.Lflag || after.Iflag != before.Iflag || after.Oflag != before.Oflag {
+		t.Errorf("terminal not restored: before %+v after %+v", before, after)
+	}
+	if c := k.spec("shell"); c == nil || !c.Tty || !c.Stdin || !c.StdinOnce {
+		t.Errorf("the pod's container: %v", c)
 	}
 }
