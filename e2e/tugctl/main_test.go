@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -19,36 +18,11 @@ import (
 
 var (
 	bins   *cluster.Binaries
-	tugctl string // the binary, built by TestMain
+	tugctl string // the binary, built next to the cluster's by TestMain
 )
 
-func TestMain(m *testing.M) { os.Exit(testMain(m)) }
-
-// testMain builds cmd/tugctl, then the cluster's binaries, and runs the
-// tests. Without a machine that can run a cluster each test skips (fails
-// in CI) through cluster.NewForTest.
-func testMain(m *testing.M) int {
-	if cluster.Check() == nil {
-		dir, err := os.MkdirTemp("", "tugboat-tugctl")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		mod, err := cluster.ModuleDir()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		tugctl = filepath.Join(dir, "tugctl")
-		cmd := exec.Command("go", "build", "-o", tugctl, "./cmd/tugctl")
-		cmd.Dir, cmd.Env = mod, append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "building tugctl: %v\n%s", err, out)
-			return 1
-		}
-	}
-	return cluster.TestMain(m, &bins)
+func TestMain(m *testing.M) {
+	os.Exit(cluster.TestMainWith(m, &bins, map[string]*string{"tugctl": &tugctl}))
 }
 
 // env runs tugctl as the cluster's admin.
