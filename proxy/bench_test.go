@@ -54,17 +54,17 @@ func BenchmarkEndpointChangeToRules(b *testing.B) {
 	srv := apiservertest.Start(b)
 	ctx := context.Background()
 	l := nstest.NewLab(b, 0)
-	svcs, epsAPI := client.For[*v1.Service](srv.Client), client.For[*v1.Endpoints](srv.Client)
+	svcs, epsAPI := client.For[*v1.Service](srv.Client), client.For[*v1.EndpointSlice](srv.Client)
 	// endpointsOf is Service i's endpoints at generation gen (0: the
 	// first); consecutive generations differ.
-	endpointsOf := func(i, gen int) *v1.Endpoints {
+	endpointsOf := func(i, gen int) *v1.EndpointSlice {
 		e := endpoints(fmt.Sprintf("svc-%04d", i))
 		second := 244
 		if gen > 0 {
 			second = 100 + gen%100
 		}
 		for j := 0; j < perService; j++ {
-			e.Subsets[0].Addresses = append(e.Subsets[0].Addresses, &v1.EndpointAddress{Ip: fmt.Sprintf("10.%d.%d.%d", second, i/25, (i%25)*10+j+2)})
+			e.Endpoints = append(e.Endpoints, &v1.Endpoint{Addresses: []string{fmt.Sprintf("10.%d.%d.%d", second, i/25, (i%25)*10+j+2)}})
 		}
 		return e
 	}
@@ -116,7 +116,7 @@ func BenchmarkEndpointChangeToRules(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		e.Subsets = endpointsOf(idx, i+1).Subsets
+		e.Endpoints = endpointsOf(idx, i+1).Endpoints
 		if _, err := epsAPI.Update(ctx, e); err != nil {
 			b.Fatal(err)
 		}

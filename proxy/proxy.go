@@ -4,7 +4,7 @@
 // node's pods to the other nodes' pod CIDRs (package routes) and serves
 // cluster DNS for the node's pods (package dns).
 //
-// Loop: informers for Services, Endpoints and Nodes feed the three parts;
+// Loop: informers for Services, EndpointSlices and Nodes feed the three parts;
 // handlers only record what changed (datapath.Changed, zone updates,
 // routes.Changed). Run waits for the caches to sync, then runs the
 // datapath (a full sync, then incremental batches), the route reconciler
@@ -131,7 +131,8 @@ func Run(ctx context.Context, cfg Config) error {
 	defer cancel()
 
 	svcs := informer.New(client.For[*v1.Service](cfg.Client), informer.Options{Logger: log})
-	eps := informer.New(client.For[*v1.Endpoints](cfg.Client), informer.Options{Logger: log})
+	eps := informer.New(client.For[*v1.EndpointSlice](cfg.Client), informer.Options{Logger: log})
+	eps.AddIndex(indexService, sliceService)
 	nodes := informer.New(client.For[*v1.Node](cfg.Client), informer.Options{Logger: log})
 
 	dp, err := nftables.New(nftables.Config{Table: cfg.Table, ClusterCIDR: cfg.ClusterCIDR, NetNS: cfg.NetNS,
@@ -181,7 +182,7 @@ func Run(ctx context.Context, cfg Config) error {
 		})
 	}
 	spawn("services informer", svcs.Run)
-	spawn("endpoints informer", eps.Run)
+	spawn("endpointslices informer", eps.Run)
 	spawn("nodes informer", nodes.Run)
 	log.Info("waiting for the caches")
 	for _, inf := range []interface{ WaitForSync(context.Context) bool }{svcs, eps, nodes} {
@@ -231,8 +232,22 @@ func upstreamsOf(cfg Config, log *slog.Logger) ([]string, error) {
 	return servers, nil
 }
 
+// indexService indexes EndpointSlices by their Service's key.
+const indexService = "service"
+
+// labelServiceName names a slice's Service (Kubernetes' label).
+const labelServiceName = "kubernetes.io/service-name"
+
+// sliceService is the indexService function: "namespace/service".
+func sliceService(s *v1.EndpointSlice) []string {
+	if n := s.GetMetadata().GetLabels()[labelServiceName]; n != "" {
+		return []string{s.GetMetadata().GetNamespace() + "/" + n}
+	}
+	return nil
+}
+
 // watch connects the informers to the parts. Handlers only record.
-func watch(svcs *informer.Informer[*v1.Service], eps *informer.Informer[*v1.Endpoints], nodes *informer.Informer[*v1.Node],
+func watch(svcs *informer.Informer[*v1.Service], eps *informer.Informer[*v1.EndpointSlice], nodes *informer.Informer[*v1.Node],
 	dp *nftables.Datapath, rt *routes.Manager, zone *dns.Zone) {
 	svcs.AddHandler(informer.Handler[*v1.Service]{
 		OnAdd: func(s *v1.Service) { zone.SetService(s); dp.Changed(v1.Key(s)) },
@@ -247,18 +262,25 @@ func watch(svcs *informer.Informer[*v1.Service], eps *informer.Informer[*v1.Endp
 			dp.Changed(v1.Key(s))
 		},
 	})
-	eps.AddHandler(informer.Handler[*v1.Endpoints]{
-		OnAdd: func(e *v1.Endpoints) { setDNSEndpoints(zone, e); dp.Changed(v1.Key(e)) },
-		OnUpdate: func(old, e *v1.Endpoints) {
-			if !slices.EqualFunc(old.GetSubsets(), e.GetSubsets(), func(a, b *v1.EndpointSubset) bool { return proto.Equal(a, b) }) {
-				setDNSEndpoints(zone, e)
-				dp.Changed(v1.Key(e))
+	// A slice change republishes its Service's endpoints from all of the
+	// Service's slices (the cache already holds the change).
+	sliceChanged := func(s *v1.EndpointSlice) {
+		for _, key := range sliceService(s) {
+			setDNSEndpoints(zone, key, eps.ByIndex(indexService, key))
+			dp.Changed(key)
+		}
+	}
+	eps.AddHandler(informer.Handler[*v1.EndpointSlice]{
+		OnAdd: sliceChanged,
+		OnUpdate: func(old, s *v1.EndpointSlice) {
+			if !slices.EqualFunc(old.GetEndpoints(), s.GetEndpoints(), func(a, b *v1.Endpoint) bool { return proto.Equal(a, b) }) ||
+				!slices.EqualFunc(old.GetPorts(), s.GetPorts(), func(a, b *v1.EndpointSlicePort) bool { return proto.Equal(a, b) }) ||
+				old.GetMetadata().GetLabels()[labelServiceName] != s.GetMetadata().GetLabels()[labelServiceName] {
+				sliceChanged(old)
+				sliceChanged(s)
 			}
 		},
-		OnDelete: func(e *v1.Endpoints) {
-			zone.DeleteEndpoints(e.GetMetadata().GetNamespace(), e.GetMetadata().GetName())
-			dp.Changed(v1.Key(e))
-		},
+		OnDelete: sliceChanged,
 	})
 	nodeChanged := func(*v1.Node) { rt.Changed() }
 	nodes.AddHandler(informer.Handler[*v1.Node]{
@@ -273,34 +295,60 @@ func watch(svcs *informer.Informer[*v1.Service], eps *informer.Informer[*v1.Endp
 	})
 }
 
-// setDNSEndpoints publishes the ready addresses of e in the zone, with
-// their hostnames and named ports.
-func setDNSEndpoints(zone *dns.Zone, e *v1.Endpoints) {
+// setDNSEndpoints publishes the ready endpoints of the Service key's
+// slices in the zone, with their hostnames and named ports (the slice
+// controller marks every endpoint ready under publishNotReadyAddresses).
+func setDNSEndpoints(zone *dns.Zone, key string, list []*v1.EndpointSlice) {
+	ns, name, _ := strings.Cut(key, "/")
 	var out []dns.Endpoint
-	for _, ss := range e.GetSubsets() {
+	seen := map[netip.Addr]int{}
+	for _, s := range list {
+		if s.GetAddressType() != "IPv4" {
+			continue
+		}
 		var ports []dns.EndpointPort
-		for _, p := range ss.GetPorts() {
+		for _, p := range s.GetPorts() {
 			if p.GetName() != "" && p.GetPort() > 0 && p.GetPort() <= 65535 {
 				ports = append(ports, dns.EndpointPort{Name: p.GetName(), Protocol: p.GetProtocol(), Port: uint16(p.GetPort())})
 			}
 		}
-		for _, a := range ss.GetAddresses() {
-			if ip, err := netip.ParseAddr(a.GetIp()); err == nil {
-				out = append(out, dns.Endpoint{IP: ip, Hostname: a.GetHostname(), Ports: ports})
+		for _, e := range s.GetEndpoints() {
+			if c := e.GetConditions(); c != nil && c.Ready != nil && !c.GetReady() {
+				continue
+			}
+			for _, a := range e.GetAddresses() {
+				ip, err := netip.ParseAddr(a)
+				if err != nil {
+					continue
+				}
+				// One address in several slices (one per port set): one
+				// endpoint with all its named ports.
+				if i, ok := seen[ip]; ok {
+					out[i].Ports = append(out[i].Ports, ports...)
+					continue
+				}
+				seen[ip] = len(out)
+				out = append(out, dns.Endpoint{IP: ip, Hostname: e.GetHostname(), Ports: slices.Clone(ports)})
 			}
 		}
 	}
-	zone.SetEndpoints(e.GetMetadata().GetNamespace(), e.GetMetadata().GetName(), out)
+	if len(list) == 0 {
+		zone.DeleteEndpoints(ns, name)
+		return
+	}
+	zone.SetEndpoints(ns, name, out)
 }
 
 // source is the datapath's view of the informer caches.
 type source struct {
 	svcs *informer.Informer[*v1.Service]
-	eps  *informer.Informer[*v1.Endpoints]
+	eps  *informer.Informer[*v1.EndpointSlice]
 }
 
-func (s *source) Service(key string) (*v1.Service, bool)     { return s.svcs.Get(key) }
-func (s *source) Endpoints(key string) (*v1.Endpoints, bool) { return s.eps.Get(key) }
+func (s *source) Service(key string) (*v1.Service, bool) { return s.svcs.Get(key) }
+func (s *source) EndpointSlices(key string) []*v1.EndpointSlice {
+	return s.eps.ByIndex(indexService, key)
+}
 func (s *source) ServiceKeys() []string {
 	list := s.svcs.List()
 	out := make([]string, len(list))

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
@@ -44,13 +45,16 @@ func service(name string, port int32) *v1.Service {
 			Ports: []*v1.ServicePort{{Name: "http", Port: port, TargetPort: "8080"}}}}
 }
 
-func endpoints(name string, ips ...string) *v1.Endpoints {
-	var addrs []*v1.EndpointAddress
+// endpoints is the one EndpointSlice (named as the Service) of Service
+// name, with ready endpoints ips on port http 8080.
+func endpoints(name string, ips ...string) *v1.EndpointSlice {
+	var eps []*v1.Endpoint
 	for _, ip := range ips {
-		addrs = append(addrs, &v1.EndpointAddress{Ip: ip})
+		eps = append(eps, &v1.Endpoint{Addresses: []string{ip}, Conditions: &v1.EndpointConditions{Ready: proto.Bool(true)}})
 	}
-	return &v1.Endpoints{Metadata: &v1.ObjectMeta{Namespace: "default", Name: name},
-		Subsets: []*v1.EndpointSubset{{Addresses: addrs, Ports: []*v1.EndpointPort{{Name: "http", Port: 8080, Protocol: "TCP"}}}}}
+	return &v1.EndpointSlice{Metadata: &v1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{labelServiceName: name}},
+		AddressType: "IPv4", Endpoints: eps,
+		Ports: []*v1.EndpointSlicePort{{Name: proto.String("http"), Port: proto.Int32(8080), Protocol: proto.String("TCP")}}}
 }
 
 // running is a proxy started by a test.
@@ -92,7 +96,7 @@ func TestProxyAgainstAPIServer(t *testing.T) {
 	nstest.Serve(t, l.Pods[0], "pod1", ":8080")
 	nstest.Serve(t, l.Pods[1], "pod2", ":8080")
 
-	nodes, svcs, epsAPI := client.For[*v1.Node](srv.Client), client.For[*v1.Service](srv.Client), client.For[*v1.Endpoints](srv.Client)
+	nodes, svcs, epsAPI := client.For[*v1.Node](srv.Client), client.For[*v1.Service](srv.Client), client.For[*v1.EndpointSlice](srv.Client)
 	for _, n := range []*v1.Node{node("node-a", nstest.PodCIDR, nstest.NodeIP), node("node-b", "10.244.2.0/24", nstest.PeerIP)} {
 		if _, err := nodes.Create(ctx, n); err != nil {
 			t.Fatal(err)
@@ -157,8 +161,8 @@ func TestProxyAgainstAPIServer(t *testing.T) {
 	})
 
 	// An endpoint leaves: once programmed, no request reaches it.
-	if _, err := epsAPI.Mutate(ctx, "default", "web", false, func(e *v1.Endpoints) error {
-		e.Subsets = endpoints("web", nstest.PodIP(1)).Subsets
+	if _, err := epsAPI.Mutate(ctx, "default", "web", false, func(e *v1.EndpointSlice) error {
+		e.Endpoints = endpoints("web", nstest.PodIP(1)).Endpoints
 		return nil
 	}); err != nil {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ var (
 		"namespaces", "nodes", "leases", "replicasets/status", "deployments/status", "pods/status",
 		"jobs", "jobs/status", "cronjobs", "cronjobs/status", "poddisruptionbudgets", "poddisruptionbudgets/status",
 		"daemonsets", "daemonsets/status", "controllerrevisions", "horizontalpodautoscalers", "horizontalpodautoscalers/status",
-		"persistentvolumeclaims", "persistentvolumes", "storageclasses", "statefulsets", "statefulsets/status", "serviceaccounts"}
+		"persistentvolumeclaims", "persistentvolumes", "storageclasses", "statefulsets", "statefulsets/status", "serviceaccounts", "endpointslices"}
 	editable = []string{"pods", "pods/exec", "pods/attach", "pods/portforward", "pods/eviction", "pods/log", "services", "endpoints", "configmaps", "secrets", "events",
 		"replicasets", "deployments", "replicasets/scale", "deployments/scale", "jobs", "cronjobs", "poddisruptionbudgets", "daemonsets", "horizontalpodautoscalers", "persistentvolumeclaims", "statefulsets", "statefulsets/scale", "serviceaccounts"}
 )
@@ -66,8 +66,8 @@ func DefaultPolicy() []v1.Object {
 		clusterRole("system:kube-controller-manager",
 			rule(anyGroup, []string{"pods", "replicasets", "deployments", "jobs", "cronjobs", "daemonsets", "controllerrevisions",
 				"poddisruptionbudgets", "horizontalpodautoscalers", "endpoints", "services", "configmaps", "namespaces", "nodes", "leases",
-				"statefulsets", "persistentvolumes", "persistentvolumeclaims", "storageclasses"}, gcVerbs),
-			rule(anyGroup, []string{"pods", "replicasets", "jobs", "controllerrevisions", "endpoints", "persistentvolumes", "persistentvolumeclaims"}, []string{"create"}),
+				"statefulsets", "persistentvolumes", "persistentvolumeclaims", "storageclasses", "endpointslices"}, gcVerbs),
+			rule(anyGroup, []string{"pods", "replicasets", "jobs", "controllerrevisions", "endpoints", "endpointslices", "persistentvolumes", "persistentvolumeclaims"}, []string{"create"}),
 			rule(anyGroup, []string{"pods/status", "replicasets/status", "deployments/status", "jobs/status", "cronjobs/status",
 				"daemonsets/status", "poddisruptionbudgets/status", "horizontalpodautoscalers/status", "nodes/status",
 				"replicasets/scale", "deployments/scale", "statefulsets/status", "statefulsets/scale",
@@ -80,6 +80,7 @@ func DefaultPolicy() []v1.Object {
 			rule(core, []string{"secrets"}, []string{"list", "watch", "delete"})),
 		clusterRole("system:kube-proxy",
 			rule(core, []string{"services", "endpoints", "nodes", "pods", "namespaces"}, readVerbs),
+			rule([]string{"discovery.k8s.io"}, []string{"endpointslices"}, readVerbs),
 			rule(core, []string{"events"}, []string{"create", "update", "get"})),
 		clusterBinding("cluster-admin", "cluster-admin", "Group", GroupMasters),
 		clusterBinding("system:kube-scheduler", "system:kube-scheduler", "User", "system:kube-scheduler"),

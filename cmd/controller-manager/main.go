@@ -36,6 +36,8 @@ func main() {
 	fs.IntVar(&cfg.Deployment.Workers, "concurrent-deployment-syncs", 5, "Deployments synced in parallel")
 	fs.IntVar(&cfg.GarbageCollector.Workers, "concurrent-gc-syncs", 20, "objects the garbage collector examines in parallel")
 	fs.IntVar(&cfg.Endpoints.Workers, "concurrent-endpoint-syncs", 5, "Services whose Endpoints are synced in parallel")
+	fs.IntVar(&cfg.EndpointSlice.Workers, "concurrent-service-endpoint-syncs", 5, "Services whose EndpointSlices are synced in parallel")
+	fs.IntVar(&cfg.EndpointSlice.MaxEndpointsPerSlice, "max-endpoints-per-slice", 100, "endpoints in one EndpointSlice (1-1000)")
 	fs.IntVar(&cfg.Job.Workers, "concurrent-job-syncs", 5, "Jobs synced in parallel")
 	fs.IntVar(&cfg.CronJob.Workers, "concurrent-cronjob-syncs", 5, "CronJobs synced in parallel")
 	fs.IntVar(&cfg.DaemonSet.Workers, "concurrent-daemonset-syncs", 2, "DaemonSets synced in parallel")

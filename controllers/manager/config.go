@@ -51,6 +51,7 @@ type Config struct {
 	NodeLifecycle    nodelifecycle.Config
 	NodeIPAM         nodeipam.Config
 	Endpoints        endpoints.Config
+	EndpointSlice    endpoints.SliceConfig
 	Job              job.Config
 	CronJob          cronjob.Config
 	Disruption       disruption.Config
@@ -102,7 +103,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("--leader-elect-renew-deadline (%s) must be shorter than --leader-elect-lease-duration (%s)", le.RenewDeadline, le.LeaseDuration)
 		}
 	}
-	for _, v := range []interface{ Validate() error }{&c.ReplicaSet, &c.Deployment, &c.GarbageCollector, &c.NodeLifecycle, &c.NodeIPAM, &c.Endpoints, &c.Job, &c.CronJob, &c.Disruption, &c.DaemonSet, &c.HorizontalPodAutoscaler, &c.PersistentVolume, &c.StatefulSet} {
+	for _, v := range []interface{ Validate() error }{&c.ReplicaSet, &c.Deployment, &c.GarbageCollector, &c.NodeLifecycle, &c.NodeIPAM, &c.Endpoints, &c.EndpointSlice, &c.Job, &c.CronJob, &c.Disruption, &c.DaemonSet, &c.HorizontalPodAutoscaler, &c.PersistentVolume, &c.StatefulSet} {
 		if err := v.Validate(); err != nil {
 			return err
 		}

@@ -62,6 +62,9 @@ func controllers() []entry {
 		}},
 		{"nodeipam", func(d controller.Deps, c *Config) (controller.Runner, error) { return nodeipam.New(d, c.NodeIPAM) }},
 		{"endpoints", func(d controller.Deps, c *Config) (controller.Runner, error) { return endpoints.New(d, c.Endpoints) }},
+		{"endpointslice", func(d controller.Deps, c *Config) (controller.Runner, error) {
+			return endpoints.NewSlices(d, c.EndpointSlice)
+		}},
 		{"job", func(d controller.Deps, c *Config) (controller.Runner, error) { return job.New(d, c.Job) }},
 		{"cronjob", func(d controller.Deps, c *Config) (controller.Runner, error) { return cronjob.New(d, c.CronJob) }},
 		{"disruption", func(d controller.Deps, c *Config) (controller.Runner, error) { return disruption.New(d, c.Disruption) }},

@@ -70,6 +70,24 @@ func TestServices(t *testing.T) {
 		}
 		return nil
 	})
+	// The proxies program from the EndpointSlices: one slice, the same
+	// four pods ready, each with its node.
+	wait.Eventually(t, 30*time.Second, "web's EndpointSlice", func() error {
+		list, _, err := client.For[*v1.EndpointSlice](api).List(ctx, client.ListOptions{Namespace: "default", LabelSelector: "kubernetes.io/service-name=web"})
+		if err != nil || len(list) != 1 {
+			return fmt.Errorf("slices of web: %d, %v", len(list), err)
+		}
+		ready := 0
+		for _, e := range list[0].Endpoints {
+			if e.GetConditions().GetReady() && (e.GetNodeName() == "node1" || e.GetNodeName() == "node2") {
+				ready++
+			}
+		}
+		if ready != 4 || list[0].Ports[0].GetPort() != 8080 {
+			return fmt.Errorf("web's slice: %d ready endpoints on node1/node2, ports %v", ready, list[0].Ports)
+		}
+		return nil
+	})
 	webPods := podsOf(t, api, "app=web")
 	nodesUsed := map[string]int{}
 	for _, p := range webPods {

@@ -27,8 +27,9 @@ const DefaultTable = "tugboat"
 type Source interface {
 	// Service returns the Service of key "namespace/name".
 	Service(key string) (*v1.Service, bool)
-	// Endpoints returns the Endpoints of key "namespace/name".
-	Endpoints(key string) (*v1.Endpoints, bool)
+	// EndpointSlices returns the EndpointSlices of the Service of key
+	// "namespace/name" (label kubernetes.io/service-name).
+	EndpointSlices(key string) []*v1.EndpointSlice
 	// ServiceKeys lists the keys of every Service.
 	ServiceKeys() []string
 }
@@ -210,8 +211,7 @@ func (d *Datapath) build(key string) *Ruleset {
 	if !ok {
 		return nil
 	}
-	eps, _ := d.cfg.Source.Endpoints(key)
-	sps, err := ServicePorts(svc, eps)
+	sps, err := ServicePorts(svc, d.cfg.Source.EndpointSlices(key))
 	if err != nil {
 		d.log.Warn("skipping service", "service", key, "err", err)
 		return nil

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/proxy/internal/nstest"
 )
@@ -48,6 +50,33 @@ func (f *fakeSource) Endpoints(key string) (*v1.Endpoints, bool) {
 	defer f.mu.Unlock()
 	e, ok := f.eps[key]
 	return e, ok
+}
+
+// EndpointSlices is the Endpoints of key as the one slice per subset an
+// endpoint slice mirror would make of them.
+func (f *fakeSource) EndpointSlices(key string) []*v1.EndpointSlice {
+	e, _ := f.Endpoints(key)
+	return slicesOf(e)
+}
+
+// slicesOf turns Endpoints into slices: addresses ready, not-ready
+// addresses not.
+func slicesOf(e *v1.Endpoints) []*v1.EndpointSlice {
+	var out []*v1.EndpointSlice
+	for _, ss := range e.GetSubsets() {
+		s := &v1.EndpointSlice{AddressType: "IPv4"}
+		for _, p := range ss.GetPorts() {
+			s.Ports = append(s.Ports, &v1.EndpointSlicePort{Name: proto.String(p.GetName()), Protocol: proto.String(p.GetProtocol()), Port: proto.Int32(p.GetPort())})
+		}
+		for _, a := range ss.GetAddresses() {
+			s.Endpoints = append(s.Endpoints, &v1.Endpoint{Addresses: []string{a.GetIp()}, Conditions: &v1.EndpointConditions{Ready: proto.Bool(true)}})
+		}
+		for _, a := range ss.GetNotReadyAddresses() {
+			s.Endpoints = append(s.Endpoints, &v1.Endpoint{Addresses: []string{a.GetIp()}, Conditions: &v1.EndpointConditions{Ready: proto.Bool(false)}})
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 func (f *fakeSource) ServiceKeys() []string {

@@ -133,12 +133,12 @@ func (sp ServicePort) ChainName() string {
 	return fmt.Sprintf("svc-%s/%s/%d", sp.Service, sp.Protocol, sp.Port)
 }
 
-// ServicePorts is the datapath's view of svc and its Endpoints (eps may be
-// nil): one ServicePort per port, each with the ready addresses of the
-// endpoint ports of the same name and protocol. A headless Service (no
-// ClusterIP) has none. Malformed fields (which validation refuses) are
-// reported, naming the field.
-func ServicePorts(svc *v1.Service, eps *v1.Endpoints) ([]ServicePort, error) {
+// ServicePorts is the datapath's view of svc and its EndpointSlices
+// (none: no endpoints): one ServicePort per port, each with the endpoints
+// of the slice ports of the same name and protocol (ReadyEndpoints). A
+// headless Service (no ClusterIP) has none. Malformed fields (which
+// validation refuses) are reported, naming the field.
+func ServicePorts(svc *v1.Service, eps []*v1.EndpointSlice) ([]ServicePort, error) {
 	spec := svc.GetSpec()
 	ipStr := spec.GetClusterIp()
 	if ipStr == "" || ipStr == "None" {
@@ -163,30 +163,55 @@ func ServicePorts(svc *v1.Service, eps *v1.Endpoints) ([]ServicePort, error) {
 		if nodePorts && p.GetNodePort() > 0 && p.GetNodePort() <= 65535 {
 			sp.NodePort = uint16(p.GetNodePort())
 		}
-		sp.Endpoints = readyEndpoints(eps, sp.Name, proto)
+		sp.Endpoints = ReadyEndpoints(eps, sp.Name, proto)
 		out = append(out, sp)
 	}
 	return out, nil
 }
 
-// readyEndpoints collects the ready addresses of the endpoint ports named
-// name with protocol proto, sorted and without duplicates.
-func readyEndpoints(eps *v1.Endpoints, name string, proto Protocol) []Endpoint {
-	var out []Endpoint
-	for _, ss := range eps.GetSubsets() {
-		for _, ep := range ss.GetPorts() {
-			epProto, err := ParseProtocol(ep.GetProtocol())
-			if err != nil || epProto != proto || ep.GetName() != name || ep.GetPort() <= 0 || ep.GetPort() > 65535 {
+// ReadyEndpoints is where new connections to the slice ports named name
+// with protocol proto go, sorted and without duplicates: the ready
+// endpoints (a condition left unset counts as ready, as Kubernetes reads
+// it); if there is none, the serving terminating ones, as kube-proxy does,
+// so a Service whose pods are all shutting down still answers while they
+// drain. Connections already established keep their endpoint whatever
+// happens here: conntrack holds their translation, and only new
+// connections go through the service chain.
+func ReadyEndpoints(eps []*v1.EndpointSlice, name string, proto Protocol) []Endpoint {
+	var ready, draining []Endpoint
+	for _, s := range eps {
+		if s.GetAddressType() != "IPv4" {
+			continue
+		}
+		for _, p := range s.GetPorts() {
+			pProto, err := ParseProtocol(p.GetProtocol())
+			if err != nil || pProto != proto || p.GetName() != name || p.GetPort() <= 0 || p.GetPort() > 65535 {
 				continue
 			}
-			for _, a := range ss.GetAddresses() {
-				ip, err := netip.ParseAddr(a.GetIp())
-				if err != nil || !ip.Is4() {
+			for _, e := range s.GetEndpoints() {
+				c := e.GetConditions()
+				isReady := c == nil || c.Ready == nil || c.GetReady()
+				if !isReady && !(c.GetServing() && c.GetTerminating()) {
 					continue
 				}
-				out = append(out, Endpoint{IP: ip, Port: uint16(ep.GetPort())})
+				for _, a := range e.GetAddresses() {
+					ip, err := netip.ParseAddr(a)
+					if err != nil || !ip.Is4() {
+						continue
+					}
+					ep := Endpoint{IP: ip, Port: uint16(p.GetPort())}
+					if isReady {
+						ready = append(ready, ep)
+					} else {
+						draining = append(draining, ep)
+					}
+				}
 			}
 		}
+	}
+	out := ready
+	if len(out) == 0 {
+		out = draining
 	}
 	slices.SortFunc(out, compareEndpoints)
 	return slices.Compact(out)

@@ -141,7 +141,7 @@ hairpin {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sps, err := ServicePorts(tt.svc, tt.eps)
+			sps, err := ServicePorts(tt.svc, slicesOf(tt.eps))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -330,6 +331,10 @@ func (cl *Cluster) sync(ctx context.Context, key string) error {
 	return nil
 }
 
+// podIPs numbers the fake pod IPs, so every pod gets its own (10.244.0.2,
+// 10.244.0.3, ...: up to 250 per /24), as host-local IPAM gives them.
+var podIPs atomic.Uint32
+
 // runPod sets the status a kubelet reports for a started pod.
 func runPod(p *v1.Pod, ready bool) {
 	now := time.Now()
@@ -337,7 +342,10 @@ func runPod(p *v1.Pod, ready bool) {
 	st.Phase = "Running"
 	st.StartTime = timestamppb.New(now)
 	st.HostIp = "10.0.0.1"
-	st.PodIp = fmt.Sprintf("10.244.%d.%d", len(p.Metadata.Uid)%200, now.UnixNano()%250+2)
+	if st.PodIp == "" {
+		n := podIPs.Add(1) - 1
+		st.PodIp = fmt.Sprintf("10.244.%d.%d", n/250%256, n%250+2)
+	}
 	readyS := "False"
 	if ready {
 		readyS = "True"

@@ -53,6 +53,7 @@ func describers() map[string]describeFunc {
 		"ReplicaSet":              typedDescribe(describeReplicaSet),
 		"Job":                     typedDescribe(describeJob),
 		"CronJob":                 typedDescribe(describeCronJob),
+		"EndpointSlice":           typedDescribe(describeEndpointSlice),
 		"PodDisruptionBudget":     typedDescribe(describePDB),
 		"HorizontalPodAutoscaler": typedDescribe(describeHPA),
 	}
