@@ -189,3 +189,21 @@ func TestCreateGenerators(t *testing.T) {
 		t.Errorf("a failed create configmap stored x")
 	}
 }
+
+func TestCreateServiceAccount(t *testing.T) {
+	e := newEnv(t)
+	if r := mustOK(t, e.run("create", "serviceaccount", "builder", "--dry-run=client")); r.out != "serviceaccount/builder created (dry run)\n" {
+		t.Errorf("dry run: %v", r)
+	}
+	if _, err := client.For[*v1.ServiceAccount](e.c).Get(ctxT(t), "default", "builder"); !apierrors.IsNotFound(err) {
+		t.Fatalf("a dry run stored the account: %v", err)
+	}
+	if r := mustOK(t, e.run("create", "sa", "builder")); r.out != "serviceaccount/builder created\n" {
+		t.Errorf("create sa: %v", r)
+	}
+	if sa := get[*v1.ServiceAccount](t, e.c, "default", "builder"); sa.Metadata.Namespace != "default" {
+		t.Errorf("stored: %v", sa)
+	}
+	mustFail(t, e.run("create", "serviceaccount", "builder"), `serviceaccounts "builder" already exists`)
+	mustFail(t, e.run("create", "serviceaccount", "Bad_Name"), "Bad_Name")
+}

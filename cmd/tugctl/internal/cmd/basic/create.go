@@ -26,6 +26,7 @@ func newCreateCommand(o *cli.Options) *cobra.Command {
 		Short: "Create objects from manifests; fails for objects that exist",
 		Example: `  tugctl create -f pod.yaml
   tugctl create namespace web
+  tugctl create serviceaccount builder -n ci
   tugctl create deployment web --image=nginx:1.25 --replicas=3 --port=80
   tugctl create service nodeport web --tcp=80:8080
   tugctl create configmap app --from-literal=mode=prod --from-file=app.conf
@@ -41,7 +42,7 @@ func newCreateCommand(o *cli.Options) *cobra.Command {
 	cli.RegisterDryRun(cmd, &f.dryRun)
 	cmd.Flags().StringVarP(&f.output, "output", "o", "", "print the created objects: yaml, json, name or a template")
 	cmd.AddCommand(newCreateDeploymentCommand(o), newCreateServiceCommand(o), newCreateConfigMapCommand(o), newCreateSecretCommand(o),
-		newCreateNamespaceCommand(o), newCreateJobCommand(o))
+		newCreateNamespaceCommand(o), newCreateServiceAccountCommand(o), newCreateJobCommand(o))
 	return cmd
 }
 
@@ -108,4 +109,19 @@ func runCreate(ctx context.Context, o *cli.Options, f *createFlags) error {
 		return cli.ErrReported
 	}
 	return nil
+}
+
+func newCreateServiceAccountCommand(o *cli.Options) *cobra.Command {
+	g := &genFlags{}
+	cmd := &cobra.Command{
+		Use:     "serviceaccount NAME",
+		Aliases: []string{"sa"},
+		Short:   "Create a service account",
+		Args:    cli.ExactArgs(1, "NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.emit(cmd.Context(), o, &v1.ServiceAccount{Metadata: &v1.ObjectMeta{Name: args[0]}})
+		},
+	}
+	g.register(cmd)
+	return cmd
 }
