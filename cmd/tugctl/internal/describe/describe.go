@@ -56,6 +56,11 @@ func describers() map[string]describeFunc {
 		"EndpointSlice":           typedDescribe(describeEndpointSlice),
 		"PodDisruptionBudget":     typedDescribe(describePDB),
 		"HorizontalPodAutoscaler": typedDescribe(describeHPA),
+		"DaemonSet":               typedDescribe(describeDaemonSet),
+		"StatefulSet":             typedDescribe(describeStatefulSet),
+		"PersistentVolume":        typedDescribe(describePV),
+		"PersistentVolumeClaim":   typedDescribe(describePVC),
+		"StorageClass":            typedDescribe(describeStorageClass),
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/tugboat/tugboat/api/client"
@@ -98,3 +99,34 @@ func assertContains(t *testing.T, what, out string, want ...string) {
 }
 
 var spaces = regexp.MustCompile(` +`)
+
+// PersistentVolumes, claims and storage classes are described as kubectl
+// does, a claim with the pods that use it; DaemonSets and StatefulSets get
+// their own descriptions.
+func TestDescribeVolumesAndSets(t *testing.T) {
+	e := newEnv(t)
+	mustCreate(t, e.c, &v1.PersistentVolume{Metadata: &v1.ObjectMeta{Name: "pv-1"},
+		Spec: &v1.PersistentVolumeSpec{Capacity: map[string]string{"storage": "1Gi"}, AccessModes: []string{"ReadWriteOnce"},
+			PersistentVolumeReclaimPolicy: "Retain", StorageClassName: "", Local: &v1.LocalVolumeSource{Path: "/data/pv-1"},
+			NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []*v1.NodeSelectorTerm{{
+				MatchFields: []*v1.LabelSelectorRequirement{{Key: "metadata.name", Operator: "In", Values: []string{"node1"}}}}}}}}})
+	mustCreate(t, e.c, &v1.PersistentVolumeClaim{Metadata: &v1.ObjectMeta{Name: "data", Namespace: "default"},
+		Spec: &v1.PersistentVolumeClaimSpec{AccessModes: []string{"ReadWriteOnce"}, StorageClassName: proto.String(""),
+			Resources: &v1.VolumeResourceRequirements{Requests: map[string]string{"storage": "1Gi"}}}})
+	p := testPod("user", nil)
+	p.Spec.Volumes = []*v1.Volume{{Name: "d", PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}
+	mustCreate(t, e.c, p)
+	r := mustOK(t, e.run("describe", "pv", "pv-1"))
+	assertContains(t, "describe pv", r.out, "Reclaim Policy:", "Retain", "Access Modes:", "RWO", "Capacity:", "1Gi",
+		"Term 0:", "metadata.name in [node1]", "LocalVolume", "/data/pv-1")
+	r = mustOK(t, e.run("describe", "pvc", "data"))
+	assertContains(t, "describe pvc", r.out, "Namespace:", "default", "Status:", "Used By:", "user", "VolumeMode:", "Filesystem")
+	r = mustOK(t, e.run("describe", "storageclass", "local-path"))
+	assertContains(t, "describe storageclass", r.out, "IsDefaultClass:", "Yes", "Provisioner:", "tugboat.io/local-path", "WaitForFirstConsumer")
+	mustCreate(t, e.c, &v1.DaemonSet{Metadata: &v1.ObjectMeta{Name: "agent", Namespace: "default"},
+		Spec: &v1.DaemonSetSpec{Selector: &v1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}},
+			Template: &v1.PodTemplateSpec{Metadata: &v1.ObjectMeta{Labels: map[string]string{"app": "agent"}},
+				Spec: &v1.PodSpec{Containers: []*v1.Container{{Name: "agent", Image: "agent:1"}}}}}})
+	r = mustOK(t, e.run("describe", "ds", "agent"))
+	assertContains(t, "describe ds", r.out, "Selector:", "app=agent", "agent:1")
+}
