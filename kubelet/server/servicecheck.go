@@ -115,15 +115,31 @@ func (s *Server) probeSource(ctx context.Context) (pod, netnsPath string) {
 		return "", ""
 	}
 	sort.Slice(sbs, func(i, j int) bool { return sbs[i].CreatedAt.Before(sbs[j].CreatedAt) })
+	resolver, _ := s.cfg.Streams.(NetNSResolver)
 	for _, sb := range sbs {
-		if sb.Config.HostNetwork || sb.Config.NetNSPath == "" || !netns.IsPinned(sb.Config.NetNSPath) {
+		if sb.Config.HostNetwork {
 			continue
 		}
-		if err := netns.DoPath(sb.Config.NetNSPath, func() error { return nil }); err == nil { // still there
-			return sb.Config.Pod.String(), sb.Config.NetNSPath
+		path := sb.Config.NetNSPath
+		if path == "" && resolver != nil {
+			// A runtime that owns the pod network (CRI) names it.
+			path, _ = resolver.SandboxNetNS(ctx, sb.ID)
+		}
+		if path == "" || !strings.HasPrefix(path, "/proc/") && !netns.IsPinned(path) {
+			continue
+		}
+		if err := netns.DoPath(path, func() error { return nil }); err == nil { // still there
+			return sb.Config.Pod.String(), path
 		}
 	}
 	return "", ""
+}
+
+// NetNSResolver is implemented by runtimes that own the pod network (the
+// CRI backend): the path of a sandbox's network namespace, which its
+// config does not hold.
+type NetNSResolver interface {
+	SandboxNetNS(ctx context.Context, sandboxID string) (string, error)
 }
 
 // MaxProbedEndpoints bounds the endpoints CheckService connects to per

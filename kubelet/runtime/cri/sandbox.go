@@ -310,3 +310,38 @@ func copyLabels(m map[string]string) map[string]string {
 	}
 	return out
 }
+
+// SandboxNetNS returns the path of a Ready sandbox's network namespace, as
+// the runtime's verbose status gives it (containerd: the namespace in the
+// pause container's runtime spec, else its process's /proc/PID/ns/net),
+// for code that must act from inside the pod's network (the kubelet's
+// Service check). ErrNotFound for a sandbox that does not exist; an error
+// if the runtime does not say.
+func (r *Runtime) SandboxNetNS(ctx context.Context, id string) (string, error) {
+	ctx, cancel := r.call(ctx)
+	defer cancel()
+	resp, err := r.rs.PodSandboxStatus(ctx, &cri.PodSandboxStatusRequest{PodSandboxId: id, Verbose: true})
+	if err != nil {
+		return "", wrap(err, "sandbox %s", id)
+	}
+	var info struct {
+		Pid         int `json:"pid"`
+		RuntimeSpec struct {
+			Linux struct {
+				Namespaces []struct{ Type, Path string } `json:"namespaces"`
+			} `json:"linux"`
+		} `json:"runtimeSpec"`
+	}
+	if raw, ok := resp.GetInfo()["info"]; ok {
+		_ = json.Unmarshal([]byte(raw), &info)
+	}
+	for _, ns := range info.RuntimeSpec.Linux.Namespaces {
+		if ns.Type == "network" && ns.Path != "" {
+			return ns.Path, nil
+		}
+	}
+	if info.Pid > 0 {
+		return fmt.Sprintf("/proc/%d/ns/net", info.Pid), nil
+	}
+	return "", fmt.Errorf("sandbox %s: the runtime's status names no network namespace", id)
+}

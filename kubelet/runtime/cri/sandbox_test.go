@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tugboat/tugboat/internal/netns"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 )
 
@@ -40,6 +42,25 @@ func TestSandboxLifecycle(t *testing.T) {
 	}
 	if st.State != runtime.SandboxReady || st.CreatedAt.IsZero() {
 		t.Errorf("status %+v, want Ready with a creation time", st)
+	}
+	// The pod's network namespace, from the runtime's verbose status: the
+	// pod's address is in it.
+	nsPath, err := testRuntime.SandboxNetNS(ctx, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var addrs []string
+	if err := netns.DoPath(nsPath, func() error {
+		ifs, err := net.InterfaceAddrs()
+		for _, a := range ifs {
+			addrs = append(addrs, a.String())
+		}
+		return err
+	}); err != nil {
+		t.Fatalf("entering the sandbox's netns %s: %v", nsPath, err)
+	}
+	if !strings.Contains(strings.Join(addrs, " "), p.IP.String()+"/") {
+		t.Errorf("netns %s has addresses %v, not the pod's %s", nsPath, addrs, p.IP)
 	}
 
 	for _, f := range []runtime.SandboxFilter{
