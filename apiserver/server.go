@@ -146,7 +146,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	psa.register(s.admission)
-	s.admission["Pod"] = append(s.admission["Pod"], serviceAccountAdmission{s.store})
+	s.admission["Pod"] = append(s.admission["Pod"], serviceAccountAdmission{s.store}, priorityAdmission{s.store})
+	s.admission["PriorityClass"] = append(s.admission["PriorityClass"], priorityAdmission{s.store})
 	if err := s.setupAuth(); err != nil {
 		s.closeListeners()
 		cli.Close()
@@ -371,6 +372,9 @@ func (s *Server) bootstrap(ctx context.Context) error {
 	}
 	if _, err := s.create(ctx, defaultStorageClass(), false); err != nil && !isAlreadyExists(err) {
 		return fmt.Errorf("creating the default StorageClass: %w", err)
+	}
+	if err := s.ensureSystemPriorityClasses(ctx); err != nil {
+		return err
 	}
 	return s.ensureDefaultServiceAccounts(ctx)
 }

@@ -820,8 +820,14 @@ type PodSpec struct {
 	// service account's automountServiceAccountToken, else true). Only false
 	// is served until the kubelet projects tokens.
 	AutomountServiceAccountToken *bool `protobuf:"varint,60,opt,name=automount_service_account_token,json=automountServiceAccountToken,proto3,oneof" json:"automount_service_account_token,omitempty"`
-	unknownFields                protoimpl.UnknownFields
-	sizeCache                    protoimpl.SizeCache
+	// The PriorityClass whose value the admission writes to spec.priority
+	// (unset: the globalDefault class's, else 0).
+	PriorityClassName string `protobuf:"bytes,61,opt,name=priority_class_name,json=priorityClassName,proto3" json:"priority_class_name,omitempty"`
+	// Never (the only value served until the scheduler preempts); the
+	// admission copies the class's.
+	PreemptionPolicy *string `protobuf:"bytes,62,opt,name=preemption_policy,json=preemptionPolicy,proto3,oneof" json:"preemption_policy,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *PodSpec) Reset() {
@@ -992,6 +998,20 @@ func (x *PodSpec) GetAutomountServiceAccountToken() bool {
 		return *x.AutomountServiceAccountToken
 	}
 	return false
+}
+
+func (x *PodSpec) GetPriorityClassName() string {
+	if x != nil {
+		return x.PriorityClassName
+	}
+	return ""
+}
+
+func (x *PodSpec) GetPreemptionPolicy() string {
+	if x != nil && x.PreemptionPolicy != nil {
+		return *x.PreemptionPolicy
+	}
+	return ""
 }
 
 type PodSecurityContext struct {
@@ -5206,8 +5226,7 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x06status\x18\x03 \x01(\v2\x19.tugboat.api.v1.PodStatusR\x06status\"v\n" +
 	"\x0fPodTemplateSpec\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x12+\n" +
-	"\x04spec\x18\x02 \x01(\v2\x17.tugboat.api.v1.PodSpecR\x04spec\"\x93\n" +
-	"\n" +
+	"\x04spec\x18\x02 \x01(\v2\x17.tugboat.api.v1.PodSpecR\x04spec\"\x8b\v\n" +
 	"\aPodSpec\x12L\n" +
 	"\n" +
 	"containers\x18\x01 \x03(\v2\x19.tugboat.api.v1.ContainerB\x11\xd2\xf3\x18\x04name\xda\xf3\x18\x05mergeR\n" +
@@ -5232,14 +5251,17 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x17active_deadline_seconds\x18\x11 \x01(\x03H\x01R\x15activeDeadlineSeconds\x88\x01\x01\x125\n" +
 	"\x14enable_service_links\x18\x12 \x01(\bH\x02R\x12enableServiceLinks\x88\x01\x01\x12M\n" +
 	"\x10security_context\x18( \x01(\v2\".tugboat.api.v1.PodSecurityContextR\x0fsecurityContext\x12J\n" +
-	"\x1fautomount_service_account_token\x18< \x01(\bH\x03R\x1cautomountServiceAccountToken\x88\x01\x01\x1a?\n" +
+	"\x1fautomount_service_account_token\x18< \x01(\bH\x03R\x1cautomountServiceAccountToken\x88\x01\x01\x12.\n" +
+	"\x13priority_class_name\x18= \x01(\tR\x11priorityClassName\x120\n" +
+	"\x11preemption_policy\x18> \x01(\tH\x04R\x10preemptionPolicy\x88\x01\x01\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B#\n" +
 	"!_termination_grace_period_secondsB\x1a\n" +
 	"\x18_active_deadline_secondsB\x17\n" +
 	"\x15_enable_service_linksB\"\n" +
-	" _automount_service_account_token\"\xe6\x04\n" +
+	" _automount_service_account_tokenB\x14\n" +
+	"\x12_preemption_policy\"\xe6\x04\n" +
 	"\x12PodSecurityContext\x12#\n" +
 	"\vrun_as_user\x18\x01 \x01(\x03H\x00R\trunAsUser\x88\x01\x01\x12%\n" +
 	"\frun_as_group\x18\x02 \x01(\x03H\x01R\n" +

@@ -110,6 +110,10 @@ func PodSpec(errs *Errs, path string, s *v1.PodSpec) {
 	if s.AutomountServiceAccountToken != nil && *s.AutomountServiceAccountToken {
 		errs.Add(path+".automountServiceAccountToken", "true is not supported: the kubelet does not mount service account tokens yet (false, or unset, is served)")
 	}
+	if s.PriorityClassName != "" {
+		DNSSubdomain(errs, path+".priorityClassName", s.PriorityClassName)
+	}
+	preemptionPolicy(errs, path+".preemptionPolicy", s.PreemptionPolicy)
 	if s.DnsPolicy != "" {
 		OneOf(errs, path+".dnsPolicy", s.DnsPolicy, "ClusterFirst", "Default", "None", "ClusterFirstWithHostNet")
 	}
