@@ -255,6 +255,8 @@ func watch(svcs *informer.Informer[*v1.Service], eps *informer.Informer[*v1.Endp
 			if !proto.Equal(old.GetSpec(), s.GetSpec()) {
 				zone.SetService(s)
 				dp.Changed(v1.Key(s))
+			} else if !proto.Equal(old.GetStatus().GetLoadBalancer(), s.GetStatus().GetLoadBalancer()) {
+				dp.Changed(v1.Key(s)) // the load-balancer addresses the datapath accepts
 			}
 		},
 		OnDelete: func(s *v1.Service) {

@@ -68,7 +68,7 @@ func DefaultPolicy() []v1.Object {
 				"poddisruptionbudgets", "horizontalpodautoscalers", "endpoints", "services", "configmaps", "namespaces", "nodes", "leases",
 				"statefulsets", "persistentvolumes", "persistentvolumeclaims", "storageclasses", "endpointslices"}, gcVerbs),
 			rule(anyGroup, []string{"pods", "replicasets", "jobs", "controllerrevisions", "endpoints", "endpointslices", "persistentvolumes", "persistentvolumeclaims"}, []string{"create"}),
-			rule(anyGroup, []string{"pods/status", "replicasets/status", "deployments/status", "jobs/status", "cronjobs/status",
+			rule(anyGroup, []string{"pods/status", "services/status", "replicasets/status", "deployments/status", "jobs/status", "cronjobs/status",
 				"daemonsets/status", "poddisruptionbudgets/status", "horizontalpodautoscalers/status", "nodes/status",
 				"replicasets/scale", "deployments/scale", "statefulsets/status", "statefulsets/scale",
 				"persistentvolumes/status", "persistentvolumeclaims/status"}, []string{"get", "update", "patch"}),

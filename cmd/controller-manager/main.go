@@ -59,8 +59,12 @@ func main() {
 
 	fs.StringVar(&cfg.NodeIPAM.ClusterCIDR, "cluster-cidr", "10.244.0.0/16", "CIDR split into node pod CIDRs")
 	fs.IntVar(&cfg.NodeIPAM.NodeCIDRMaskSize, "node-cidr-mask-size", 24, "prefix length of each node's pod CIDR")
+	lbPool := fs.String("lb-pool", "", "comma-separated IPv4 CIDRs or first-last ranges the load-balancer controller gives LoadBalancer Services; empty: the nodes' InternalIPs")
 	_ = fs.Parse(os.Args[1:])
 	cfg.Controllers = strings.Split(list, ",")
+	if *lbPool != "" {
+		cfg.LoadBalancer.Pool = strings.Split(*lbPool, ",")
+	}
 
 	component.Main("controller-manager", func(ctx context.Context) error {
 		log, err := logs.Logger("controller-manager")

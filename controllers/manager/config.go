@@ -17,6 +17,7 @@ import (
 	"github.com/tugboat/tugboat/controllers/endpoints"
 	"github.com/tugboat/tugboat/controllers/garbagecollector"
 	"github.com/tugboat/tugboat/controllers/job"
+	"github.com/tugboat/tugboat/controllers/loadbalancer"
 	"github.com/tugboat/tugboat/controllers/nodeipam"
 	"github.com/tugboat/tugboat/controllers/nodelifecycle"
 	"github.com/tugboat/tugboat/controllers/podautoscaler"
@@ -52,6 +53,7 @@ type Config struct {
 	NodeIPAM         nodeipam.Config
 	Endpoints        endpoints.Config
 	EndpointSlice    endpoints.SliceConfig
+	LoadBalancer     loadbalancer.Config
 	Job              job.Config
 	CronJob          cronjob.Config
 	Disruption       disruption.Config
@@ -103,7 +105,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("--leader-elect-renew-deadline (%s) must be shorter than --leader-elect-lease-duration (%s)", le.RenewDeadline, le.LeaseDuration)
 		}
 	}
-	for _, v := range []interface{ Validate() error }{&c.ReplicaSet, &c.Deployment, &c.GarbageCollector, &c.NodeLifecycle, &c.NodeIPAM, &c.Endpoints, &c.EndpointSlice, &c.Job, &c.CronJob, &c.Disruption, &c.DaemonSet, &c.HorizontalPodAutoscaler, &c.PersistentVolume, &c.StatefulSet} {
+	for _, v := range []interface{ Validate() error }{&c.ReplicaSet, &c.Deployment, &c.GarbageCollector, &c.NodeLifecycle, &c.NodeIPAM, &c.Endpoints, &c.EndpointSlice, &c.LoadBalancer, &c.Job, &c.CronJob, &c.Disruption, &c.DaemonSet, &c.HorizontalPodAutoscaler, &c.PersistentVolume, &c.StatefulSet} {
 		if err := v.Validate(); err != nil {
 			return err
 		}

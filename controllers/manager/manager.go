@@ -36,6 +36,7 @@ import (
 	"github.com/tugboat/tugboat/controllers/endpoints"
 	"github.com/tugboat/tugboat/controllers/garbagecollector"
 	"github.com/tugboat/tugboat/controllers/job"
+	"github.com/tugboat/tugboat/controllers/loadbalancer"
 	"github.com/tugboat/tugboat/controllers/nodeipam"
 	"github.com/tugboat/tugboat/controllers/nodelifecycle"
 	"github.com/tugboat/tugboat/controllers/podautoscaler"
@@ -64,6 +65,9 @@ func controllers() []entry {
 		{"endpoints", func(d controller.Deps, c *Config) (controller.Runner, error) { return endpoints.New(d, c.Endpoints) }},
 		{"endpointslice", func(d controller.Deps, c *Config) (controller.Runner, error) {
 			return endpoints.NewSlices(d, c.EndpointSlice)
+		}},
+		{"loadbalancer", func(d controller.Deps, c *Config) (controller.Runner, error) {
+			return loadbalancer.New(d, c.LoadBalancer)
 		}},
 		{"job", func(d controller.Deps, c *Config) (controller.Runner, error) { return job.New(d, c.Job) }},
 		{"cronjob", func(d controller.Deps, c *Config) (controller.Runner, error) { return cronjob.New(d, c.CronJob) }},

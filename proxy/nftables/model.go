@@ -123,6 +123,9 @@ type ServicePort struct {
 	Port      uint16
 	// NodePort is 0 unless the Service is of type NodePort.
 	NodePort uint16
+	// LoadBalancerIPs are a LoadBalancer Service's status.loadBalancer
+	// ingress addresses: reached like the ClusterIP, on every node.
+	LoadBalancerIPs []netip.Addr
 	// Endpoints are the ready endpoints, sorted, without duplicates.
 	Endpoints []Endpoint
 }
@@ -150,6 +153,14 @@ func ServicePorts(svc *v1.Service, eps []*v1.EndpointSlice) ([]ServicePort, erro
 		return nil, fmt.Errorf("service %s: spec.clusterIP %q: not an IPv4 address", key, ipStr)
 	}
 	nodePorts := spec.GetType() == "NodePort" || spec.GetType() == "LoadBalancer"
+	var lbIPs []netip.Addr
+	if spec.GetType() == "LoadBalancer" {
+		for _, in := range svc.GetStatus().GetLoadBalancer().GetIngress() {
+			if a, err := netip.ParseAddr(in.GetIp()); err == nil && a.Is4() && a != ip {
+				lbIPs = append(lbIPs, a)
+			}
+		}
+	}
 	out := make([]ServicePort, 0, len(spec.GetPorts()))
 	for i, p := range spec.GetPorts() {
 		proto, err := ParseProtocol(p.GetProtocol())
@@ -163,6 +174,7 @@ func ServicePorts(svc *v1.Service, eps []*v1.EndpointSlice) ([]ServicePort, erro
 		if nodePorts && p.GetNodePort() > 0 && p.GetNodePort() <= 65535 {
 			sp.NodePort = uint16(p.GetNodePort())
 		}
+		sp.LoadBalancerIPs = lbIPs
 		sp.Endpoints = ReadyEndpoints(eps, sp.Name, proto)
 		out = append(out, sp)
 	}

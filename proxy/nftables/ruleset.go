@@ -116,8 +116,15 @@ func Build(sps []ServicePort, opts Options) *Ruleset {
 		}
 		ipKey := IPPortKey{IP: sp.ClusterIP, Protocol: sp.Protocol, Port: sp.Port}
 		npKey := PortKey{Protocol: sp.Protocol, Port: sp.NodePort}
+		lbKeys := make([]IPPortKey, len(sp.LoadBalancerIPs))
+		for i, a := range sp.LoadBalancerIPs {
+			lbKeys[i] = IPPortKey{IP: a, Protocol: sp.Protocol, Port: sp.Port}
+		}
 		if len(sp.Endpoints) == 0 {
 			rs.RejectIPs[ipKey] = struct{}{}
+			for _, k := range lbKeys {
+				rs.RejectIPs[k] = struct{}{}
+			}
 			if sp.NodePort != 0 {
 				rs.RejectNodePorts[npKey] = struct{}{}
 			}
@@ -129,6 +136,9 @@ func Build(sps []ServicePort, opts Options) *Ruleset {
 			ClusterIP: sp.ClusterIP, Port: sp.Port, NodePort: sp.NodePort,
 		}
 		rs.ServiceIPs[ipKey] = name
+		for _, k := range lbKeys {
+			rs.ServiceIPs[k] = name
+		}
 		if sp.NodePort != 0 {
 			rs.NodePorts[npKey] = name
 		}

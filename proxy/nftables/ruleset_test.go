@@ -56,6 +56,42 @@ hairpin {
 }
 `,
 	}, {
+		name: "LoadBalancer: its ingress addresses reach the service chain; without endpoints they are rejected",
+		svc: func() *v1.Service {
+			s := svc("lb", "LoadBalancer", "10.96.0.22", port("", "TCP", 80, 30081))
+			s.Status = &v1.ServiceStatus{LoadBalancer: &v1.LoadBalancerStatus{Ingress: []*v1.LoadBalancerIngress{{Ip: "192.0.2.10"}, {Ip: "192.0.2.11"}}}}
+			return s
+		}(),
+		eps: eps(&v1.EndpointSubset{Addresses: addrs("10.244.1.2"), Ports: []*v1.EndpointPort{{Port: 80, Protocol: "TCP"}}}),
+		want: `chain svc-default/lb/tcp/80 {
+	ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000
+	meta l4proto tcp dnat to 10.244.1.2:80
+}
+service-ips {
+	10.96.0.22 . tcp . 80 : goto svc-default/lb/tcp/80
+	192.0.2.10 . tcp . 80 : goto svc-default/lb/tcp/80
+	192.0.2.11 . tcp . 80 : goto svc-default/lb/tcp/80
+}
+service-nodeports {
+	tcp . 30081 : goto svc-default/lb/tcp/80
+}
+hairpin {
+	10.244.1.2 . 10.244.1.2
+}
+`,
+	}, {
+		name: "LoadBalancer without endpoints",
+		svc: func() *v1.Service {
+			s := svc("lb", "LoadBalancer", "10.96.0.22", port("", "TCP", 80, 0))
+			s.Status = &v1.ServiceStatus{LoadBalancer: &v1.LoadBalancerStatus{Ingress: []*v1.LoadBalancerIngress{{Ip: "192.0.2.10"}}}}
+			return s
+		}(),
+		want: `reject-ips {
+	10.96.0.22 . tcp . 80
+	192.0.2.10 . tcp . 80
+}
+`,
+	}, {
 		name: "one endpoint: plain dnat; NodePort",
 		svc:  svc("np", "NodePort", "10.96.0.21", port("", "TCP", 80, 30080)),
 		eps:  eps(&v1.EndpointSubset{Addresses: addrs("10.244.1.2"), Ports: []*v1.EndpointPort{{Port: 80, Protocol: "TCP"}}}),
