@@ -7,10 +7,7 @@
 package services
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/tugboat/tugboat/e2e/cluster"
@@ -21,29 +18,6 @@ var (
 	proxyBin string
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	if cluster.Check() == nil {
-		dir, err := os.MkdirTemp("", "tugboat-proxy-bin")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		mod, err := cluster.ModuleDir()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/proxy")
-		cmd.Dir = mod
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "go build ./cmd/proxy: %v\n%s", err, out)
-			return 1
-		}
-		proxyBin = filepath.Join(dir, "proxy")
-	}
-	return cluster.TestMain(m, &bins)
+func TestMain(m *testing.M) {
+	os.Exit(cluster.TestMainWith(m, &bins, map[string]*string{"proxy": &proxyBin}))
 }
