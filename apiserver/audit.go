@@ -32,7 +32,9 @@ import (
 //   - logs, exec, attach and port-forward sessions and image imports,
 //     with the pod and its node: a line when the session starts
 //     (stage ResponseStarted) and one with its result (ResponseComplete);
-//   - node tunnel connects (accepted or refused) and their end.
+//   - node tunnel connects (accepted or refused) and their end;
+//   - refused impersonations (verb impersonate); an allowed one's
+//     requests name the impersonated user beside the caller.
 //
 // Both doors call these functions: the gRPC interceptor and handlers, and
 // the Kubernetes HTTP door through kubeBackend and the same NodeAPI relay.
@@ -60,25 +62,29 @@ const (
 )
 
 type auditEntry struct {
-	Time        time.Time `json:"time"`
-	Stage       string    `json:"stage,omitempty"`
-	User        string    `json:"user"`
-	Groups      []string  `json:"groups,omitempty"`
-	AuthMethod  string    `json:"authMethod,omitempty"`
-	Source      string    `json:"source,omitempty"`
-	UserAgent   string    `json:"userAgent,omitempty"`
-	Verb        string    `json:"verb"`
-	Kind        string    `json:"kind,omitempty"`
-	Namespace   string    `json:"namespace,omitempty"`
-	Name        string    `json:"name,omitempty"`
-	Subresource string    `json:"subresource,omitempty"`
-	Node        string    `json:"node,omitempty"`
-	Container   string    `json:"container,omitempty"`
-	Command     []string  `json:"command,omitempty"`
-	Port        int32     `json:"port,omitempty"`
-	Token       string    `json:"token,omitempty"`
-	Code        string    `json:"code,omitempty"`
-	Message     string    `json:"message,omitempty"`
+	Time       time.Time `json:"time"`
+	Stage      string    `json:"stage,omitempty"`
+	User       string    `json:"user"`
+	Groups     []string  `json:"groups,omitempty"`
+	AuthMethod string    `json:"authMethod,omitempty"`
+	// ImpersonatedUser and ImpersonatedGroups are who User acted as
+	// (Kubernetes' impersonatedUser).
+	ImpersonatedUser   string   `json:"impersonatedUser,omitempty"`
+	ImpersonatedGroups []string `json:"impersonatedGroups,omitempty"`
+	Source             string   `json:"source,omitempty"`
+	UserAgent          string   `json:"userAgent,omitempty"`
+	Verb               string   `json:"verb"`
+	Kind               string   `json:"kind,omitempty"`
+	Namespace          string   `json:"namespace,omitempty"`
+	Name               string   `json:"name,omitempty"`
+	Subresource        string   `json:"subresource,omitempty"`
+	Node               string   `json:"node,omitempty"`
+	Container          string   `json:"container,omitempty"`
+	Command            []string `json:"command,omitempty"`
+	Port               int32    `json:"port,omitempty"`
+	Token              string   `json:"token,omitempty"`
+	Code               string   `json:"code,omitempty"`
+	Message            string   `json:"message,omitempty"`
 	// Annotations are what admission noted (Pod Security's policy and
 	// violations), Kubernetes' audit annotations.
 	Annotations map[string]string `json:"annotations,omitempty"`
@@ -98,6 +104,10 @@ func (s *Server) auditEvent(ctx context.Context, e auditEntry) {
 	}
 	e.Time = time.Now().UTC()
 	if u := auth.UserFrom(ctx); u != nil {
+		if u.Impersonator != nil {
+			e.ImpersonatedUser, e.ImpersonatedGroups = u.Name, u.Groups
+			u = u.Impersonator
+		}
 		e.User, e.Groups, e.AuthMethod = u.Name, u.Groups, u.Method
 	}
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {

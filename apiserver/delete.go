@@ -71,10 +71,10 @@ func (s *Server) delete(ctx context.Context, k *kinds.Kind, ns, name string, req
 		}
 		m := cur.GetMetadata()
 		if req.ResourceVersion != 0 && req.ResourceVersion != m.ResourceVersion {
-			return nil, apierrors.Conflict(k.Plural, ns, name, req.ResourceVersion, m.ResourceVersion)
+			return nil, apierrors.Conflict(k.GroupResource(), name)
 		}
 		if req.Uid != "" && req.Uid != m.Uid {
-			return nil, apierrors.New(apierrors.ErrConflict, "%s %q: the UID in the precondition (%s) does not match the UID in record (%s); the object might have been deleted and then recreated", k.Plural, name, req.Uid, m.Uid)
+			return nil, apierrors.New(apierrors.ErrConflict, "Precondition failed: UID in precondition: %s, UID in object meta: %s", req.Uid, m.Uid)
 		}
 		next := proto.Clone(cur).(v1.Object)
 		nm := v1.Meta(next)

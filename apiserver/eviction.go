@@ -68,7 +68,7 @@ func (s *Server) Evict(ctx context.Context, req *v1.DeleteRequest) (*anypb.Any, 
 	pod := cur.(*v1.Pod)
 	m := pod.GetMetadata()
 	if req.ResourceVersion != 0 && req.ResourceVersion != m.GetResourceVersion() {
-		return nil, apierrors.Conflict(podKind.Plural, ns, req.Name, req.ResourceVersion, m.GetResourceVersion())
+		return nil, apierrors.Conflict(podKind.GroupResource(), req.Name)
 	}
 	if disrupts(pod) {
 		for _, c := range evictionChecks(s.cfg.EvictionChecks) {

@@ -40,8 +40,9 @@ func (b kubeBackend) Authenticate(ctx context.Context, r *http.Request) (context
 	actx, err := b.s.authenticate(ctx, "")
 	if err != nil {
 		b.s.auditUnauthenticated(ctx, "HTTP "+r.Method+" "+r.URL.Path, nil, err)
+		return nil, err
 	}
-	return actx, err
+	return b.s.impersonate(actx, r.Header)
 }
 
 func (b kubeBackend) Call(ctx context.Context, method string, req any, h func(ctx context.Context) (any, error)) (any, error) {

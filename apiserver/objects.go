@@ -288,7 +288,7 @@ func (s *Server) updateFrom(ctx context.Context, k *kinds.Kind, in v1.Object, st
 		}
 		have := cur.GetMetadata().ResourceVersion
 		if want != 0 && want != have {
-			return nil, apierrors.Conflict(k.Plural, ns, m.Name, want, have)
+			return nil, apierrors.Conflict(k.GroupResource(), m.Name)
 		}
 		user, err := build(cur)
 		if err != nil {
@@ -406,10 +406,10 @@ func (s *Server) Bind(ctx context.Context, req *v1.BindRequest) (*anypb.Any, err
 	out, err := s.store.UpdateBinding(ctx, podKind, ns, req.Name, b, func(cur v1.Object) (v1.Object, error) {
 		pod := cur.(*v1.Pod)
 		if req.ResourceVersion != 0 && req.ResourceVersion != pod.Metadata.ResourceVersion {
-			return nil, apierrors.Conflict("pods", ns, req.Name, req.ResourceVersion, pod.Metadata.ResourceVersion)
+			return nil, apierrors.Conflict(podKind.GroupResource(), req.Name)
 		}
 		if pod.Spec.NodeName != "" {
-			return nil, apierrors.New(apierrors.ErrConflict, "pod %s/%s is already assigned to node %q", ns, req.Name, pod.Spec.NodeName)
+			return nil, apierrors.New(apierrors.ErrConflict, "Operation cannot be fulfilled on pods/binding %q: pod %s is already assigned to node %q", req.Name, req.Name, pod.Spec.NodeName)
 		}
 		if pod.Metadata.DeletionTimestamp != nil {
 			return nil, apierrors.New(apierrors.ErrConflict, "pod %s/%s is being deleted", ns, req.Name)

@@ -87,7 +87,7 @@ func TestRBACViewRole(t *testing.T) {
 	pods := client.For[*v1.Pod](vera)
 	// No binding yet: denied, naming user, verb, kind and namespace.
 	_, err := pods.Get(ctx, "default", "p")
-	if !isForbidden(err) || !strings.Contains(err.Error(), `user "vera" cannot get pods "p" in namespace "default"`) {
+	if !isForbidden(err) || !strings.Contains(err.Error(), `pods "p" is forbidden: User "vera" cannot get resource "pods" in API group "" in the namespace "default"`) {
 		t.Fatalf("want a Forbidden naming the request, got %v", err)
 	}
 	if _, err := client.For[*v1.ClusterRoleBinding](s.Client).Create(ctx, &v1.ClusterRoleBinding{

@@ -85,7 +85,7 @@ func (a *authService) CreateToken(ctx context.Context, req *v1.CreateTokenReques
 			return nil, apierrors.Invalid("user", "required: the user the token authenticates as")
 		}
 		// A token for a user and groups is as strong as impersonating them.
-		if err := s.authorizeImpersonation(ctx, req.User, req.Groups); err != nil {
+		if err := s.authorizeImpersonation(ctx, req.User, req.Groups, "a token for a user is as strong as impersonating it"); err != nil {
 			return nil, err
 		}
 		for i, g := range req.Groups {
@@ -131,21 +131,6 @@ func (a *authService) CreateToken(ctx context.Context, req *v1.CreateTokenReques
 		resp.Id, resp.Token = id, id+"."+secret
 		return resp, nil
 	}
-}
-
-// authorizeImpersonation checks the caller may act as user in groups
-// (impersonate on users and groups, Kubernetes' verb for it).
-func (s *Server) authorizeImpersonation(ctx context.Context, user string, groups []string) error {
-	const why = " (a token for a user is as strong as impersonating it)"
-	if err := s.authorizeVirtual(ctx, "impersonate", "users", user, why); err != nil {
-		return err
-	}
-	for _, g := range groups {
-		if err := s.authorizeVirtual(ctx, "impersonate", "groups", g, why); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // internalKey marks a context of the apiserver's own writes: admission

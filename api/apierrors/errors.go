@@ -77,7 +77,9 @@ type Error struct {
 	Msg    string
 	Fields FieldErrors
 	// ObjectKind and ObjectName name the object an ErrInvalid built by
-	// FieldErrors.Err is about ("Pod", "web"), when known.
+	// FieldErrors.Err is about ("Pod", "web"), when known; for NotFound,
+	// AlreadyExists and Conflict, its group resource ("deployments.apps")
+	// and name.
 	ObjectKind, ObjectName string
 }
 
@@ -89,26 +91,29 @@ func New(kind error, format string, args ...any) error {
 	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...)}
 }
 
-// NotFound says that kind ns/name does not exist.
-func NotFound(kind, ns, name string) error {
-	return New(ErrNotFound, "%s %q not found", kind, qualified(ns, name))
+// NotFound says that the object name of resource (a group resource,
+// "deployments.apps") does not exist, in Kubernetes' words: `deployments.apps
+// "web" not found`. The error carries the resource and name (ObjectKind,
+// ObjectName) across the wire for the Kubernetes door's Status details.
+func NotFound(resource, name string) error {
+	return objectError(ErrNotFound, resource, name, "%s %q not found", resource, name)
 }
 
-// AlreadyExists says that kind ns/name exists already.
-func AlreadyExists(kind, ns, name string) error {
-	return New(ErrAlreadyExists, "%s %q already exists", kind, qualified(ns, name))
+// AlreadyExists says that the object exists already: `deployments.apps
+// "web" already exists`.
+func AlreadyExists(resource, name string) error {
+	return objectError(ErrAlreadyExists, resource, name, "%s %q already exists", resource, name)
 }
 
-// Conflict says that a write was based on a stale version.
-func Conflict(kind, ns, name string, want, have int64) error {
-	return New(ErrConflict, "%s %q: the object has been modified (resourceVersion %d, stored %d); read it again and retry", kind, qualified(ns, name), want, have)
+// Conflict says that a write was based on a stale version, as Kubernetes
+// says it.
+func Conflict(resource, name string) error {
+	return objectError(ErrConflict, resource, name,
+		"Operation cannot be fulfilled on %s %q: the object has been modified; please apply your changes to the latest version and try again", resource, name)
 }
 
-func qualified(ns, name string) string {
-	if ns == "" {
-		return name
-	}
-	return ns + "/" + name
+func objectError(kind error, resource, name, format string, args ...any) error {
+	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...), ObjectKind: resource, ObjectName: name}
 }
 
 // FieldError is one invalid field: "spec.containers[0].image: required".

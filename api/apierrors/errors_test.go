@@ -20,7 +20,7 @@ func TestFieldErrorsCrossTheWire(t *testing.T) {
 	if len(ae.Fields) != 2 || ae.Fields[0] != fe[0] || ae.Fields[1] != fe[1] || ae.ObjectKind != "Deployment" || ae.ObjectName != "web" {
 		t.Errorf("after the round trip: fields %v (want %v), object %s %q", ae.Fields, fe, ae.ObjectKind, ae.ObjectName)
 	}
-	if nf := FromGRPC(ToGRPC(NotFound("pods", "default", "x"))); !IsNotFound(nf) || nf.(*Error).Fields != nil {
+	if nf := FromGRPC(ToGRPC(NotFound("pods", "x"))); !IsNotFound(nf) || nf.(*Error).Fields != nil {
 		t.Errorf("a NotFound round trip: %#v", nf)
 	}
 }

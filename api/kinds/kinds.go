@@ -42,6 +42,15 @@ type Kind struct {
 // UpdateStatus writes.
 func (k *Kind) HasStatus() bool { return v1.Field(k.New(), "status") != nil }
 
+// GroupResource is how Kubernetes names the kind's resource in messages:
+// "pods", "deployments.apps" (the plural, then the group unless core).
+func (k *Kind) GroupResource() string {
+	if g, _, ok := strings.Cut(k.APIVersion, "/"); ok {
+		return k.Plural + "." + g
+	}
+	return k.Plural
+}
+
 // FullName is the protobuf message name, e.g. tugboat.api.v1.Pod.
 func (k *Kind) FullName() protoreflect.FullName {
 	return k.New().ProtoReflect().Descriptor().FullName()

@@ -26,16 +26,24 @@ func (a Attributes) resourceString() string {
 	return a.Resource
 }
 
-// Denied explains a refusal in one line: who, verb, kind, namespace.
+// Denied explains a refusal in Kubernetes' words, which kubectl prints
+// after "Error from server (Forbidden): ": `deployments.apps "web" is
+// forbidden: User "jane" cannot delete resource "deployments" in API group
+// "apps" in the namespace "default"`, then ": reason" when there is one.
 func (a Attributes) Denied(reason string) string {
+	gr := a.Resource
+	if a.APIGroup != "" {
+		gr += "." + a.APIGroup
+	}
+	what := gr + " is forbidden"
+	if a.Name != "" {
+		what = fmt.Sprintf("%s %q is forbidden", gr, a.Name)
+	}
 	where := "at the cluster scope"
 	if a.Namespace != "" {
-		where = fmt.Sprintf("in namespace %q", a.Namespace)
+		where = fmt.Sprintf("in the namespace %q", a.Namespace)
 	}
-	msg := fmt.Sprintf("user %q cannot %s resource %q %s", a.User.Name, a.Verb, a.resourceString(), where)
-	if a.Name != "" {
-		msg = fmt.Sprintf("user %q cannot %s %s %q %s", a.User.Name, a.Verb, a.resourceString(), a.Name, where)
-	}
+	msg := fmt.Sprintf("%s: User %q cannot %s resource %q in API group %q %s", what, a.User.Name, a.Verb, a.resourceString(), a.APIGroup, where)
 	if reason != "" {
 		msg += ": " + reason
 	}

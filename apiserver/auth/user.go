@@ -23,6 +23,9 @@ type User struct {
 	Serial string
 	// TokenID is the bearer token's id, for users of API-made tokens.
 	TokenID string
+	// Impersonator is the authenticated caller acting as this user
+	// (Method "impersonated"; the Kubernetes door's Impersonate-User).
+	Impersonator *User
 }
 
 // Well-known names.
@@ -32,6 +35,9 @@ const (
 	GroupAuthenticated   = "system:authenticated"
 	GroupUnauthenticated = "system:unauthenticated"
 	UserAnonymous        = "system:anonymous"
+	// ServiceAccountPrefix begins a service account's user name:
+	// system:serviceaccount:NAMESPACE:NAME.
+	ServiceAccountPrefix = "system:serviceaccount:"
 	NodePrefix           = "system:node:"
 )
 

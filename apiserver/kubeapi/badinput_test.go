@@ -19,7 +19,8 @@ type status struct {
 	Reason  string `json:"reason"`
 	Code    int    `json:"code"`
 	Details struct {
-		Causes []struct {
+		Name, Group, Kind string
+		Causes            []struct {
 			Reason, Message, Field string
 		} `json:"causes"`
 	} `json:"details"`
@@ -75,6 +76,33 @@ func testBadInput(t *testing.T, e *env) {
 				t.Fatalf("the Status does not name %q:\n%s", c.mention, body)
 			}
 		})
+	}
+	// NotFound, AlreadyExists and Conflict in Kubernetes' words (kubectl
+	// prints the message after "Error from server (NotFound): "), with the
+	// object in details.
+	words := []struct {
+		method, path, body string
+		message            string
+		name, group, kind  string
+	}{
+		{"GET", "/apis/apps/v1/namespaces/default/deployments/nope", "", `deployments.apps "nope" not found`, "nope", "apps", "deployments"},
+		{"GET", cms + "/nope", "", `configmaps "nope" not found`, "nope", "", "configmaps"},
+		{"DELETE", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles/nope", "", `roles.rbac.authorization.k8s.io "nope" not found`, "nope", "rbac.authorization.k8s.io", "roles"},
+		{"POST", "/api/v1/namespaces", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"default"}}`, `namespaces "default" already exists`, "default", "", "namespaces"},
+		{"PUT", cms + "/settings", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings","resourceVersion":"1"},"data":{"mode":"slow"}}`,
+			`Operation cannot be fulfilled on configmaps "settings": the object has been modified; please apply your changes to the latest version and try again`, "settings", "", "configmaps"},
+	}
+	for _, c := range words {
+		ctype := ""
+		if c.body != "" {
+			ctype = "application/json"
+		}
+		_, body := e.do(t, c.method, c.path, ctype, []byte(c.body))
+		st := parseStatus(t, body)
+		if st.Message != c.message || st.Details.Name != c.name || st.Details.Group != c.group || st.Details.Kind != c.kind {
+			t.Errorf("%s %s: message %q, details %s/%s/%s; want %q, %s/%s/%s", c.method, c.path, st.Message,
+				st.Details.Group, st.Details.Kind, st.Details.Name, c.message, c.group, c.kind, c.name)
+		}
 	}
 	// The invalid field is a cause of its own.
 	_, body := e.do(t, "POST", cms, "application/json", []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"bad6"},"datta":{"a":"b"}}`))

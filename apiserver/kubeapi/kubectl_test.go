@@ -374,6 +374,37 @@ func testKubectlAuth(t *testing.T, e *env) {
 		t.Fatalf("viewer delete: want 403 naming user, verb and resource: %v\n%s", err, out)
 	}
 	e.deployment(t, "nginx-deployment") // still there
+	// kubectl prints the server's words: Kubernetes' own.
+	for _, c := range []struct {
+		cfg  string
+		args []string
+		want string
+	}{
+		{e.view, []string{"delete", "deployment", "nginx-deployment"}, `Error from server (Forbidden): deployments.apps "nginx-deployment" is forbidden: User "viewer" cannot delete resource "deployments" in API group "apps" in the namespace "default"`},
+		{e.admin, []string{"get", "deployment", "nope"}, `Error from server (NotFound): deployments.apps "nope" not found`},
+		{e.admin, []string{"delete", "configmap", "nope"}, `Error from server (NotFound): configmaps "nope" not found`},
+		{e.admin, []string{"create", "namespace", "default"}, `Error from server (AlreadyExists): namespaces "default" already exists`},
+		// Impersonation: the admin (system:masters) may act as the
+		// viewer, and is then refused what the viewer may not do; the
+		// viewer may not act as anyone.
+		{e.admin, []string{"--as=viewer", "delete", "deployment", "nginx-deployment"}, `User "viewer" cannot delete resource "deployments"`},
+		{e.view, []string{"--as=admin", "get", "pods"}, `Error from server (Forbidden): users "admin" is forbidden: User "viewer" cannot impersonate resource "users" in API group "" at the cluster scope`},
+	} {
+		out, err := e.kubectlAs(t, c.cfg, "", c.args...)
+		if err == nil || !strings.Contains(out, c.want) {
+			t.Errorf("kubectl %s: %v, want %q in:\n%s", strings.Join(c.args, " "), err, c.want, out)
+		}
+	}
+	e.deployment(t, "nginx-deployment") // still there
+	if out := e.kubectl(t, "--as=viewer", "get", "deployment", "nginx-deployment", "-o", "name"); strings.TrimSpace(out) != "deployment.apps/nginx-deployment" {
+		t.Errorf("the admin as the viewer reading: %q", out)
+	}
+	if out, _ := e.kubectlAs(t, e.admin, "", "--as=viewer", "auth", "can-i", "delete", "deployments"); !strings.HasPrefix(out, "no") {
+		t.Errorf("can-i --as=viewer delete: %q", out)
+	}
+	if out := e.kubectl(t, "--as=viewer", "--as-group=view-team", "auth", "whoami"); !strings.Contains(out, "viewer") || !strings.Contains(out, "view-team") {
+		t.Errorf("whoami --as=viewer --as-group=view-team:\n%s", out)
+	}
 	out, err = e.kubectlAs(t, e.anon, "", "get", "pods")
 	if err == nil || !strings.Contains(out, "You must be logged in to the server") {
 		t.Fatalf("a revoked token: want 401: %v\n%s", err, out)

@@ -74,7 +74,7 @@ func (h *Handler) scale(w http.ResponseWriter, r *http.Request, q *request) erro
 			return err
 		}
 		if rv, _ := want.Metadata["resourceVersion"].(string); rv != "" && rv != fmt.Sprint(obj.GetMetadata().GetResourceVersion()) {
-			return apierrors.Conflict(q.res.kind.Plural, q.namespace, q.name, 0, obj.GetMetadata().GetResourceVersion())
+			return apierrors.Conflict(q.res.kind.GroupResource(), q.name)
 		}
 	case http.MethodPatch:
 		t, err := patchType(r)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/tugboat/tugboat/api/apierrors"
 )
@@ -96,6 +97,12 @@ func statusOf(err error, t target) *Status {
 		st.Details = &StatusDetails{Name: t.name, Group: t.group, Kind: t.resource}
 	}
 	var ae *apierrors.Error
+	if errors.As(err, &ae) && ae.ObjectKind != "" && objectStatus(err) {
+		// The object the error names (a create's missing namespace is
+		// not the created object): details as Kubernetes fills them.
+		resource, group, _ := strings.Cut(ae.ObjectKind, ".")
+		st.Details = &StatusDetails{Name: ae.ObjectName, Group: group, Kind: resource}
+	}
 	if errors.As(err, &ae) && len(ae.Fields) > 0 {
 		if st.Details == nil {
 			st.Details = &StatusDetails{}
@@ -113,6 +120,12 @@ func statusOf(err error, t target) *Status {
 		}
 	}
 	return st
+}
+
+// objectStatus reports whether err is one whose ObjectKind is a group
+// resource (apierrors.NotFound, AlreadyExists, Conflict).
+func objectStatus(err error) bool {
+	return errors.Is(err, apierrors.ErrNotFound) || errors.Is(err, apierrors.ErrAlreadyExists) || errors.Is(err, apierrors.ErrConflict)
 }
 
 // causeType is Kubernetes' CauseType for a field error's message.

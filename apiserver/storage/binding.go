@@ -45,7 +45,7 @@ func (s *Store) UpdateBinding(ctx context.Context, k *kinds.Kind, ns, name strin
 		}
 		kvs := read.Responses[0].GetResponseRange().Kvs
 		if len(kvs) == 0 {
-			return nil, apierrors.NotFound(k.Plural, ns, name)
+			return nil, apierrors.NotFound(k.GroupResource(), name)
 		}
 		podRev := kvs[0].ModRevision
 		cur, err := s.Decode(k, kvs[0].Key, kvs[0].Value, podRev)
@@ -81,7 +81,7 @@ func (s *Store) UpdateBinding(ctx context.Context, k *kinds.Kind, ns, name strin
 			if attempt < 100 {
 				continue // the pod or another binding to the node moved: read again
 			}
-			return nil, apierrors.Conflict(k.Plural, ns, name, podRev, 0)
+			return nil, apierrors.Conflict(k.GroupResource(), name)
 		}
 		out := proto.Clone(next).(v1.Object)
 		v1.Meta(out).ResourceVersion = resp.Header.Revision

@@ -146,7 +146,7 @@ func (s *Store) Create(ctx context.Context, k *kinds.Kind, obj v1.Object) (v1.Ob
 		return nil, unavailable(err)
 	}
 	if !resp.Succeeded {
-		return nil, apierrors.AlreadyExists(k.Plural, m.Namespace, m.Name)
+		return nil, apierrors.AlreadyExists(k.GroupResource(), m.Name)
 	}
 	out := proto.Clone(obj).(v1.Object)
 	v1.Meta(out).ResourceVersion = resp.Header.Revision
@@ -161,7 +161,7 @@ func (s *Store) Get(ctx context.Context, k *kinds.Kind, ns, name string) (v1.Obj
 		return nil, unavailable(err)
 	}
 	if len(resp.Kvs) == 0 {
-		return nil, apierrors.NotFound(k.Plural, ns, name)
+		return nil, apierrors.NotFound(k.GroupResource(), name)
 	}
 	kv := resp.Kvs[0]
 	return s.Decode(k, kv.Key, kv.Value, kv.ModRevision)
@@ -189,7 +189,7 @@ func (s *Store) Update(ctx context.Context, k *kinds.Kind, obj v1.Object, expect
 		return nil, unavailable(err)
 	}
 	if !resp.Succeeded {
-		return nil, s.casFailure(k, m.Namespace, m.Name, expect, resp)
+		return nil, s.casFailure(k, m.Name, resp)
 	}
 	out := proto.Clone(obj).(v1.Object)
 	v1.Meta(out).ResourceVersion = resp.Header.Revision
@@ -212,19 +212,18 @@ func (s *Store) Delete(ctx context.Context, k *kinds.Kind, obj v1.Object, expect
 		return nil, unavailable(err)
 	}
 	if !resp.Succeeded {
-		return nil, s.casFailure(k, m.Namespace, m.Name, expect, resp)
+		return nil, s.casFailure(k, m.Name, resp)
 	}
 	out := proto.Clone(obj).(v1.Object)
 	v1.Meta(out).ResourceVersion = resp.Header.Revision
 	return out, nil
 }
 
-func (s *Store) casFailure(k *kinds.Kind, ns, name string, expect int64, resp *clientv3.TxnResponse) error {
+func (s *Store) casFailure(k *kinds.Kind, name string, resp *clientv3.TxnResponse) error {
 	if len(resp.Responses) == 0 || len(resp.Responses[0].GetResponseRange().Kvs) == 0 {
-		return apierrors.NotFound(k.Plural, ns, name)
+		return apierrors.NotFound(k.GroupResource(), name)
 	}
-	have := resp.Responses[0].GetResponseRange().Kvs[0].ModRevision
-	return apierrors.Conflict(k.Plural, ns, name, expect, have)
+	return apierrors.Conflict(k.GroupResource(), name)
 }
 
 // GuaranteedUpdate reads the object, applies fn to a copy and writes the

@@ -429,7 +429,7 @@ func (a *fakeAPI) Get(_ context.Context, ns, name string) (*v1.Pod, error) {
 	if p := a.pods[ns+"/"+name]; p != nil {
 		return proto.Clone(p).(*v1.Pod), nil
 	}
-	return nil, apierrors.NotFound("pods", ns, name)
+	return nil, apierrors.NotFound("pods", name)
 }
 
 func (a *fakeAPI) UpdateStatus(_ context.Context, pod *v1.Pod) (*v1.Pod, error) {
@@ -438,10 +438,10 @@ func (a *fakeAPI) UpdateStatus(_ context.Context, pod *v1.Pod) (*v1.Pod, error) 
 	m := pod.GetMetadata()
 	p := a.pods[m.Namespace+"/"+m.Name]
 	if p == nil {
-		return nil, apierrors.NotFound("pods", m.Namespace, m.Name)
+		return nil, apierrors.NotFound("pods", m.Name)
 	}
 	if m.ResourceVersion != 0 && m.ResourceVersion != p.Metadata.ResourceVersion {
-		return nil, apierrors.Conflict("pods", m.Namespace, m.Name, m.ResourceVersion, p.Metadata.ResourceVersion)
+		return nil, apierrors.Conflict("pods", m.Name)
 	}
 	p.Status = proto.Clone(pod.Status).(*v1.PodStatus)
 	p.Metadata.ResourceVersion++
@@ -453,7 +453,7 @@ func (a *fakeAPI) Delete(_ context.Context, ns, name string, _ client.DeleteOpti
 	defer a.mu.Unlock()
 	p := a.pods[ns+"/"+name]
 	if p == nil {
-		return nil, apierrors.NotFound("pods", ns, name)
+		return nil, apierrors.NotFound("pods", name)
 	}
 	delete(a.pods, ns+"/"+name)
 	a.deletes = append(a.deletes, ns+"/"+name)
@@ -476,12 +476,12 @@ func (s *fakeSources) ConfigMap(_ context.Context, ns, name string) (*v1.ConfigM
 	if c := s.configMaps[ns+"/"+name]; c != nil {
 		return c, nil
 	}
-	return nil, apierrors.NotFound("configmaps", ns, name)
+	return nil, apierrors.NotFound("configmaps", name)
 }
 
 func (s *fakeSources) Secret(_ context.Context, ns, name string) (*v1.Secret, error) {
 	if c := s.secrets[ns+"/"+name]; c != nil {
 		return c, nil
 	}
-	return nil, apierrors.NotFound("secrets", ns, name)
+	return nil, apierrors.NotFound("secrets", name)
 }

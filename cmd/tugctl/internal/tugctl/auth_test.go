@@ -81,7 +81,7 @@ func TestAuthWhoAmIAndCanI(t *testing.T) {
 		t.Errorf("vera can-i list pods: %v", r)
 	}
 	r = e.run("--context", "vera", "auth", "can-i", "list", "pods", "-v")
-	if r.code != 1 || !strings.HasPrefix(r.out, `no - user "vera" cannot list resource "pods" in namespace "default"`) {
+	if r.code != 1 || !strings.HasPrefix(r.out, `no - pods is forbidden: User "vera" cannot list resource "pods" in API group "" in the namespace "default"`) {
 		t.Errorf("vera can-i -v: %v", r)
 	}
 	if r := e.run("auth", "can-i", "list", "pods"); r.code != 0 || r.out != "yes\n" {

@@ -49,7 +49,7 @@ func TestLogsAndExecTargets(t *testing.T) {
 	mustFail(t, e.run("logs", "web", "--tail", "0"), "--tail 0: want a positive number")
 	mustFail(t, e.run("logs", "web", "-c", "missing"), `container "missing" not found`)
 	mustFail(t, e.run("logs", "pending"), "not scheduled to a node yet")
-	mustFail(t, e.run("logs", "nope"), `pods "default/nope" not found`)
+	mustFail(t, e.run("logs", "nope"), `pods "nope" not found`)
 	mustFail(t, e.run("logs", "svc/web"), "want a pod, a deployment or a replica set, not services")
 
 	// A deployment's pods: the running, ready one is picked.
@@ -68,7 +68,7 @@ func TestLogsAndExecTargets(t *testing.T) {
 	if !strings.HasPrefix(r.out, "n1/api-b line 1") || r.err != "Found 3 pods, using pod/api-b\n" {
 		t.Errorf("deploy/api: %v", r)
 	}
-	mustFail(t, e.run("logs", "deploy/none"), `deployments "default/none" not found`)
+	mustFail(t, e.run("logs", "deploy/none"), `deployments.apps "none" not found`)
 
 	// -f streams until interrupted, then exits 0.
 	b := e.start("logs", "web", "-f")
