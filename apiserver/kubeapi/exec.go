@@ -55,11 +55,9 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, q *request) err
 		// client certificate the browser holds.
 		return apierrors.New(apierrors.ErrForbidden, "%s from a web page (Origin %q) is refused", q.sub, r.Header.Get("Origin"))
 	}
-	if !websocket.IsWebSocketUpgrade(r) {
-		if q.sub == "portforward" && isSPDYUpgrade(r) {
-			return h.portForwardSPDY(w, r, q)
-		}
-		return apierrors.New(apierrors.ErrBadRequest, "%s needs a WebSocket upgrade (protocol %s)", q.sub, channelProtocols[0])
+	spdy := isSPDYUpgrade(r)
+	if !websocket.IsWebSocketUpgrade(r) && !spdy {
+		return apierrors.New(apierrors.ErrBadRequest, "%s needs a WebSocket upgrade (protocol %s) or a SPDY one", q.sub, channelProtocols[0])
 	}
 	// Refuse before the upgrade, with the right code, what the relay would
 	// refuse: no permission (403), no such pod (404). The relay checks again.
@@ -70,11 +68,17 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, q *request) err
 		return err
 	}
 	if q.sub == "portforward" {
+		if spdy {
+			return h.portForwardSPDY(w, r, q)
+		}
 		return h.portForwardWebSocket(w, r, q)
 	}
 	start, err := execStart(r, q)
 	if err != nil {
 		return err
+	}
+	if spdy {
+		return h.execSPDY(w, r, q.sub, start)
 	}
 	conn, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
@@ -143,7 +147,21 @@ func (h *Handler) relayExec(ctx context.Context, conn *websocket.Conn, sub strin
 	inputs := make(chan *v1.ExecInput, 16)
 	inputs <- &v1.ExecInput{Start: start}
 	go readChannels(ctx, conn, inputs, cancel)
-	exited, code := false, int32(0)
+	exited, code, err := h.runExec(ctx, sub, start, inputs,
+		func(b []byte) error { return out.send(chanStdout, b) }, func(b []byte) error { return out.send(chanStderr, b) })
+	st := exitStatus(err, exited, code)
+	b, _ := json.Marshal(st)
+	_ = out.send(chanError, b)
+	out.mu.Lock()
+	_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+	out.mu.Unlock()
+}
+
+// runExec runs NodeAPI.Exec (Attach, for sub attach) with the inputs (the
+// first is start; a closed channel is the end of input) and writes the
+// command's output with stdout and stderr; it reports how the command
+// ended.
+func (h *Handler) runExec(ctx context.Context, sub string, start *v1.ExecStart, inputs <-chan *v1.ExecInput, stdout, stderr func([]byte) error) (exited bool, code int32, err error) {
 	stream := &localStream[v1.ExecInput, v1.ExecOutput]{ctx: ctx,
 		recv: func() (*v1.ExecInput, error) {
 			select {
@@ -158,12 +176,12 @@ func (h *Handler) relayExec(ctx context.Context, conn *websocket.Conn, sub strin
 		},
 		send: func(o *v1.ExecOutput) error {
 			if len(o.Stdout) > 0 {
-				if err := out.send(chanStdout, o.Stdout); err != nil {
+				if err := stdout(o.Stdout); err != nil {
 					return err
 				}
 			}
 			if len(o.Stderr) > 0 {
-				if err := out.send(chanStderr, o.Stderr); err != nil {
+				if err := stderr(o.Stderr); err != nil {
 					return err
 				}
 			}
@@ -176,16 +194,11 @@ func (h *Handler) relayExec(ctx context.Context, conn *websocket.Conn, sub strin
 	if sub == "attach" {
 		method, run = "Attach", h.b.Nodes().Attach
 	}
-	_, err := h.b.Call(ctx, nodeService+method, start, func(ctx context.Context) (any, error) {
+	_, err = h.b.Call(ctx, nodeService+method, start, func(ctx context.Context) (any, error) {
 		stream.ctx = ctx
 		return nil, run(stream)
 	})
-	st := exitStatus(err, exited, code)
-	b, _ := json.Marshal(st)
-	_ = out.send(chanError, b)
-	out.mu.Lock()
-	_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
-	out.mu.Unlock()
+	return exited, code, err
 }
 
 // readChannels turns the client's messages into ExecInputs until it goes.
