@@ -128,6 +128,10 @@ func testLogs(t *testing.T, e *env) {
 	if out := e.kubectl(t, "logs", "talker", "--tail=2"); strings.Count(out, "\n") != 2 {
 		t.Fatalf("logs --tail=2: %q", out)
 	}
+	// --limit-bytes ends the log after that many bytes, mid-line.
+	if out := e.kubectl(t, "logs", "talker", "--limit-bytes=8"); out != "line 0\nl" {
+		t.Fatalf("logs --limit-bytes=8: %q", out)
+	}
 }
 
 func testExec(t *testing.T, e *env) {
@@ -139,6 +143,15 @@ func testExec(t *testing.T, e *env) {
 	defer cancel()
 	if err := e.cmd(ctx, t, "exec", "talker", "--", "sh", "-c", "exit 3").Run(); err == nil || err.(*exec.ExitError).ExitCode() != 3 {
 		t.Fatalf("exec exit code: %v", err)
+	}
+	// Over SPDY, as kubectl before 1.30 speaks it (this kubectl when
+	// told not to use WebSockets): stdin in, both outputs and the code out.
+	spdy := e.cmd(ctx, t, "exec", "-i", "talker", "--", "sh", "-c", "read l; echo got-$l; echo err >&2; exit 4")
+	spdy.Env = append(spdy.Env, "KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false")
+	spdy.Stdin = strings.NewReader("hi\n")
+	sout, err := spdy.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 4 || !strings.Contains(string(sout), "got-hi") || !strings.Contains(string(sout), "err") {
+		t.Fatalf("exec over SPDY: %v\n%s", err, sout)
 	}
 	// exec -it: a shell on a terminal (script gives kubectl one) that
 	// answers what is typed.
