@@ -135,6 +135,7 @@ Tugboat is up: $ready nodes Ready in ${t_ready}s (images ${t_images}s, compose $
   $kube_hint
   kubectl get nodes        (the Kubernetes API: https://127.0.0.1:$TUGBOAT_KUBE_PORT, $kubeconfig_path)
   $tugctl apply -f deploy/examples/web.yaml
+  $tugctl console          # the live web console of both flows: http://127.0.0.1:8080/ (--open, --listen)
   curl http://127.0.0.1:$TUGBOAT_NODEPORT_1/      # nodePort 30080 on worker-1 (worker-2: $TUGBOAT_NODEPORT_2)
   registry: 127.0.0.1:$TUGBOAT_REGISTRY_PORT (from pods' nodes: registry:5000, plain HTTP)
   make down    removes the containers, networks and volumes
