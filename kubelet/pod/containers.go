@@ -178,6 +178,10 @@ func (r *syncRun) containerConfig(ctx context.Context, c *v1.Container, attempt 
 	if err != nil {
 		return runtime.ContainerConfig{}, err
 	}
+	sec := w.m.cfg.securityConfig(pod, c)
+	if err := r.verifyRunAsNonRoot(ctx, c, sec); err != nil {
+		return runtime.ContainerConfig{}, err
+	}
 	labels := map[string]string{LabelNode: w.m.cfg.NodeName, LabelSpecImage: c.Image}
 	if init {
 		labels[LabelInit] = "true"
@@ -192,6 +196,7 @@ func (r *syncRun) containerConfig(ctx context.Context, c *v1.Container, attempt 
 		WorkingDir: c.WorkingDir,
 		Mounts:     mounts,
 		Resources:  res,
+		Security:   sec,
 		TTY:        c.Tty,
 		Stdin:      c.Stdin,
 		StdinOnce:  c.StdinOnce,

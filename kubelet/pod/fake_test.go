@@ -27,6 +27,7 @@ type fakeRuntime struct {
 	now        func() time.Time
 	seq        int
 	images     map[string]bool
+	imageUsers map[string]string // the images' configured users
 	pullErr    error
 	pulls      int
 	sandboxes  map[string]*runtime.SandboxStatus
@@ -287,7 +288,7 @@ func (f *fakeRuntime) ImageStatus(_ context.Context, ref string) (runtime.ImageS
 		return runtime.ImageStatus{}, runtime.ErrInvalid
 	}
 	if f.images[ref] {
-		return runtime.ImageStatus{Ref: ref}, nil
+		return runtime.ImageStatus{Ref: ref, User: f.imageUsers[ref]}, nil
 	}
 	return runtime.ImageStatus{}, runtime.ErrImageNotPresent
 }

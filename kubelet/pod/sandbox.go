@@ -156,6 +156,8 @@ func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32)
 		NetNSPath:   nsPath,
 		HostNetwork: hostNet,
 		EtcFiles:    runtime.EtcFilesIn(etcDir),
+		Sysctls:     podSysctls(pod),
+		Privileged:  podPrivileged(pod),
 		// The pod's labels, as Kubernetes gives them to the sandbox
 		// (crictl pods --label, crictl inspectp).
 		Labels: sandboxLabels(pod, m.cfg.NodeName),

@@ -41,21 +41,30 @@ import (
 func prepareVolumes(ctx context.Context, cfg Config, src Sources, pod *v1.Pod) (map[string]string, error) {
 	uid := pod.GetMetadata().GetUid()
 	ns := pod.GetMetadata().GetNamespace()
+	fsGroup := fsGroupOf(pod)
+	// With an fsGroup, the files of configMap and secret volumes are
+	// readable by the group (Kubernetes' read-only ownership mask).
+	var groupRead fs.FileMode
+	if fsGroup != nil {
+		groupRead = 0o440
+	}
 	out := map[string]string{}
 	for _, v := range pod.GetSpec().GetVolumes() {
 		var p string
 		var err error
+		owned, readOnly := true, false
 		switch {
 		case v.EmptyDir != nil:
 			p, err = emptyDir(cfg.volumeDir(uid, "empty-dir", v.Name), v.EmptyDir)
 		case v.HostPath != nil:
 			p, err = hostPath(v.HostPath)
+			owned = false // Kubernetes leaves a hostPath's ownership alone
 		case v.ConfigMap != nil:
-			p = cfg.volumeDir(uid, "configmap", v.Name)
-			err = configMapVolume(ctx, src, ns, p, v.ConfigMap)
+			p, readOnly = cfg.volumeDir(uid, "configmap", v.Name), true
+			err = configMapVolume(ctx, src, ns, p, v.ConfigMap, groupRead)
 		case v.Secret != nil:
-			p = cfg.volumeDir(uid, "secret", v.Name)
-			err = secretVolume(ctx, src, ns, p, v.Secret)
+			p, readOnly = cfg.volumeDir(uid, "secret", v.Name), true
+			err = secretVolume(ctx, src, ns, p, v.Secret, groupRead)
 		case v.PersistentVolumeClaim != nil:
 			p, err = claimVolume(ctx, src, ns, v.PersistentVolumeClaim)
 		default:
@@ -68,6 +77,11 @@ func prepareVolumes(ctx context.Context, cfg Config, src Sources, pod *v1.Pod) (
 			}
 			return nil, configErrorf("volume %q: %v", v.Name, err)
 		}
+		if owned && fsGroup != nil {
+			if err := setVolumeOwnership(p, *fsGroup, readOnly, pod.GetSpec().GetSecurityContext().GetFsGroupChangePolicy()); err != nil {
+				return nil, fmt.Errorf("volume %q: fsGroup %d: %w", v.Name, *fsGroup, err)
+			}
+		}
 		out[v.Name] = p
 	}
 	return out, nil
@@ -77,8 +91,13 @@ func emptyDir(dir string, e *v1.EmptyDirVolumeSource) (string, error) {
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return "", err
 	}
-	if err := os.Chmod(dir, 0o777); err != nil {
+	// 0777 whatever the umask, keeping the set-group-ID bit an fsGroup set.
+	if fi, err := os.Stat(dir); err != nil {
 		return "", err
+	} else if fi.Mode().Perm() != 0o777 {
+		if err := os.Chmod(dir, fi.Mode()&fs.ModeSetgid|0o777); err != nil {
+			return "", err
+		}
 	}
 	if e.Medium != "Memory" || isMountPoint(dir) {
 		return dir, nil
@@ -156,11 +175,11 @@ func hostPath(h *v1.HostPathVolumeSource) (string, error) {
 	return "", configErrorf("hostPath %s: unknown type %q", p, h.Type)
 }
 
-func configMapVolume(ctx context.Context, src Sources, ns, dir string, c *v1.ConfigMapVolumeSource) error {
+func configMapVolume(ctx context.Context, src Sources, ns, dir string, c *v1.ConfigMapVolumeSource, extra fs.FileMode) error {
 	cm, err := src.ConfigMap(ctx, ns, c.Name)
 	if err != nil {
 		if c.Optional && apierrors.IsNotFound(err) {
-			return writeKeyFiles(dir, nil, nil, 0o644)
+			return writeKeyFiles(dir, nil, nil, 0o644, extra)
 		}
 		return sourceError("configmap", ns, c.Name, err)
 	}
@@ -171,18 +190,18 @@ func configMapVolume(ctx context.Context, src Sources, ns, dir string, c *v1.Con
 	for k, v := range cm.BinaryData {
 		data[k] = v
 	}
-	return writeKeyFiles(dir, data, c.Items, modeOr(c.DefaultMode, 0o644))
+	return writeKeyFiles(dir, data, c.Items, modeOr(c.DefaultMode, 0o644), extra)
 }
 
-func secretVolume(ctx context.Context, src Sources, ns, dir string, s *v1.SecretVolumeSource) error {
+func secretVolume(ctx context.Context, src Sources, ns, dir string, s *v1.SecretVolumeSource, extra fs.FileMode) error {
 	sec, err := src.Secret(ctx, ns, s.SecretName)
 	if err != nil {
 		if s.Optional && apierrors.IsNotFound(err) {
-			return writeKeyFiles(dir, nil, nil, 0o644)
+			return writeKeyFiles(dir, nil, nil, 0o644, extra)
 		}
 		return sourceError("secret", ns, s.SecretName, err)
 	}
-	return writeKeyFiles(dir, sec.Data, s.Items, modeOr(s.DefaultMode, 0o644))
+	return writeKeyFiles(dir, sec.Data, s.Items, modeOr(s.DefaultMode, 0o644), extra)
 }
 
 func modeOr(m *int32, def fs.FileMode) fs.FileMode {
@@ -193,15 +212,15 @@ func modeOr(m *int32, def fs.FileMode) fs.FileMode {
 }
 
 // writeKeyFiles makes dir hold exactly one file per key (or per item),
-// rewriting only what changed.
-func writeKeyFiles(dir string, data map[string][]byte, items []*v1.KeyToPath, mode fs.FileMode) error {
+// rewriting only what changed. extra is or-ed into every file's mode.
+func writeKeyFiles(dir string, data map[string][]byte, items []*v1.KeyToPath, mode, extra fs.FileMode) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	want := map[string]fileSpec{}
 	if len(items) == 0 {
 		for k, v := range data {
-			want[k] = fileSpec{v, mode}
+			want[k] = fileSpec{v, mode | extra}
 		}
 	} else {
 		for _, it := range items {
@@ -213,7 +232,7 @@ func writeKeyFiles(dir string, data map[string][]byte, items []*v1.KeyToPath, mo
 			if it.Mode != nil {
 				m = fs.FileMode(*it.Mode) & 0o777
 			}
-			want[it.Path] = fileSpec{v, m}
+			want[it.Path] = fileSpec{v, m | extra}
 		}
 	}
 	for rel, f := range want {

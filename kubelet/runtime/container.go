@@ -37,6 +37,9 @@ type ContainerConfig struct {
 
 	Resources Resources
 
+	// Security is the container's security context.
+	Security SecurityConfig
+
 	// TTY allocates a terminal for the container's process.
 	TTY bool
 	// Stdin keeps the process's stdin open for attach (the CRI backend;
@@ -106,6 +109,9 @@ func (c ContainerConfig) Validate() error {
 		if e.Name == "" || strings.Contains(e.Name, "=") {
 			return fmt.Errorf("container %q: env[%d].name %q: must be non-empty without '=': %w", c.Name, i, e.Name, ErrInvalid)
 		}
+	}
+	if err := c.Security.validate(c.Name); err != nil {
+		return err
 	}
 	return checkUserLabels(fmt.Sprintf("container %q", c.Name), c.Labels)
 }

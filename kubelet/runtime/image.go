@@ -10,4 +10,8 @@ type ImageStatus struct {
 	Digest string
 	// Size is the sum of the layers' compressed sizes for this platform.
 	Size int64
+	// User is the user the image's config runs as ("" is root; "1000",
+	// "1000:50", "nginx"), for the kubelet's runAsNonRoot check. A CRI
+	// runtime reports only the user, not the group.
+	User string
 }

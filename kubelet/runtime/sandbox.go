@@ -64,6 +64,15 @@ type SandboxConfig struct {
 	PortMappings []PortMapping `json:",omitempty"`
 	LogDirectory string        `json:",omitempty"`
 
+	// Sysctls are namespaced kernel parameters set for the pod (net.* in
+	// its network namespace, kernel.shm* and the other IPC ones in its
+	// containers' IPC namespaces), by name ("net.ipv4.tcp_syncookies").
+	Sysctls map[string]string `json:",omitempty"`
+	// Privileged must be set if any container of the sandbox is
+	// privileged (a CRI runtime refuses a privileged container in a
+	// sandbox that is not).
+	Privileged bool `json:",omitempty"`
+
 	// Labels are stored with the sandbox and can be filtered on
 	// (SandboxFilter.Labels). Keys under "runtime.tugboat.io/" are reserved.
 	Labels map[string]string

@@ -206,10 +206,15 @@ func (r *Runtime) imageStatus(ctx context.Context, img client.Image) (runtime.Im
 	if err != nil {
 		return runtime.ImageStatus{}, wrap(err, "image %s", img.Name())
 	}
+	spec, err := img.Spec(ctx)
+	if err != nil {
+		return runtime.ImageStatus{}, wrap(err, "image %s config", img.Name())
+	}
 	return runtime.ImageStatus{
 		Ref:    img.Name(),
 		ID:     cfg.Digest.String(),
 		Digest: img.Target().Digest.String(),
 		Size:   size,
+		User:   spec.Config.User,
 	}, nil
 }

@@ -115,7 +115,7 @@ type pod struct {
 // runPod makes a pod the way the kubelet will: netns, sandbox, CNI ADD,
 // /etc files. Its teardown (containers, CNI DEL, netns, sandbox) is
 // registered as a cleanup, and also checked by the tests that care.
-func (e *env) runPod(name string) *pod {
+func (e *env) runPod(name string, mod ...func(*runtime.SandboxConfig)) *pod {
 	e.t.Helper()
 	ctx := context.Background()
 	p := &pod{Name: name, UID: randHex(8)}
@@ -132,6 +132,9 @@ func (e *env) runPod(name string) *pod {
 		NetNSPath: p.NetNS,
 		Labels:    map[string]string{"app": name},
 		EtcFiles:  runtime.EtcFilesIn(filepath.Join(p.Dir, "etc")),
+	}
+	for _, f := range mod {
+		f(&cfg)
 	}
 	if p.ID, err = e.rt.RunPodSandbox(ctx, cfg); err != nil {
 		e.t.Fatal(err)

@@ -41,6 +41,7 @@ func specOpts(img client.Image, sb runtime.SandboxConfig, cfg runtime.ContainerC
 		}
 		opts = append(opts, oci.WithEnv(env))
 	}
+	opts = append(opts, securityOpts(cfg.Security, sb.Sysctls)...)
 	if cfg.WorkingDir != "" {
 		opts = append(opts, oci.WithProcessCwd(cfg.WorkingDir))
 	}

@@ -58,10 +58,8 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg run
 		Stdin:      cfg.Stdin,
 		StdinOnce:  cfg.StdinOnce,
 		Linux: &cri.LinuxContainerConfig{
-			Resources: resources(cfg.Resources),
-			SecurityContext: &cri.LinuxContainerSecurityContext{
-				NamespaceOptions: pc.Linux.SecurityContext.NamespaceOptions,
-			},
+			Resources:       resources(cfg.Resources),
+			SecurityContext: containerSecurity(cfg.Security, pc.Linux.SecurityContext.NamespaceOptions),
 		},
 	}
 	for _, e := range cfg.Env {

@@ -83,7 +83,7 @@ func (r *Runtime) ImageStatus(ctx context.Context, ref string) (runtime.ImageSta
 // imageStatus converts a CRI image, named by name if it has that tag
 // (else by its first).
 func imageStatus(img *cri.Image, name string) runtime.ImageStatus {
-	st := runtime.ImageStatus{ID: img.Id, Size: int64(img.Size), Ref: name}
+	st := runtime.ImageStatus{ID: img.Id, Size: int64(img.Size), Ref: name, User: imageUser(img)}
 	if len(img.RepoTags) > 0 && !contains(img.RepoTags, name) {
 		st.Ref = img.RepoTags[0]
 	}

@@ -117,7 +117,9 @@ func podSandboxConfig(cfg runtime.SandboxConfig) (*cri.PodSandboxConfig, error) 
 			CgroupParent: cfg.CgroupParent,
 			SecurityContext: &cri.LinuxSandboxSecurityContext{
 				NamespaceOptions: namespaceOptions(cfg),
+				Privileged:       cfg.Privileged,
 			},
+			Sysctls: cfg.Sysctls,
 		},
 	}
 	if !cfg.HostNetwork {
