@@ -12,7 +12,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/component"
 	"github.com/tugboat/tugboat/controllers/manager"
-	"github.com/tugboat/tugboat/deploy/images"
+	"github.com/tugboat/tugboat/controllers/volume"
 )
 
 func main() {
@@ -44,7 +44,7 @@ func main() {
 	fs.IntVar(&cfg.StatefulSet.Workers, "concurrent-statefulset-syncs", 5, "StatefulSets synced in parallel")
 	fs.DurationVar(&cfg.HorizontalPodAutoscaler.SyncPeriod, "horizontal-pod-autoscaler-sync-period", 15*time.Second, "how often every HorizontalPodAutoscaler measures its pods and rescales")
 	fs.StringVar(&cfg.PersistentVolume.LocalPathDir, "local-path-dir", "/var/lib/tugboat/local-path", "folder on every node under which the local-path provisioner makes volumes")
-	fs.StringVar(&cfg.PersistentVolume.HelperImage, "local-path-helper-image", images.BusyboxRef, "image of the helper pods that remove a deleted local-path volume's folder on its node (needs rm)")
+	fs.StringVar(&cfg.PersistentVolume.HelperImage, "local-path-helper-image", volume.DefaultHelperImage, "image of the helper pods that remove a deleted local-path volume's folder on its node (needs rm)")
 	fs.Float64Var(&cfg.HorizontalPodAutoscaler.Tolerance, "horizontal-pod-autoscaler-tolerance", 0.1, "relative metric change an autoscaler ignores")
 	fs.DurationVar(&cfg.Job.PodBackoff, "job-pod-backoff", 10*time.Second, "delay before a Job's failed pod is replaced, doubled per further failure")
 	fs.DurationVar(&cfg.Job.PodBackoffMax, "job-pod-backoff-max", 6*time.Minute, "the longest such delay")

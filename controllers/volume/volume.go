@@ -31,7 +31,6 @@ import (
 	"github.com/tugboat/tugboat/api/informer"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/controllers/controller"
-	"github.com/tugboat/tugboat/deploy/images"
 )
 
 // SelectedNodeAnnotation is where the scheduler names a waiting claim's node.
@@ -77,6 +76,12 @@ type Controller struct {
 }
 
 // New builds the controller on the shared informers.
+// DefaultHelperImage is the image of the helper pods that remove a
+// deleted local-path volume's folder: the busybox image deploy/images
+// builds and every node imports (a test keeps the two names equal; the
+// controller-manager does not link the image builder).
+const DefaultHelperImage = "tugboat.local/busybox:latest"
+
 func New(d controller.Deps, cfg Config) (*Controller, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -85,7 +90,7 @@ func New(d controller.Deps, cfg Config) (*Controller, error) {
 		cfg.LocalPathDir = "/var/lib/tugboat/local-path"
 	}
 	if cfg.HelperImage == "" {
-		cfg.HelperImage = images.BusyboxRef
+		cfg.HelperImage = DefaultHelperImage
 	}
 	if cfg.Workers == 0 {
 		cfg.Workers = 2

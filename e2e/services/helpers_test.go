@@ -290,3 +290,12 @@ func answers(t *testing.T, c *client.Client, pod, name string, port, n int) map[
 	}
 	return counts
 }
+
+func nodeReady(n *v1.Node) bool {
+	for _, c := range n.GetStatus().GetConditions() {
+		if c.Type == "Ready" {
+			return c.Status == "True"
+		}
+	}
+	return false
+}

@@ -52,6 +52,21 @@ func TestServices(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// Both schedulable nodes Ready and untainted first, or the scheduler
+	// may put every replica on the one that is (the node lifecycle
+	// controller taints a node until its first Ready status).
+	wait.Eventually(t, 2*time.Minute, "node1 and node2 Ready without taints", func() error {
+		for _, name := range []string{"node1", "node2"} {
+			n, err := client.For[*v1.Node](api).Get(ctx, "", name)
+			if err != nil {
+				return err
+			}
+			if len(n.Spec.Taints) > 0 || !nodeReady(n) {
+				return fmt.Errorf("node %s: taints %v, conditions %v", name, n.Spec.Taints, n.Status.Conditions)
+			}
+		}
+		return nil
+	})
 	if _, err := client.For[*v1.Deployment](api).Create(ctx, echoDeployment("web", 4)); err != nil {
 		t.Fatal(err)
 	}
