@@ -73,6 +73,8 @@ func TestNodeAuthorizer(t *testing.T) {
 		{n("update", "pods", "status", "default", "p2", ""), false, "other pod status"},
 		{n("watch", "pods", "", "", "", "n1"), true, "watch own pods"},
 		{n("watch", "pods", "", "", "", ""), false, "watch all pods"},
+		{n("list", "endpointslices", "", "", "", ""), true, "list endpointslices (the node's proxy)"},
+		{n("create", "endpointslices", "", "default", "s", ""), false, "create endpointslices"},
 		{n("get", "secrets", "", "default", "s1", ""), true, "own pod's secret"},
 		{n("get", "secrets", "", "default", "s2", ""), false, "other secret"},
 		{n("list", "secrets", "", "default", "", ""), false, "list secrets"},

@@ -26,8 +26,10 @@ type NodeFacts interface {
 func AuthorizeNode(ctx context.Context, node string, a Attributes, fieldNode string, facts NodeFacts) (bool, string) {
 	read := slices.Contains([]string{"get", "list", "watch"}, a.Verb)
 	switch a.Resource {
-	case "namespaces", "services", "endpoints":
-		return read && a.Subresource == "", "nodes may only read namespaces, services and endpoints"
+	case "namespaces", "services", "endpoints", "endpointslices":
+		// The node's proxy runs with the node's identity and programs
+		// the datapath from EndpointSlices.
+		return read && a.Subresource == "", "nodes may only read namespaces, services, endpoints and endpointslices"
 	case "nodes":
 		if read && a.Subresource == "" {
 			return true, ""
