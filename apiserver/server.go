@@ -137,7 +137,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.watchLimits = newWatchLimits(cfg.MaxWatchesPerConnection, cfg.MaxWatchesPerUser)
 	s.admission["Service"] = append(s.admission["Service"], alloc)
 	s.admission["Node"] = append(s.admission["Node"], nodeBindingsCleaner{s.store}, nodeRestriction{})
-	s.admission["PersistentVolumeClaim"] = append(s.admission["PersistentVolumeClaim"], claimAdmission{s.store})
+	s.admission["PersistentVolumeClaim"] = append(s.admission["PersistentVolumeClaim"], claimAdmission{s.store}, limitRanger{s.store})
+	// LimitRanger first, as in Kubernetes: later steps (the quota) see the
+	// defaults it sets.
+	s.admission["Pod"] = append(s.admission["Pod"], limitRanger{s.store})
 	psa, err := newPodSecurity(s.store, cfg.PodSecurity)
 	if err != nil {
 		s.closeListeners()

@@ -41,6 +41,22 @@ func DefaultPod(p *v1.Pod) {
 		return
 	}
 	DefaultPodSpec(p.Spec)
+	// A container that sets a limit but no request for a resource requests
+	// its limit (Kubernetes' pod defaulting; templates are left alone), so
+	// the scheduler, the LimitRanger and quotas see what it will get.
+	for _, list := range [][]*v1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for _, c := range list {
+			r := c.GetResources()
+			for name, lim := range r.GetLimits() {
+				if _, ok := r.Requests[name]; !ok {
+					if r.Requests == nil {
+						r.Requests = map[string]string{}
+					}
+					r.Requests[name] = lim
+				}
+			}
+		}
+	}
 	if p.Status == nil {
 		p.Status = &v1.PodStatus{}
 	}

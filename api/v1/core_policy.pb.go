@@ -80,6 +80,200 @@ func (x *ServiceAccount) GetAutomountServiceAccountToken() bool {
 	return false
 }
 
+// A LimitRange sets, for one namespace, the default requests and limits of
+// containers that name none, and the least and most a container, a pod or
+// a claim may ask for: the LimitRanger admission applies it to pods and
+// claims as they are created (not to those already stored).
+type LimitRange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *ObjectMeta            `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Spec          *LimitRangeSpec        `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LimitRange) Reset() {
+	*x = LimitRange{}
+	mi := &file_api_v1_core_policy_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LimitRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LimitRange) ProtoMessage() {}
+
+func (x *LimitRange) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_policy_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LimitRange.ProtoReflect.Descriptor instead.
+func (*LimitRange) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_policy_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *LimitRange) GetMetadata() *ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *LimitRange) GetSpec() *LimitRangeSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+type LimitRangeSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most one item per type.
+	Limits        []*LimitRangeItem `protobuf:"bytes,1,rep,name=limits,proto3" json:"limits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LimitRangeSpec) Reset() {
+	*x = LimitRangeSpec{}
+	mi := &file_api_v1_core_policy_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LimitRangeSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LimitRangeSpec) ProtoMessage() {}
+
+func (x *LimitRangeSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_policy_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LimitRangeSpec.ProtoReflect.Descriptor instead.
+func (*LimitRangeSpec) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_policy_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *LimitRangeSpec) GetLimits() []*LimitRangeItem {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+// A LimitRangeItem holds the constraints of one type: quantities by
+// resource name (cpu, memory, ephemeral-storage for Container and Pod;
+// storage for PersistentVolumeClaim).
+type LimitRangeItem struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Container, Pod or PersistentVolumeClaim.
+	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	// The most a container's (or the pod's summed) limit and request may be.
+	Max map[string]string `protobuf:"bytes,2,rep,name=max,proto3" json:"max,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The least a container's (or the pod's summed) request and limit may be.
+	Min map[string]string `protobuf:"bytes,3,rep,name=min,proto3" json:"min,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The limit given to a container that sets none (type Container only).
+	Default map[string]string `protobuf:"bytes,4,rep,name=default,proto3" json:"default,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The request given to a container that sets none (type Container only).
+	DefaultRequest map[string]string `protobuf:"bytes,5,rep,name=default_request,json=defaultRequest,proto3" json:"default_request,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The most limit / request may be (the burst a container may have).
+	MaxLimitRequestRatio map[string]string `protobuf:"bytes,6,rep,name=max_limit_request_ratio,json=maxLimitRequestRatio,proto3" json:"max_limit_request_ratio,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *LimitRangeItem) Reset() {
+	*x = LimitRangeItem{}
+	mi := &file_api_v1_core_policy_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LimitRangeItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LimitRangeItem) ProtoMessage() {}
+
+func (x *LimitRangeItem) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_policy_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LimitRangeItem.ProtoReflect.Descriptor instead.
+func (*LimitRangeItem) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_policy_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *LimitRangeItem) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *LimitRangeItem) GetMax() map[string]string {
+	if x != nil {
+		return x.Max
+	}
+	return nil
+}
+
+func (x *LimitRangeItem) GetMin() map[string]string {
+	if x != nil {
+		return x.Min
+	}
+	return nil
+}
+
+func (x *LimitRangeItem) GetDefault() map[string]string {
+	if x != nil {
+		return x.Default
+	}
+	return nil
+}
+
+func (x *LimitRangeItem) GetDefaultRequest() map[string]string {
+	if x != nil {
+		return x.DefaultRequest
+	}
+	return nil
+}
+
+func (x *LimitRangeItem) GetMaxLimitRequestRatio() map[string]string {
+	if x != nil {
+		return x.MaxLimitRequestRatio
+	}
+	return nil
+}
+
 var File_api_v1_core_policy_proto protoreflect.FileDescriptor
 
 const file_api_v1_core_policy_proto_rawDesc = "" +
@@ -88,7 +282,35 @@ const file_api_v1_core_policy_proto_rawDesc = "" +
 	"\x0eServiceAccount\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x12J\n" +
 	"\x1fautomount_service_account_token\x18\x02 \x01(\bH\x00R\x1cautomountServiceAccountToken\x88\x01\x01B\"\n" +
-	" _automount_service_account_tokenB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
+	" _automount_service_account_token\"x\n" +
+	"\n" +
+	"LimitRange\x126\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x122\n" +
+	"\x04spec\x18\x02 \x01(\v2\x1e.tugboat.api.v1.LimitRangeSpecR\x04spec\"H\n" +
+	"\x0eLimitRangeSpec\x126\n" +
+	"\x06limits\x18\x01 \x03(\v2\x1e.tugboat.api.v1.LimitRangeItemR\x06limits\"\xe7\x05\n" +
+	"\x0eLimitRangeItem\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x129\n" +
+	"\x03max\x18\x02 \x03(\v2'.tugboat.api.v1.LimitRangeItem.MaxEntryR\x03max\x129\n" +
+	"\x03min\x18\x03 \x03(\v2'.tugboat.api.v1.LimitRangeItem.MinEntryR\x03min\x12E\n" +
+	"\adefault\x18\x04 \x03(\v2+.tugboat.api.v1.LimitRangeItem.DefaultEntryR\adefault\x12[\n" +
+	"\x0fdefault_request\x18\x05 \x03(\v22.tugboat.api.v1.LimitRangeItem.DefaultRequestEntryR\x0edefaultRequest\x12o\n" +
+	"\x17max_limit_request_ratio\x18\x06 \x03(\v28.tugboat.api.v1.LimitRangeItem.MaxLimitRequestRatioEntryR\x14maxLimitRequestRatio\x1a6\n" +
+	"\bMaxEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
+	"\bMinEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +
+	"\fDefaultEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aA\n" +
+	"\x13DefaultRequestEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aG\n" +
+	"\x19MaxLimitRequestRatioEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
 
 var (
 	file_api_v1_core_policy_proto_rawDescOnce sync.Once
@@ -102,18 +324,34 @@ func file_api_v1_core_policy_proto_rawDescGZIP() []byte {
 	return file_api_v1_core_policy_proto_rawDescData
 }
 
-var file_api_v1_core_policy_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
+var file_api_v1_core_policy_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_api_v1_core_policy_proto_goTypes = []any{
 	(*ServiceAccount)(nil), // 0: tugboat.api.v1.ServiceAccount
-	(*ObjectMeta)(nil),     // 1: tugboat.api.v1.ObjectMeta
+	(*LimitRange)(nil),     // 1: tugboat.api.v1.LimitRange
+	(*LimitRangeSpec)(nil), // 2: tugboat.api.v1.LimitRangeSpec
+	(*LimitRangeItem)(nil), // 3: tugboat.api.v1.LimitRangeItem
+	nil,                    // 4: tugboat.api.v1.LimitRangeItem.MaxEntry
+	nil,                    // 5: tugboat.api.v1.LimitRangeItem.MinEntry
+	nil,                    // 6: tugboat.api.v1.LimitRangeItem.DefaultEntry
+	nil,                    // 7: tugboat.api.v1.LimitRangeItem.DefaultRequestEntry
+	nil,                    // 8: tugboat.api.v1.LimitRangeItem.MaxLimitRequestRatioEntry
+	(*ObjectMeta)(nil),     // 9: tugboat.api.v1.ObjectMeta
 }
 var file_api_v1_core_policy_proto_depIdxs = []int32{
-	1, // 0: tugboat.api.v1.ServiceAccount.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	1, // [1:1] is the sub-list for method output_type
-	1, // [1:1] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	9, // 0: tugboat.api.v1.ServiceAccount.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	9, // 1: tugboat.api.v1.LimitRange.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	2, // 2: tugboat.api.v1.LimitRange.spec:type_name -> tugboat.api.v1.LimitRangeSpec
+	3, // 3: tugboat.api.v1.LimitRangeSpec.limits:type_name -> tugboat.api.v1.LimitRangeItem
+	4, // 4: tugboat.api.v1.LimitRangeItem.max:type_name -> tugboat.api.v1.LimitRangeItem.MaxEntry
+	5, // 5: tugboat.api.v1.LimitRangeItem.min:type_name -> tugboat.api.v1.LimitRangeItem.MinEntry
+	6, // 6: tugboat.api.v1.LimitRangeItem.default:type_name -> tugboat.api.v1.LimitRangeItem.DefaultEntry
+	7, // 7: tugboat.api.v1.LimitRangeItem.default_request:type_name -> tugboat.api.v1.LimitRangeItem.DefaultRequestEntry
+	8, // 8: tugboat.api.v1.LimitRangeItem.max_limit_request_ratio:type_name -> tugboat.api.v1.LimitRangeItem.MaxLimitRequestRatioEntry
+	9, // [9:9] is the sub-list for method output_type
+	9, // [9:9] is the sub-list for method input_type
+	9, // [9:9] is the sub-list for extension type_name
+	9, // [9:9] is the sub-list for extension extendee
+	0, // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_core_policy_proto_init() }
@@ -129,7 +367,7 @@ func file_api_v1_core_policy_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_core_policy_proto_rawDesc), len(file_api_v1_core_policy_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   1,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

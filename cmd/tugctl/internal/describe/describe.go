@@ -48,6 +48,7 @@ func describers() map[string]describeFunc {
 		"Service":                 typedDescribe(describeService),
 		"ConfigMap":               typedDescribe(describeConfigMap),
 		"ServiceAccount":          typedDescribe(describeServiceAccount),
+		"LimitRange":              typedDescribe(describeLimitRange),
 		"Secret":                  typedDescribe(describeSecret),
 		"Deployment":              typedDescribe(describeDeployment),
 		"ReplicaSet":              typedDescribe(describeReplicaSet),
