@@ -225,7 +225,10 @@ func Run(ctx context.Context, cfg Config) error {
 	goRun("probes", probes.Run)
 	goRun("pod informer", podInformer.Run)
 	goRun("service informer", serviceInformer.Run)
-	goRun("tunnel", func(ctx context.Context) error { return tunnel.Serve(ctx, c, cfg.NodeName, grpcServer, log) })
+	// One tunnel to every apiserver (package tunnel says why).
+	goRun("tunnel", func(ctx context.Context) error {
+		return tunnel.ServeAll(ctx, cfg.Client, cfg.NodeName, grpcServer, log)
+	})
 	goRun("image import folder", (&imagedir.Watcher{
 		Dir: cfg.importDir(), Importer: rt, Recorder: rec, OnImport: pods.WakeAll, Logger: log, Node: agent.Node,
 	}).Run)

@@ -25,7 +25,9 @@ import (
 
 // Config says how to reach the apiserver.
 type Config struct {
-	// Server is the apiserver's gRPC address, host:port.
+	// Server is the apiserver's gRPC address, host:port, or several
+	// apiservers' comma-separated ("a:6443,b:6443"): calls are balanced
+	// over those that pass their health check (servers.go).
 	Server string
 	// TLS, when set, is used for the connection; nil is plaintext.
 	TLS *tls.Config
@@ -54,7 +56,11 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Server == "" {
 		return nil, fmt.Errorf("client: server address is required (--server or TUGBOAT_SERVER)")
 	}
-	if err := checkTokenTransport(cfg); err != nil {
+	servers, err := SplitServers(cfg.Server)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	if err := checkTokenTransport(cfg, servers); err != nil {
 		return nil, err
 	}
 	creds := insecure.NewCredentials()
@@ -72,7 +78,7 @@ func New(cfg Config) (*Client, error) {
 	// A failed connection says what is wrong when the two ends do not
 	// speak the same (TLS, plaintext) rather than "error reading server
 	// preface: EOF" (transport.go).
-	tr := &transportHint{server: cfg.Server, tls: cfg.TLS != nil}
+	tr := &transportHint{servers: servers, tls: cfg.TLS != nil}
 	opts = append(opts, grpc.WithChainUnaryInterceptor(tr.unary), grpc.WithChainStreamInterceptor(tr.stream))
 	if cfg.Warnings != nil {
 		opts = append(opts, grpc.WithChainUnaryInterceptor(warningsInterceptor(cfg.Warnings)))
@@ -80,7 +86,13 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Token != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(bearer{token: cfg.Token, secure: cfg.TLS != nil}))
 	}
-	conn, err := grpc.NewClient(cfg.Server, opts...)
+	target := servers[0]
+	if len(servers) > 1 {
+		var more []grpc.DialOption
+		target, more = multiTarget(servers)
+		opts = append(opts, more...)
+	}
+	conn, err := grpc.NewClient(target, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}

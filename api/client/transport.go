@@ -17,15 +17,17 @@ import (
 // checkTokenTransport refuses to send a bearer token in the clear: a token
 // needs TLS, unless the caller consented (AllowPlaintextToken) and the
 // server is on this machine's loopback.
-func checkTokenTransport(cfg Config) error {
+func checkTokenTransport(cfg Config, servers []string) error {
 	if cfg.Token == "" || cfg.TLS != nil {
 		return nil
 	}
 	if !cfg.AllowPlaintextToken {
 		return fmt.Errorf("refusing to send a bearer token over plaintext to %s: give the cluster's CA so it goes over TLS (--ca-file ca.crt, or tugctl config set-cluster NAME --ca-file ca.crt); for a loopback development apiserver, --insecure-plaintext-token sends it anyway", cfg.Server)
 	}
-	if !Loopback(cfg.Server) {
-		return fmt.Errorf("refusing to send a bearer token over plaintext to %s: --insecure-plaintext-token allows it only to a loopback address (127.0.0.1, ::1, localhost); give the cluster's CA (--ca-file) for any other", cfg.Server)
+	for _, s := range servers {
+		if !Loopback(s) {
+			return fmt.Errorf("refusing to send a bearer token over plaintext to %s: --insecure-plaintext-token allows it only to a loopback address (127.0.0.1, ::1, localhost); give the cluster's CA (--ca-file) for any other", s)
+		}
 	}
 	return nil
 }
@@ -49,10 +51,10 @@ func Loopback(addr string) bool {
 // such failure, and rewrites the error to say what it speaks and how to
 // configure the client.
 type transportHint struct {
-	server string
-	tls    bool
-	once   sync.Once
-	hint   string
+	servers []string
+	tls     bool
+	once    sync.Once
+	hint    string
 }
 
 func (h *transportHint) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
@@ -92,12 +94,21 @@ func (h *transportHint) explain(err error) error {
 	return status.Errorf(codes.Unavailable, "%s (%s)", h.hint, msg)
 }
 
-// probe says what the server really speaks, if it is not what the client
-// does; "" when it cannot tell.
+// probe says what the first apiserver that answers really speaks, if it
+// is not what the client does; "" when it cannot tell.
 func (h *transportHint) probe() string {
-	conn, err := net.DialTimeout("tcp", h.server, 3*time.Second)
+	for _, s := range h.servers {
+		if hint, answered := h.probeOne(s); answered {
+			return hint
+		}
+	}
+	return ""
+}
+
+func (h *transportHint) probeOne(server string) (hint string, answered bool) {
+	conn, err := net.DialTimeout("tcp", server, 3*time.Second)
 	if err != nil {
-		return ""
+		return "", false
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
@@ -105,9 +116,9 @@ func (h *transportHint) probe() string {
 	speaksTLS := tc.Handshake() == nil
 	switch {
 	case speaksTLS && !h.tls:
-		return fmt.Sprintf("the apiserver at %s speaks TLS and this client plaintext: give it the cluster's CA (--ca-file ca.crt, or tugctl config set-cluster NAME --ca-file ca.crt; apiserver pki init wrote ca.crt)", h.server)
+		return fmt.Sprintf("the apiserver at %s speaks TLS and this client plaintext: give it the cluster's CA (--ca-file ca.crt, or tugctl config set-cluster NAME --ca-file ca.crt; apiserver pki init wrote ca.crt)", server), true
 	case !speaksTLS && h.tls:
-		return fmt.Sprintf("the apiserver at %s does not speak TLS (was it started with --insecure?): connect without --ca-file, or start it with its certificates (--pki-dir)", h.server)
+		return fmt.Sprintf("the apiserver at %s does not speak TLS (was it started with --insecure?): connect without --ca-file, or start it with its certificates (--pki-dir)", server), true
 	}
-	return ""
+	return "", true
 }

@@ -28,7 +28,7 @@ type ClientFlags struct {
 
 // Register adds --server, --ca-file, --cert-file, --key-file and --token-file.
 func (f *ClientFlags) Register(fs *flag.FlagSet) {
-	fs.StringVar(&f.Server, "server", envOr("TUGBOAT_SERVER", "127.0.0.1:6443"), "apiserver gRPC address host:port (env TUGBOAT_SERVER)")
+	fs.StringVar(&f.Server, "server", envOr("TUGBOAT_SERVER", "127.0.0.1:6443"), "apiserver gRPC address host:port, or several apiservers' comma-separated (a:6443,b:6443: calls balance over the healthy ones, watches resume on another) (env TUGBOAT_SERVER)")
 	fs.StringVar(&f.CAFile, "ca-file", "", "CA bundle that signed the apiserver's certificate; enables TLS")
 	fs.StringVar(&f.CertFile, "cert-file", "", "client certificate presented to the apiserver")
 	fs.StringVar(&f.KeyFile, "key-file", "", "private key of --cert-file")

@@ -8,6 +8,20 @@
 // keeps, per node, a grpc.ClientConn dialled over that stream. A node has
 // one tunnel: a second one is refused while the first still answers (it
 // replaces only a tunnel that no longer does); a broken stream removes it.
+//
+// Several apiservers: the kubelet keeps one tunnel to every apiserver it is
+// given (ServeAll, one Serve per address), rather than one tunnel and a
+// relay between apiservers that finds the holder through Lease objects.
+// Why: each apiserver then reaches each node in one hop with the
+// authentication it already has (the kubelet's client certificate, the
+// apiserver's own node authorization), apiservers need no credentials for
+// one another, no peer discovery and no second stream hop whose failure
+// modes (peer restarting, stale Lease) would add to the node's; losing one
+// apiserver leaves every other one's tunnels untouched. The cost is one
+// idle HTTP/2 stream per apiserver per node, a few KiB each. A node reaches
+// only the apiservers it is told of: an apiserver added later is reached
+// once the kubelet's --server lists it (behind a load balancer with one
+// address there would be one tunnel, to whichever apiserver it picked).
 package tunnel
 
 import (

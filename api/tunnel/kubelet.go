@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -13,6 +14,43 @@ import (
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
 )
+
+// ServeAll keeps a tunnel to every apiserver of cfg (one Serve each, over
+// a client of its own to that one address) until ctx ends, and serves srv
+// on all of them. It returns when ctx ends, or at once with an error for a
+// client configuration it cannot use.
+func ServeAll(ctx context.Context, cfg client.Config, node string, srv *grpc.Server, log *slog.Logger) error {
+	each, err := cfg.EachServer()
+	if err != nil {
+		return err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	clients := make([]*client.Client, 0, len(each))
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	for _, ec := range each {
+		c, err := client.New(ec)
+		if err != nil {
+			return err
+		}
+		clients = append(clients, c)
+	}
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = Serve(ctx, c, node, srv, log.With("apiserver", each[i].Server))
+		}()
+	}
+	wg.Wait()
+	return nil
+}
 
 // Serve keeps a tunnel to the apiserver open for node and serves srv (the
 // kubelet's NodeAPI server) on it, reconnecting with backoff until ctx ends.

@@ -60,7 +60,7 @@ type GlobalFlags struct {
 // RegisterFlags adds the global flags to root's persistent flags.
 func (o *Options) RegisterFlags(root *cobra.Command) {
 	f := root.PersistentFlags()
-	f.StringVar(&o.Flags.Server, "server", "", "apiserver address host:port (default: $TUGBOAT_SERVER, the config file, 127.0.0.1:6443)")
+	f.StringVar(&o.Flags.Server, "server", "", "apiserver address host:port, or several comma-separated (a:6443,b:6443) (default: $TUGBOAT_SERVER, the config file, 127.0.0.1:6443)")
 	f.StringVar(&o.Flags.ConfigPath, "config", "", "config file, tugctl's form or a kubeconfig (default: $TUGBOAT_CONFIG, $KUBECONFIG, ~/.tugboat/config, ~/.kube/config)")
 	f.StringVar(&o.Flags.Kubeconfig, "kubeconfig", "", "kubeconfig file (as --config; kubectl's flag)")
 	f.StringVar(&o.Flags.Context, "context", "", "context of the config file to use (default: its current-context)")
