@@ -3,7 +3,8 @@
 # on a Debian 12 machine: etcd (tests and the external-etcd mode), containerd,
 # runc and the CNI plugins (kubelet), nftables/iptables (proxy), busybox-static
 # (test images), dig (DNS tests), protoc and the well-known protos (make
-# generate), libseccomp-dev (static runc for the node image), and, built
+# generate), libseccomp-dev (static runc for the node image), chromium
+# (the console's browser tests, e2e/console, drive it headless), and, built
 # from the Go module proxy when missing, kubectl and crictl.
 # Idempotent; run as root.
 set -euo pipefail
@@ -15,6 +16,7 @@ pkgs=(
   busybox-static bind9-dnsutils curl
   protobuf-compiler libprotobuf-dev libseccomp-dev
   make gcc git ca-certificates
+  chromium
 )
 
 missing=()
