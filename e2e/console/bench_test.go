@@ -196,4 +196,3 @@ func parallel(b *testing.B, n int, f func(i int) error) {
 		b.Fatal(first)
 	}
 }
-
