@@ -2,6 +2,8 @@ package ha
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"os"
@@ -123,6 +125,13 @@ func startControlPlane(t *testing.T, members, apiservers int, apiserverArgs ...s
 	if err != nil {
 		t.Fatalf("pki init: %v: %s", err, out)
 	}
+	// The Secrets' encryption key, shared by every apiserver as
+	// hack/install.sh makes it.
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	if err := os.WriteFile(cp.file("encryption.key"), []byte("key1:"+base64.StdEncoding.EncodeToString(key)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		for _, p := range append(append([]*proc{}, cp.apiservers...), cp.etcd...) {
 			p.kill()
@@ -184,7 +193,7 @@ func (cp *controlPlane) addAPIServer(extra ...string) int {
 	p := &proc{t: t, name: name, bin: apiserverBin, log: filepath.Join(cp.dir, name+".log"), args: append([]string{
 		"--listen", addr, "--kube-listen", loopback(t), "--metrics-listen", metrics,
 		"--pki-dir", cp.pki, "--etcd-servers", strings.Join(cp.etcdURLs, ","),
-		"--bookmark-interval", "1s",
+		"--bookmark-interval", "1s", "--encryption-key-file", cp.file("encryption.key"),
 	}, extra...)}
 	p.start()
 	cp.apiservers = append(cp.apiservers, p)

@@ -127,23 +127,8 @@ func TestInformerAcrossAPIServerKill(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	s := &seen{byRV: map[int64][]string{}}
-	inf := informer.New(cms, informer.Options{Namespace: "default", LabelSelector: "e2e=ha-writes"})
-	inf.AddHandler(informer.Handler[*v1.ConfigMap]{
-		OnAdd:    func(o *v1.ConfigMap) { s.add("ADDED", o) },
-		OnUpdate: func(_, o *v1.ConfigMap) { s.add("MODIFIED", o) },
-		OnDelete: func(o *v1.ConfigMap) { s.add("DELETED", o) },
-	})
-	go func() { _ = inf.Run(ctx) }()
-	if !inf.WaitForSync(ctx) {
-		t.Fatal("informer did not sync")
-	}
-
-	w := &writer{api: cms, acked: map[int64]string{}}
-	wctx, stopWriter := context.WithCancel(ctx)
-	writerDone := make(chan struct{})
-	go func() { w.run(wctx, 20*time.Millisecond); close(writerDone) }()
-
+	s, inf := watchWrites(t, ctx, cms)
+	w, stopWriter := startWriter(ctx, cms)
 	w.waitAcks(t, 100)
 	for round, victim := range []int{0, 1} {
 		killed := time.Now()
@@ -166,7 +151,44 @@ func TestInformerAcrossAPIServerKill(t *testing.T) {
 		}
 	}
 	stopWriter()
-	<-writerDone
+	checkWritesSeen(t, w, s, inf, cms)
+}
+
+// watchWrites runs an informer of the writer's ConfigMaps that records
+// every event it delivers, until ctx ends.
+func watchWrites(t *testing.T, ctx context.Context, cms *client.Typed[*v1.ConfigMap]) (*seen, *informer.Informer[*v1.ConfigMap]) {
+	t.Helper()
+	s := &seen{byRV: map[int64][]string{}}
+	inf := informer.New(cms, informer.Options{Namespace: "default", LabelSelector: "e2e=ha-writes"})
+	inf.AddHandler(informer.Handler[*v1.ConfigMap]{
+		OnAdd:    func(o *v1.ConfigMap) { s.add("ADDED", o) },
+		OnUpdate: func(_, o *v1.ConfigMap) { s.add("MODIFIED", o) },
+		OnDelete: func(o *v1.ConfigMap) { s.add("DELETED", o) },
+	})
+	go func() { _ = inf.Run(ctx) }()
+	if !inf.WaitForSync(ctx) {
+		t.Fatal("informer did not sync")
+	}
+	return s, inf
+}
+
+// startWriter writes 50 ConfigMaps a second until stop is called (which
+// waits for it to end).
+func startWriter(ctx context.Context, cms *client.Typed[*v1.ConfigMap]) (w *writer, stop func()) {
+	w = &writer{api: cms, acked: map[int64]string{}}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { w.run(wctx, 20*time.Millisecond); close(done) }()
+	return w, func() { cancel(); <-done }
+}
+
+// checkWritesSeen asserts, once the writer has stopped, that the informer
+// saw every acknowledged write exactly once, no version twice, at most the
+// uncertain writes besides, and ends equal to what etcd holds; and that
+// every acknowledged write is stored.
+func checkWritesSeen(t *testing.T, w *writer, s *seen, inf *informer.Informer[*v1.ConfigMap], cms *client.Typed[*v1.ConfigMap]) {
+	t.Helper()
+	ctx := context.Background()
 
 	// Everything etcd holds, read through the surviving apiserver, equals
 	// the informer's cache (a write the end of the test cut short may land
