@@ -20,13 +20,19 @@ import (
 type PodSecurityConfig struct {
 	// Defaults are the policies of a namespace without pod-security
 	// labels, as --pod-security writes them
-	// ("enforce=baseline,warn=restricted"; "" is privileged for every mode,
-	// Kubernetes' default).
+	// ("enforce=baseline,warn=restricted"; a mode not named is
+	// privileged). "" is podsecurity.DefaultPolicies (enforce=baseline);
+	// "enforce=privileged" turns Pod Security off for such namespaces, as
+	// Kubernetes' own default.
 	Defaults string
 	// ExemptNamespaces are not evaluated at all (nil: kube-system, where
 	// the cluster's own components run).
 	ExemptNamespaces []string
 }
+
+// DefaultPodSecurity is --pod-security's default,
+// podsecurity.DefaultPolicies: enforce=baseline.
+const DefaultPodSecurity = podsecurity.DefaultPolicies
 
 // Audit annotations, Kubernetes' keys.
 const (
@@ -49,6 +55,9 @@ type podSecurity struct {
 }
 
 func newPodSecurity(store *storage.Store, cfg PodSecurityConfig) (*podSecurity, error) {
+	if cfg.Defaults == "" {
+		cfg.Defaults = podsecurity.DefaultPolicies
+	}
 	d, err := podsecurity.ParseDefaults(cfg.Defaults)
 	if err != nil {
 		return nil, fmt.Errorf("--pod-security: %v", err)

@@ -202,3 +202,86 @@ type auditMismatch struct{ key, got, want string }
 func (e *auditMismatch) Error() string {
 	return "annotation " + e.key + " = " + e.got + ", want prefix " + e.want
 }
+
+// TestPodSecurityDefaultBaseline: with no --pod-security given, a user
+// with `edit` in an unlabelled namespace cannot make a pod that mounts the
+// node's root (hostPath /), nor one on the host network, with Kubernetes'
+// message; a Deployment whose template would be refused is stored with
+// the warning; an admin opens a namespace with the enforce label, and
+// kube-system stays exempt.
+func TestPodSecurityDefaultBaseline(t *testing.T) {
+	s := apiservertest.StartSecure(t, withTokens(t, "eve"))
+	ctx := ctxT(t)
+	if _, err := client.For[*v1.Namespace](s.Client).Create(ctx, &v1.Namespace{Metadata: &v1.ObjectMeta{Name: "team"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.For[*v1.RoleBinding](s.Client).Create(ctx, roleBinding("team", "eve-edit", "eve", "ClusterRole", "edit")); err != nil {
+		t.Fatal(err)
+	}
+	waitAllowed(t, s, "eve", "create", "pods", "team", "")
+	var warned warnings
+	eve, err := client.New(client.Config{Server: s.Addr(), TLS: mustTLS(t, s, ""), Token: "eve-token", Warnings: warned.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eve.Close() })
+	pods := client.For[*v1.Pod](eve)
+	rootPod := func(ns, name string) *v1.Pod {
+		p := newPod(name, nil)
+		p.Metadata.Namespace = ns
+		p.Spec.Volumes = []*v1.Volume{{Name: "root", HostPath: &v1.HostPathVolumeSource{Path: "/"}}}
+		p.Spec.Containers[0].VolumeMounts = []*v1.VolumeMount{{Name: "root", MountPath: "/host"}}
+		return p
+	}
+	_, err = pods.Create(ctx, rootPod("team", "rooted"))
+	want := `pods "rooted" is forbidden: violates PodSecurity "baseline:latest": hostPath volumes (volume "root")`
+	if !isForbidden(err) || !strings.Contains(err.Error(), want) {
+		t.Errorf("edit user's hostPath:/ pod: %v\nwant Forbidden %s", err, want)
+	}
+	if _, err := client.For[*v1.Pod](s.Client).Get(ctx, "team", "rooted"); err == nil {
+		t.Error("the refused pod was stored")
+	}
+	hostNet := newPod("hostnet", nil)
+	hostNet.Metadata.Namespace = "team"
+	hostNet.Spec.HostNetwork = true
+	hostNet.Spec.NodeName = "node1"
+	if _, err := pods.Create(ctx, hostNet); !isForbidden(err) || !strings.Contains(err.Error(), `violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true)`) {
+		t.Errorf("edit user's hostNetwork pod: %v", err)
+	}
+	// An ordinary pod is fine and not warned about (warn is baseline too).
+	if _, err := pods.Create(ctx, &v1.Pod{Metadata: &v1.ObjectMeta{Name: "web", Namespace: "team"},
+		Spec: &v1.PodSpec{Containers: []*v1.Container{{Name: "c", Image: "busybox:1.36"}}}}); err != nil {
+		t.Errorf("a baseline pod: %v", err)
+	}
+	if w := warned.take(); len(w) != 0 {
+		t.Errorf("warnings for a baseline pod: %q", w)
+	}
+	// The workload is stored, warned about; its pods would be refused.
+	tmpl := rootPod("", "")
+	d := &v1.Deployment{Metadata: &v1.ObjectMeta{Name: "rooted", Namespace: "team"}, Spec: &v1.DeploymentSpec{
+		Selector: &v1.LabelSelector{MatchLabels: map[string]string{"app": "rooted"}},
+		Template: &v1.PodTemplateSpec{Metadata: &v1.ObjectMeta{Labels: map[string]string{"app": "rooted"}}, Spec: tmpl.Spec}}}
+	if _, err := client.For[*v1.Deployment](eve).Create(ctx, d); err != nil {
+		t.Errorf("Deployment: %v", err)
+	}
+	wantWarn := `would violate PodSecurity "baseline:latest": hostPath volumes (volume "root")`
+	if w := warned.take(); !slices.Equal(w, []string{wantWarn}) {
+		t.Errorf("Deployment warnings %q, want %q", w, wantWarn)
+	}
+	// kube-system is exempt; an admin opens a namespace by its label.
+	if _, err := client.For[*v1.Pod](s.Client).Create(ctx, rootPod("kube-system", "helper")); err != nil {
+		t.Errorf("kube-system: %v", err)
+	}
+	if _, err := client.For[*v1.Namespace](s.Client).Create(ctx, &v1.Namespace{Metadata: &v1.ObjectMeta{Name: "infra",
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "privileged"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.For[*v1.Pod](s.Client).Create(ctx, rootPod("infra", "agent")); err != nil {
+		t.Errorf("a namespace labelled privileged: %v", err)
+	}
+	// The flag's opt-out: Kubernetes' own default.
+	open := apiservertest.Start(t, func(c *apiserver.Config) { c.PodSecurity.Defaults = "enforce=privileged" })
+	if _, err := client.For[*v1.Pod](open.Client).Create(ctx, rootPod("default", "rooted")); err != nil {
+		t.Errorf("--pod-security enforce=privileged: %v", err)
+	}
+}

@@ -166,6 +166,22 @@ func toleration(k, v string) podOpt {
 	}
 }
 
+// allowHostPorts labels the default namespace for Pod Security
+// privileged, as an admin opens a namespace for pods with hostPorts (the
+// cluster default, baseline, refuses them).
+func allowHostPorts(t *testing.T, c *client.Client) {
+	t.Helper()
+	if _, err := client.For[*v1.Namespace](c).Mutate(context.Background(), "", "default", false, func(ns *v1.Namespace) error {
+		if ns.Metadata.Labels == nil {
+			ns.Metadata.Labels = map[string]string{}
+		}
+		ns.Metadata.Labels["pod-security.kubernetes.io/enforce"] = "privileged"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func hostPortOpt(port int32) podOpt {
 	return func(p *v1.Pod) {
 		p.Spec.Containers[0].Ports = []*v1.ContainerPort{{ContainerPort: 80, HostPort: port}}

@@ -97,6 +97,7 @@ func TestConstraintsHonoured(t *testing.T) {
 	createNode(t, c, makeNode("ssd-1", "4", "8Gi", label("disk", "ssd")))
 	createNode(t, c, makeNode("ssd-cordoned", "4", "8Gi", label("disk", "ssd"), func(n *v1.Node) { n.Spec.Unschedulable = true }))
 	createNode(t, c, makeNode("gpu-1", "4", "8Gi", label("accelerator", "gpu"), taint("dedicated", "gpu", "NoSchedule")))
+	allowHostPorts(t, c)
 	var pods []*v1.Pod
 	for i := 0; i < 6; i++ {
 		pods = append(pods, makePod(fmt.Sprintf("ssd-%d", i), "100m", "64Mi", nodeSelector("disk", "ssd")))

@@ -143,6 +143,18 @@ func FromLabels(labels map[string]string, defaults Policies) Policies {
 	return out
 }
 
+// DefaultPolicies is the cluster's policy for namespaces without
+// pod-security labels unless the apiserver is told otherwise
+// (--pod-security): pods that break the baseline standard (hostPath,
+// host namespaces, privileged, added capabilities, hostPorts...) are
+// refused, workloads whose template breaks it are stored with a warning
+// (their pods will be refused), and the audit log records what the
+// restricted standard would refuse. Kubernetes' built-in default is
+// privileged for every mode; this is its documented recommendation for a
+// cluster shared by users, so that `edit` in a namespace is not root on
+// the nodes. The cluster's own components run in the exempt kube-system.
+const DefaultPolicies = "enforce=baseline,warn=baseline,audit=restricted"
+
 // ParseDefaults reads the apiserver's --pod-security flag:
 // "enforce=baseline,warn=restricted,audit=restricted:v1.30" (a mode not
 // named stays privileged).

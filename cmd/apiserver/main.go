@@ -49,7 +49,7 @@ func main() {
 	fs.IntVar(&cfg.MaxConnections, "max-connections", 10000, "client connections open at once over all listeners; more are reset at accept (lowered to what the file limit allows)")
 	fs.IntVar(&cfg.MaxConnectionsPerHost, "max-connections-per-host", 1000, "client connections open at once from one source IP (at most half of --max-connections)")
 	fs.DurationVar(&cfg.HandshakeTimeout, "tls-handshake-timeout", 5*time.Second, "close a connection that has not finished its TLS handshake and HTTP/2 preface this long after accept")
-	fs.StringVar(&cfg.PodSecurity.Defaults, "pod-security", "", "Pod Security policies of namespaces without pod-security.kubernetes.io labels: enforce|warn|audit=privileged|baseline|restricted[:VERSION], comma-separated (\"enforce=baseline,warn=restricted\"; unset modes are privileged)")
+	fs.StringVar(&cfg.PodSecurity.Defaults, "pod-security", apiserver.DefaultPodSecurity, "Pod Security policies of namespaces without pod-security.kubernetes.io labels: enforce|warn|audit=privileged|baseline|restricted[:VERSION], comma-separated (modes not named are privileged; \"enforce=privileged\" is Kubernetes' default, no checks)")
 	exempt := fs.String("pod-security-exempt-namespaces", "kube-system", "comma-separated namespaces Pod Security does not evaluate (the cluster's own components)")
 	sec.register(fs)
 	logs.Register(fs)

@@ -108,6 +108,19 @@ func ensureNamespace(t *testing.T, c *client.Client, ns string) {
 	}
 }
 
+// openNamespace makes ns one whose pods may use the host (hostPath,
+// hostNetwork...): labelled pod-security.kubernetes.io/enforce=privileged,
+// as an admin opens a namespace (the cluster default, baseline, refuses
+// such pods).
+func openNamespace(t *testing.T, c *client.Client, ns string) {
+	t.Helper()
+	_, err := client.For[*v1.Namespace](c).Create(context.Background(), &v1.Namespace{Metadata: &v1.ObjectMeta{Name: ns,
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "privileged"}}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
 func createPod(t *testing.T, c *client.Client, pod *v1.Pod) *v1.Pod {
 	t.Helper()
 	ensureNamespace(t, c, pod.Metadata.Namespace)

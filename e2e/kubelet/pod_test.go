@@ -151,6 +151,7 @@ func TestHostNetworkPod(t *testing.T) {
 	t.Parallel()
 	n := c.Nodes[1]
 	ns := "hostnet"
+	openNamespace(t, c.Client, ns)
 	p := busyboxPod(ns, "web", n.Name, "mkdir -p /www && echo host > /www/index.html && exec httpd -f -p 18089 -h /www")
 	p.Spec.HostNetwork = true
 	createPod(t, c.Client, p)

@@ -123,6 +123,7 @@ func TestGracefulDelete(t *testing.T) {
 	c := sharedCluster(t)
 	t.Parallel()
 	ns := "grace"
+	openNamespace(t, c.Client, ns) // the hostPath the test reads
 	out := t.TempDir()
 	// The handler takes 2s to shut down, within its 20s grace period.
 	polite := busyboxPod(ns, "polite", "node2",

@@ -23,10 +23,19 @@ import (
 // tools are the host's programs the script and the node need.
 var tools = []string{"bash", "curl", "ip", "nft", "iptables", "iptables-save", "busybox"}
 
+// The pod's hostPort is refused by the cluster's default Pod Security
+// (baseline): its namespace is opened for it, as an admin would.
 const manifest = `apiVersion: v1
+kind: Namespace
+metadata:
+  name: hostports
+  labels: {pod-security.kubernetes.io/enforce: privileged}
+---
+apiVersion: v1
 kind: Pod
 metadata:
   name: web
+  namespace: hostports
   labels: {app: web}
 spec:
   terminationGracePeriodSeconds: 1
@@ -45,6 +54,7 @@ apiVersion: v1
 kind: Service
 metadata:
   name: web
+  namespace: hostports
 spec:
   selector: {app: web}
   ports: [{port: 80, targetPort: 80}]
@@ -135,7 +145,7 @@ func TestLocalUpDownLeavesNothing(t *testing.T) {
 		t.Fatalf("tugctl apply: %v\n%s", err, out)
 	}
 	wait.Eventually(t, 90*time.Second, "pod web Running", func() error {
-		out, err := tugctl("get", "pod", "web", "-o", "jsonpath={.status.phase}")
+		out, err := tugctl("get", "pod", "web", "-n", "hostports", "-o", "jsonpath={.status.phase}")
 		if err == nil && strings.TrimSpace(out) != "Running" {
 			err = fmt.Errorf("phase %q", out)
 		}
