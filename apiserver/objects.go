@@ -163,8 +163,17 @@ func (s *Server) Get(ctx context.Context, req *v1.GetRequest) (*anypb.Any, error
 	if err != nil {
 		return nil, err
 	}
+	switch req.Subresource {
+	case "":
+	case "scale":
+		if err := scaleSubresource(k); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, apierrors.Invalid("subresource", "%q cannot be read with Get (only the object or its scale)", req.Subresource)
+	}
 	ns := namespaceOf(k, req.Namespace)
-	if err := s.authorize(ctx, "get", k, "", ns, req.Name, ""); err != nil {
+	if err := s.authorize(ctx, "get", k, req.Subresource, ns, req.Name, ""); err != nil {
 		return nil, err
 	}
 	obj, err := s.store.Get(ctx, k, ns, req.Name)
@@ -238,8 +247,25 @@ func (s *Server) Update(ctx context.Context, req *v1.UpdateRequest) (*anypb.Any,
 		return nil, err
 	}
 	m := v1.Meta(obj)
-	if err := s.authorize(ctx, "update", k, "", namespaceOf(k, m.Namespace), m.Name, ""); err != nil {
+	switch req.Subresource {
+	case "":
+	case "scale":
+		if err := scaleSubresource(k); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, apierrors.Invalid("subresource", "%q cannot be written with Update (only the object or its scale; status with UpdateStatus)", req.Subresource)
+	}
+	if err := s.authorize(ctx, "update", k, req.Subresource, namespaceOf(k, m.Namespace), m.Name, ""); err != nil {
 		return nil, err
+	}
+	if req.Subresource == "scale" {
+		n := k.Scale.Replicas(obj)
+		out, err := s.updateFrom(ctx, k, obj, false, req.DryRun, func(cur v1.Object) (v1.Object, error) { return withReplicas(k, cur, n), nil })
+		if err != nil {
+			return nil, err
+		}
+		return pack(out)
 	}
 	out, err := s.update(ctx, k, obj, false, req.DryRun)
 	if err != nil {

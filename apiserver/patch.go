@@ -33,8 +33,12 @@ func (s *Server) Patch(ctx context.Context, req *v1.PatchRequest) (*anypb.Any, e
 			return nil, apierrors.Invalid("subresource", "kind %s has no status", k.Name)
 		}
 		statusOnly = true
+	case "scale":
+		if err := scaleSubresource(k); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, apierrors.Invalid("subresource", "%q cannot be patched (only the object or its status)", req.Subresource)
+		return nil, apierrors.Invalid("subresource", "%q cannot be patched (only the object, its status or its scale)", req.Subresource)
 	}
 	if req.Name == "" {
 		return nil, apierrors.Invalid("name", "required")
@@ -50,6 +54,9 @@ func (s *Server) Patch(ctx context.Context, req *v1.PatchRequest) (*anypb.Any, e
 	m := v1.Meta(in)
 	m.Namespace, m.Name, m.ResourceVersion = ns, req.Name, req.ResourceVersion
 	out, err := s.updateFrom(ctx, k, in, statusOnly, req.DryRun, func(cur v1.Object) (v1.Object, error) {
+		if req.Subresource == "scale" {
+			return patchScale(k, cur, t, req.Patch)
+		}
 		return patch.Object(cur, t, req.Patch)
 	})
 	if err != nil {

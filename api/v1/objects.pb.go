@@ -77,10 +77,14 @@ func (x *CreateRequest) GetDryRun() bool {
 }
 
 type GetRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
-	Namespace     string                 `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Kind      string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Namespace string                 `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Name      string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// Empty reads the object; "scale" reads it for its scale subresource
+	// (authorized as get on <resource>/scale, as Kubernetes does; kinds with
+	// spec.replicas only).
+	Subresource   string `protobuf:"bytes,4,opt,name=subresource,proto3" json:"subresource,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -132,6 +136,13 @@ func (x *GetRequest) GetNamespace() string {
 func (x *GetRequest) GetName() string {
 	if x != nil {
 		return x.Name
+	}
+	return ""
+}
+
+func (x *GetRequest) GetSubresource() string {
+	if x != nil {
+		return x.Subresource
 	}
 	return ""
 }
@@ -289,7 +300,11 @@ type UpdateRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Object *anypb.Any             `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
 	// As CreateRequest.dry_run.
-	DryRun        bool `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	DryRun bool `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	// Empty updates the object (Update) or its status (UpdateStatus);
+	// "scale" (Update only) takes spec.replicas from the object and
+	// everything else as stored, authorized as update on <resource>/scale.
+	Subresource   string `protobuf:"bytes,3,opt,name=subresource,proto3" json:"subresource,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -336,6 +351,13 @@ func (x *UpdateRequest) GetDryRun() bool {
 		return x.DryRun
 	}
 	return false
+}
+
+func (x *UpdateRequest) GetSubresource() string {
+	if x != nil {
+		return x.Subresource
+	}
+	return ""
 }
 
 type DeleteRequest struct {
@@ -457,7 +479,9 @@ type PatchRequest struct {
 	// (as manifests write it).
 	Patch []byte `protobuf:"bytes,5,opt,name=patch,proto3" json:"patch,omitempty"`
 	// Empty patches the object (metadata and spec; status as stored);
-	// "status" patches its status only.
+	// "status" patches its status only; "scale" patches the autoscaling/v1
+	// Scale of the object (only spec.replicas is taken), authorized as
+	// patch on <resource>/scale.
 	Subresource string `protobuf:"bytes,6,opt,name=subresource,proto3" json:"subresource,omitempty"`
 	// Precondition: 0 means any version.
 	ResourceVersion int64 `protobuf:"varint,7,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
@@ -800,12 +824,13 @@ const file_api_v1_objects_proto_rawDesc = "" +
 	"\x14api/v1/objects.proto\x12\x0etugboat.api.v1\x1a\x19google/protobuf/any.proto\"V\n" +
 	"\rCreateRequest\x12,\n" +
 	"\x06object\x18\x01 \x01(\v2\x14.google.protobuf.AnyR\x06object\x12\x17\n" +
-	"\adry_run\x18\x02 \x01(\bR\x06dryRun\"R\n" +
+	"\adry_run\x18\x02 \x01(\bR\x06dryRun\"t\n" +
 	"\n" +
 	"GetRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
-	"\x04name\x18\x03 \x01(\tR\x04name\"\xbf\x01\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12 \n" +
+	"\vsubresource\x18\x04 \x01(\tR\vsubresource\"\xbf\x01\n" +
 	"\vListRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
@@ -816,10 +841,11 @@ const file_api_v1_objects_proto_rawDesc = "" +
 	"\fListResponse\x12*\n" +
 	"\x05items\x18\x01 \x03(\v2\x14.google.protobuf.AnyR\x05items\x12)\n" +
 	"\x10resource_version\x18\x02 \x01(\x03R\x0fresourceVersion\x12\x1a\n" +
-	"\bcontinue\x18\x03 \x01(\tR\bcontinue\"V\n" +
+	"\bcontinue\x18\x03 \x01(\tR\bcontinue\"x\n" +
 	"\rUpdateRequest\x12,\n" +
 	"\x06object\x18\x01 \x01(\v2\x14.google.protobuf.AnyR\x06object\x12\x17\n" +
-	"\adry_run\x18\x02 \x01(\bR\x06dryRun\"\xaa\x02\n" +
+	"\adry_run\x18\x02 \x01(\bR\x06dryRun\x12 \n" +
+	"\vsubresource\x18\x03 \x01(\tR\vsubresource\"\xaa\x02\n" +
 	"\rDeleteRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +

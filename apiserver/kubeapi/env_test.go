@@ -39,13 +39,16 @@ type env struct {
 	url  string
 }
 
-const viewerToken = "viewer-token-0123456789"
+const (
+	viewerToken = "viewer-token-0123456789"
+	scalerToken = "scaler-token-0123456789" // a user RBAC gives only deployments/scale
+)
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens.csv")
-	if err := os.WriteFile(tokens, []byte(viewerToken+",viewer,viewer-uid,\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte(viewerToken+",viewer,viewer-uid,\n"+scalerToken+",scaler,scaler-uid,\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	srv := apiservertest.StartSecure(t, apiservertest.WithKubeAPI, func(c *apiserver.Config) { c.Auth.TokenFile = tokens })

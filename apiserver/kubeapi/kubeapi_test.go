@@ -28,6 +28,7 @@ func TestKubeAPI(t *testing.T) {
 		{"kubectl/discovery-explain", testKubectlDiscovery},
 		{"kubectl/auth", testKubectlAuth},
 		{"http/bad-input", testBadInput},
+		{"clientgo/scale-rbac", testScaleSubresourceRBAC},
 		{"http/watch-expired", testWatchExpired},
 		{"clientgo/crud", testClientGoCRUD},
 		{"clientgo/controller", testClientGoController},

@@ -2,22 +2,21 @@ package kubeapi
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/kinds"
-	"github.com/tugboat/tugboat/api/patch"
 	v1 "github.com/tugboat/tugboat/api/v1"
 )
 
 // The scale subresource (autoscaling/v1 Scale) of every kind with
 // spec.replicas and spec.selector. It is read with Objects.Get and written
-// with Objects.Update of the object (a compare-and-swap on the version
-// read), so it is authorized as get and update of the kind.
+// with Objects.Update or Objects.Patch, each with subresource "scale", so it
+// is authorized as get, update and patch on <resource>/scale, as in
+// Kubernetes, and a write changes spec.replicas only.
 
 type scaleObject struct {
 	Kind       string         `json:"kind"`
@@ -55,26 +54,42 @@ func (h *Handler) scale(w http.ResponseWriter, r *http.Request, q *request) erro
 		return apierrors.New(apierrors.ErrNotFound, "%s have no scale subresource", q.res.kind.Plural)
 	}
 	ctx := r.Context()
-	obj, err := h.getObject(ctx, &request{res: q.res, namespace: q.namespace, name: q.name})
-	if err != nil {
-		return err
-	}
-	cur, err := scaleOf(q.res.kind.Scale, obj)
-	if err != nil {
-		return err
-	}
-	var want *scaleObject
+	k := q.res.kind
+	var out v1.Object
+	var err error
 	switch r.Method {
 	case http.MethodGet:
-		writeJSON(w, http.StatusOK, cur)
-		return nil
+		req := &v1.GetRequest{Kind: k.Name, Namespace: q.namespace, Name: q.name, Subresource: "scale"}
+		out, err = h.call(ctx, "Get", req, func(ctx context.Context) (any, error) { return h.b.Objects().Get(ctx, req) })
 	case http.MethodPut:
-		want = &scaleObject{}
+		want := &scaleObject{}
 		if err := jsonBody(r, want); err != nil {
 			return err
 		}
-		if rv, _ := want.Metadata["resourceVersion"].(string); rv != "" && rv != fmt.Sprint(obj.GetMetadata().GetResourceVersion()) {
-			return apierrors.Conflict(q.res.kind.GroupResource(), q.name)
+		if want.Spec.Replicas < 0 {
+			return apierrors.Invalid("spec.replicas", "must be greater than or equal to 0")
+		}
+		obj := k.New()
+		m := v1.Meta(obj)
+		m.Namespace, m.Name = q.namespace, q.name
+		if rv, _ := want.Metadata["resourceVersion"].(string); rv != "" {
+			if m.ResourceVersion, err = strconv.ParseInt(rv, 10, 64); err != nil {
+				return apierrors.Invalid("metadata.resourceVersion", "%q: not a resource version", rv)
+			}
+		}
+		k.Scale.SetReplicas(obj, want.Spec.Replicas)
+		dry, err := dryRun(r)
+		if err != nil {
+			return err
+		}
+		a, err := anyOf(obj)
+		if err != nil {
+			return err
+		}
+		req := &v1.UpdateRequest{Object: a, DryRun: dry, Subresource: "scale"}
+		out, err = h.call(ctx, "Update", req, func(ctx context.Context) (any, error) { return h.b.Objects().Update(ctx, req) })
+		if err != nil { // err of this case's scope
+			return err
 		}
 	case http.MethodPatch:
 		t, err := patchType(r)
@@ -85,48 +100,27 @@ func (h *Handler) scale(w http.ResponseWriter, r *http.Request, q *request) erro
 		if err != nil {
 			return err
 		}
-		orig, _ := json.Marshal(cur)
-		out, err := patch.Apply(nil, t, orig, body)
+		dry, err := dryRun(r)
 		if err != nil {
 			return err
 		}
-		want = &scaleObject{}
-		if err := json.Unmarshal(out, want); err != nil {
-			return apierrors.Invalid("spec.replicas", "%v", err)
+		req := &v1.PatchRequest{Kind: k.Name, Namespace: q.namespace, Name: q.name, Type: string(t), Patch: body, Subresource: "scale", DryRun: dry}
+		out, err = h.call(ctx, "Patch", req, func(ctx context.Context) (any, error) { return h.b.Objects().Patch(ctx, req) })
+		if err != nil { // err of this case's scope
+			return err
 		}
 	default:
 		return methodNotAllowed(r)
 	}
-	if want.Spec.Replicas < 0 {
-		return apierrors.Invalid("spec.replicas", "must be greater than or equal to 0")
-	}
-	dry, err := dryRun(r)
 	if err != nil {
 		return err
 	}
-	next := clone(obj)
-	q.res.kind.Scale.SetReplicas(next, want.Spec.Replicas)
-	updated, err := h.updateObject(ctx, next, dry)
-	if err != nil {
-		return err
-	}
-	s, err := scaleOf(q.res.kind.Scale, updated)
+	s, err := scaleOf(k.Scale, out)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, s)
 	return nil
-}
-
-// updateObject stores obj with Objects.Update (a compare-and-swap on its
-// resourceVersion).
-func (h *Handler) updateObject(ctx context.Context, obj v1.Object, dry bool) (v1.Object, error) {
-	a, err := anyOf(obj)
-	if err != nil {
-		return nil, err
-	}
-	req := &v1.UpdateRequest{Object: a, DryRun: dry}
-	return h.call(ctx, "Update", req, func(ctx context.Context) (any, error) { return h.b.Objects().Update(ctx, req) })
 }
 
 // selectorString writes a label selector as Kubernetes' Scale
