@@ -161,6 +161,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		rbacEscalation{s}.register()
 		s.admission["Secret"] = append(s.admission["Secret"], tokenSecrets{})
 	}
+	// The quota last, as in Kubernetes: it charges what the others let in
+	// and set (LimitRanger defaults).
+	newQuotaAdmission(s.store).register(s.admission)
 	opts := append(s.conns.GRPCOptions(),
 		grpc.MaxRecvMsgSize(4<<20),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),

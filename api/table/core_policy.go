@@ -1,6 +1,8 @@
 package table
 
 import (
+	"sort"
+	"strings"
 	"time"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
@@ -10,6 +12,7 @@ import (
 var corePolicy = map[string]def{
 	"ServiceAccount": kindDef(serviceAccountColumns, serviceAccountCells),
 	"LimitRange":     kindDef(limitRangeColumns, limitRangeCells),
+	"ResourceQuota":  kindDef(resourceQuotaColumns, resourceQuotaCells),
 }
 
 var serviceAccountColumns = []Column{
@@ -34,4 +37,36 @@ func limitRangeCells(lr *v1.LimitRange, _ time.Time) []any {
 		created = ts.AsTime().UTC().Format(time.RFC3339)
 	}
 	return []any{lr.Metadata.GetName(), created}
+}
+
+// resourceQuotaColumns are kubectl's: NAME AGE REQUEST LIMIT, the used/hard
+// of each resource, limits.* under LIMIT and the others under REQUEST.
+var resourceQuotaColumns = []Column{
+	nameColumn,
+	ageColumn,
+	{Name: "Request", Type: "string", Description: "Used/hard of each capped resource but the limits.* ones."},
+	{Name: "Limit", Type: "string", Description: "Used/hard of the limits.* resources."},
+}
+
+func resourceQuotaCells(rq *v1.ResourceQuota, now time.Time) []any {
+	hard, used := rq.GetStatus().GetHard(), rq.GetStatus().GetUsed()
+	names := make([]string, 0, len(hard))
+	for n := range hard {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var req, lim []string
+	for _, n := range names {
+		u := used[n]
+		if u == "" {
+			u = "0"
+		}
+		cell := n + ": " + u + "/" + hard[n]
+		if strings.HasPrefix(n, "limits.") {
+			lim = append(lim, cell)
+		} else {
+			req = append(req, cell)
+		}
+	}
+	return []any{rq.Metadata.GetName(), Age(rq.Metadata.GetCreationTimestamp(), now), strings.Join(req, ", "), strings.Join(lim, ", ")}
 }

@@ -274,6 +274,170 @@ func (x *LimitRangeItem) GetMaxLimitRequestRatio() map[string]string {
 	return nil
 }
 
+// A ResourceQuota caps what one namespace may use in total: requests and
+// limits of cpu and memory, claimed storage, and counts of objects. The
+// ResourceQuota admission charges each new object to status.used and
+// refuses what would go over status.hard; the quota controller recounts.
+type ResourceQuota struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *ObjectMeta            `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Spec          *ResourceQuotaSpec     `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
+	Status        *ResourceQuotaStatus   `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceQuota) Reset() {
+	*x = ResourceQuota{}
+	mi := &file_api_v1_core_policy_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceQuota) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceQuota) ProtoMessage() {}
+
+func (x *ResourceQuota) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_policy_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceQuota.ProtoReflect.Descriptor instead.
+func (*ResourceQuota) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_policy_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ResourceQuota) GetMetadata() *ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *ResourceQuota) GetSpec() *ResourceQuotaSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *ResourceQuota) GetStatus() *ResourceQuotaStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+type ResourceQuotaSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The caps by resource name (pods: "10", requests.cpu: "4",
+	// count/deployments.apps: "5"). Scopes are not supported.
+	Hard          map[string]string `protobuf:"bytes,1,rep,name=hard,proto3" json:"hard,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceQuotaSpec) Reset() {
+	*x = ResourceQuotaSpec{}
+	mi := &file_api_v1_core_policy_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceQuotaSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceQuotaSpec) ProtoMessage() {}
+
+func (x *ResourceQuotaSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_policy_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceQuotaSpec.ProtoReflect.Descriptor instead.
+func (*ResourceQuotaSpec) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_policy_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ResourceQuotaSpec) GetHard() map[string]string {
+	if x != nil {
+		return x.Hard
+	}
+	return nil
+}
+
+type ResourceQuotaStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The caps being enforced (spec.hard, as last admitted).
+	Hard map[string]string `protobuf:"bytes,1,rep,name=hard,proto3" json:"hard,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// What the namespace uses of each capped resource.
+	Used          map[string]string `protobuf:"bytes,2,rep,name=used,proto3" json:"used,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceQuotaStatus) Reset() {
+	*x = ResourceQuotaStatus{}
+	mi := &file_api_v1_core_policy_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceQuotaStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceQuotaStatus) ProtoMessage() {}
+
+func (x *ResourceQuotaStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_policy_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceQuotaStatus.ProtoReflect.Descriptor instead.
+func (*ResourceQuotaStatus) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_policy_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ResourceQuotaStatus) GetHard() map[string]string {
+	if x != nil {
+		return x.Hard
+	}
+	return nil
+}
+
+func (x *ResourceQuotaStatus) GetUsed() map[string]string {
+	if x != nil {
+		return x.Used
+	}
+	return nil
+}
+
 var File_api_v1_core_policy_proto protoreflect.FileDescriptor
 
 const file_api_v1_core_policy_proto_rawDesc = "" +
@@ -310,6 +474,24 @@ const file_api_v1_core_policy_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aG\n" +
 	"\x19MaxLimitRequestRatioEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbb\x01\n" +
+	"\rResourceQuota\x126\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x125\n" +
+	"\x04spec\x18\x02 \x01(\v2!.tugboat.api.v1.ResourceQuotaSpecR\x04spec\x12;\n" +
+	"\x06status\x18\x03 \x01(\v2#.tugboat.api.v1.ResourceQuotaStatusR\x06status\"\x8d\x01\n" +
+	"\x11ResourceQuotaSpec\x12?\n" +
+	"\x04hard\x18\x01 \x03(\v2+.tugboat.api.v1.ResourceQuotaSpec.HardEntryR\x04hard\x1a7\n" +
+	"\tHardEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8d\x02\n" +
+	"\x13ResourceQuotaStatus\x12A\n" +
+	"\x04hard\x18\x01 \x03(\v2-.tugboat.api.v1.ResourceQuotaStatus.HardEntryR\x04hard\x12A\n" +
+	"\x04used\x18\x02 \x03(\v2-.tugboat.api.v1.ResourceQuotaStatus.UsedEntryR\x04used\x1a7\n" +
+	"\tHardEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a7\n" +
+	"\tUsedEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
 
 var (
@@ -324,34 +506,46 @@ func file_api_v1_core_policy_proto_rawDescGZIP() []byte {
 	return file_api_v1_core_policy_proto_rawDescData
 }
 
-var file_api_v1_core_policy_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_api_v1_core_policy_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_api_v1_core_policy_proto_goTypes = []any{
-	(*ServiceAccount)(nil), // 0: tugboat.api.v1.ServiceAccount
-	(*LimitRange)(nil),     // 1: tugboat.api.v1.LimitRange
-	(*LimitRangeSpec)(nil), // 2: tugboat.api.v1.LimitRangeSpec
-	(*LimitRangeItem)(nil), // 3: tugboat.api.v1.LimitRangeItem
-	nil,                    // 4: tugboat.api.v1.LimitRangeItem.MaxEntry
-	nil,                    // 5: tugboat.api.v1.LimitRangeItem.MinEntry
-	nil,                    // 6: tugboat.api.v1.LimitRangeItem.DefaultEntry
-	nil,                    // 7: tugboat.api.v1.LimitRangeItem.DefaultRequestEntry
-	nil,                    // 8: tugboat.api.v1.LimitRangeItem.MaxLimitRequestRatioEntry
-	(*ObjectMeta)(nil),     // 9: tugboat.api.v1.ObjectMeta
+	(*ServiceAccount)(nil),      // 0: tugboat.api.v1.ServiceAccount
+	(*LimitRange)(nil),          // 1: tugboat.api.v1.LimitRange
+	(*LimitRangeSpec)(nil),      // 2: tugboat.api.v1.LimitRangeSpec
+	(*LimitRangeItem)(nil),      // 3: tugboat.api.v1.LimitRangeItem
+	(*ResourceQuota)(nil),       // 4: tugboat.api.v1.ResourceQuota
+	(*ResourceQuotaSpec)(nil),   // 5: tugboat.api.v1.ResourceQuotaSpec
+	(*ResourceQuotaStatus)(nil), // 6: tugboat.api.v1.ResourceQuotaStatus
+	nil,                         // 7: tugboat.api.v1.LimitRangeItem.MaxEntry
+	nil,                         // 8: tugboat.api.v1.LimitRangeItem.MinEntry
+	nil,                         // 9: tugboat.api.v1.LimitRangeItem.DefaultEntry
+	nil,                         // 10: tugboat.api.v1.LimitRangeItem.DefaultRequestEntry
+	nil,                         // 11: tugboat.api.v1.LimitRangeItem.MaxLimitRequestRatioEntry
+	nil,                         // 12: tugboat.api.v1.ResourceQuotaSpec.HardEntry
+	nil,                         // 13: tugboat.api.v1.ResourceQuotaStatus.HardEntry
+	nil,                         // 14: tugboat.api.v1.ResourceQuotaStatus.UsedEntry
+	(*ObjectMeta)(nil),          // 15: tugboat.api.v1.ObjectMeta
 }
 var file_api_v1_core_policy_proto_depIdxs = []int32{
-	9, // 0: tugboat.api.v1.ServiceAccount.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	9, // 1: tugboat.api.v1.LimitRange.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	2, // 2: tugboat.api.v1.LimitRange.spec:type_name -> tugboat.api.v1.LimitRangeSpec
-	3, // 3: tugboat.api.v1.LimitRangeSpec.limits:type_name -> tugboat.api.v1.LimitRangeItem
-	4, // 4: tugboat.api.v1.LimitRangeItem.max:type_name -> tugboat.api.v1.LimitRangeItem.MaxEntry
-	5, // 5: tugboat.api.v1.LimitRangeItem.min:type_name -> tugboat.api.v1.LimitRangeItem.MinEntry
-	6, // 6: tugboat.api.v1.LimitRangeItem.default:type_name -> tugboat.api.v1.LimitRangeItem.DefaultEntry
-	7, // 7: tugboat.api.v1.LimitRangeItem.default_request:type_name -> tugboat.api.v1.LimitRangeItem.DefaultRequestEntry
-	8, // 8: tugboat.api.v1.LimitRangeItem.max_limit_request_ratio:type_name -> tugboat.api.v1.LimitRangeItem.MaxLimitRequestRatioEntry
-	9, // [9:9] is the sub-list for method output_type
-	9, // [9:9] is the sub-list for method input_type
-	9, // [9:9] is the sub-list for extension type_name
-	9, // [9:9] is the sub-list for extension extendee
-	0, // [0:9] is the sub-list for field type_name
+	15, // 0: tugboat.api.v1.ServiceAccount.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	15, // 1: tugboat.api.v1.LimitRange.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	2,  // 2: tugboat.api.v1.LimitRange.spec:type_name -> tugboat.api.v1.LimitRangeSpec
+	3,  // 3: tugboat.api.v1.LimitRangeSpec.limits:type_name -> tugboat.api.v1.LimitRangeItem
+	7,  // 4: tugboat.api.v1.LimitRangeItem.max:type_name -> tugboat.api.v1.LimitRangeItem.MaxEntry
+	8,  // 5: tugboat.api.v1.LimitRangeItem.min:type_name -> tugboat.api.v1.LimitRangeItem.MinEntry
+	9,  // 6: tugboat.api.v1.LimitRangeItem.default:type_name -> tugboat.api.v1.LimitRangeItem.DefaultEntry
+	10, // 7: tugboat.api.v1.LimitRangeItem.default_request:type_name -> tugboat.api.v1.LimitRangeItem.DefaultRequestEntry
+	11, // 8: tugboat.api.v1.LimitRangeItem.max_limit_request_ratio:type_name -> tugboat.api.v1.LimitRangeItem.MaxLimitRequestRatioEntry
+	15, // 9: tugboat.api.v1.ResourceQuota.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	5,  // 10: tugboat.api.v1.ResourceQuota.spec:type_name -> tugboat.api.v1.ResourceQuotaSpec
+	6,  // 11: tugboat.api.v1.ResourceQuota.status:type_name -> tugboat.api.v1.ResourceQuotaStatus
+	12, // 12: tugboat.api.v1.ResourceQuotaSpec.hard:type_name -> tugboat.api.v1.ResourceQuotaSpec.HardEntry
+	13, // 13: tugboat.api.v1.ResourceQuotaStatus.hard:type_name -> tugboat.api.v1.ResourceQuotaStatus.HardEntry
+	14, // 14: tugboat.api.v1.ResourceQuotaStatus.used:type_name -> tugboat.api.v1.ResourceQuotaStatus.UsedEntry
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_core_policy_proto_init() }
@@ -367,7 +561,7 @@ func file_api_v1_core_policy_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_core_policy_proto_rawDesc), len(file_api_v1_core_policy_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/tugboat/tugboat/api/quota"
 	"github.com/tugboat/tugboat/api/resource"
 	v1 "github.com/tugboat/tugboat/api/v1"
 )
@@ -164,4 +165,34 @@ func joinOr(list []string) string {
 		}
 	}
 	return out
+}
+
+// ResourceQuota validates a quota: every name in spec.hard (and in the
+// status the admission and the controller write) is one a quota serves
+// (api/quota), with a well-formed quantity, whole for object counts.
+func ResourceQuota(rq *v1.ResourceQuota) Errs {
+	var errs Errs
+	ObjectMeta(&errs, rq.Metadata, true, DNSSubdomain)
+	quotaList(&errs, "spec.hard", rq.GetSpec().GetHard())
+	quotaList(&errs, "status.hard", rq.GetStatus().GetHard())
+	quotaList(&errs, "status.used", rq.GetStatus().GetUsed())
+	return errs
+}
+
+func quotaList(errs *Errs, path string, m map[string]string) {
+	for _, name := range sortedKeys(m) {
+		fp := path + "." + name
+		if err := quota.ValidateName(name); err != nil {
+			errs.Add(fp, "%v", err)
+			continue
+		}
+		q, err := resource.Parse(m[name])
+		if err != nil {
+			errs.Add(fp, "%v", err)
+			continue
+		}
+		if quota.IsInteger(name) && q.MilliValue()%1000 != 0 {
+			errs.Add(fp, "%s: must be an integer", m[name])
+		}
+	}
 }

@@ -18,7 +18,7 @@ var (
 		"namespaces", "nodes", "leases", "replicasets/status", "deployments/status", "pods/status",
 		"jobs", "jobs/status", "cronjobs", "cronjobs/status", "poddisruptionbudgets", "poddisruptionbudgets/status",
 		"daemonsets", "daemonsets/status", "controllerrevisions", "horizontalpodautoscalers", "horizontalpodautoscalers/status",
-		"persistentvolumeclaims", "persistentvolumes", "storageclasses", "statefulsets", "statefulsets/status", "serviceaccounts", "endpointslices", "limitranges"}
+		"persistentvolumeclaims", "persistentvolumes", "storageclasses", "statefulsets", "statefulsets/status", "serviceaccounts", "endpointslices", "limitranges", "resourcequotas", "resourcequotas/status"}
 	editable = []string{"pods", "pods/exec", "pods/attach", "pods/portforward", "pods/eviction", "pods/log", "services", "endpoints", "configmaps", "secrets", "events",
 		"replicasets", "deployments", "replicasets/scale", "deployments/scale", "jobs", "cronjobs", "poddisruptionbudgets", "daemonsets", "horizontalpodautoscalers", "persistentvolumeclaims", "statefulsets", "statefulsets/scale", "serviceaccounts"}
 )
@@ -72,6 +72,12 @@ func DefaultPolicy() []v1.Object {
 				"daemonsets/status", "poddisruptionbudgets/status", "horizontalpodautoscalers/status", "nodes/status",
 				"replicasets/scale", "deployments/scale", "statefulsets/status", "statefulsets/scale",
 				"persistentvolumes/status", "persistentvolumeclaims/status"}, []string{"get", "update", "patch"}),
+			// The quota controller counts any kind a quota names
+			// (count/<resource>.<group>) and writes quotas' status, as
+			// Kubernetes' resourcequota-controller.
+			rule(anyGroup, all, []string{"list", "watch"}),
+			rule(core, []string{"resourcequotas"}, readVerbs),
+			rule(core, []string{"resourcequotas/status"}, []string{"get", "update", "patch"}),
 			// The autoscaler reads the kubelets' stats through the apiserver's node relay.
 			rule(core, []string{"nodes/stats"}, []string{"get"}),
 			rule(core, []string{"events"}, []string{"create", "update", "patch", "get"}),

@@ -42,6 +42,8 @@ func main() {
 	fs.IntVar(&cfg.CronJob.Workers, "concurrent-cronjob-syncs", 5, "CronJobs synced in parallel")
 	fs.IntVar(&cfg.DaemonSet.Workers, "concurrent-daemonset-syncs", 2, "DaemonSets synced in parallel")
 	fs.IntVar(&cfg.StatefulSet.Workers, "concurrent-statefulset-syncs", 5, "StatefulSets synced in parallel")
+	fs.IntVar(&cfg.ResourceQuota.Workers, "concurrent-resource-quota-syncs", 5, "ResourceQuotas recounted in parallel")
+	fs.DurationVar(&cfg.ResourceQuota.SyncPeriod, "resource-quota-sync-period", 5*time.Minute, "how often every ResourceQuota's status.used is recounted")
 	fs.DurationVar(&cfg.HorizontalPodAutoscaler.SyncPeriod, "horizontal-pod-autoscaler-sync-period", 15*time.Second, "how often every HorizontalPodAutoscaler measures its pods and rescales")
 	fs.StringVar(&cfg.PersistentVolume.LocalPathDir, "local-path-dir", "/var/lib/tugboat/local-path", "folder on every node under which the local-path provisioner makes volumes")
 	fs.StringVar(&cfg.PersistentVolume.HelperImage, "local-path-helper-image", volume.DefaultHelperImage, "image of the helper pods that remove a deleted local-path volume's folder on its node (needs rm)")

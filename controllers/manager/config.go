@@ -22,6 +22,7 @@ import (
 	"github.com/tugboat/tugboat/controllers/nodelifecycle"
 	"github.com/tugboat/tugboat/controllers/podautoscaler"
 	"github.com/tugboat/tugboat/controllers/replicaset"
+	"github.com/tugboat/tugboat/controllers/resourcequota"
 	"github.com/tugboat/tugboat/controllers/statefulset"
 	"github.com/tugboat/tugboat/controllers/volume"
 )
@@ -62,6 +63,7 @@ type Config struct {
 	HorizontalPodAutoscaler podautoscaler.Config
 	PersistentVolume        volume.Config
 	StatefulSet             statefulset.Config
+	ResourceQuota           resourcequota.Config
 
 	Logger *slog.Logger
 }
@@ -105,7 +107,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("--leader-elect-renew-deadline (%s) must be shorter than --leader-elect-lease-duration (%s)", le.RenewDeadline, le.LeaseDuration)
 		}
 	}
-	for _, v := range []interface{ Validate() error }{&c.ReplicaSet, &c.Deployment, &c.GarbageCollector, &c.NodeLifecycle, &c.NodeIPAM, &c.Endpoints, &c.EndpointSlice, &c.LoadBalancer, &c.Job, &c.CronJob, &c.Disruption, &c.DaemonSet, &c.HorizontalPodAutoscaler, &c.PersistentVolume, &c.StatefulSet} {
+	for _, v := range []interface{ Validate() error }{&c.ReplicaSet, &c.Deployment, &c.GarbageCollector, &c.NodeLifecycle, &c.NodeIPAM, &c.Endpoints, &c.EndpointSlice, &c.LoadBalancer, &c.Job, &c.CronJob, &c.Disruption, &c.DaemonSet, &c.HorizontalPodAutoscaler, &c.PersistentVolume, &c.StatefulSet, &c.ResourceQuota} {
 		if err := v.Validate(); err != nil {
 			return err
 		}

@@ -41,6 +41,7 @@ import (
 	"github.com/tugboat/tugboat/controllers/nodelifecycle"
 	"github.com/tugboat/tugboat/controllers/podautoscaler"
 	"github.com/tugboat/tugboat/controllers/replicaset"
+	"github.com/tugboat/tugboat/controllers/resourcequota"
 	"github.com/tugboat/tugboat/controllers/statefulset"
 	"github.com/tugboat/tugboat/controllers/volume"
 )
@@ -81,6 +82,9 @@ func controllers() []entry {
 		}},
 		{"horizontalpodautoscaling", func(d controller.Deps, c *Config) (controller.Runner, error) {
 			return podautoscaler.New(d, c.HorizontalPodAutoscaler)
+		}},
+		{"resourcequota", func(d controller.Deps, c *Config) (controller.Runner, error) {
+			return resourcequota.New(d, c.ResourceQuota)
 		}},
 	}
 }

@@ -49,6 +49,7 @@ func describers() map[string]describeFunc {
 		"ConfigMap":               typedDescribe(describeConfigMap),
 		"ServiceAccount":          typedDescribe(describeServiceAccount),
 		"LimitRange":              typedDescribe(describeLimitRange),
+		"ResourceQuota":           typedDescribe(describeResourceQuota),
 		"Secret":                  typedDescribe(describeSecret),
 		"Deployment":              typedDescribe(describeDeployment),
 		"ReplicaSet":              typedDescribe(describeReplicaSet),

@@ -35,3 +35,22 @@ func describeLimitRange(ctx context.Context, d *describer, lr *v1.LimitRange) er
 	}
 	return d.events(ctx, lr)
 }
+
+// describeResourceQuota is kubectl's: the used and hard amount of each
+// capped resource.
+func describeResourceQuota(ctx context.Context, d *describer, rq *v1.ResourceQuota) error {
+	d.kv(0, "Name", rq.GetMetadata().GetName())
+	d.kv(0, "Namespace", rq.GetMetadata().GetNamespace())
+	d.text(0, "Resource\tUsed\tHard")
+	d.text(0, "--------\t----\t----")
+	hard, used := rq.GetStatus().GetHard(), rq.GetStatus().GetUsed()
+	names := make([]string, 0, len(hard))
+	for n := range hard {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		d.text(0, "%s\t%s\t%s", n, cmp.Or(used[n], "0"), hard[n])
+	}
+	return d.events(ctx, rq)
+}
