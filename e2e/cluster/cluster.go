@@ -64,6 +64,11 @@ type Options struct {
 	BaseDir string
 	// LogDir receives every process's output (default: <run dir>/logs).
 	LogDir string
+	// APIServers, if more than 1, runs that many apiservers on one etcd
+	// process of their own (Debian's etcd, client-certificate TLS) instead
+	// of one apiserver with embedded etcd; every client (kubelets,
+	// scheduler, controller-manager, Client) is given all their addresses.
+	APIServers int
 	// Name is the run id (netlab.Config.Name); empty: random.
 	Name   string
 	Logger *slog.Logger
@@ -100,6 +105,11 @@ type Cluster struct {
 	Server     string
 	KubeServer string
 	Client     *client.Client
+	// Servers is each apiserver's address (one unless
+	// Options.APIServers); Server is them comma-separated.
+	Servers []string
+	// apiservers are the processes behind Servers, in that order.
+	apiservers []*apiserverProc
 	// ClusterCIDR is split into the nodes' /24 pod CIDRs.
 	ClusterCIDR netip.Prefix
 	Nodes       []*Node
@@ -351,15 +361,32 @@ func (c *Cluster) ClientArgs(identity string) []string {
 // ClientAs returns a client presenting the certificate pair identity; the
 // caller closes it.
 func (c *Cluster) ClientAs(identity string) (*client.Client, error) {
+	return c.clientAt(c.Server, identity)
+}
+
+// clientAt is ClientAs for the apiserver(s) at server.
+func (c *Cluster) clientAt(server, identity string) (*client.Client, error) {
 	tlsCfg, err := client.TLSFromFiles(filepath.Join(c.PKIDir(), "ca.crt"),
 		filepath.Join(c.PKIDir(), identity+".crt"), filepath.Join(c.PKIDir(), identity+".key"))
 	if err != nil {
 		return nil, err
 	}
-	return client.New(client.Config{Server: c.Server, TLS: tlsCfg, UserAgent: "e2e-" + identity})
+	return client.New(client.Config{Server: server, TLS: tlsCfg, UserAgent: "e2e-" + identity})
 }
 
 func (c *Cluster) startAPIServer(ctx context.Context) error {
+	nodes := make([]string, c.opts.Nodes)
+	for i := range nodes {
+		nodes[i] = "node" + strconv.Itoa(i+1)
+	}
+	pkiInit := exec.CommandContext(ctx, c.opts.Binaries.APIServer, "pki", "init", "--dir", c.PKIDir(),
+		"--server-ips", c.Lab.RootIP.String(), "--nodes", strings.Join(nodes, ","))
+	if out, err := pkiInit.CombinedOutput(); err != nil {
+		return fmt.Errorf("cluster: apiserver pki init: %v: %s", err, out)
+	}
+	if c.opts.APIServers > 1 {
+		return c.startAPIServers(ctx, c.opts.APIServers)
+	}
 	port, err := freePort(c.Lab.RootIP)
 	if err != nil {
 		return err
@@ -370,15 +397,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		return err
 	}
 	c.KubeServer = net.JoinHostPort(c.Lab.RootIP.String(), strconv.Itoa(kport))
-	nodes := make([]string, c.opts.Nodes)
-	for i := range nodes {
-		nodes[i] = "node" + strconv.Itoa(i+1)
-	}
-	pkiInit := exec.CommandContext(ctx, c.opts.Binaries.APIServer, "pki", "init", "--dir", c.PKIDir(),
-		"--server-ips", c.Lab.RootIP.String(), "--nodes", strings.Join(nodes, ","))
-	if out, err := pkiInit.CombinedOutput(); err != nil {
-		return fmt.Errorf("cluster: apiserver pki init: %v: %s", err, out)
-	}
+	c.Servers = []string{c.Server}
 	m, err := c.metricsAddr("apiserver")
 	if err != nil {
 		return err
@@ -392,9 +411,19 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 	if c.Client, err = c.ClientAs("admin"); err != nil {
 		return err
 	}
+	return c.waitAPIServer(ctx, p, c.Server)
+}
+
+// waitAPIServer waits until the apiserver p at addr answers.
+func (c *Cluster) waitAPIServer(ctx context.Context, p *process, addr string) error {
+	cl, err := c.clientAt(addr, "admin")
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
 	err = wait.Until(ctx, 30*time.Second, func(ctx context.Context) error {
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
-		_, err := client.For[*v1.Namespace](c.Client).Get(rctx, "", "default")
+		_, err := client.For[*v1.Namespace](cl).Get(rctx, "", "default")
 		cancel()
 		select {
 		case <-p.done:
@@ -404,7 +433,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("cluster: the apiserver at %s is not ready: %w; see %s", c.Server, err, p.log)
+		return fmt.Errorf("cluster: the apiserver at %s is not ready: %w; see %s", addr, err, p.log)
 	}
 	return nil
 }
