@@ -21,10 +21,14 @@
 // Events are not recorded (Kubernetes records none either); the
 // skeleton's metrics count syncs and errors.
 //
-// A create between its charge and its store is invisible to a list made in
-// that window (milliseconds): a recount then may undercount it until the
-// next sync. Syncs follow deletes and finished pods, not creates, so a
-// burst of creates is not recounted while in flight.
+// Settling: a create is charged before it is stored, so a list made
+// between the two would miss it and a recount would undercount (and let
+// the next create overshoot). A sync therefore counts only once the quota
+// has stayed at one version for Settle (default 2s: no charge meanwhile,
+// so every earlier charge's object has been stored); a charge in that time
+// starts the wait again (a full quota refuses without writing, so a
+// recount that frees room is never starved), and the status write is a
+// compare-and-swap on that version.
 package resourcequota
 
 import (
@@ -34,6 +38,7 @@ import (
 	"maps"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -55,12 +60,18 @@ type Config struct {
 	// SyncPeriod is how often every quota is recounted
 	// (--resource-quota-sync-period, default 5m, as Kubernetes).
 	SyncPeriod time.Duration
+	// Settle is how long a quota must go without a charge before it is
+	// recounted (default 2s; see the package comment).
+	Settle time.Duration
 }
 
 // Validate names the first bad field.
 func (c *Config) Validate() error {
 	if c.Workers < 0 {
 		return fmt.Errorf("--concurrent-resource-quota-syncs: must be >= 0, got %d", c.Workers)
+	}
+	if c.Settle < 0 {
+		return fmt.Errorf("resourcequota: Settle must be >= 0, got %s", c.Settle)
 	}
 	if c.SyncPeriod < 0 {
 		return fmt.Errorf("--resource-quota-sync-period: must be >= 0, got %s", c.SyncPeriod)
@@ -76,6 +87,16 @@ type Controller struct {
 	quotas controller.Source[*v1.ResourceQuota]
 	loop   *controller.Controller
 	log    *slog.Logger
+
+	mu sync.Mutex
+	// seen is, by quota key, the version a sync found and when: the
+	// recount waits until it has held for Settle.
+	seen map[string]seenVersion
+}
+
+type seenVersion struct {
+	rv int64
+	at time.Time
 }
 
 // New builds the controller on the shared informers.
@@ -89,12 +110,15 @@ func New(d controller.Deps, cfg Config) (*Controller, error) {
 	if cfg.SyncPeriod == 0 {
 		cfg.SyncPeriod = 5 * time.Minute
 	}
+	if cfg.Settle == 0 {
+		cfg.Settle = 2 * time.Second
+	}
 	log := d.Logger
 	if log == nil {
 		log = slog.Default()
 	}
 	c := &Controller{cfg: cfg, c: d.Client, api: client.For[*v1.ResourceQuota](d.Client),
-		quotas: controller.For[*v1.ResourceQuota](d.Informers), log: log.With("controller", "resourcequota")}
+		quotas: controller.For[*v1.ResourceQuota](d.Informers), log: log.With("controller", "resourcequota"), seen: map[string]seenVersion{}}
 	c.quotas.AddIndex(controller.IndexNamespace, controller.NamespaceIndex[*v1.ResourceQuota])
 	pods := controller.For[*v1.Pod](d.Informers)
 	synced := []func() bool{c.quotas.HasSynced, pods.HasSynced}
@@ -148,11 +172,29 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	ns, name, _ := strings.Cut(key, "/")
 	q, err := c.api.Get(ctx, ns, name)
 	if apierrors.IsNotFound(err) {
+		c.mu.Lock()
+		delete(c.seen, key)
+		c.mu.Unlock()
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	now := time.Now()
+	c.mu.Lock()
+	v, ok := c.seen[key]
+	if !ok || v.rv != q.GetMetadata().GetResourceVersion() {
+		v = seenVersion{rv: q.GetMetadata().GetResourceVersion(), at: now}
+		c.seen[key] = v
+	}
+	c.mu.Unlock()
+	if wait := c.cfg.Settle - now.Sub(v.at); wait > 0 {
+		c.loop.EnqueueAfter(key, wait)
+		return nil
+	}
+	c.mu.Lock()
+	delete(c.seen, key)
+	c.mu.Unlock()
 	used, err := c.count(ctx, ns, q.GetSpec().GetHard())
 	if err != nil {
 		return err
