@@ -6,13 +6,14 @@ import (
 	"log/slog"
 
 	"github.com/tugboat/tugboat/proxy/dns"
+	"github.com/tugboat/tugboat/proxy/netpol"
 	"github.com/tugboat/tugboat/proxy/nftables"
 	"github.com/tugboat/tugboat/proxy/routes"
 )
 
 // Cleanup removes everything a proxy installs in the network namespace
-// nsFd (0: the process's own): its nftables table (table "" is the
-// default), the routes to other nodes' pod CIDRs and the cluster DNS
+// nsFd (0: the process's own): its nftables tables (the datapath's, table "" being the
+// default, and the network policy agent's), the routes to other nodes' pod CIDRs and the cluster DNS
 // address on lo. It is what `proxy --cleanup` runs; a proxy must not be
 // running. It carries on past failures and returns them all.
 func Cleanup(table string, nsFd int, log *slog.Logger) error {
@@ -28,6 +29,11 @@ func Cleanup(table string, nsFd int, log *slog.Logger) error {
 		errs = append(errs, fmt.Errorf("nftables table %s: %w", table, err))
 	} else if removed {
 		log.Info("removed nftables table", "table", "ip "+table)
+	}
+	if removed, err := netpol.Cleanup(policyTable(table), nsFd); err != nil {
+		errs = append(errs, fmt.Errorf("nftables table %s: %w", policyTable(table), err))
+	} else if removed {
+		log.Info("removed nftables table", "table", "ip "+policyTable(table))
 	}
 	n, err := routes.Cleanup(nsFd)
 	if err != nil {

@@ -23,6 +23,7 @@ type Flags struct {
 	MetricsListen   string
 	FullSyncPeriod  time.Duration
 	Cleanup         bool
+	NetworkPolicy   bool
 }
 
 // Register adds the proxy's flags to fs.
@@ -38,13 +39,15 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.UpstreamTimeout, "upstream-timeout", 2*time.Second, "time for all upstreams to answer one forwarded query before the client gets SERVFAIL")
 	fs.StringVar(&f.MetricsListen, "metrics-listen", DefaultMetricsListen, "HTTP address for /metrics, /healthz and /debug/pprof (empty disables)")
 	fs.DurationVar(&f.FullSyncPeriod, "full-sync-period", 10*time.Minute, "how often the nftables table is rebuilt whole, repairing changes made behind the proxy's back (negative: never)")
+	fs.BoolVar(&f.NetworkPolicy, "network-policy", true, "enforce NetworkPolicies for this node's pods in nftables (table ip tugboat-policy); false when another agent enforces them")
 	fs.BoolVar(&f.Cleanup, "cleanup", false, "remove everything the proxy installed on this node (nftables table, pod CIDR routes, cluster DNS address) and exit")
 }
 
 // Config parses the flags. The caller sets Client, Registry and Logger.
 func (f *Flags) Config() (Config, error) {
 	cfg := Config{NodeName: f.NodeName, ClusterDomain: f.ClusterDomain, ResolvConf: f.ResolvConf,
-		UpstreamTimeout: f.UpstreamTimeout, MetricsListen: f.MetricsListen, FullSyncPeriod: f.FullSyncPeriod}
+		UpstreamTimeout: f.UpstreamTimeout, MetricsListen: f.MetricsListen, FullSyncPeriod: f.FullSyncPeriod,
+		NetworkPolicy: f.NetworkPolicy}
 	var err error
 	if cfg.ClusterCIDR, err = netip.ParsePrefix(f.ClusterCIDR); err != nil {
 		return cfg, fmt.Errorf("--cluster-cidr %q: %v", f.ClusterCIDR, err)

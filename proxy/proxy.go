@@ -35,6 +35,7 @@ import (
 	"github.com/tugboat/tugboat/api/metricsserver"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/proxy/dns"
+	"github.com/tugboat/tugboat/proxy/netpol"
 	"github.com/tugboat/tugboat/proxy/nftables"
 	"github.com/tugboat/tugboat/proxy/routes"
 )
@@ -79,6 +80,10 @@ type Config struct {
 	Table string
 	// FullSyncPeriod is how often the table is rebuilt whole (--full-sync-period).
 	FullSyncPeriod time.Duration
+	// NetworkPolicy turns on the enforcement of NetworkPolicies for the
+	// node's pods (--network-policy, default on; off when another agent
+	// enforces them).
+	NetworkPolicy bool
 	// NetNS is an open file descriptor of the network namespace to program
 	// and serve in; 0: the process's own (tests use their own namespaces).
 	NetNS int
@@ -156,6 +161,26 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	watch(svcs, eps, nodes, dp, rt, zone)
+	informers := []interface {
+		Run(context.Context) error
+		WaitForSync(context.Context) bool
+		HasSynced() bool
+	}{svcs, eps, nodes}
+	var policyAgent *netpol.Agent
+	if cfg.NetworkPolicy {
+		ps := &policySource{
+			pods:     informer.New(client.For[*v1.Pod](cfg.Client), informer.Options{Logger: log}),
+			ns:       informer.New(client.For[*v1.Namespace](cfg.Client), informer.Options{Logger: log}),
+			policies: informer.New(client.For[*v1.NetworkPolicy](cfg.Client), informer.Options{Logger: log}),
+		}
+		policyAgent, err = netpol.New(netpol.Config{NodeName: cfg.NodeName, ClusterDNS: cfg.ClusterDNS, Table: policyTable(cfg.Table),
+			NetNS: cfg.NetNS, Source: ps, Registry: cfg.Registry, Logger: log})
+		if err != nil {
+			return err
+		}
+		watchPolicies(ps, policyAgent)
+		informers = append(informers, ps.pods, ps.ns, ps.policies)
+	}
 
 	var wg sync.WaitGroup
 	errc := make(chan error, 8)
@@ -170,7 +195,14 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer wg.Wait()
 	defer cancel()
-	synced := func() bool { return svcs.HasSynced() && eps.HasSynced() && nodes.HasSynced() }
+	synced := func() bool {
+		for _, inf := range informers {
+			if !inf.HasSynced() {
+				return false
+			}
+		}
+		return true
+	}
 	if cfg.MetricsListen != "" {
 		spawn("metrics", func(ctx context.Context) error {
 			return metricsserver.Serve(ctx, cfg.MetricsListen, cfg.Registry, func(context.Context) error {
@@ -181,11 +213,11 @@ func Run(ctx context.Context, cfg Config) error {
 			})
 		})
 	}
-	spawn("services informer", svcs.Run)
-	spawn("endpointslices informer", eps.Run)
-	spawn("nodes informer", nodes.Run)
+	for _, inf := range informers {
+		spawn("informer", inf.Run)
+	}
 	log.Info("waiting for the caches")
-	for _, inf := range []interface{ WaitForSync(context.Context) bool }{svcs, eps, nodes} {
+	for _, inf := range informers {
 		if !inf.WaitForSync(ctx) {
 			return firstError(errc)
 		}
@@ -196,6 +228,9 @@ func Run(ctx context.Context, cfg Config) error {
 	spawn("datapath", dp.Run)
 	spawn("routes", rt.Run)
 	spawn("dns", dnsSrv.Run)
+	if policyAgent != nil {
+		spawn("network policy", policyAgent.Run)
+	}
 	log.Info("proxy running", "clusterCIDR", cfg.ClusterCIDR, "clusterDNS", cfg.ClusterDNS, "domain", cfg.ClusterDomain)
 	select {
 	case <-ctx.Done():
@@ -212,6 +247,15 @@ func firstError(errc chan error) error {
 	default:
 		return nil
 	}
+}
+
+// policyTable is the network policy agent's table: the datapath's name
+// with "-policy" (tugboat-policy).
+func policyTable(table string) string {
+	if table == "" {
+		table = nftables.DefaultTable
+	}
+	return table + "-policy"
 }
 
 // upstreamsOf returns the forwarding targets: the flag's, or resolv.conf's.

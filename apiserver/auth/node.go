@@ -26,10 +26,10 @@ type NodeFacts interface {
 func AuthorizeNode(ctx context.Context, node string, a Attributes, fieldNode string, facts NodeFacts) (bool, string) {
 	read := slices.Contains([]string{"get", "list", "watch"}, a.Verb)
 	switch a.Resource {
-	case "namespaces", "services", "endpoints", "endpointslices":
+	case "namespaces", "services", "endpoints", "endpointslices", "networkpolicies":
 		// The node's proxy runs with the node's identity and programs
-		// the datapath from EndpointSlices.
-		return read && a.Subresource == "", "nodes may only read namespaces, services, endpoints and endpointslices"
+		// the datapath from EndpointSlices and NetworkPolicies.
+		return read && a.Subresource == "", "nodes may only read namespaces, services, endpoints, endpointslices and networkpolicies"
 	case "nodes":
 		if read && a.Subresource == "" {
 			return true, ""
@@ -51,10 +51,10 @@ func AuthorizeNode(ctx context.Context, node string, a Attributes, fieldNode str
 	case "pods":
 		switch {
 		case a.Verb == "list" || a.Verb == "watch":
-			if fieldNode == node {
-				return true, ""
-			}
-			return false, "a node may only list and watch pods with fieldSelector spec.nodeName=" + node
+			// Every pod, as Kubernetes' node authorizer allows: the
+			// node's proxy enforces NetworkPolicies whose peers are pods
+			// anywhere (their labels and addresses).
+			return a.Subresource == "", "nodes may only list and watch pods"
 		case a.Subresource == "" && (a.Verb == "get" || a.Verb == "delete"), a.Subresource == "status" && a.Verb == "update":
 			n, err := facts.PodNode(ctx, a.Namespace, a.Name)
 			if err != nil {

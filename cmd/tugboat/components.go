@@ -122,6 +122,7 @@ func parts(cfg Config) []part {
 				UpstreamTimeout: 2 * time.Second,
 				MetricsListen:   proxy.DefaultMetricsListen,
 				FullSyncPeriod:  10 * time.Minute,
+				NetworkPolicy:   true,
 				Logger:          log.With("component", "proxy"),
 			}
 			if cfg.NodeIP != "" {

@@ -56,6 +56,7 @@ func describers() map[string]describeFunc {
 		"Job":                     typedDescribe(describeJob),
 		"CronJob":                 typedDescribe(describeCronJob),
 		"EndpointSlice":           typedDescribe(describeEndpointSlice),
+		"NetworkPolicy":           typedDescribe(describeNetworkPolicy),
 		"PodDisruptionBudget":     typedDescribe(describePDB),
 		"HorizontalPodAutoscaler": typedDescribe(describeHPA),
 		"DaemonSet":               typedDescribe(describeDaemonSet),
