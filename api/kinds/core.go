@@ -98,6 +98,12 @@ func defaultContainer(c *v1.Container) {
 			c.ImagePullPolicy = "Always"
 		}
 	}
+	if c.TerminationMessagePath == "" {
+		c.TerminationMessagePath = "/dev/termination-log"
+	}
+	if c.TerminationMessagePolicy == "" {
+		c.TerminationMessagePolicy = "File"
+	}
 	for _, p := range c.Ports {
 		if p.Protocol == "" {
 			p.Protocol = "TCP"

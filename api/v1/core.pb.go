@@ -826,8 +826,14 @@ type PodSpec struct {
 	// Never (the only value served until the scheduler preempts); the
 	// admission copies the class's.
 	PreemptionPolicy *string `protobuf:"bytes,62,opt,name=preemption_policy,json=preemptionPolicy,proto3,oneof" json:"preemption_policy,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Entries added to the pod's /etc/hosts (after the pod's own), as
+	// Kubernetes writes them; not with hostNetwork.
+	HostAliases []*HostAlias `protobuf:"bytes,80,rep,name=host_aliases,json=hostAliases,proto3" json:"host_aliases,omitempty"`
+	// DNS settings merged with (or, for dnsPolicy None, making) the pod's
+	// /etc/resolv.conf.
+	DnsConfig     *PodDNSConfig `protobuf:"bytes,81,opt,name=dns_config,json=dnsConfig,proto3" json:"dns_config,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PodSpec) Reset() {
@@ -1014,6 +1020,187 @@ func (x *PodSpec) GetPreemptionPolicy() string {
 	return ""
 }
 
+func (x *PodSpec) GetHostAliases() []*HostAlias {
+	if x != nil {
+		return x.HostAliases
+	}
+	return nil
+}
+
+func (x *PodSpec) GetDnsConfig() *PodDNSConfig {
+	if x != nil {
+		return x.DnsConfig
+	}
+	return nil
+}
+
+type HostAlias struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ip            string                 `protobuf:"bytes,1,opt,name=ip,proto3" json:"ip,omitempty"`
+	Hostnames     []string               `protobuf:"bytes,2,rep,name=hostnames,proto3" json:"hostnames,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostAlias) Reset() {
+	*x = HostAlias{}
+	mi := &file_api_v1_core_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostAlias) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostAlias) ProtoMessage() {}
+
+func (x *HostAlias) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostAlias.ProtoReflect.Descriptor instead.
+func (*HostAlias) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *HostAlias) GetIp() string {
+	if x != nil {
+		return x.Ip
+	}
+	return ""
+}
+
+func (x *HostAlias) GetHostnames() []string {
+	if x != nil {
+		return x.Hostnames
+	}
+	return nil
+}
+
+type PodDNSConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most 3 in all, after the policy's.
+	Nameservers []string `protobuf:"bytes,1,rep,name=nameservers,proto3" json:"nameservers,omitempty"`
+	// At most 32 domains, after the policy's.
+	Searches []string `protobuf:"bytes,2,rep,name=searches,proto3" json:"searches,omitempty"`
+	// resolv.conf options ("ndots" "2"); a name given again overrides.
+	Options       []*PodDNSConfigOption `protobuf:"bytes,3,rep,name=options,proto3" json:"options,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PodDNSConfig) Reset() {
+	*x = PodDNSConfig{}
+	mi := &file_api_v1_core_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodDNSConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodDNSConfig) ProtoMessage() {}
+
+func (x *PodDNSConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodDNSConfig.ProtoReflect.Descriptor instead.
+func (*PodDNSConfig) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *PodDNSConfig) GetNameservers() []string {
+	if x != nil {
+		return x.Nameservers
+	}
+	return nil
+}
+
+func (x *PodDNSConfig) GetSearches() []string {
+	if x != nil {
+		return x.Searches
+	}
+	return nil
+}
+
+func (x *PodDNSConfig) GetOptions() []*PodDNSConfigOption {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
+type PodDNSConfigOption struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Value         *string                `protobuf:"bytes,2,opt,name=value,proto3,oneof" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PodDNSConfigOption) Reset() {
+	*x = PodDNSConfigOption{}
+	mi := &file_api_v1_core_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodDNSConfigOption) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodDNSConfigOption) ProtoMessage() {}
+
+func (x *PodDNSConfigOption) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodDNSConfigOption.ProtoReflect.Descriptor instead.
+func (*PodDNSConfigOption) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *PodDNSConfigOption) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PodDNSConfigOption) GetValue() string {
+	if x != nil && x.Value != nil {
+		return *x.Value
+	}
+	return ""
+}
+
 type PodSecurityContext struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	RunAsUser    *int64                 `protobuf:"varint,1,opt,name=run_as_user,json=runAsUser,proto3,oneof" json:"run_as_user,omitempty"`
@@ -1046,7 +1233,7 @@ type PodSecurityContext struct {
 
 func (x *PodSecurityContext) Reset() {
 	*x = PodSecurityContext{}
-	mi := &file_api_v1_core_proto_msgTypes[13]
+	mi := &file_api_v1_core_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1058,7 +1245,7 @@ func (x *PodSecurityContext) String() string {
 func (*PodSecurityContext) ProtoMessage() {}
 
 func (x *PodSecurityContext) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[13]
+	mi := &file_api_v1_core_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1071,7 +1258,7 @@ func (x *PodSecurityContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodSecurityContext.ProtoReflect.Descriptor instead.
 func (*PodSecurityContext) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{13}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PodSecurityContext) GetRunAsUser() int64 {
@@ -1175,7 +1362,7 @@ type SecurityContext struct {
 
 func (x *SecurityContext) Reset() {
 	*x = SecurityContext{}
-	mi := &file_api_v1_core_proto_msgTypes[14]
+	mi := &file_api_v1_core_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1187,7 +1374,7 @@ func (x *SecurityContext) String() string {
 func (*SecurityContext) ProtoMessage() {}
 
 func (x *SecurityContext) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[14]
+	mi := &file_api_v1_core_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1200,7 +1387,7 @@ func (x *SecurityContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecurityContext.ProtoReflect.Descriptor instead.
 func (*SecurityContext) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{14}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SecurityContext) GetCapabilities() *Capabilities {
@@ -1290,7 +1477,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_api_v1_core_proto_msgTypes[15]
+	mi := &file_api_v1_core_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1302,7 +1489,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[15]
+	mi := &file_api_v1_core_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1315,7 +1502,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{15}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Capabilities) GetAdd() []string {
@@ -1345,7 +1532,7 @@ type SeccompProfile struct {
 
 func (x *SeccompProfile) Reset() {
 	*x = SeccompProfile{}
-	mi := &file_api_v1_core_proto_msgTypes[16]
+	mi := &file_api_v1_core_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1357,7 +1544,7 @@ func (x *SeccompProfile) String() string {
 func (*SeccompProfile) ProtoMessage() {}
 
 func (x *SeccompProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[16]
+	mi := &file_api_v1_core_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1370,7 +1557,7 @@ func (x *SeccompProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeccompProfile.ProtoReflect.Descriptor instead.
 func (*SeccompProfile) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{16}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SeccompProfile) GetType() string {
@@ -1397,7 +1584,7 @@ type Sysctl struct {
 
 func (x *Sysctl) Reset() {
 	*x = Sysctl{}
-	mi := &file_api_v1_core_proto_msgTypes[17]
+	mi := &file_api_v1_core_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1409,7 +1596,7 @@ func (x *Sysctl) String() string {
 func (*Sysctl) ProtoMessage() {}
 
 func (x *Sysctl) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[17]
+	mi := &file_api_v1_core_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1422,7 +1609,7 @@ func (x *Sysctl) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sysctl.ProtoReflect.Descriptor instead.
 func (*Sysctl) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{17}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Sysctl) GetName() string {
@@ -1451,7 +1638,7 @@ type SELinuxOptions struct {
 
 func (x *SELinuxOptions) Reset() {
 	*x = SELinuxOptions{}
-	mi := &file_api_v1_core_proto_msgTypes[18]
+	mi := &file_api_v1_core_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1463,7 +1650,7 @@ func (x *SELinuxOptions) String() string {
 func (*SELinuxOptions) ProtoMessage() {}
 
 func (x *SELinuxOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[18]
+	mi := &file_api_v1_core_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1476,7 +1663,7 @@ func (x *SELinuxOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SELinuxOptions.ProtoReflect.Descriptor instead.
 func (*SELinuxOptions) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{18}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SELinuxOptions) GetUser() string {
@@ -1517,7 +1704,7 @@ type AppArmorProfile struct {
 
 func (x *AppArmorProfile) Reset() {
 	*x = AppArmorProfile{}
-	mi := &file_api_v1_core_proto_msgTypes[19]
+	mi := &file_api_v1_core_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1529,7 +1716,7 @@ func (x *AppArmorProfile) String() string {
 func (*AppArmorProfile) ProtoMessage() {}
 
 func (x *AppArmorProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[19]
+	mi := &file_api_v1_core_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1542,7 +1729,7 @@ func (x *AppArmorProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppArmorProfile.ProtoReflect.Descriptor instead.
 func (*AppArmorProfile) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{19}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *AppArmorProfile) GetType() string {
@@ -1586,13 +1773,31 @@ type Container struct {
 	// (tugctl run -i sets it, as kubectl run does).
 	StdinOnce       bool             `protobuf:"varint,17,opt,name=stdin_once,json=stdinOnce,proto3" json:"stdin_once,omitempty"`
 	SecurityContext *SecurityContext `protobuf:"bytes,40,opt,name=security_context,json=securityContext,proto3" json:"security_context,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Only for init containers, and only Always: a sidecar, started in
+	// order with the init containers (the next starts once it has started:
+	// its startupProbe passed, if any), restarted whenever it exits, not
+	// holding up the pod's completion, stopped after the app containers.
+	RestartPolicy string `protobuf:"bytes,50,opt,name=restart_policy,json=restartPolicy,proto3" json:"restart_policy,omitempty"`
+	// Hooks run by the kubelet right after the container starts
+	// (postStart: the container is killed if it fails) and before it is
+	// stopped (preStop, inside the termination grace period, before the
+	// stop signal).
+	Lifecycle *Lifecycle `protobuf:"bytes,51,opt,name=lifecycle,proto3" json:"lifecycle,omitempty"`
+	// Where the container may write why it ended (default
+	// /dev/termination-log); the kubelet reads it into
+	// state.terminated.message (at most 4096 bytes).
+	TerminationMessagePath string `protobuf:"bytes,52,opt,name=termination_message_path,json=terminationMessagePath,proto3" json:"termination_message_path,omitempty"`
+	// File (default): the message is the file's content only;
+	// FallbackToLogsOnError: the end of the container's log when the file
+	// is empty and the container failed.
+	TerminationMessagePolicy string `protobuf:"bytes,53,opt,name=termination_message_policy,json=terminationMessagePolicy,proto3" json:"termination_message_policy,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
 }
 
 func (x *Container) Reset() {
 	*x = Container{}
-	mi := &file_api_v1_core_proto_msgTypes[20]
+	mi := &file_api_v1_core_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1604,7 +1809,7 @@ func (x *Container) String() string {
 func (*Container) ProtoMessage() {}
 
 func (x *Container) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[20]
+	mi := &file_api_v1_core_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1617,7 +1822,7 @@ func (x *Container) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Container.ProtoReflect.Descriptor instead.
 func (*Container) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{20}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Container) GetName() string {
@@ -1746,6 +1951,200 @@ func (x *Container) GetSecurityContext() *SecurityContext {
 	return nil
 }
 
+func (x *Container) GetRestartPolicy() string {
+	if x != nil {
+		return x.RestartPolicy
+	}
+	return ""
+}
+
+func (x *Container) GetLifecycle() *Lifecycle {
+	if x != nil {
+		return x.Lifecycle
+	}
+	return nil
+}
+
+func (x *Container) GetTerminationMessagePath() string {
+	if x != nil {
+		return x.TerminationMessagePath
+	}
+	return ""
+}
+
+func (x *Container) GetTerminationMessagePolicy() string {
+	if x != nil {
+		return x.TerminationMessagePolicy
+	}
+	return ""
+}
+
+type Lifecycle struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PostStart     *LifecycleHandler      `protobuf:"bytes,1,opt,name=post_start,json=postStart,proto3" json:"post_start,omitempty"`
+	PreStop       *LifecycleHandler      `protobuf:"bytes,2,opt,name=pre_stop,json=preStop,proto3" json:"pre_stop,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Lifecycle) Reset() {
+	*x = Lifecycle{}
+	mi := &file_api_v1_core_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Lifecycle) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Lifecycle) ProtoMessage() {}
+
+func (x *Lifecycle) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Lifecycle.ProtoReflect.Descriptor instead.
+func (*Lifecycle) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *Lifecycle) GetPostStart() *LifecycleHandler {
+	if x != nil {
+		return x.PostStart
+	}
+	return nil
+}
+
+func (x *Lifecycle) GetPreStop() *LifecycleHandler {
+	if x != nil {
+		return x.PreStop
+	}
+	return nil
+}
+
+// LifecycleHandler has exactly one of its actions set.
+type LifecycleHandler struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Exec    *ExecAction            `protobuf:"bytes,1,opt,name=exec,proto3" json:"exec,omitempty"`
+	HttpGet *HTTPGetAction         `protobuf:"bytes,2,opt,name=http_get,json=httpGet,proto3" json:"http_get,omitempty"`
+	// Deprecated in Kubernetes and never run by its kubelet: refused.
+	TcpSocket     *TCPSocketAction `protobuf:"bytes,3,opt,name=tcp_socket,json=tcpSocket,proto3" json:"tcp_socket,omitempty"`
+	Sleep         *SleepAction     `protobuf:"bytes,4,opt,name=sleep,proto3" json:"sleep,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LifecycleHandler) Reset() {
+	*x = LifecycleHandler{}
+	mi := &file_api_v1_core_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LifecycleHandler) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LifecycleHandler) ProtoMessage() {}
+
+func (x *LifecycleHandler) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LifecycleHandler.ProtoReflect.Descriptor instead.
+func (*LifecycleHandler) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *LifecycleHandler) GetExec() *ExecAction {
+	if x != nil {
+		return x.Exec
+	}
+	return nil
+}
+
+func (x *LifecycleHandler) GetHttpGet() *HTTPGetAction {
+	if x != nil {
+		return x.HttpGet
+	}
+	return nil
+}
+
+func (x *LifecycleHandler) GetTcpSocket() *TCPSocketAction {
+	if x != nil {
+		return x.TcpSocket
+	}
+	return nil
+}
+
+func (x *LifecycleHandler) GetSleep() *SleepAction {
+	if x != nil {
+		return x.Sleep
+	}
+	return nil
+}
+
+type SleepAction struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seconds       int64                  `protobuf:"varint,1,opt,name=seconds,proto3" json:"seconds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SleepAction) Reset() {
+	*x = SleepAction{}
+	mi := &file_api_v1_core_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SleepAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SleepAction) ProtoMessage() {}
+
+func (x *SleepAction) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SleepAction.ProtoReflect.Descriptor instead.
+func (*SleepAction) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *SleepAction) GetSeconds() int64 {
+	if x != nil {
+		return x.Seconds
+	}
+	return 0
+}
+
 type EnvVar struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1757,7 +2156,7 @@ type EnvVar struct {
 
 func (x *EnvVar) Reset() {
 	*x = EnvVar{}
-	mi := &file_api_v1_core_proto_msgTypes[21]
+	mi := &file_api_v1_core_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1769,7 +2168,7 @@ func (x *EnvVar) String() string {
 func (*EnvVar) ProtoMessage() {}
 
 func (x *EnvVar) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[21]
+	mi := &file_api_v1_core_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1782,7 +2181,7 @@ func (x *EnvVar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVar.ProtoReflect.Descriptor instead.
 func (*EnvVar) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{21}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *EnvVar) GetName() string {
@@ -1817,7 +2216,7 @@ type EnvVarSource struct {
 
 func (x *EnvVarSource) Reset() {
 	*x = EnvVarSource{}
-	mi := &file_api_v1_core_proto_msgTypes[22]
+	mi := &file_api_v1_core_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1829,7 +2228,7 @@ func (x *EnvVarSource) String() string {
 func (*EnvVarSource) ProtoMessage() {}
 
 func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[22]
+	mi := &file_api_v1_core_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1842,7 +2241,7 @@ func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVarSource.ProtoReflect.Descriptor instead.
 func (*EnvVarSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{22}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *EnvVarSource) GetConfigMapKeyRef() *KeySelector {
@@ -1877,7 +2276,7 @@ type KeySelector struct {
 
 func (x *KeySelector) Reset() {
 	*x = KeySelector{}
-	mi := &file_api_v1_core_proto_msgTypes[23]
+	mi := &file_api_v1_core_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1889,7 +2288,7 @@ func (x *KeySelector) String() string {
 func (*KeySelector) ProtoMessage() {}
 
 func (x *KeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[23]
+	mi := &file_api_v1_core_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1902,7 +2301,7 @@ func (x *KeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeySelector.ProtoReflect.Descriptor instead.
 func (*KeySelector) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{23}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *KeySelector) GetName() string {
@@ -1935,7 +2334,7 @@ type ObjectFieldSelector struct {
 
 func (x *ObjectFieldSelector) Reset() {
 	*x = ObjectFieldSelector{}
-	mi := &file_api_v1_core_proto_msgTypes[24]
+	mi := &file_api_v1_core_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1947,7 +2346,7 @@ func (x *ObjectFieldSelector) String() string {
 func (*ObjectFieldSelector) ProtoMessage() {}
 
 func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[24]
+	mi := &file_api_v1_core_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1960,7 +2359,7 @@ func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectFieldSelector.ProtoReflect.Descriptor instead.
 func (*ObjectFieldSelector) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{24}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ObjectFieldSelector) GetFieldPath() string {
@@ -1981,7 +2380,7 @@ type EnvFromSource struct {
 
 func (x *EnvFromSource) Reset() {
 	*x = EnvFromSource{}
-	mi := &file_api_v1_core_proto_msgTypes[25]
+	mi := &file_api_v1_core_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1993,7 +2392,7 @@ func (x *EnvFromSource) String() string {
 func (*EnvFromSource) ProtoMessage() {}
 
 func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[25]
+	mi := &file_api_v1_core_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2006,7 +2405,7 @@ func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvFromSource.ProtoReflect.Descriptor instead.
 func (*EnvFromSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{25}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *EnvFromSource) GetPrefix() string {
@@ -2039,7 +2438,7 @@ type LocalObjectReference struct {
 
 func (x *LocalObjectReference) Reset() {
 	*x = LocalObjectReference{}
-	mi := &file_api_v1_core_proto_msgTypes[26]
+	mi := &file_api_v1_core_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2051,7 +2450,7 @@ func (x *LocalObjectReference) String() string {
 func (*LocalObjectReference) ProtoMessage() {}
 
 func (x *LocalObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[26]
+	mi := &file_api_v1_core_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2064,7 +2463,7 @@ func (x *LocalObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalObjectReference.ProtoReflect.Descriptor instead.
 func (*LocalObjectReference) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{26}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *LocalObjectReference) GetName() string {
@@ -2088,7 +2487,7 @@ type ContainerPort struct {
 
 func (x *ContainerPort) Reset() {
 	*x = ContainerPort{}
-	mi := &file_api_v1_core_proto_msgTypes[27]
+	mi := &file_api_v1_core_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2100,7 +2499,7 @@ func (x *ContainerPort) String() string {
 func (*ContainerPort) ProtoMessage() {}
 
 func (x *ContainerPort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[27]
+	mi := &file_api_v1_core_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2113,7 +2512,7 @@ func (x *ContainerPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerPort.ProtoReflect.Descriptor instead.
 func (*ContainerPort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{27}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ContainerPort) GetName() string {
@@ -2162,7 +2561,7 @@ type ResourceRequirements struct {
 
 func (x *ResourceRequirements) Reset() {
 	*x = ResourceRequirements{}
-	mi := &file_api_v1_core_proto_msgTypes[28]
+	mi := &file_api_v1_core_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2174,7 +2573,7 @@ func (x *ResourceRequirements) String() string {
 func (*ResourceRequirements) ProtoMessage() {}
 
 func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[28]
+	mi := &file_api_v1_core_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2187,7 +2586,7 @@ func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceRequirements.ProtoReflect.Descriptor instead.
 func (*ResourceRequirements) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{28}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ResourceRequirements) GetRequests() map[string]string {
@@ -2216,7 +2615,7 @@ type VolumeMount struct {
 
 func (x *VolumeMount) Reset() {
 	*x = VolumeMount{}
-	mi := &file_api_v1_core_proto_msgTypes[29]
+	mi := &file_api_v1_core_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2228,7 +2627,7 @@ func (x *VolumeMount) String() string {
 func (*VolumeMount) ProtoMessage() {}
 
 func (x *VolumeMount) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[29]
+	mi := &file_api_v1_core_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2241,7 +2640,7 @@ func (x *VolumeMount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeMount.ProtoReflect.Descriptor instead.
 func (*VolumeMount) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{29}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *VolumeMount) GetName() string {
@@ -2283,13 +2682,14 @@ type Probe struct {
 	SuccessThreshold              int32                  `protobuf:"varint,7,opt,name=success_threshold,json=successThreshold,proto3" json:"success_threshold,omitempty"`
 	FailureThreshold              int32                  `protobuf:"varint,8,opt,name=failure_threshold,json=failureThreshold,proto3" json:"failure_threshold,omitempty"`
 	TerminationGracePeriodSeconds *int64                 `protobuf:"varint,9,opt,name=termination_grace_period_seconds,json=terminationGracePeriodSeconds,proto3,oneof" json:"termination_grace_period_seconds,omitempty"`
+	Grpc                          *GRPCAction            `protobuf:"bytes,10,opt,name=grpc,proto3" json:"grpc,omitempty"`
 	unknownFields                 protoimpl.UnknownFields
 	sizeCache                     protoimpl.SizeCache
 }
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_api_v1_core_proto_msgTypes[30]
+	mi := &file_api_v1_core_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2301,7 +2701,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[30]
+	mi := &file_api_v1_core_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2314,7 +2714,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{30}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Probe) GetExec() *ExecAction {
@@ -2380,6 +2780,67 @@ func (x *Probe) GetTerminationGracePeriodSeconds() int64 {
 	return 0
 }
 
+func (x *Probe) GetGrpc() *GRPCAction {
+	if x != nil {
+		return x.Grpc
+	}
+	return nil
+}
+
+// GRPCAction probes a grpc.health.v1.Health server on the pod's IP.
+type GRPCAction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Port  int32                  `protobuf:"varint,1,opt,name=port,proto3" json:"port,omitempty"`
+	// The service name sent in the HealthCheckRequest (unset: "").
+	Service       *string `protobuf:"bytes,2,opt,name=service,proto3,oneof" json:"service,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GRPCAction) Reset() {
+	*x = GRPCAction{}
+	mi := &file_api_v1_core_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GRPCAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GRPCAction) ProtoMessage() {}
+
+func (x *GRPCAction) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GRPCAction.ProtoReflect.Descriptor instead.
+func (*GRPCAction) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *GRPCAction) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *GRPCAction) GetService() string {
+	if x != nil && x.Service != nil {
+		return *x.Service
+	}
+	return ""
+}
+
 type ExecAction struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Command       []string               `protobuf:"bytes,1,rep,name=command,proto3" json:"command,omitempty"`
@@ -2389,7 +2850,7 @@ type ExecAction struct {
 
 func (x *ExecAction) Reset() {
 	*x = ExecAction{}
-	mi := &file_api_v1_core_proto_msgTypes[31]
+	mi := &file_api_v1_core_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2401,7 +2862,7 @@ func (x *ExecAction) String() string {
 func (*ExecAction) ProtoMessage() {}
 
 func (x *ExecAction) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[31]
+	mi := &file_api_v1_core_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2414,7 +2875,7 @@ func (x *ExecAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecAction.ProtoReflect.Descriptor instead.
 func (*ExecAction) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{31}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ExecAction) GetCommand() []string {
@@ -2439,7 +2900,7 @@ type HTTPGetAction struct {
 
 func (x *HTTPGetAction) Reset() {
 	*x = HTTPGetAction{}
-	mi := &file_api_v1_core_proto_msgTypes[32]
+	mi := &file_api_v1_core_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2451,7 +2912,7 @@ func (x *HTTPGetAction) String() string {
 func (*HTTPGetAction) ProtoMessage() {}
 
 func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[32]
+	mi := &file_api_v1_core_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2464,7 +2925,7 @@ func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPGetAction.ProtoReflect.Descriptor instead.
 func (*HTTPGetAction) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{32}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *HTTPGetAction) GetPath() string {
@@ -2512,7 +2973,7 @@ type HTTPHeader struct {
 
 func (x *HTTPHeader) Reset() {
 	*x = HTTPHeader{}
-	mi := &file_api_v1_core_proto_msgTypes[33]
+	mi := &file_api_v1_core_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2524,7 +2985,7 @@ func (x *HTTPHeader) String() string {
 func (*HTTPHeader) ProtoMessage() {}
 
 func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[33]
+	mi := &file_api_v1_core_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2537,7 +2998,7 @@ func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPHeader.ProtoReflect.Descriptor instead.
 func (*HTTPHeader) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{33}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *HTTPHeader) GetName() string {
@@ -2565,7 +3026,7 @@ type TCPSocketAction struct {
 
 func (x *TCPSocketAction) Reset() {
 	*x = TCPSocketAction{}
-	mi := &file_api_v1_core_proto_msgTypes[34]
+	mi := &file_api_v1_core_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2577,7 +3038,7 @@ func (x *TCPSocketAction) String() string {
 func (*TCPSocketAction) ProtoMessage() {}
 
 func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[34]
+	mi := &file_api_v1_core_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2590,7 +3051,7 @@ func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPSocketAction.ProtoReflect.Descriptor instead.
 func (*TCPSocketAction) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{34}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *TCPSocketAction) GetPort() string {
@@ -2622,7 +3083,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_api_v1_core_proto_msgTypes[35]
+	mi := &file_api_v1_core_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2634,7 +3095,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[35]
+	mi := &file_api_v1_core_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2647,7 +3108,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{35}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Toleration) GetKey() string {
@@ -2694,7 +3155,7 @@ type Affinity struct {
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_api_v1_core_proto_msgTypes[36]
+	mi := &file_api_v1_core_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2706,7 +3167,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[36]
+	mi := &file_api_v1_core_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2719,7 +3180,7 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{36}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Affinity) GetNodeAffinity() *NodeAffinity {
@@ -2738,7 +3199,7 @@ type NodeAffinity struct {
 
 func (x *NodeAffinity) Reset() {
 	*x = NodeAffinity{}
-	mi := &file_api_v1_core_proto_msgTypes[37]
+	mi := &file_api_v1_core_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2750,7 +3211,7 @@ func (x *NodeAffinity) String() string {
 func (*NodeAffinity) ProtoMessage() {}
 
 func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[37]
+	mi := &file_api_v1_core_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2763,7 +3224,7 @@ func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAffinity.ProtoReflect.Descriptor instead.
 func (*NodeAffinity) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{37}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *NodeAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() *NodeSelector {
@@ -2783,7 +3244,7 @@ type NodeSelector struct {
 
 func (x *NodeSelector) Reset() {
 	*x = NodeSelector{}
-	mi := &file_api_v1_core_proto_msgTypes[38]
+	mi := &file_api_v1_core_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2795,7 +3256,7 @@ func (x *NodeSelector) String() string {
 func (*NodeSelector) ProtoMessage() {}
 
 func (x *NodeSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[38]
+	mi := &file_api_v1_core_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2808,7 +3269,7 @@ func (x *NodeSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelector.ProtoReflect.Descriptor instead.
 func (*NodeSelector) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{38}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *NodeSelector) GetNodeSelectorTerms() []*NodeSelectorTerm {
@@ -2830,7 +3291,7 @@ type NodeSelectorTerm struct {
 
 func (x *NodeSelectorTerm) Reset() {
 	*x = NodeSelectorTerm{}
-	mi := &file_api_v1_core_proto_msgTypes[39]
+	mi := &file_api_v1_core_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2842,7 +3303,7 @@ func (x *NodeSelectorTerm) String() string {
 func (*NodeSelectorTerm) ProtoMessage() {}
 
 func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[39]
+	mi := &file_api_v1_core_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2855,7 +3316,7 @@ func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorTerm.ProtoReflect.Descriptor instead.
 func (*NodeSelectorTerm) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{39}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *NodeSelectorTerm) GetMatchExpressions() []*LabelSelectorRequirement {
@@ -2888,7 +3349,7 @@ type Volume struct {
 
 func (x *Volume) Reset() {
 	*x = Volume{}
-	mi := &file_api_v1_core_proto_msgTypes[40]
+	mi := &file_api_v1_core_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2900,7 +3361,7 @@ func (x *Volume) String() string {
 func (*Volume) ProtoMessage() {}
 
 func (x *Volume) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[40]
+	mi := &file_api_v1_core_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2913,7 +3374,7 @@ func (x *Volume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Volume.ProtoReflect.Descriptor instead.
 func (*Volume) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{40}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Volume) GetName() string {
@@ -2968,7 +3429,7 @@ type PersistentVolumeClaimVolumeSource struct {
 
 func (x *PersistentVolumeClaimVolumeSource) Reset() {
 	*x = PersistentVolumeClaimVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[41]
+	mi := &file_api_v1_core_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2980,7 +3441,7 @@ func (x *PersistentVolumeClaimVolumeSource) String() string {
 func (*PersistentVolumeClaimVolumeSource) ProtoMessage() {}
 
 func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[41]
+	mi := &file_api_v1_core_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2993,7 +3454,7 @@ func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use PersistentVolumeClaimVolumeSource.ProtoReflect.Descriptor instead.
 func (*PersistentVolumeClaimVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{41}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *PersistentVolumeClaimVolumeSource) GetClaimName() string {
@@ -3020,7 +3481,7 @@ type EmptyDirVolumeSource struct {
 
 func (x *EmptyDirVolumeSource) Reset() {
 	*x = EmptyDirVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[42]
+	mi := &file_api_v1_core_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3032,7 +3493,7 @@ func (x *EmptyDirVolumeSource) String() string {
 func (*EmptyDirVolumeSource) ProtoMessage() {}
 
 func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[42]
+	mi := &file_api_v1_core_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3045,7 +3506,7 @@ func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmptyDirVolumeSource.ProtoReflect.Descriptor instead.
 func (*EmptyDirVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{42}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *EmptyDirVolumeSource) GetMedium() string {
@@ -3072,7 +3533,7 @@ type HostPathVolumeSource struct {
 
 func (x *HostPathVolumeSource) Reset() {
 	*x = HostPathVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[43]
+	mi := &file_api_v1_core_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3084,7 +3545,7 @@ func (x *HostPathVolumeSource) String() string {
 func (*HostPathVolumeSource) ProtoMessage() {}
 
 func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[43]
+	mi := &file_api_v1_core_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3097,7 +3558,7 @@ func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostPathVolumeSource.ProtoReflect.Descriptor instead.
 func (*HostPathVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{43}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *HostPathVolumeSource) GetPath() string {
@@ -3125,7 +3586,7 @@ type KeyToPath struct {
 
 func (x *KeyToPath) Reset() {
 	*x = KeyToPath{}
-	mi := &file_api_v1_core_proto_msgTypes[44]
+	mi := &file_api_v1_core_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3137,7 +3598,7 @@ func (x *KeyToPath) String() string {
 func (*KeyToPath) ProtoMessage() {}
 
 func (x *KeyToPath) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[44]
+	mi := &file_api_v1_core_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3150,7 +3611,7 @@ func (x *KeyToPath) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyToPath.ProtoReflect.Descriptor instead.
 func (*KeyToPath) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{44}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *KeyToPath) GetKey() string {
@@ -3186,7 +3647,7 @@ type ConfigMapVolumeSource struct {
 
 func (x *ConfigMapVolumeSource) Reset() {
 	*x = ConfigMapVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[45]
+	mi := &file_api_v1_core_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3198,7 +3659,7 @@ func (x *ConfigMapVolumeSource) String() string {
 func (*ConfigMapVolumeSource) ProtoMessage() {}
 
 func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[45]
+	mi := &file_api_v1_core_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3211,7 +3672,7 @@ func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapVolumeSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{45}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ConfigMapVolumeSource) GetName() string {
@@ -3254,7 +3715,7 @@ type SecretVolumeSource struct {
 
 func (x *SecretVolumeSource) Reset() {
 	*x = SecretVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[46]
+	mi := &file_api_v1_core_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3266,7 +3727,7 @@ func (x *SecretVolumeSource) String() string {
 func (*SecretVolumeSource) ProtoMessage() {}
 
 func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[46]
+	mi := &file_api_v1_core_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3279,7 +3740,7 @@ func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretVolumeSource.ProtoReflect.Descriptor instead.
 func (*SecretVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{46}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *SecretVolumeSource) GetSecretName() string {
@@ -3330,7 +3791,7 @@ type PodStatus struct {
 
 func (x *PodStatus) Reset() {
 	*x = PodStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[47]
+	mi := &file_api_v1_core_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3342,7 +3803,7 @@ func (x *PodStatus) String() string {
 func (*PodStatus) ProtoMessage() {}
 
 func (x *PodStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[47]
+	mi := &file_api_v1_core_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3355,7 +3816,7 @@ func (x *PodStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStatus.ProtoReflect.Descriptor instead.
 func (*PodStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{47}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *PodStatus) GetPhase() string {
@@ -3452,7 +3913,7 @@ type ContainerStatus struct {
 
 func (x *ContainerStatus) Reset() {
 	*x = ContainerStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[48]
+	mi := &file_api_v1_core_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3464,7 +3925,7 @@ func (x *ContainerStatus) String() string {
 func (*ContainerStatus) ProtoMessage() {}
 
 func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[48]
+	mi := &file_api_v1_core_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3477,7 +3938,7 @@ func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStatus.ProtoReflect.Descriptor instead.
 func (*ContainerStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{48}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ContainerStatus) GetName() string {
@@ -3555,7 +4016,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_api_v1_core_proto_msgTypes[49]
+	mi := &file_api_v1_core_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3567,7 +4028,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[49]
+	mi := &file_api_v1_core_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3580,7 +4041,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{49}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ContainerState) GetWaiting() *ContainerStateWaiting {
@@ -3614,7 +4075,7 @@ type ContainerStateWaiting struct {
 
 func (x *ContainerStateWaiting) Reset() {
 	*x = ContainerStateWaiting{}
-	mi := &file_api_v1_core_proto_msgTypes[50]
+	mi := &file_api_v1_core_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3626,7 +4087,7 @@ func (x *ContainerStateWaiting) String() string {
 func (*ContainerStateWaiting) ProtoMessage() {}
 
 func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[50]
+	mi := &file_api_v1_core_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3639,7 +4100,7 @@ func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateWaiting.ProtoReflect.Descriptor instead.
 func (*ContainerStateWaiting) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{50}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ContainerStateWaiting) GetReason() string {
@@ -3665,7 +4126,7 @@ type ContainerStateRunning struct {
 
 func (x *ContainerStateRunning) Reset() {
 	*x = ContainerStateRunning{}
-	mi := &file_api_v1_core_proto_msgTypes[51]
+	mi := &file_api_v1_core_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3677,7 +4138,7 @@ func (x *ContainerStateRunning) String() string {
 func (*ContainerStateRunning) ProtoMessage() {}
 
 func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[51]
+	mi := &file_api_v1_core_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3690,7 +4151,7 @@ func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateRunning.ProtoReflect.Descriptor instead.
 func (*ContainerStateRunning) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{51}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ContainerStateRunning) GetStartedAt() *timestamppb.Timestamp {
@@ -3715,7 +4176,7 @@ type ContainerStateTerminated struct {
 
 func (x *ContainerStateTerminated) Reset() {
 	*x = ContainerStateTerminated{}
-	mi := &file_api_v1_core_proto_msgTypes[52]
+	mi := &file_api_v1_core_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3727,7 +4188,7 @@ func (x *ContainerStateTerminated) String() string {
 func (*ContainerStateTerminated) ProtoMessage() {}
 
 func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[52]
+	mi := &file_api_v1_core_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3740,7 +4201,7 @@ func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateTerminated.ProtoReflect.Descriptor instead.
 func (*ContainerStateTerminated) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{52}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ContainerStateTerminated) GetExitCode() int32 {
@@ -3814,7 +4275,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_api_v1_core_proto_msgTypes[53]
+	mi := &file_api_v1_core_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3826,7 +4287,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[53]
+	mi := &file_api_v1_core_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3839,7 +4300,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{53}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *Event) GetMetadata() *ObjectMeta {
@@ -3934,7 +4395,7 @@ type ObjectReference struct {
 
 func (x *ObjectReference) Reset() {
 	*x = ObjectReference{}
-	mi := &file_api_v1_core_proto_msgTypes[54]
+	mi := &file_api_v1_core_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3946,7 +4407,7 @@ func (x *ObjectReference) String() string {
 func (*ObjectReference) ProtoMessage() {}
 
 func (x *ObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[54]
+	mi := &file_api_v1_core_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3959,7 +4420,7 @@ func (x *ObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectReference.ProtoReflect.Descriptor instead.
 func (*ObjectReference) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{54}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ObjectReference) GetKind() string {
@@ -4021,7 +4482,7 @@ type EventSource struct {
 
 func (x *EventSource) Reset() {
 	*x = EventSource{}
-	mi := &file_api_v1_core_proto_msgTypes[55]
+	mi := &file_api_v1_core_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4033,7 +4494,7 @@ func (x *EventSource) String() string {
 func (*EventSource) ProtoMessage() {}
 
 func (x *EventSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[55]
+	mi := &file_api_v1_core_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4046,7 +4507,7 @@ func (x *EventSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventSource.ProtoReflect.Descriptor instead.
 func (*EventSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{55}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *EventSource) GetComponent() string {
@@ -4073,7 +4534,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_api_v1_core_proto_msgTypes[56]
+	mi := &file_api_v1_core_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4085,7 +4546,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[56]
+	mi := &file_api_v1_core_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4098,7 +4559,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{56}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *Lease) GetMetadata() *ObjectMeta {
@@ -4128,7 +4589,7 @@ type LeaseSpec struct {
 
 func (x *LeaseSpec) Reset() {
 	*x = LeaseSpec{}
-	mi := &file_api_v1_core_proto_msgTypes[57]
+	mi := &file_api_v1_core_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4140,7 +4601,7 @@ func (x *LeaseSpec) String() string {
 func (*LeaseSpec) ProtoMessage() {}
 
 func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[57]
+	mi := &file_api_v1_core_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4153,7 +4614,7 @@ func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseSpec.ProtoReflect.Descriptor instead.
 func (*LeaseSpec) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{57}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *LeaseSpec) GetHolderIdentity() string {
@@ -4203,7 +4664,7 @@ type ConfigMap struct {
 
 func (x *ConfigMap) Reset() {
 	*x = ConfigMap{}
-	mi := &file_api_v1_core_proto_msgTypes[58]
+	mi := &file_api_v1_core_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4215,7 +4676,7 @@ func (x *ConfigMap) String() string {
 func (*ConfigMap) ProtoMessage() {}
 
 func (x *ConfigMap) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[58]
+	mi := &file_api_v1_core_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4228,7 +4689,7 @@ func (x *ConfigMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMap.ProtoReflect.Descriptor instead.
 func (*ConfigMap) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{58}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ConfigMap) GetMetadata() *ObjectMeta {
@@ -4274,7 +4735,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_api_v1_core_proto_msgTypes[59]
+	mi := &file_api_v1_core_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4286,7 +4747,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[59]
+	mi := &file_api_v1_core_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4299,7 +4760,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{59}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *Secret) GetMetadata() *ObjectMeta {
@@ -4348,7 +4809,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_api_v1_core_proto_msgTypes[60]
+	mi := &file_api_v1_core_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4360,7 +4821,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[60]
+	mi := &file_api_v1_core_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4373,7 +4834,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{60}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *Service) GetMetadata() *ObjectMeta {
@@ -4451,7 +4912,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_api_v1_core_proto_msgTypes[61]
+	mi := &file_api_v1_core_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4463,7 +4924,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[61]
+	mi := &file_api_v1_core_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4476,7 +4937,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{61}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ServiceSpec) GetType() string {
@@ -4617,7 +5078,7 @@ type ServicePort struct {
 
 func (x *ServicePort) Reset() {
 	*x = ServicePort{}
-	mi := &file_api_v1_core_proto_msgTypes[62]
+	mi := &file_api_v1_core_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4629,7 +5090,7 @@ func (x *ServicePort) String() string {
 func (*ServicePort) ProtoMessage() {}
 
 func (x *ServicePort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[62]
+	mi := &file_api_v1_core_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4642,7 +5103,7 @@ func (x *ServicePort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServicePort.ProtoReflect.Descriptor instead.
 func (*ServicePort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{62}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ServicePort) GetName() string {
@@ -4699,7 +5160,7 @@ type ServiceStatus struct {
 
 func (x *ServiceStatus) Reset() {
 	*x = ServiceStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[63]
+	mi := &file_api_v1_core_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4711,7 +5172,7 @@ func (x *ServiceStatus) String() string {
 func (*ServiceStatus) ProtoMessage() {}
 
 func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[63]
+	mi := &file_api_v1_core_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4724,7 +5185,7 @@ func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceStatus.ProtoReflect.Descriptor instead.
 func (*ServiceStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{63}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ServiceStatus) GetConditions() []*Condition {
@@ -4750,7 +5211,7 @@ type LoadBalancerStatus struct {
 
 func (x *LoadBalancerStatus) Reset() {
 	*x = LoadBalancerStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[64]
+	mi := &file_api_v1_core_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4762,7 +5223,7 @@ func (x *LoadBalancerStatus) String() string {
 func (*LoadBalancerStatus) ProtoMessage() {}
 
 func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[64]
+	mi := &file_api_v1_core_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4775,7 +5236,7 @@ func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerStatus.ProtoReflect.Descriptor instead.
 func (*LoadBalancerStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{64}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *LoadBalancerStatus) GetIngress() []*LoadBalancerIngress {
@@ -4798,7 +5259,7 @@ type LoadBalancerIngress struct {
 
 func (x *LoadBalancerIngress) Reset() {
 	*x = LoadBalancerIngress{}
-	mi := &file_api_v1_core_proto_msgTypes[65]
+	mi := &file_api_v1_core_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4810,7 +5271,7 @@ func (x *LoadBalancerIngress) String() string {
 func (*LoadBalancerIngress) ProtoMessage() {}
 
 func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[65]
+	mi := &file_api_v1_core_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4823,7 +5284,7 @@ func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerIngress.ProtoReflect.Descriptor instead.
 func (*LoadBalancerIngress) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{65}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *LoadBalancerIngress) GetIp() string {
@@ -4865,7 +5326,7 @@ type PortStatus struct {
 
 func (x *PortStatus) Reset() {
 	*x = PortStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[66]
+	mi := &file_api_v1_core_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4877,7 +5338,7 @@ func (x *PortStatus) String() string {
 func (*PortStatus) ProtoMessage() {}
 
 func (x *PortStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[66]
+	mi := &file_api_v1_core_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4890,7 +5351,7 @@ func (x *PortStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortStatus.ProtoReflect.Descriptor instead.
 func (*PortStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{66}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *PortStatus) GetPort() int32 {
@@ -4924,7 +5385,7 @@ type Endpoints struct {
 
 func (x *Endpoints) Reset() {
 	*x = Endpoints{}
-	mi := &file_api_v1_core_proto_msgTypes[67]
+	mi := &file_api_v1_core_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4936,7 +5397,7 @@ func (x *Endpoints) String() string {
 func (*Endpoints) ProtoMessage() {}
 
 func (x *Endpoints) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[67]
+	mi := &file_api_v1_core_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4949,7 +5410,7 @@ func (x *Endpoints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoints.ProtoReflect.Descriptor instead.
 func (*Endpoints) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{67}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *Endpoints) GetMetadata() *ObjectMeta {
@@ -4977,7 +5438,7 @@ type EndpointSubset struct {
 
 func (x *EndpointSubset) Reset() {
 	*x = EndpointSubset{}
-	mi := &file_api_v1_core_proto_msgTypes[68]
+	mi := &file_api_v1_core_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4989,7 +5450,7 @@ func (x *EndpointSubset) String() string {
 func (*EndpointSubset) ProtoMessage() {}
 
 func (x *EndpointSubset) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[68]
+	mi := &file_api_v1_core_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5002,7 +5463,7 @@ func (x *EndpointSubset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointSubset.ProtoReflect.Descriptor instead.
 func (*EndpointSubset) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{68}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *EndpointSubset) GetAddresses() []*EndpointAddress {
@@ -5038,7 +5499,7 @@ type EndpointAddress struct {
 
 func (x *EndpointAddress) Reset() {
 	*x = EndpointAddress{}
-	mi := &file_api_v1_core_proto_msgTypes[69]
+	mi := &file_api_v1_core_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5050,7 +5511,7 @@ func (x *EndpointAddress) String() string {
 func (*EndpointAddress) ProtoMessage() {}
 
 func (x *EndpointAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[69]
+	mi := &file_api_v1_core_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5063,7 +5524,7 @@ func (x *EndpointAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointAddress.ProtoReflect.Descriptor instead.
 func (*EndpointAddress) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{69}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *EndpointAddress) GetIp() string {
@@ -5105,7 +5566,7 @@ type EndpointPort struct {
 
 func (x *EndpointPort) Reset() {
 	*x = EndpointPort{}
-	mi := &file_api_v1_core_proto_msgTypes[70]
+	mi := &file_api_v1_core_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5117,7 +5578,7 @@ func (x *EndpointPort) String() string {
 func (*EndpointPort) ProtoMessage() {}
 
 func (x *EndpointPort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[70]
+	mi := &file_api_v1_core_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5130,7 +5591,7 @@ func (x *EndpointPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointPort.ProtoReflect.Descriptor instead.
 func (*EndpointPort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{70}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *EndpointPort) GetName() string {
@@ -5226,7 +5687,7 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x06status\x18\x03 \x01(\v2\x19.tugboat.api.v1.PodStatusR\x06status\"v\n" +
 	"\x0fPodTemplateSpec\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x12+\n" +
-	"\x04spec\x18\x02 \x01(\v2\x17.tugboat.api.v1.PodSpecR\x04spec\"\x8b\v\n" +
+	"\x04spec\x18\x02 \x01(\v2\x17.tugboat.api.v1.PodSpecR\x04spec\"\x86\f\n" +
 	"\aPodSpec\x12L\n" +
 	"\n" +
 	"containers\x18\x01 \x03(\v2\x19.tugboat.api.v1.ContainerB\x11\xd2\xf3\x18\x04name\xda\xf3\x18\x05mergeR\n" +
@@ -5253,7 +5714,10 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x10security_context\x18( \x01(\v2\".tugboat.api.v1.PodSecurityContextR\x0fsecurityContext\x12J\n" +
 	"\x1fautomount_service_account_token\x18< \x01(\bH\x03R\x1cautomountServiceAccountToken\x88\x01\x01\x12.\n" +
 	"\x13priority_class_name\x18= \x01(\tR\x11priorityClassName\x120\n" +
-	"\x11preemption_policy\x18> \x01(\tH\x04R\x10preemptionPolicy\x88\x01\x01\x1a?\n" +
+	"\x11preemption_policy\x18> \x01(\tH\x04R\x10preemptionPolicy\x88\x01\x01\x12<\n" +
+	"\fhost_aliases\x18P \x03(\v2\x19.tugboat.api.v1.HostAliasR\vhostAliases\x12;\n" +
+	"\n" +
+	"dns_config\x18Q \x01(\v2\x1c.tugboat.api.v1.PodDNSConfigR\tdnsConfig\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B#\n" +
@@ -5261,7 +5725,18 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x18_active_deadline_secondsB\x17\n" +
 	"\x15_enable_service_linksB\"\n" +
 	" _automount_service_account_tokenB\x14\n" +
-	"\x12_preemption_policy\"\xe6\x04\n" +
+	"\x12_preemption_policy\"9\n" +
+	"\tHostAlias\x12\x0e\n" +
+	"\x02ip\x18\x01 \x01(\tR\x02ip\x12\x1c\n" +
+	"\thostnames\x18\x02 \x03(\tR\thostnames\"\x8a\x01\n" +
+	"\fPodDNSConfig\x12 \n" +
+	"\vnameservers\x18\x01 \x03(\tR\vnameservers\x12\x1a\n" +
+	"\bsearches\x18\x02 \x03(\tR\bsearches\x12<\n" +
+	"\aoptions\x18\x03 \x03(\v2\".tugboat.api.v1.PodDNSConfigOptionR\aoptions\"M\n" +
+	"\x12PodDNSConfigOption\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x19\n" +
+	"\x05value\x18\x02 \x01(\tH\x00R\x05value\x88\x01\x01B\b\n" +
+	"\x06_value\"\xe6\x04\n" +
 	"\x12PodSecurityContext\x12#\n" +
 	"\vrun_as_user\x18\x01 \x01(\x03H\x00R\trunAsUser\x88\x01\x01\x12%\n" +
 	"\frun_as_group\x18\x02 \x01(\x03H\x01R\n" +
@@ -5320,7 +5795,7 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x0fAppArmorProfile\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x120\n" +
 	"\x11localhost_profile\x18\x02 \x01(\tH\x00R\x10localhostProfile\x88\x01\x01B\x14\n" +
-	"\x12_localhost_profile\"\xe3\x06\n" +
+	"\x12_localhost_profile\"\xbb\b\n" +
 	"\tContainer\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +
@@ -5342,7 +5817,23 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\benv_from\x18\x10 \x03(\v2\x1d.tugboat.api.v1.EnvFromSourceR\aenvFrom\x12\x1d\n" +
 	"\n" +
 	"stdin_once\x18\x11 \x01(\bR\tstdinOnce\x12J\n" +
-	"\x10security_context\x18( \x01(\v2\x1f.tugboat.api.v1.SecurityContextR\x0fsecurityContext\"o\n" +
+	"\x10security_context\x18( \x01(\v2\x1f.tugboat.api.v1.SecurityContextR\x0fsecurityContext\x12%\n" +
+	"\x0erestart_policy\x182 \x01(\tR\rrestartPolicy\x127\n" +
+	"\tlifecycle\x183 \x01(\v2\x19.tugboat.api.v1.LifecycleR\tlifecycle\x128\n" +
+	"\x18termination_message_path\x184 \x01(\tR\x16terminationMessagePath\x12<\n" +
+	"\x1atermination_message_policy\x185 \x01(\tR\x18terminationMessagePolicy\"\x89\x01\n" +
+	"\tLifecycle\x12?\n" +
+	"\n" +
+	"post_start\x18\x01 \x01(\v2 .tugboat.api.v1.LifecycleHandlerR\tpostStart\x12;\n" +
+	"\bpre_stop\x18\x02 \x01(\v2 .tugboat.api.v1.LifecycleHandlerR\apreStop\"\xef\x01\n" +
+	"\x10LifecycleHandler\x12.\n" +
+	"\x04exec\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ExecActionR\x04exec\x128\n" +
+	"\bhttp_get\x18\x02 \x01(\v2\x1d.tugboat.api.v1.HTTPGetActionR\ahttpGet\x12>\n" +
+	"\n" +
+	"tcp_socket\x18\x03 \x01(\v2\x1f.tugboat.api.v1.TCPSocketActionR\ttcpSocket\x121\n" +
+	"\x05sleep\x18\x04 \x01(\v2\x1b.tugboat.api.v1.SleepActionR\x05sleep\"'\n" +
+	"\vSleepAction\x12\x18\n" +
+	"\aseconds\x18\x01 \x01(\x03R\aseconds\"o\n" +
 	"\x06EnvVar\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12;\n" +
@@ -5386,7 +5877,7 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\n" +
 	"mount_path\x18\x02 \x01(\tR\tmountPath\x12\x1b\n" +
 	"\tread_only\x18\x03 \x01(\bR\breadOnly\x12\x19\n" +
-	"\bsub_path\x18\x04 \x01(\tR\asubPath\"\x82\x04\n" +
+	"\bsub_path\x18\x04 \x01(\tR\asubPath\"\xb2\x04\n" +
 	"\x05Probe\x12.\n" +
 	"\x04exec\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ExecActionR\x04exec\x128\n" +
 	"\bhttp_get\x18\x02 \x01(\v2\x1d.tugboat.api.v1.HTTPGetActionR\ahttpGet\x12>\n" +
@@ -5397,8 +5888,16 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x0eperiod_seconds\x18\x06 \x01(\x05R\rperiodSeconds\x12+\n" +
 	"\x11success_threshold\x18\a \x01(\x05R\x10successThreshold\x12+\n" +
 	"\x11failure_threshold\x18\b \x01(\x05R\x10failureThreshold\x12L\n" +
-	" termination_grace_period_seconds\x18\t \x01(\x03H\x00R\x1dterminationGracePeriodSeconds\x88\x01\x01B#\n" +
-	"!_termination_grace_period_seconds\"&\n" +
+	" termination_grace_period_seconds\x18\t \x01(\x03H\x00R\x1dterminationGracePeriodSeconds\x88\x01\x01\x12.\n" +
+	"\x04grpc\x18\n" +
+	" \x01(\v2\x1a.tugboat.api.v1.GRPCActionR\x04grpcB#\n" +
+	"!_termination_grace_period_seconds\"K\n" +
+	"\n" +
+	"GRPCAction\x12\x12\n" +
+	"\x04port\x18\x01 \x01(\x05R\x04port\x12\x1d\n" +
+	"\aservice\x18\x02 \x01(\tH\x00R\aservice\x88\x01\x01B\n" +
+	"\n" +
+	"\b_service\"&\n" +
 	"\n" +
 	"ExecAction\x12\x18\n" +
 	"\acommand\x18\x01 \x03(\tR\acommand\"\xa8\x01\n" +
@@ -5664,7 +6163,7 @@ func file_api_v1_core_proto_rawDescGZIP() []byte {
 	return file_api_v1_core_proto_rawDescData
 }
 
-var file_api_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 81)
+var file_api_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 88)
 var file_api_v1_core_proto_goTypes = []any{
 	(*Namespace)(nil),                         // 0: tugboat.api.v1.Namespace
 	(*NamespaceSpec)(nil),                     // 1: tugboat.api.v1.NamespaceSpec
@@ -5679,194 +6178,212 @@ var file_api_v1_core_proto_goTypes = []any{
 	(*Pod)(nil),                               // 10: tugboat.api.v1.Pod
 	(*PodTemplateSpec)(nil),                   // 11: tugboat.api.v1.PodTemplateSpec
 	(*PodSpec)(nil),                           // 12: tugboat.api.v1.PodSpec
-	(*PodSecurityContext)(nil),                // 13: tugboat.api.v1.PodSecurityContext
-	(*SecurityContext)(nil),                   // 14: tugboat.api.v1.SecurityContext
-	(*Capabilities)(nil),                      // 15: tugboat.api.v1.Capabilities
-	(*SeccompProfile)(nil),                    // 16: tugboat.api.v1.SeccompProfile
-	(*Sysctl)(nil),                            // 17: tugboat.api.v1.Sysctl
-	(*SELinuxOptions)(nil),                    // 18: tugboat.api.v1.SELinuxOptions
-	(*AppArmorProfile)(nil),                   // 19: tugboat.api.v1.AppArmorProfile
-	(*Container)(nil),                         // 20: tugboat.api.v1.Container
-	(*EnvVar)(nil),                            // 21: tugboat.api.v1.EnvVar
-	(*EnvVarSource)(nil),                      // 22: tugboat.api.v1.EnvVarSource
-	(*KeySelector)(nil),                       // 23: tugboat.api.v1.KeySelector
-	(*ObjectFieldSelector)(nil),               // 24: tugboat.api.v1.ObjectFieldSelector
-	(*EnvFromSource)(nil),                     // 25: tugboat.api.v1.EnvFromSource
-	(*LocalObjectReference)(nil),              // 26: tugboat.api.v1.LocalObjectReference
-	(*ContainerPort)(nil),                     // 27: tugboat.api.v1.ContainerPort
-	(*ResourceRequirements)(nil),              // 28: tugboat.api.v1.ResourceRequirements
-	(*VolumeMount)(nil),                       // 29: tugboat.api.v1.VolumeMount
-	(*Probe)(nil),                             // 30: tugboat.api.v1.Probe
-	(*ExecAction)(nil),                        // 31: tugboat.api.v1.ExecAction
-	(*HTTPGetAction)(nil),                     // 32: tugboat.api.v1.HTTPGetAction
-	(*HTTPHeader)(nil),                        // 33: tugboat.api.v1.HTTPHeader
-	(*TCPSocketAction)(nil),                   // 34: tugboat.api.v1.TCPSocketAction
-	(*Toleration)(nil),                        // 35: tugboat.api.v1.Toleration
-	(*Affinity)(nil),                          // 36: tugboat.api.v1.Affinity
-	(*NodeAffinity)(nil),                      // 37: tugboat.api.v1.NodeAffinity
-	(*NodeSelector)(nil),                      // 38: tugboat.api.v1.NodeSelector
-	(*NodeSelectorTerm)(nil),                  // 39: tugboat.api.v1.NodeSelectorTerm
-	(*Volume)(nil),                            // 40: tugboat.api.v1.Volume
-	(*PersistentVolumeClaimVolumeSource)(nil), // 41: tugboat.api.v1.PersistentVolumeClaimVolumeSource
-	(*EmptyDirVolumeSource)(nil),              // 42: tugboat.api.v1.EmptyDirVolumeSource
-	(*HostPathVolumeSource)(nil),              // 43: tugboat.api.v1.HostPathVolumeSource
-	(*KeyToPath)(nil),                         // 44: tugboat.api.v1.KeyToPath
-	(*ConfigMapVolumeSource)(nil),             // 45: tugboat.api.v1.ConfigMapVolumeSource
-	(*SecretVolumeSource)(nil),                // 46: tugboat.api.v1.SecretVolumeSource
-	(*PodStatus)(nil),                         // 47: tugboat.api.v1.PodStatus
-	(*ContainerStatus)(nil),                   // 48: tugboat.api.v1.ContainerStatus
-	(*ContainerState)(nil),                    // 49: tugboat.api.v1.ContainerState
-	(*ContainerStateWaiting)(nil),             // 50: tugboat.api.v1.ContainerStateWaiting
-	(*ContainerStateRunning)(nil),             // 51: tugboat.api.v1.ContainerStateRunning
-	(*ContainerStateTerminated)(nil),          // 52: tugboat.api.v1.ContainerStateTerminated
-	(*Event)(nil),                             // 53: tugboat.api.v1.Event
-	(*ObjectReference)(nil),                   // 54: tugboat.api.v1.ObjectReference
-	(*EventSource)(nil),                       // 55: tugboat.api.v1.EventSource
-	(*Lease)(nil),                             // 56: tugboat.api.v1.Lease
-	(*LeaseSpec)(nil),                         // 57: tugboat.api.v1.LeaseSpec
-	(*ConfigMap)(nil),                         // 58: tugboat.api.v1.ConfigMap
-	(*Secret)(nil),                            // 59: tugboat.api.v1.Secret
-	(*Service)(nil),                           // 60: tugboat.api.v1.Service
-	(*ServiceSpec)(nil),                       // 61: tugboat.api.v1.ServiceSpec
-	(*ServicePort)(nil),                       // 62: tugboat.api.v1.ServicePort
-	(*ServiceStatus)(nil),                     // 63: tugboat.api.v1.ServiceStatus
-	(*LoadBalancerStatus)(nil),                // 64: tugboat.api.v1.LoadBalancerStatus
-	(*LoadBalancerIngress)(nil),               // 65: tugboat.api.v1.LoadBalancerIngress
-	(*PortStatus)(nil),                        // 66: tugboat.api.v1.PortStatus
-	(*Endpoints)(nil),                         // 67: tugboat.api.v1.Endpoints
-	(*EndpointSubset)(nil),                    // 68: tugboat.api.v1.EndpointSubset
-	(*EndpointAddress)(nil),                   // 69: tugboat.api.v1.EndpointAddress
-	(*EndpointPort)(nil),                      // 70: tugboat.api.v1.EndpointPort
-	nil,                                       // 71: tugboat.api.v1.NodeStatus.CapacityEntry
-	nil,                                       // 72: tugboat.api.v1.NodeStatus.AllocatableEntry
-	nil,                                       // 73: tugboat.api.v1.PodSpec.NodeSelectorEntry
-	nil,                                       // 74: tugboat.api.v1.ResourceRequirements.RequestsEntry
-	nil,                                       // 75: tugboat.api.v1.ResourceRequirements.LimitsEntry
-	nil,                                       // 76: tugboat.api.v1.ConfigMap.DataEntry
-	nil,                                       // 77: tugboat.api.v1.ConfigMap.BinaryDataEntry
-	nil,                                       // 78: tugboat.api.v1.Secret.DataEntry
-	nil,                                       // 79: tugboat.api.v1.Secret.StringDataEntry
-	nil,                                       // 80: tugboat.api.v1.ServiceSpec.SelectorEntry
-	(*ObjectMeta)(nil),                        // 81: tugboat.api.v1.ObjectMeta
-	(*timestamppb.Timestamp)(nil),             // 82: google.protobuf.Timestamp
-	(*Condition)(nil),                         // 83: tugboat.api.v1.Condition
-	(*LabelSelectorRequirement)(nil),          // 84: tugboat.api.v1.LabelSelectorRequirement
+	(*HostAlias)(nil),                         // 13: tugboat.api.v1.HostAlias
+	(*PodDNSConfig)(nil),                      // 14: tugboat.api.v1.PodDNSConfig
+	(*PodDNSConfigOption)(nil),                // 15: tugboat.api.v1.PodDNSConfigOption
+	(*PodSecurityContext)(nil),                // 16: tugboat.api.v1.PodSecurityContext
+	(*SecurityContext)(nil),                   // 17: tugboat.api.v1.SecurityContext
+	(*Capabilities)(nil),                      // 18: tugboat.api.v1.Capabilities
+	(*SeccompProfile)(nil),                    // 19: tugboat.api.v1.SeccompProfile
+	(*Sysctl)(nil),                            // 20: tugboat.api.v1.Sysctl
+	(*SELinuxOptions)(nil),                    // 21: tugboat.api.v1.SELinuxOptions
+	(*AppArmorProfile)(nil),                   // 22: tugboat.api.v1.AppArmorProfile
+	(*Container)(nil),                         // 23: tugboat.api.v1.Container
+	(*Lifecycle)(nil),                         // 24: tugboat.api.v1.Lifecycle
+	(*LifecycleHandler)(nil),                  // 25: tugboat.api.v1.LifecycleHandler
+	(*SleepAction)(nil),                       // 26: tugboat.api.v1.SleepAction
+	(*EnvVar)(nil),                            // 27: tugboat.api.v1.EnvVar
+	(*EnvVarSource)(nil),                      // 28: tugboat.api.v1.EnvVarSource
+	(*KeySelector)(nil),                       // 29: tugboat.api.v1.KeySelector
+	(*ObjectFieldSelector)(nil),               // 30: tugboat.api.v1.ObjectFieldSelector
+	(*EnvFromSource)(nil),                     // 31: tugboat.api.v1.EnvFromSource
+	(*LocalObjectReference)(nil),              // 32: tugboat.api.v1.LocalObjectReference
+	(*ContainerPort)(nil),                     // 33: tugboat.api.v1.ContainerPort
+	(*ResourceRequirements)(nil),              // 34: tugboat.api.v1.ResourceRequirements
+	(*VolumeMount)(nil),                       // 35: tugboat.api.v1.VolumeMount
+	(*Probe)(nil),                             // 36: tugboat.api.v1.Probe
+	(*GRPCAction)(nil),                        // 37: tugboat.api.v1.GRPCAction
+	(*ExecAction)(nil),                        // 38: tugboat.api.v1.ExecAction
+	(*HTTPGetAction)(nil),                     // 39: tugboat.api.v1.HTTPGetAction
+	(*HTTPHeader)(nil),                        // 40: tugboat.api.v1.HTTPHeader
+	(*TCPSocketAction)(nil),                   // 41: tugboat.api.v1.TCPSocketAction
+	(*Toleration)(nil),                        // 42: tugboat.api.v1.Toleration
+	(*Affinity)(nil),                          // 43: tugboat.api.v1.Affinity
+	(*NodeAffinity)(nil),                      // 44: tugboat.api.v1.NodeAffinity
+	(*NodeSelector)(nil),                      // 45: tugboat.api.v1.NodeSelector
+	(*NodeSelectorTerm)(nil),                  // 46: tugboat.api.v1.NodeSelectorTerm
+	(*Volume)(nil),                            // 47: tugboat.api.v1.Volume
+	(*PersistentVolumeClaimVolumeSource)(nil), // 48: tugboat.api.v1.PersistentVolumeClaimVolumeSource
+	(*EmptyDirVolumeSource)(nil),              // 49: tugboat.api.v1.EmptyDirVolumeSource
+	(*HostPathVolumeSource)(nil),              // 50: tugboat.api.v1.HostPathVolumeSource
+	(*KeyToPath)(nil),                         // 51: tugboat.api.v1.KeyToPath
+	(*ConfigMapVolumeSource)(nil),             // 52: tugboat.api.v1.ConfigMapVolumeSource
+	(*SecretVolumeSource)(nil),                // 53: tugboat.api.v1.SecretVolumeSource
+	(*PodStatus)(nil),                         // 54: tugboat.api.v1.PodStatus
+	(*ContainerStatus)(nil),                   // 55: tugboat.api.v1.ContainerStatus
+	(*ContainerState)(nil),                    // 56: tugboat.api.v1.ContainerState
+	(*ContainerStateWaiting)(nil),             // 57: tugboat.api.v1.ContainerStateWaiting
+	(*ContainerStateRunning)(nil),             // 58: tugboat.api.v1.ContainerStateRunning
+	(*ContainerStateTerminated)(nil),          // 59: tugboat.api.v1.ContainerStateTerminated
+	(*Event)(nil),                             // 60: tugboat.api.v1.Event
+	(*ObjectReference)(nil),                   // 61: tugboat.api.v1.ObjectReference
+	(*EventSource)(nil),                       // 62: tugboat.api.v1.EventSource
+	(*Lease)(nil),                             // 63: tugboat.api.v1.Lease
+	(*LeaseSpec)(nil),                         // 64: tugboat.api.v1.LeaseSpec
+	(*ConfigMap)(nil),                         // 65: tugboat.api.v1.ConfigMap
+	(*Secret)(nil),                            // 66: tugboat.api.v1.Secret
+	(*Service)(nil),                           // 67: tugboat.api.v1.Service
+	(*ServiceSpec)(nil),                       // 68: tugboat.api.v1.ServiceSpec
+	(*ServicePort)(nil),                       // 69: tugboat.api.v1.ServicePort
+	(*ServiceStatus)(nil),                     // 70: tugboat.api.v1.ServiceStatus
+	(*LoadBalancerStatus)(nil),                // 71: tugboat.api.v1.LoadBalancerStatus
+	(*LoadBalancerIngress)(nil),               // 72: tugboat.api.v1.LoadBalancerIngress
+	(*PortStatus)(nil),                        // 73: tugboat.api.v1.PortStatus
+	(*Endpoints)(nil),                         // 74: tugboat.api.v1.Endpoints
+	(*EndpointSubset)(nil),                    // 75: tugboat.api.v1.EndpointSubset
+	(*EndpointAddress)(nil),                   // 76: tugboat.api.v1.EndpointAddress
+	(*EndpointPort)(nil),                      // 77: tugboat.api.v1.EndpointPort
+	nil,                                       // 78: tugboat.api.v1.NodeStatus.CapacityEntry
+	nil,                                       // 79: tugboat.api.v1.NodeStatus.AllocatableEntry
+	nil,                                       // 80: tugboat.api.v1.PodSpec.NodeSelectorEntry
+	nil,                                       // 81: tugboat.api.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 82: tugboat.api.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 83: tugboat.api.v1.ConfigMap.DataEntry
+	nil,                                       // 84: tugboat.api.v1.ConfigMap.BinaryDataEntry
+	nil,                                       // 85: tugboat.api.v1.Secret.DataEntry
+	nil,                                       // 86: tugboat.api.v1.Secret.StringDataEntry
+	nil,                                       // 87: tugboat.api.v1.ServiceSpec.SelectorEntry
+	(*ObjectMeta)(nil),                        // 88: tugboat.api.v1.ObjectMeta
+	(*timestamppb.Timestamp)(nil),             // 89: google.protobuf.Timestamp
+	(*Condition)(nil),                         // 90: tugboat.api.v1.Condition
+	(*LabelSelectorRequirement)(nil),          // 91: tugboat.api.v1.LabelSelectorRequirement
 }
 var file_api_v1_core_proto_depIdxs = []int32{
-	81,  // 0: tugboat.api.v1.Namespace.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	88,  // 0: tugboat.api.v1.Namespace.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	1,   // 1: tugboat.api.v1.Namespace.spec:type_name -> tugboat.api.v1.NamespaceSpec
 	2,   // 2: tugboat.api.v1.Namespace.status:type_name -> tugboat.api.v1.NamespaceStatus
-	81,  // 3: tugboat.api.v1.Node.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	88,  // 3: tugboat.api.v1.Node.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	4,   // 4: tugboat.api.v1.Node.spec:type_name -> tugboat.api.v1.NodeSpec
 	6,   // 5: tugboat.api.v1.Node.status:type_name -> tugboat.api.v1.NodeStatus
 	5,   // 6: tugboat.api.v1.NodeSpec.taints:type_name -> tugboat.api.v1.Taint
-	82,  // 7: tugboat.api.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
-	71,  // 8: tugboat.api.v1.NodeStatus.capacity:type_name -> tugboat.api.v1.NodeStatus.CapacityEntry
-	72,  // 9: tugboat.api.v1.NodeStatus.allocatable:type_name -> tugboat.api.v1.NodeStatus.AllocatableEntry
-	83,  // 10: tugboat.api.v1.NodeStatus.conditions:type_name -> tugboat.api.v1.Condition
+	89,  // 7: tugboat.api.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
+	78,  // 8: tugboat.api.v1.NodeStatus.capacity:type_name -> tugboat.api.v1.NodeStatus.CapacityEntry
+	79,  // 9: tugboat.api.v1.NodeStatus.allocatable:type_name -> tugboat.api.v1.NodeStatus.AllocatableEntry
+	90,  // 10: tugboat.api.v1.NodeStatus.conditions:type_name -> tugboat.api.v1.Condition
 	7,   // 11: tugboat.api.v1.NodeStatus.addresses:type_name -> tugboat.api.v1.NodeAddress
 	8,   // 12: tugboat.api.v1.NodeStatus.node_info:type_name -> tugboat.api.v1.NodeSystemInfo
 	9,   // 13: tugboat.api.v1.NodeStatus.images:type_name -> tugboat.api.v1.ContainerImage
-	81,  // 14: tugboat.api.v1.Pod.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	88,  // 14: tugboat.api.v1.Pod.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	12,  // 15: tugboat.api.v1.Pod.spec:type_name -> tugboat.api.v1.PodSpec
-	47,  // 16: tugboat.api.v1.Pod.status:type_name -> tugboat.api.v1.PodStatus
-	81,  // 17: tugboat.api.v1.PodTemplateSpec.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	54,  // 16: tugboat.api.v1.Pod.status:type_name -> tugboat.api.v1.PodStatus
+	88,  // 17: tugboat.api.v1.PodTemplateSpec.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	12,  // 18: tugboat.api.v1.PodTemplateSpec.spec:type_name -> tugboat.api.v1.PodSpec
-	20,  // 19: tugboat.api.v1.PodSpec.containers:type_name -> tugboat.api.v1.Container
-	20,  // 20: tugboat.api.v1.PodSpec.init_containers:type_name -> tugboat.api.v1.Container
-	73,  // 21: tugboat.api.v1.PodSpec.node_selector:type_name -> tugboat.api.v1.PodSpec.NodeSelectorEntry
-	35,  // 22: tugboat.api.v1.PodSpec.tolerations:type_name -> tugboat.api.v1.Toleration
-	40,  // 23: tugboat.api.v1.PodSpec.volumes:type_name -> tugboat.api.v1.Volume
-	36,  // 24: tugboat.api.v1.PodSpec.affinity:type_name -> tugboat.api.v1.Affinity
-	13,  // 25: tugboat.api.v1.PodSpec.security_context:type_name -> tugboat.api.v1.PodSecurityContext
-	17,  // 26: tugboat.api.v1.PodSecurityContext.sysctls:type_name -> tugboat.api.v1.Sysctl
-	16,  // 27: tugboat.api.v1.PodSecurityContext.seccomp_profile:type_name -> tugboat.api.v1.SeccompProfile
-	18,  // 28: tugboat.api.v1.PodSecurityContext.se_linux_options:type_name -> tugboat.api.v1.SELinuxOptions
-	19,  // 29: tugboat.api.v1.PodSecurityContext.app_armor_profile:type_name -> tugboat.api.v1.AppArmorProfile
-	15,  // 30: tugboat.api.v1.SecurityContext.capabilities:type_name -> tugboat.api.v1.Capabilities
-	16,  // 31: tugboat.api.v1.SecurityContext.seccomp_profile:type_name -> tugboat.api.v1.SeccompProfile
-	18,  // 32: tugboat.api.v1.SecurityContext.se_linux_options:type_name -> tugboat.api.v1.SELinuxOptions
-	19,  // 33: tugboat.api.v1.SecurityContext.app_armor_profile:type_name -> tugboat.api.v1.AppArmorProfile
-	21,  // 34: tugboat.api.v1.Container.env:type_name -> tugboat.api.v1.EnvVar
-	27,  // 35: tugboat.api.v1.Container.ports:type_name -> tugboat.api.v1.ContainerPort
-	28,  // 36: tugboat.api.v1.Container.resources:type_name -> tugboat.api.v1.ResourceRequirements
-	29,  // 37: tugboat.api.v1.Container.volume_mounts:type_name -> tugboat.api.v1.VolumeMount
-	30,  // 38: tugboat.api.v1.Container.liveness_probe:type_name -> tugboat.api.v1.Probe
-	30,  // 39: tugboat.api.v1.Container.readiness_probe:type_name -> tugboat.api.v1.Probe
-	30,  // 40: tugboat.api.v1.Container.startup_probe:type_name -> tugboat.api.v1.Probe
-	25,  // 41: tugboat.api.v1.Container.env_from:type_name -> tugboat.api.v1.EnvFromSource
-	14,  // 42: tugboat.api.v1.Container.security_context:type_name -> tugboat.api.v1.SecurityContext
-	22,  // 43: tugboat.api.v1.EnvVar.value_from:type_name -> tugboat.api.v1.EnvVarSource
-	23,  // 44: tugboat.api.v1.EnvVarSource.config_map_key_ref:type_name -> tugboat.api.v1.KeySelector
-	23,  // 45: tugboat.api.v1.EnvVarSource.secret_key_ref:type_name -> tugboat.api.v1.KeySelector
-	24,  // 46: tugboat.api.v1.EnvVarSource.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
-	26,  // 47: tugboat.api.v1.EnvFromSource.config_map_ref:type_name -> tugboat.api.v1.LocalObjectReference
-	26,  // 48: tugboat.api.v1.EnvFromSource.secret_ref:type_name -> tugboat.api.v1.LocalObjectReference
-	74,  // 49: tugboat.api.v1.ResourceRequirements.requests:type_name -> tugboat.api.v1.ResourceRequirements.RequestsEntry
-	75,  // 50: tugboat.api.v1.ResourceRequirements.limits:type_name -> tugboat.api.v1.ResourceRequirements.LimitsEntry
-	31,  // 51: tugboat.api.v1.Probe.exec:type_name -> tugboat.api.v1.ExecAction
-	32,  // 52: tugboat.api.v1.Probe.http_get:type_name -> tugboat.api.v1.HTTPGetAction
-	34,  // 53: tugboat.api.v1.Probe.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
-	33,  // 54: tugboat.api.v1.HTTPGetAction.http_headers:type_name -> tugboat.api.v1.HTTPHeader
-	37,  // 55: tugboat.api.v1.Affinity.node_affinity:type_name -> tugboat.api.v1.NodeAffinity
-	38,  // 56: tugboat.api.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.NodeSelector
-	39,  // 57: tugboat.api.v1.NodeSelector.node_selector_terms:type_name -> tugboat.api.v1.NodeSelectorTerm
-	84,  // 58: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
-	84,  // 59: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
-	42,  // 60: tugboat.api.v1.Volume.empty_dir:type_name -> tugboat.api.v1.EmptyDirVolumeSource
-	43,  // 61: tugboat.api.v1.Volume.host_path:type_name -> tugboat.api.v1.HostPathVolumeSource
-	45,  // 62: tugboat.api.v1.Volume.config_map:type_name -> tugboat.api.v1.ConfigMapVolumeSource
-	46,  // 63: tugboat.api.v1.Volume.secret:type_name -> tugboat.api.v1.SecretVolumeSource
-	41,  // 64: tugboat.api.v1.Volume.persistent_volume_claim:type_name -> tugboat.api.v1.PersistentVolumeClaimVolumeSource
-	44,  // 65: tugboat.api.v1.ConfigMapVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
-	44,  // 66: tugboat.api.v1.SecretVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
-	83,  // 67: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
-	82,  // 68: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	48,  // 69: tugboat.api.v1.PodStatus.container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	48,  // 70: tugboat.api.v1.PodStatus.init_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	49,  // 71: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
-	49,  // 72: tugboat.api.v1.ContainerStatus.last_state:type_name -> tugboat.api.v1.ContainerState
-	50,  // 73: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
-	51,  // 74: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
-	52,  // 75: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
-	82,  // 76: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	82,  // 77: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	82,  // 78: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	81,  // 79: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	54,  // 80: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
-	55,  // 81: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
-	82,  // 82: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
-	82,  // 83: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
-	81,  // 84: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	57,  // 85: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
-	82,  // 86: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
-	82,  // 87: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
-	81,  // 88: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	76,  // 89: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
-	77,  // 90: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
-	81,  // 91: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	78,  // 92: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
-	79,  // 93: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
-	81,  // 94: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	61,  // 95: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
-	63,  // 96: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
-	80,  // 97: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
-	62,  // 98: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
-	83,  // 99: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
-	64,  // 100: tugboat.api.v1.ServiceStatus.load_balancer:type_name -> tugboat.api.v1.LoadBalancerStatus
-	65,  // 101: tugboat.api.v1.LoadBalancerStatus.ingress:type_name -> tugboat.api.v1.LoadBalancerIngress
-	66,  // 102: tugboat.api.v1.LoadBalancerIngress.ports:type_name -> tugboat.api.v1.PortStatus
-	81,  // 103: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	68,  // 104: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
-	69,  // 105: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
-	69,  // 106: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
-	70,  // 107: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
-	54,  // 108: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
-	109, // [109:109] is the sub-list for method output_type
-	109, // [109:109] is the sub-list for method input_type
-	109, // [109:109] is the sub-list for extension type_name
-	109, // [109:109] is the sub-list for extension extendee
-	0,   // [0:109] is the sub-list for field type_name
+	23,  // 19: tugboat.api.v1.PodSpec.containers:type_name -> tugboat.api.v1.Container
+	23,  // 20: tugboat.api.v1.PodSpec.init_containers:type_name -> tugboat.api.v1.Container
+	80,  // 21: tugboat.api.v1.PodSpec.node_selector:type_name -> tugboat.api.v1.PodSpec.NodeSelectorEntry
+	42,  // 22: tugboat.api.v1.PodSpec.tolerations:type_name -> tugboat.api.v1.Toleration
+	47,  // 23: tugboat.api.v1.PodSpec.volumes:type_name -> tugboat.api.v1.Volume
+	43,  // 24: tugboat.api.v1.PodSpec.affinity:type_name -> tugboat.api.v1.Affinity
+	16,  // 25: tugboat.api.v1.PodSpec.security_context:type_name -> tugboat.api.v1.PodSecurityContext
+	13,  // 26: tugboat.api.v1.PodSpec.host_aliases:type_name -> tugboat.api.v1.HostAlias
+	14,  // 27: tugboat.api.v1.PodSpec.dns_config:type_name -> tugboat.api.v1.PodDNSConfig
+	15,  // 28: tugboat.api.v1.PodDNSConfig.options:type_name -> tugboat.api.v1.PodDNSConfigOption
+	20,  // 29: tugboat.api.v1.PodSecurityContext.sysctls:type_name -> tugboat.api.v1.Sysctl
+	19,  // 30: tugboat.api.v1.PodSecurityContext.seccomp_profile:type_name -> tugboat.api.v1.SeccompProfile
+	21,  // 31: tugboat.api.v1.PodSecurityContext.se_linux_options:type_name -> tugboat.api.v1.SELinuxOptions
+	22,  // 32: tugboat.api.v1.PodSecurityContext.app_armor_profile:type_name -> tugboat.api.v1.AppArmorProfile
+	18,  // 33: tugboat.api.v1.SecurityContext.capabilities:type_name -> tugboat.api.v1.Capabilities
+	19,  // 34: tugboat.api.v1.SecurityContext.seccomp_profile:type_name -> tugboat.api.v1.SeccompProfile
+	21,  // 35: tugboat.api.v1.SecurityContext.se_linux_options:type_name -> tugboat.api.v1.SELinuxOptions
+	22,  // 36: tugboat.api.v1.SecurityContext.app_armor_profile:type_name -> tugboat.api.v1.AppArmorProfile
+	27,  // 37: tugboat.api.v1.Container.env:type_name -> tugboat.api.v1.EnvVar
+	33,  // 38: tugboat.api.v1.Container.ports:type_name -> tugboat.api.v1.ContainerPort
+	34,  // 39: tugboat.api.v1.Container.resources:type_name -> tugboat.api.v1.ResourceRequirements
+	35,  // 40: tugboat.api.v1.Container.volume_mounts:type_name -> tugboat.api.v1.VolumeMount
+	36,  // 41: tugboat.api.v1.Container.liveness_probe:type_name -> tugboat.api.v1.Probe
+	36,  // 42: tugboat.api.v1.Container.readiness_probe:type_name -> tugboat.api.v1.Probe
+	36,  // 43: tugboat.api.v1.Container.startup_probe:type_name -> tugboat.api.v1.Probe
+	31,  // 44: tugboat.api.v1.Container.env_from:type_name -> tugboat.api.v1.EnvFromSource
+	17,  // 45: tugboat.api.v1.Container.security_context:type_name -> tugboat.api.v1.SecurityContext
+	24,  // 46: tugboat.api.v1.Container.lifecycle:type_name -> tugboat.api.v1.Lifecycle
+	25,  // 47: tugboat.api.v1.Lifecycle.post_start:type_name -> tugboat.api.v1.LifecycleHandler
+	25,  // 48: tugboat.api.v1.Lifecycle.pre_stop:type_name -> tugboat.api.v1.LifecycleHandler
+	38,  // 49: tugboat.api.v1.LifecycleHandler.exec:type_name -> tugboat.api.v1.ExecAction
+	39,  // 50: tugboat.api.v1.LifecycleHandler.http_get:type_name -> tugboat.api.v1.HTTPGetAction
+	41,  // 51: tugboat.api.v1.LifecycleHandler.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
+	26,  // 52: tugboat.api.v1.LifecycleHandler.sleep:type_name -> tugboat.api.v1.SleepAction
+	28,  // 53: tugboat.api.v1.EnvVar.value_from:type_name -> tugboat.api.v1.EnvVarSource
+	29,  // 54: tugboat.api.v1.EnvVarSource.config_map_key_ref:type_name -> tugboat.api.v1.KeySelector
+	29,  // 55: tugboat.api.v1.EnvVarSource.secret_key_ref:type_name -> tugboat.api.v1.KeySelector
+	30,  // 56: tugboat.api.v1.EnvVarSource.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
+	32,  // 57: tugboat.api.v1.EnvFromSource.config_map_ref:type_name -> tugboat.api.v1.LocalObjectReference
+	32,  // 58: tugboat.api.v1.EnvFromSource.secret_ref:type_name -> tugboat.api.v1.LocalObjectReference
+	81,  // 59: tugboat.api.v1.ResourceRequirements.requests:type_name -> tugboat.api.v1.ResourceRequirements.RequestsEntry
+	82,  // 60: tugboat.api.v1.ResourceRequirements.limits:type_name -> tugboat.api.v1.ResourceRequirements.LimitsEntry
+	38,  // 61: tugboat.api.v1.Probe.exec:type_name -> tugboat.api.v1.ExecAction
+	39,  // 62: tugboat.api.v1.Probe.http_get:type_name -> tugboat.api.v1.HTTPGetAction
+	41,  // 63: tugboat.api.v1.Probe.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
+	37,  // 64: tugboat.api.v1.Probe.grpc:type_name -> tugboat.api.v1.GRPCAction
+	40,  // 65: tugboat.api.v1.HTTPGetAction.http_headers:type_name -> tugboat.api.v1.HTTPHeader
+	44,  // 66: tugboat.api.v1.Affinity.node_affinity:type_name -> tugboat.api.v1.NodeAffinity
+	45,  // 67: tugboat.api.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.NodeSelector
+	46,  // 68: tugboat.api.v1.NodeSelector.node_selector_terms:type_name -> tugboat.api.v1.NodeSelectorTerm
+	91,  // 69: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	91,  // 70: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	49,  // 71: tugboat.api.v1.Volume.empty_dir:type_name -> tugboat.api.v1.EmptyDirVolumeSource
+	50,  // 72: tugboat.api.v1.Volume.host_path:type_name -> tugboat.api.v1.HostPathVolumeSource
+	52,  // 73: tugboat.api.v1.Volume.config_map:type_name -> tugboat.api.v1.ConfigMapVolumeSource
+	53,  // 74: tugboat.api.v1.Volume.secret:type_name -> tugboat.api.v1.SecretVolumeSource
+	48,  // 75: tugboat.api.v1.Volume.persistent_volume_claim:type_name -> tugboat.api.v1.PersistentVolumeClaimVolumeSource
+	51,  // 76: tugboat.api.v1.ConfigMapVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
+	51,  // 77: tugboat.api.v1.SecretVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
+	90,  // 78: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
+	89,  // 79: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	55,  // 80: tugboat.api.v1.PodStatus.container_statuses:type_name -> tugboat.api.v1.ContainerStatus
+	55,  // 81: tugboat.api.v1.PodStatus.init_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
+	56,  // 82: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
+	56,  // 83: tugboat.api.v1.ContainerStatus.last_state:type_name -> tugboat.api.v1.ContainerState
+	57,  // 84: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
+	58,  // 85: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
+	59,  // 86: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
+	89,  // 87: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	89,  // 88: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	89,  // 89: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	88,  // 90: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	61,  // 91: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
+	62,  // 92: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
+	89,  // 93: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
+	89,  // 94: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
+	88,  // 95: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	64,  // 96: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
+	89,  // 97: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
+	89,  // 98: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
+	88,  // 99: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	83,  // 100: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
+	84,  // 101: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
+	88,  // 102: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	85,  // 103: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
+	86,  // 104: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
+	88,  // 105: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	68,  // 106: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
+	70,  // 107: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
+	87,  // 108: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
+	69,  // 109: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
+	90,  // 110: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
+	71,  // 111: tugboat.api.v1.ServiceStatus.load_balancer:type_name -> tugboat.api.v1.LoadBalancerStatus
+	72,  // 112: tugboat.api.v1.LoadBalancerStatus.ingress:type_name -> tugboat.api.v1.LoadBalancerIngress
+	73,  // 113: tugboat.api.v1.LoadBalancerIngress.ports:type_name -> tugboat.api.v1.PortStatus
+	88,  // 114: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	75,  // 115: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
+	76,  // 116: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
+	76,  // 117: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
+	77,  // 118: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
+	61,  // 119: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
+	120, // [120:120] is the sub-list for method output_type
+	120, // [120:120] is the sub-list for method input_type
+	120, // [120:120] is the sub-list for extension type_name
+	120, // [120:120] is the sub-list for extension extendee
+	0,   // [0:120] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_core_proto_init() }
@@ -5877,23 +6394,25 @@ func file_api_v1_core_proto_init() {
 	file_api_v1_meta_proto_init()
 	file_api_v1_options_proto_init()
 	file_api_v1_core_proto_msgTypes[12].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[13].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[14].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[15].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[16].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[17].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[19].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[30].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[35].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[44].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[45].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[46].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[61].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[22].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[36].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[37].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[42].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[51].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[52].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[53].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[68].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_core_proto_rawDesc), len(file_api_v1_core_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   81,
+			NumMessages:   88,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -95,10 +95,10 @@ func PodSpec(errs *Errs, path string, s *v1.PodSpec) {
 	names := map[string]bool{}
 	hostPorts := map[string]bool{}
 	for i, c := range s.InitContainers {
-		container(errs, fmt.Sprintf("%s.initContainers[%d]", path, i), c, names, vols, hostPorts)
+		container(errs, fmt.Sprintf("%s.initContainers[%d]", path, i), c, kindOf(c, true), s.TerminationGracePeriodSeconds, names, vols, hostPorts)
 	}
 	for i, c := range s.Containers {
-		container(errs, fmt.Sprintf("%s.containers[%d]", path, i), c, names, vols, hostPorts)
+		container(errs, fmt.Sprintf("%s.containers[%d]", path, i), c, appContainer, s.TerminationGracePeriodSeconds, names, vols, hostPorts)
 	}
 	podSecurityContext(errs, path+".securityContext", s)
 	if s.RestartPolicy != "" {
@@ -114,9 +114,7 @@ func PodSpec(errs *Errs, path string, s *v1.PodSpec) {
 		DNSSubdomain(errs, path+".priorityClassName", s.PriorityClassName)
 	}
 	preemptionPolicy(errs, path+".preemptionPolicy", s.PreemptionPolicy)
-	if s.DnsPolicy != "" {
-		OneOf(errs, path+".dnsPolicy", s.DnsPolicy, "ClusterFirst", "Default", "None", "ClusterFirstWithHostNet")
-	}
+	podDNS(errs, path, s)
 	if s.TerminationGracePeriodSeconds != nil && *s.TerminationGracePeriodSeconds < 0 {
 		errs.Add(path+".terminationGracePeriodSeconds", "must be >= 0")
 	}
@@ -198,7 +196,7 @@ func volume(errs *Errs, path string, v *v1.Volume, seen map[string]bool) {
 	}
 }
 
-func container(errs *Errs, path string, c *v1.Container, names, vols, hostPorts map[string]bool) {
+func container(errs *Errs, path string, c *v1.Container, kind containerKind, grace *int64, names, vols, hostPorts map[string]bool) {
 	DNSLabel(errs, path+".name", c.Name)
 	if names[c.Name] {
 		errs.Add(path+".name", "%q is duplicated", c.Name)
@@ -277,9 +275,7 @@ func container(errs *Errs, path string, c *v1.Container, names, vols, hostPorts 
 			errs.Add(mp+".mountPath", "must be an absolute path")
 		}
 	}
-	probe(errs, path+".livenessProbe", c.LivenessProbe)
-	probe(errs, path+".readinessProbe", c.ReadinessProbe)
-	probe(errs, path+".startupProbe", c.StartupProbe)
+	containerKindFields(errs, path, c, kind, grace)
 	containerSecurityContext(errs, path+".securityContext", c.SecurityContext)
 }
 
@@ -309,38 +305,6 @@ func resources(errs *Errs, path string, r *v1.ResourceRequirements) {
 	for name, req := range parsed["requests"] {
 		if lim, ok := parsed["limits"][name]; ok && req.Cmp(lim) > 0 {
 			errs.Add(fmt.Sprintf("%s.requests.%s", path, name), "%s must be less than or equal to the %s limit %s", r.Requests[name], name, r.Limits[name])
-		}
-	}
-}
-
-func probe(errs *Errs, path string, p *v1.Probe) {
-	if p == nil {
-		return
-	}
-	n := 0
-	if p.Exec != nil {
-		n++
-		if len(p.Exec.Command) == 0 {
-			errs.Add(path+".exec.command", "required")
-		}
-	}
-	if p.HttpGet != nil {
-		n++
-		IntOrName(errs, path+".httpGet.port", p.HttpGet.Port)
-		if p.HttpGet.Scheme != "" {
-			OneOf(errs, path+".httpGet.scheme", p.HttpGet.Scheme, "HTTP", "HTTPS")
-		}
-	}
-	if p.TcpSocket != nil {
-		n++
-		IntOrName(errs, path+".tcpSocket.port", p.TcpSocket.Port)
-	}
-	if n != 1 {
-		errs.Add(path, "exactly one of exec, httpGet or tcpSocket must be set (found %d)", n)
-	}
-	for name, v := range map[string]int32{"initialDelaySeconds": p.InitialDelaySeconds, "timeoutSeconds": p.TimeoutSeconds, "periodSeconds": p.PeriodSeconds, "successThreshold": p.SuccessThreshold, "failureThreshold": p.FailureThreshold} {
-		if v < 0 {
-			errs.Add(path+"."+name, "must be >= 0")
 		}
 	}
 }

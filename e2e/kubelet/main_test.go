@@ -61,7 +61,7 @@ func sharedCluster(t *testing.T) *cluster.Cluster {
 			shared.err = err
 			return
 		}
-		shared.c, shared.err = cluster.New(ctx, cluster.Options{Binaries: bins, Nodes: 2, LogDir: dir})
+		shared.c, shared.err = cluster.New(ctx, cluster.Options{Binaries: bins, Nodes: 2, LogDir: dir, Images: []string{"busybox", "echo"}})
 	})
 	if shared.err != nil {
 		t.Fatalf("shared cluster: %v", shared.err)

@@ -154,6 +154,8 @@ func (r *syncRun) removeOldAttempts(ctx context.Context, name string, attempt ui
 		if c.LogPath != "" {
 			_ = os.Remove(c.LogPath)
 		}
+		_ = os.Remove(w.m.cfg.terminationLogPath(w.uid, name, c.Attempt))
+		delete(w.messages, c.ID)
 	}
 }
 
@@ -174,6 +176,11 @@ func (r *syncRun) containerConfig(ctx context.Context, c *v1.Container, attempt 
 	if err != nil {
 		return runtime.ContainerConfig{}, err
 	}
+	tm, err := w.m.cfg.terminationMount(w.uid, c, attempt)
+	if err != nil {
+		return runtime.ContainerConfig{}, err
+	}
+	mounts = append(mounts, tm...)
 	res, err := resources(c)
 	if err != nil {
 		return runtime.ContainerConfig{}, err

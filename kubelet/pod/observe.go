@@ -30,6 +30,8 @@ func (w *worker) observe(ctx context.Context) (*podState, error) {
 	if err != nil {
 		return nil, err
 	}
+	pod, _ := w.snapshot()
+	w.fillTerminationMessages(pod, cs)
 	return &podState{sandboxes: sbs, containers: cs}, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
@@ -177,7 +178,7 @@ func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32)
 	if hostNet {
 		// No CNI: the pod has the node's addresses.
 		ip := m.cfg.NodeIP
-		if _, err := runtime.WriteEtcFiles(etcDir, runtime.PodEtc{Hostname: cfg.Hostname, IPs: []string{ip.String()}, DNS: dns}); err != nil {
+		if _, err := runtime.WriteEtcFiles(etcDir, runtime.PodEtc{Hostname: cfg.Hostname, IPs: []string{ip.String()}, DNS: dns, HostAliases: hostAliases(pod)}); err != nil {
 			pn.err = fmt.Errorf("pod /etc files: %w", err)
 		}
 		pn.ip = ip
@@ -191,7 +192,7 @@ func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32)
 			pn.err = err
 			return
 		}
-		if _, err := runtime.WriteEtcFiles(etcDir, runtime.PodEtc{Hostname: cfg.Hostname, IPs: []string{ip.String()}, DNS: dns}); err != nil {
+		if _, err := runtime.WriteEtcFiles(etcDir, runtime.PodEtc{Hostname: cfg.Hostname, IPs: []string{ip.String()}, DNS: dns, HostAliases: hostAliases(pod)}); err != nil {
 			pn.err = fmt.Errorf("pod /etc files: %w", err)
 			return
 		}
@@ -350,28 +351,93 @@ func releaseSandbox(ctx context.Context, rt runtime.Runtime, net Network, sb run
 	return errors.Join(errs...)
 }
 
-// dnsConfig is the pod's resolv.conf: the cluster DNS for ClusterFirst
-// (the default) and ClusterFirstWithHostNet, the node's own resolv.conf for
-// Default, for ClusterFirst with hostNetwork, or when no cluster DNS is
-// configured.
+// dnsConfig is the pod's resolv.conf, as Kubernetes makes it: the
+// cluster DNS for ClusterFirst (the default) and ClusterFirstWithHostNet,
+// the node's own resolv.conf for Default, for ClusterFirst with
+// hostNetwork, or when no cluster DNS is configured; nothing for None.
+// spec.dnsConfig is merged in last (mergeDNSConfig).
 func (m *Manager) dnsConfig(pod *v1.Pod) (runtime.DNSConfig, error) {
 	policy := pod.GetSpec().GetDnsPolicy()
 	clusterFirst := policy == "ClusterFirstWithHostNet" ||
 		(policy == "" || policy == "ClusterFirst") && !pod.GetSpec().GetHostNetwork() // as Kubernetes: host network means the node's resolv.conf
-	if clusterFirst && len(m.cfg.ClusterDNS) > 0 {
+	var base runtime.DNSConfig
+	switch {
+	case policy == "None":
+	case clusterFirst && len(m.cfg.ClusterDNS) > 0:
 		ns := pod.GetMetadata().GetNamespace()
 		d := m.cfg.ClusterDomain
 		servers := make([]string, len(m.cfg.ClusterDNS))
 		for i, a := range m.cfg.ClusterDNS {
 			servers[i] = a.String()
 		}
-		return runtime.DNSConfig{
+		base = runtime.DNSConfig{
 			Servers:  servers,
 			Searches: []string{ns + ".svc." + d, "svc." + d, d},
 			Options:  []string{"ndots:5"},
-		}, nil
+		}
+	default:
+		var err error
+		if base, err = hostResolvConf("/etc/resolv.conf"); err != nil {
+			return base, err
+		}
 	}
-	return hostResolvConf("/etc/resolv.conf")
+	return mergeDNSConfig(base, pod.GetSpec().GetDnsConfig()), nil
+}
+
+// mergeDNSConfig adds the pod's dnsConfig to what its policy gives, as
+// Kubernetes does: nameservers appended (at most 3 kept), search domains
+// appended without repeats (at most 32), options merged by name (the
+// pod's value wins).
+func mergeDNSConfig(base runtime.DNSConfig, dc *v1.PodDNSConfig) runtime.DNSConfig {
+	if dc == nil {
+		return base
+	}
+	out := runtime.DNSConfig{Servers: append(slices.Clone(base.Servers), dc.Nameservers...)}
+	if len(out.Servers) > 3 {
+		out.Servers = out.Servers[:3]
+	}
+	seen := map[string]bool{}
+	for _, s := range append(slices.Clone(base.Searches), dc.Searches...) {
+		if !seen[s] {
+			seen[s] = true
+			out.Searches = append(out.Searches, s)
+		}
+	}
+	if len(out.Searches) > 32 {
+		out.Searches = out.Searches[:32]
+	}
+	var names []string
+	opts := map[string]string{}
+	for _, o := range base.Options {
+		name, _, _ := strings.Cut(o, ":")
+		if _, ok := opts[name]; !ok {
+			names = append(names, name)
+		}
+		opts[name] = o
+	}
+	for _, o := range dc.Options {
+		s := o.Name
+		if o.Value != nil {
+			s += ":" + *o.Value
+		}
+		if _, ok := opts[o.Name]; !ok {
+			names = append(names, o.Name)
+		}
+		opts[o.Name] = s
+	}
+	for _, n := range names {
+		out.Options = append(out.Options, opts[n])
+	}
+	return out
+}
+
+// hostAliases are the pod's spec.hostAliases for its /etc/hosts.
+func hostAliases(pod *v1.Pod) []runtime.HostAlias {
+	var out []runtime.HostAlias
+	for _, a := range pod.GetSpec().GetHostAliases() {
+		out = append(out, runtime.HostAlias{IP: a.Ip, Hostnames: a.Hostnames})
+	}
+	return out
 }
 
 // hostResolvConf reads the node's resolv.conf (for dnsPolicy Default).

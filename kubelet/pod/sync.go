@@ -168,6 +168,7 @@ func (r *syncRun) refresh(ctx context.Context) {
 		}
 		st.containers = append(st.containers, cs)
 	}
+	r.w.fillTerminationMessages(r.in.pod, st.containers)
 }
 
 // needsFollowUp reports whether a container is in a state the next sync

@@ -51,6 +51,9 @@ type worker struct {
 	volumesAt time.Time
 	// startTimed: the pod start latency was observed.
 	startTimed bool
+	// messages are the exited containers' termination messages by
+	// container ID (read once: an exited attempt's cannot change).
+	messages map[string]string
 }
 
 func newWorker(m *Manager, pod *v1.Pod) *worker {
@@ -63,6 +66,7 @@ func newWorker(m *Manager, pod *v1.Pod) *worker {
 		wakeCh:   make(chan struct{}, 1),
 		accepted: m.now(),
 		ips:      map[string]string{},
+		messages: map[string]string{},
 	}
 	if s := pod.GetStatus(); s != nil {
 		w.status = proto.Clone(s).(*v1.PodStatus)

@@ -33,8 +33,10 @@ func run(ctx context.Context, ex Execer, pod *v1.Pod, podIP string, c *v1.Contai
 		return httpProbe(ctx, podIP, c, p.HttpGet, timeout)
 	case p.TcpSocket != nil:
 		return tcpProbe(ctx, podIP, c, p.TcpSocket, timeout)
+	case p.Grpc != nil:
+		return grpcProbe(ctx, podIP, p.Grpc, timeout)
 	}
-	return false, "probe has no handler (exec, httpGet or tcpSocket)"
+	return false, "probe has no handler (exec, httpGet, tcpSocket or grpc)"
 }
 
 func execProbe(ctx context.Context, ex Execer, containerID string, cmd []string, timeout time.Duration) (bool, string) {

@@ -3,7 +3,10 @@
 // can be seen from outside. It listens on port 80 unless told otherwise
 // (-port, or env PORT), serves /healthz for probes and /client (the
 // caller's address as seen here), logs each request to stdout, and shuts
-// down gracefully on SIGTERM.
+// down gracefully on SIGTERM. With -grpc-port (env GRPC_PORT) it also
+// serves grpc.health.v1.Health there, for gRPC probes: the server ("")
+// and service "echo" are NOT_SERVING for -grpc-serving-after (env
+// GRPC_SERVING_AFTER, a duration; default 0), then SERVING.
 //
 // The pod name comes from env POD_NAME (the Downward API) or the hostname,
 // the IP from env POD_IP or the first non-loopback address; env NODE_NAME,
@@ -22,6 +25,10 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	"google.golang.org/grpc/health/grpc_health_v1"
 )
 
 func main() {
@@ -40,10 +47,26 @@ func run(ctx context.Context, args []string) error {
 		defaultPort = "80"
 	}
 	port := fs.String("port", defaultPort, "TCP port to listen on (env PORT)")
+	grpcPort := fs.String("grpc-port", os.Getenv("GRPC_PORT"), "TCP port of the grpc.health.v1 server (env GRPC_PORT; empty: none)")
+	after := fs.Duration("grpc-serving-after", 0, "how long the gRPC health server says NOT_SERVING first (env GRPC_SERVING_AFTER)")
+	if v := os.Getenv("GRPC_SERVING_AFTER"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("GRPC_SERVING_AFTER: %w", err)
+		}
+		*after = d
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stdout, nil))
+	if *grpcPort != "" {
+		gs, err := serveHealth(ctx, logger, *grpcPort, *after)
+		if err != nil {
+			return err
+		}
+		defer gs.Stop()
+	}
 	name, ip, node := podName(), podIP(), os.Getenv("NODE_NAME")
 
 	mux := http.NewServeMux()
@@ -112,4 +135,32 @@ func podIP() string {
 		}
 	}
 	return "unknown"
+}
+
+// serveHealth serves grpc.health.v1.Health on port: NOT_SERVING for
+// after, then SERVING, for the server ("") and service "echo".
+func serveHealth(ctx context.Context, logger *slog.Logger, port string, after time.Duration) (*grpc.Server, error) {
+	lis, err := net.Listen("tcp", net.JoinHostPort("", port))
+	if err != nil {
+		return nil, err
+	}
+	gs := grpc.NewServer()
+	hs := health.NewServer()
+	grpc_health_v1.RegisterHealthServer(gs, hs)
+	set := func(st grpc_health_v1.HealthCheckResponse_ServingStatus) {
+		hs.SetServingStatus("", st)
+		hs.SetServingStatus("echo", st)
+		logger.Info("gRPC health", "status", st.String())
+	}
+	set(grpc_health_v1.HealthCheckResponse_NOT_SERVING)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-time.After(after):
+			set(grpc_health_v1.HealthCheckResponse_SERVING)
+		}
+	}()
+	go func() { _ = gs.Serve(lis) }()
+	logger.Info("gRPC health listening", "addr", lis.Addr().String())
+	return gs, nil
 }

@@ -55,6 +55,7 @@ func describePod(ctx context.Context, d *describer, p *v1.Pod) error {
 	if st.GetQosClass() != "" {
 		d.kv(0, "QoS Class", st.GetQosClass())
 	}
+	d.podDNS(sp)
 	d.mapLines(0, "Node-Selectors", sp.GetNodeSelector(), "=")
 	d.tolerations(sp.GetTolerations())
 	return d.events(ctx, p)
@@ -112,6 +113,18 @@ func (d *describer) containers(cs []*v1.Container, statuses []*v1.ContainerStatu
 			if pr.probe != nil {
 				d.kv(2, pr.name, probeString(pr.probe))
 			}
+		}
+		if c.RestartPolicy != "" {
+			d.kv(2, "Restart Policy", c.RestartPolicy)
+		}
+		if h := c.GetLifecycle().GetPostStart(); h != nil {
+			d.kv(2, "PostStart", hookString(h))
+		}
+		if h := c.GetLifecycle().GetPreStop(); h != nil {
+			d.kv(2, "PreStop", hookString(h))
+		}
+		if p, pol := c.TerminationMessagePath, c.TerminationMessagePolicy; (p != "" && p != "/dev/termination-log") || (pol != "" && pol != "File") {
+			d.kv(2, "Termination Message", fmt.Sprintf("%s (%s)", cmp.Or(p, "<none>"), cmp.Or(pol, "File")))
 		}
 		if len(c.Env) == 0 {
 			d.kv(2, "Environment", "<none>")
@@ -206,6 +219,8 @@ func probeString(p *v1.Probe) string {
 		action = fmt.Sprintf("tcp-socket %s:%s", p.TcpSocket.Host, p.TcpSocket.Port)
 	case p.Exec != nil:
 		action = fmt.Sprintf("exec %v", p.Exec.Command)
+	case p.Grpc != nil:
+		action = fmt.Sprintf("grpc <pod>:%d %s", p.Grpc.Port, p.Grpc.GetService())
 	default:
 		action = "unknown"
 	}
@@ -275,4 +290,53 @@ func boolTitle(b bool) string {
 		return "True"
 	}
 	return "False"
+}
+
+// hookString is a one-line summary of a lifecycle hook.
+func hookString(h *v1.LifecycleHandler) string {
+	switch {
+	case h.Exec != nil:
+		return fmt.Sprintf("exec %v", h.Exec.Command)
+	case h.HttpGet != nil:
+		return fmt.Sprintf("http-get %s://%s:%s%s", strings.ToLower(cmp.Or(h.HttpGet.Scheme, "HTTP")), h.HttpGet.Host, h.HttpGet.Port, cmp.Or(h.HttpGet.Path, "/"))
+	case h.Sleep != nil:
+		return fmt.Sprintf("sleep %ds", h.Sleep.Seconds)
+	case h.TcpSocket != nil:
+		return fmt.Sprintf("tcp-socket %s:%s", h.TcpSocket.Host, h.TcpSocket.Port)
+	}
+	return "unknown"
+}
+
+// podDNS writes the pod's DNS policy, its dnsConfig and hostAliases when
+// it has them.
+func (d *describer) podDNS(sp *v1.PodSpec) {
+	if sp.GetDnsPolicy() != "" && sp.GetDnsPolicy() != "ClusterFirst" {
+		d.kv(0, "DNS Policy", sp.GetDnsPolicy())
+	}
+	if dc := sp.GetDnsConfig(); dc != nil {
+		d.text(0, "DNS Config:")
+		if len(dc.Nameservers) > 0 {
+			d.kv(1, "Nameservers", strings.Join(dc.Nameservers, ", "))
+		}
+		if len(dc.Searches) > 0 {
+			d.kv(1, "Searches", strings.Join(dc.Searches, ", "))
+		}
+		var opts []string
+		for _, o := range dc.Options {
+			if o.Value != nil {
+				opts = append(opts, o.Name+":"+*o.Value)
+			} else {
+				opts = append(opts, o.Name)
+			}
+		}
+		if len(opts) > 0 {
+			d.kv(1, "Options", strings.Join(opts, ", "))
+		}
+	}
+	if len(sp.GetHostAliases()) > 0 {
+		d.text(0, "Host Aliases:")
+		for _, a := range sp.GetHostAliases() {
+			d.kv(1, a.Ip, strings.Join(a.Hostnames, ", "))
+		}
+	}
 }
