@@ -380,6 +380,10 @@ func (s *Server) mergeUpdate(k *kinds.Kind, cur, in v1.Object) (v1.Object, error
 	nm.Generation = cm.Generation
 	nm.GenerateName = cm.GenerateName
 	nm.ResourceVersion = cm.ResourceVersion
+	if len(nm.ManagedFields) == 0 {
+		// An update that leaves managedFields out keeps them (Kubernetes).
+		nm.ManagedFields = cm.ManagedFields
+	}
 	if cm.DeletionTimestamp != nil {
 		// While deleting, finalizers may only be removed.
 		have := map[string]bool{}

@@ -6,6 +6,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/tugboat/tugboat/api/apierrors"
+	"github.com/tugboat/tugboat/api/kinds"
 	"github.com/tugboat/tugboat/api/patch"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/api/validation"
@@ -46,9 +47,26 @@ func (s *Server) Patch(ctx context.Context, req *v1.PatchRequest) (*anypb.Any, e
 	if len(req.Patch) > validation.MaxObjectBytes {
 		return nil, apierrors.Invalid("patch", "%d bytes is larger than the limit of %d bytes", len(req.Patch), validation.MaxObjectBytes)
 	}
+	if t == patch.ServerSideApply {
+		if req.FieldManager == "" {
+			return nil, apierrors.Invalid("fieldManager", "Required value: is required for apply patch")
+		}
+		if req.Subresource != "" {
+			return nil, apierrors.Invalid("subresource", "server-side apply of %q is not supported (only the object)", req.Subresource)
+		}
+	} else if req.Force {
+		return nil, apierrors.Invalid("force", "Forbidden: may not be specified for non-apply patch")
+	}
 	ns := namespaceOf(k, req.Namespace)
 	if err := s.authorize(ctx, "patch", k, req.Subresource, ns, req.Name, ""); err != nil {
 		return nil, err
+	}
+	if t == patch.ServerSideApply {
+		out, err := s.serverSideApply(ctx, k, ns, req)
+		if err != nil {
+			return nil, err
+		}
+		return pack(out)
 	}
 	in := k.New()
 	m := v1.Meta(in)
@@ -63,4 +81,34 @@ func (s *Server) Patch(ctx context.Context, req *v1.PatchRequest) (*anypb.Any, e
 		return nil, err
 	}
 	return pack(out)
+}
+
+// serverSideApply merges req's intent into the stored object, or creates
+// it (with create permission too) when there is none; see apply.go.
+func (s *Server) serverSideApply(ctx context.Context, k *kinds.Kind, ns string, req *v1.PatchRequest) (v1.Object, error) {
+	fm, err := s.applier.forKind(k)
+	if err != nil {
+		return nil, err
+	}
+	intent, err := applyPatch(k, ns, req.Name, req.Patch)
+	if err != nil {
+		return nil, err
+	}
+	in := k.New()
+	m := v1.Meta(in)
+	m.Namespace, m.Name, m.ResourceVersion = ns, req.Name, req.ResourceVersion
+	out, err := s.updateFrom(ctx, k, in, false, req.DryRun, func(cur v1.Object) (v1.Object, error) {
+		return applyTo(fm, k, cur, intent, req.FieldManager, req.Force)
+	})
+	if !apierrors.IsNotFound(err) || req.ResourceVersion != 0 {
+		return out, err
+	}
+	if err := s.authorize(ctx, "create", k, "", ns, req.Name, ""); err != nil {
+		return nil, err
+	}
+	obj, err := applyTo(fm, k, nil, intent, req.FieldManager, req.Force)
+	if err != nil {
+		return nil, err
+	}
+	return s.create(ctx, obj, req.DryRun)
 }

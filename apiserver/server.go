@@ -53,6 +53,8 @@ type Server struct {
 	etcdCli *clientv3.Client
 	store   *storage.Store
 	caches  map[*kinds.Kind]*watchcache.Cache
+	// applier holds server-side apply's field managers (apply.go).
+	applier fieldManagers
 	reg     *prometheus.Registry
 	metrics *metrics
 	grpc    *grpc.Server

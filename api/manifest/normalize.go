@@ -68,6 +68,10 @@ func (w *walker) message(md protoreflect.MessageDescriptor, v any, path string) 
 		w.fail(path, "expected a mapping, got %s", describe(v))
 		return nil
 	}
+	if md.FullName() == "google.protobuf.Struct" {
+		// Free-form JSON (managedFields' fieldsV1): protojson reads it.
+		return obj
+	}
 	fields := md.Fields()
 	out := make(map[string]any, len(obj))
 	for key, val := range obj {

@@ -47,7 +47,7 @@ var listParams = []Schema{
 	queryParam("timeoutSeconds", "Timeout for the list or watch call."),
 }
 
-var patchTypes = []string{"application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json"}
+var patchTypes = []string{"application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json", "application/apply-patch+yaml"}
 
 // operation is one operation; v2 and v3 differ in how bodies and answers
 // are written.

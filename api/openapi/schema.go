@@ -78,7 +78,7 @@ func pkgPrefix(apiVersion string) string {
 const metaPrefix = "io.k8s.apimachinery.pkg.apis.meta.v1."
 
 func (n *names) visit(md protoreflect.MessageDescriptor, prefix string) {
-	if _, ok := n.byMessage[md.FullName()]; ok || isTimestamp(md) {
+	if _, ok := n.byMessage[md.FullName()]; ok || isTimestamp(md) || isStruct(md) {
 		return
 	}
 	name := prefix + string(md.Name())
@@ -97,6 +97,12 @@ func (n *names) visit(md protoreflect.MessageDescriptor, prefix string) {
 			n.visit(fd.Message(), prefix)
 		}
 	}
+}
+
+// isStruct is free-form JSON (managedFields' fieldsV1), an object in the
+// schemas.
+func isStruct(md protoreflect.MessageDescriptor) bool {
+	return md.FullName() == "google.protobuf.Struct"
 }
 
 func isTimestamp(md protoreflect.MessageDescriptor) bool {
@@ -174,6 +180,9 @@ func (n *names) valueSchema(fd protoreflect.FieldDescriptor, v Version) Schema {
 		if isTimestamp(fd.Message()) {
 			return Schema{"type": "string", "format": "date-time"}
 		}
+		if isStruct(fd.Message()) {
+			return Schema{"type": "object"}
+		}
 		ref := v.ref(n.byMessage[fd.Message().FullName()])
 		if v == V2 {
 			return Schema{"$ref": ref}
@@ -195,6 +204,10 @@ func (n *names) valueSchema(fd protoreflect.FieldDescriptor, v Version) Schema {
 	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind, protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
 		return Schema{"type": "integer", "format": "int32"}
 	default:
+		if fd.Name() == "resource_version" {
+			// A string in Kubernetes' JSON, as the manifest codec writes it.
+			return Schema{"type": "string"}
+		}
 		return Schema{"type": "integer", "format": "int64"}
 	}
 }

@@ -41,6 +41,9 @@ const (
 	Merge     Type = "merge"
 	JSON      Type = "json"
 	Strategic Type = "strategic"
+	// ServerSideApply is done by the apiserver's field manager, not by
+	// Apply: the patch is a manager's whole intent (Objects.Patch).
+	ServerSideApply Type = "apply"
 )
 
 // Content types of the HTTP API for each Type.
@@ -48,6 +51,7 @@ var contentTypes = map[string]Type{
 	"application/merge-patch+json":           Merge,
 	"application/json-patch+json":            JSON,
 	"application/strategic-merge-patch+json": Strategic,
+	"application/apply-patch+yaml":           ServerSideApply,
 }
 
 // ForContentType maps an HTTP Content-Type to its patch type.
@@ -59,7 +63,7 @@ func ForContentType(ct string) (Type, error) {
 	if t, ok := contentTypes[mt]; ok {
 		return t, nil
 	}
-	return "", apierrors.New(apierrors.ErrInvalid, "the patch content type %q is not supported: use application/merge-patch+json, application/json-patch+json or application/strategic-merge-patch+json", ct)
+	return "", apierrors.New(apierrors.ErrInvalid, "the patch content type %q is not supported: use application/merge-patch+json, application/json-patch+json, application/strategic-merge-patch+json or application/apply-patch+yaml", ct)
 }
 
 // ContentType is t's HTTP Content-Type.
@@ -75,10 +79,10 @@ func (t Type) ContentType() string {
 // Parse checks a patch type's name ("merge", "json", "strategic").
 func Parse(s string) (Type, error) {
 	switch t := Type(s); t {
-	case Merge, JSON, Strategic:
+	case Merge, JSON, Strategic, ServerSideApply:
 		return t, nil
 	}
-	return "", apierrors.Invalid("type", "%q is not a patch type: use merge, json or strategic", s)
+	return "", apierrors.Invalid("type", "%q is not a patch type: use merge, json, strategic or apply", s)
 }
 
 // Apply applies patch of type t to original, the JSON of an object whose

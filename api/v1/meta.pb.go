@@ -9,6 +9,7 @@ package v1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -45,8 +46,12 @@ type ObjectMeta struct {
 	DeletionGracePeriodSeconds int64                  `protobuf:"varint,11,opt,name=deletion_grace_period_seconds,json=deletionGracePeriodSeconds,proto3" json:"deletion_grace_period_seconds,omitempty"`
 	Finalizers                 []string               `protobuf:"bytes,12,rep,name=finalizers,proto3" json:"finalizers,omitempty"`
 	GenerateName               string                 `protobuf:"bytes,13,opt,name=generate_name,json=generateName,proto3" json:"generate_name,omitempty"`
-	unknownFields              protoimpl.UnknownFields
-	sizeCache                  protoimpl.SizeCache
+	// Which field manager owns which fields, as server-side apply records it
+	// (Kubernetes' managedFields). Written by the apiserver on an apply; an
+	// update that leaves it out keeps it.
+	ManagedFields []*ManagedFieldsEntry `protobuf:"bytes,14,rep,name=managed_fields,json=managedFields,proto3" json:"managed_fields,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ObjectMeta) Reset() {
@@ -170,6 +175,114 @@ func (x *ObjectMeta) GetGenerateName() string {
 	return ""
 }
 
+func (x *ObjectMeta) GetManagedFields() []*ManagedFieldsEntry {
+	if x != nil {
+		return x.ManagedFields
+	}
+	return nil
+}
+
+// ManagedFieldsEntry is one field manager's fields (Kubernetes'
+// meta/v1 ManagedFieldsEntry).
+type ManagedFieldsEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The manager's name: the fieldManager of its requests ("kubectl").
+	Manager string `protobuf:"bytes,1,opt,name=manager,proto3" json:"manager,omitempty"`
+	// Apply or Update.
+	Operation string `protobuf:"bytes,2,opt,name=operation,proto3" json:"operation,omitempty"`
+	// The version of the fields' schema ("apps/v1").
+	ApiVersion string                 `protobuf:"bytes,3,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Time       *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=time,proto3" json:"time,omitempty"`
+	// FieldsV1.
+	FieldsType string `protobuf:"bytes,5,opt,name=fields_type,json=fieldsType,proto3" json:"fields_type,omitempty"`
+	// The set of fields, as a trie of "f:<name>", "k:<key>", "v:<value>" and
+	// "." (the field itself).
+	FieldsV1 *structpb.Struct `protobuf:"bytes,6,opt,name=fields_v1,json=fieldsV1,proto3" json:"fields_v1,omitempty"`
+	// Empty for the object, "status" or "scale" when written through one.
+	Subresource   string `protobuf:"bytes,7,opt,name=subresource,proto3" json:"subresource,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ManagedFieldsEntry) Reset() {
+	*x = ManagedFieldsEntry{}
+	mi := &file_api_v1_meta_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ManagedFieldsEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ManagedFieldsEntry) ProtoMessage() {}
+
+func (x *ManagedFieldsEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_meta_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ManagedFieldsEntry.ProtoReflect.Descriptor instead.
+func (*ManagedFieldsEntry) Descriptor() ([]byte, []int) {
+	return file_api_v1_meta_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ManagedFieldsEntry) GetManager() string {
+	if x != nil {
+		return x.Manager
+	}
+	return ""
+}
+
+func (x *ManagedFieldsEntry) GetOperation() string {
+	if x != nil {
+		return x.Operation
+	}
+	return ""
+}
+
+func (x *ManagedFieldsEntry) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *ManagedFieldsEntry) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *ManagedFieldsEntry) GetFieldsType() string {
+	if x != nil {
+		return x.FieldsType
+	}
+	return ""
+}
+
+func (x *ManagedFieldsEntry) GetFieldsV1() *structpb.Struct {
+	if x != nil {
+		return x.FieldsV1
+	}
+	return nil
+}
+
+func (x *ManagedFieldsEntry) GetSubresource() string {
+	if x != nil {
+		return x.Subresource
+	}
+	return ""
+}
+
 type OwnerReference struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
 	ApiVersion         string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
@@ -184,7 +297,7 @@ type OwnerReference struct {
 
 func (x *OwnerReference) Reset() {
 	*x = OwnerReference{}
-	mi := &file_api_v1_meta_proto_msgTypes[1]
+	mi := &file_api_v1_meta_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -196,7 +309,7 @@ func (x *OwnerReference) String() string {
 func (*OwnerReference) ProtoMessage() {}
 
 func (x *OwnerReference) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_meta_proto_msgTypes[1]
+	mi := &file_api_v1_meta_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -209,7 +322,7 @@ func (x *OwnerReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OwnerReference.ProtoReflect.Descriptor instead.
 func (*OwnerReference) Descriptor() ([]byte, []int) {
-	return file_api_v1_meta_proto_rawDescGZIP(), []int{1}
+	return file_api_v1_meta_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *OwnerReference) GetApiVersion() string {
@@ -265,7 +378,7 @@ type LabelSelector struct {
 
 func (x *LabelSelector) Reset() {
 	*x = LabelSelector{}
-	mi := &file_api_v1_meta_proto_msgTypes[2]
+	mi := &file_api_v1_meta_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -277,7 +390,7 @@ func (x *LabelSelector) String() string {
 func (*LabelSelector) ProtoMessage() {}
 
 func (x *LabelSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_meta_proto_msgTypes[2]
+	mi := &file_api_v1_meta_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -290,7 +403,7 @@ func (x *LabelSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LabelSelector.ProtoReflect.Descriptor instead.
 func (*LabelSelector) Descriptor() ([]byte, []int) {
-	return file_api_v1_meta_proto_rawDescGZIP(), []int{2}
+	return file_api_v1_meta_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *LabelSelector) GetMatchLabels() map[string]string {
@@ -319,7 +432,7 @@ type LabelSelectorRequirement struct {
 
 func (x *LabelSelectorRequirement) Reset() {
 	*x = LabelSelectorRequirement{}
-	mi := &file_api_v1_meta_proto_msgTypes[3]
+	mi := &file_api_v1_meta_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -331,7 +444,7 @@ func (x *LabelSelectorRequirement) String() string {
 func (*LabelSelectorRequirement) ProtoMessage() {}
 
 func (x *LabelSelectorRequirement) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_meta_proto_msgTypes[3]
+	mi := &file_api_v1_meta_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -344,7 +457,7 @@ func (x *LabelSelectorRequirement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LabelSelectorRequirement.ProtoReflect.Descriptor instead.
 func (*LabelSelectorRequirement) Descriptor() ([]byte, []int) {
-	return file_api_v1_meta_proto_rawDescGZIP(), []int{3}
+	return file_api_v1_meta_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *LabelSelectorRequirement) GetKey() string {
@@ -386,7 +499,7 @@ type Condition struct {
 
 func (x *Condition) Reset() {
 	*x = Condition{}
-	mi := &file_api_v1_meta_proto_msgTypes[4]
+	mi := &file_api_v1_meta_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -398,7 +511,7 @@ func (x *Condition) String() string {
 func (*Condition) ProtoMessage() {}
 
 func (x *Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_meta_proto_msgTypes[4]
+	mi := &file_api_v1_meta_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -411,7 +524,7 @@ func (x *Condition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Condition.ProtoReflect.Descriptor instead.
 func (*Condition) Descriptor() ([]byte, []int) {
-	return file_api_v1_meta_proto_rawDescGZIP(), []int{4}
+	return file_api_v1_meta_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Condition) GetType() string {
@@ -474,7 +587,7 @@ var File_api_v1_meta_proto protoreflect.FileDescriptor
 
 const file_api_v1_meta_proto_rawDesc = "" +
 	"\n" +
-	"\x11api/v1/meta.proto\x12\x0etugboat.api.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14api/v1/options.proto\"\xab\x06\n" +
+	"\x11api/v1/meta.proto\x12\x0etugboat.api.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14api/v1/options.proto\"\xf6\x06\n" +
 	"\n" +
 	"ObjectMeta\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
@@ -494,13 +607,24 @@ const file_api_v1_meta_proto_rawDesc = "" +
 	"\n" +
 	"finalizers\x18\f \x03(\tB\t\xda\xf3\x18\x05mergeR\n" +
 	"finalizers\x12#\n" +
-	"\rgenerate_name\x18\r \x01(\tR\fgenerateName\x1a9\n" +
+	"\rgenerate_name\x18\r \x01(\tR\fgenerateName\x12I\n" +
+	"\x0emanaged_fields\x18\x0e \x03(\v2\".tugboat.api.v1.ManagedFieldsEntryR\rmanagedFields\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a>\n" +
 	"\x10AnnotationsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbd\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x96\x02\n" +
+	"\x12ManagedFieldsEntry\x12\x18\n" +
+	"\amanager\x18\x01 \x01(\tR\amanager\x12\x1c\n" +
+	"\toperation\x18\x02 \x01(\tR\toperation\x12\x1f\n" +
+	"\vapi_version\x18\x03 \x01(\tR\n" +
+	"apiVersion\x12.\n" +
+	"\x04time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x1f\n" +
+	"\vfields_type\x18\x05 \x01(\tR\n" +
+	"fieldsType\x124\n" +
+	"\tfields_v1\x18\x06 \x01(\v2\x17.google.protobuf.StructR\bfieldsV1\x12 \n" +
+	"\vsubresource\x18\a \x01(\tR\vsubresource\"\xbd\x01\n" +
 	"\x0eOwnerReference\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -543,34 +667,39 @@ func file_api_v1_meta_proto_rawDescGZIP() []byte {
 	return file_api_v1_meta_proto_rawDescData
 }
 
-var file_api_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_api_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_api_v1_meta_proto_goTypes = []any{
 	(*ObjectMeta)(nil),               // 0: tugboat.api.v1.ObjectMeta
-	(*OwnerReference)(nil),           // 1: tugboat.api.v1.OwnerReference
-	(*LabelSelector)(nil),            // 2: tugboat.api.v1.LabelSelector
-	(*LabelSelectorRequirement)(nil), // 3: tugboat.api.v1.LabelSelectorRequirement
-	(*Condition)(nil),                // 4: tugboat.api.v1.Condition
-	nil,                              // 5: tugboat.api.v1.ObjectMeta.LabelsEntry
-	nil,                              // 6: tugboat.api.v1.ObjectMeta.AnnotationsEntry
-	nil,                              // 7: tugboat.api.v1.LabelSelector.MatchLabelsEntry
-	(*timestamppb.Timestamp)(nil),    // 8: google.protobuf.Timestamp
+	(*ManagedFieldsEntry)(nil),       // 1: tugboat.api.v1.ManagedFieldsEntry
+	(*OwnerReference)(nil),           // 2: tugboat.api.v1.OwnerReference
+	(*LabelSelector)(nil),            // 3: tugboat.api.v1.LabelSelector
+	(*LabelSelectorRequirement)(nil), // 4: tugboat.api.v1.LabelSelectorRequirement
+	(*Condition)(nil),                // 5: tugboat.api.v1.Condition
+	nil,                              // 6: tugboat.api.v1.ObjectMeta.LabelsEntry
+	nil,                              // 7: tugboat.api.v1.ObjectMeta.AnnotationsEntry
+	nil,                              // 8: tugboat.api.v1.LabelSelector.MatchLabelsEntry
+	(*timestamppb.Timestamp)(nil),    // 9: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),          // 10: google.protobuf.Struct
 }
 var file_api_v1_meta_proto_depIdxs = []int32{
-	5,  // 0: tugboat.api.v1.ObjectMeta.labels:type_name -> tugboat.api.v1.ObjectMeta.LabelsEntry
-	6,  // 1: tugboat.api.v1.ObjectMeta.annotations:type_name -> tugboat.api.v1.ObjectMeta.AnnotationsEntry
-	1,  // 2: tugboat.api.v1.ObjectMeta.owner_references:type_name -> tugboat.api.v1.OwnerReference
-	8,  // 3: tugboat.api.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
-	8,  // 4: tugboat.api.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
-	7,  // 5: tugboat.api.v1.LabelSelector.match_labels:type_name -> tugboat.api.v1.LabelSelector.MatchLabelsEntry
-	3,  // 6: tugboat.api.v1.LabelSelector.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
-	8,  // 7: tugboat.api.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	8,  // 8: tugboat.api.v1.Condition.last_heartbeat_time:type_name -> google.protobuf.Timestamp
-	8,  // 9: tugboat.api.v1.Condition.last_update_time:type_name -> google.protobuf.Timestamp
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	6,  // 0: tugboat.api.v1.ObjectMeta.labels:type_name -> tugboat.api.v1.ObjectMeta.LabelsEntry
+	7,  // 1: tugboat.api.v1.ObjectMeta.annotations:type_name -> tugboat.api.v1.ObjectMeta.AnnotationsEntry
+	2,  // 2: tugboat.api.v1.ObjectMeta.owner_references:type_name -> tugboat.api.v1.OwnerReference
+	9,  // 3: tugboat.api.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
+	9,  // 4: tugboat.api.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
+	1,  // 5: tugboat.api.v1.ObjectMeta.managed_fields:type_name -> tugboat.api.v1.ManagedFieldsEntry
+	9,  // 6: tugboat.api.v1.ManagedFieldsEntry.time:type_name -> google.protobuf.Timestamp
+	10, // 7: tugboat.api.v1.ManagedFieldsEntry.fields_v1:type_name -> google.protobuf.Struct
+	8,  // 8: tugboat.api.v1.LabelSelector.match_labels:type_name -> tugboat.api.v1.LabelSelector.MatchLabelsEntry
+	4,  // 9: tugboat.api.v1.LabelSelector.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	9,  // 10: tugboat.api.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	9,  // 11: tugboat.api.v1.Condition.last_heartbeat_time:type_name -> google.protobuf.Timestamp
+	9,  // 12: tugboat.api.v1.Condition.last_update_time:type_name -> google.protobuf.Timestamp
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_meta_proto_init() }
@@ -585,7 +714,7 @@ func file_api_v1_meta_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_meta_proto_rawDesc), len(file_api_v1_meta_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

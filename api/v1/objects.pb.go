@@ -472,8 +472,10 @@ type PatchRequest struct {
 	Namespace string                 `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	Name      string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
 	// "merge" (application/merge-patch+json, RFC 7386), "json"
-	// (application/json-patch+json, RFC 6902) or "strategic"
-	// (application/strategic-merge-patch+json).
+	// (application/json-patch+json, RFC 6902), "strategic"
+	// (application/strategic-merge-patch+json) or "apply" (server-side
+	// apply, application/apply-patch+yaml: the patch is the manager's whole
+	// intent, YAML or JSON; the object is created when missing).
 	Type string `protobuf:"bytes,4,opt,name=type,proto3" json:"type,omitempty"`
 	// The patch document, JSON, against the object's Kubernetes-shaped JSON
 	// (as manifests write it).
@@ -486,8 +488,13 @@ type PatchRequest struct {
 	// Precondition: 0 means any version.
 	ResourceVersion int64 `protobuf:"varint,7,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
 	DryRun          bool  `protobuf:"varint,8,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The manager the change is recorded for; required for "apply".
+	FieldManager string `protobuf:"bytes,9,opt,name=field_manager,json=fieldManager,proto3" json:"field_manager,omitempty"`
+	// "apply" only: take the fields other managers own instead of failing
+	// with a Conflict that lists them.
+	Force         bool `protobuf:"varint,10,opt,name=force,proto3" json:"force,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PatchRequest) Reset() {
@@ -572,6 +579,20 @@ func (x *PatchRequest) GetResourceVersion() int64 {
 func (x *PatchRequest) GetDryRun() bool {
 	if x != nil {
 		return x.DryRun
+	}
+	return false
+}
+
+func (x *PatchRequest) GetFieldManager() string {
+	if x != nil {
+		return x.FieldManager
+	}
+	return ""
+}
+
+func (x *PatchRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
 	}
 	return false
 }
@@ -855,7 +876,7 @@ const file_api_v1_objects_proto_rawDesc = "" +
 	"\x12propagation_policy\x18\x06 \x01(\tR\x11propagationPolicy\x12\x10\n" +
 	"\x03uid\x18\a \x01(\tR\x03uid\x12\x17\n" +
 	"\adry_run\x18\b \x01(\bR\x06dryRunB\x17\n" +
-	"\x15_grace_period_seconds\"\xe4\x01\n" +
+	"\x15_grace_period_seconds\"\x9f\x02\n" +
 	"\fPatchRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
@@ -864,7 +885,10 @@ const file_api_v1_objects_proto_rawDesc = "" +
 	"\x05patch\x18\x05 \x01(\fR\x05patch\x12 \n" +
 	"\vsubresource\x18\x06 \x01(\tR\vsubresource\x12)\n" +
 	"\x10resource_version\x18\a \x01(\x03R\x0fresourceVersion\x12\x17\n" +
-	"\adry_run\x18\b \x01(\bR\x06dryRun\"\xe2\x01\n" +
+	"\adry_run\x18\b \x01(\bR\x06dryRun\x12#\n" +
+	"\rfield_manager\x18\t \x01(\tR\ffieldManager\x12\x14\n" +
+	"\x05force\x18\n" +
+	" \x01(\bR\x05force\"\xe2\x01\n" +
 	"\fWatchRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +

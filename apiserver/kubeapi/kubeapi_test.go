@@ -20,6 +20,7 @@ func TestKubeAPI(t *testing.T) {
 		{"kubectl/apply-get", testKubectlApplyGet},
 		{"kubectl/watch", testKubectlWatch},
 		{"kubectl/change", testKubectlChange},
+		{"kubectl/apply-server-side", testKubectlServerSideApply},
 		{"kubectl/edit", testKubectlEdit},
 		{"kubectl/rollout", testKubectlRollout},
 		{"kubectl/create-expose-run", testKubectlCreate},

@@ -3,7 +3,7 @@ package kubeapi
 import (
 	"context"
 	"net/http"
-	"strings"
+	"strconv"
 
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/patch"
@@ -13,9 +13,6 @@ import (
 // patchType reads the patch type from the Content-Type.
 func patchType(r *http.Request) (patch.Type, error) {
 	ct := r.Header.Get("Content-Type")
-	if strings.HasPrefix(ct, "application/apply-patch") {
-		return "", apierrors.New(errUnsupportedMedia, "server-side apply (application/apply-patch+yaml) is not supported by Tugboat yet: use kubectl apply without --server-side (a strategic merge patch)")
-	}
 	t, err := patch.ForContentType(ct)
 	if err != nil {
 		return "", apierrors.New(errUnsupportedMedia, "%v", err)
@@ -40,7 +37,15 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, q *request) erro
 	if err != nil {
 		return err
 	}
-	req := &v1.PatchRequest{Kind: q.res.kind.Name, Namespace: q.namespace, Name: q.name, Type: string(t), Patch: body, Subresource: q.sub, DryRun: dry}
+	p := r.URL.Query()
+	force := false
+	if f := p.Get("force"); f != "" {
+		if force, err = strconv.ParseBool(f); err != nil {
+			return apierrors.New(apierrors.ErrBadRequest, "force %q: want true or false", f)
+		}
+	}
+	req := &v1.PatchRequest{Kind: q.res.kind.Name, Namespace: q.namespace, Name: q.name, Type: string(t), Patch: body, Subresource: q.sub, DryRun: dry,
+		FieldManager: p.Get("fieldManager"), Force: force}
 	out, err := h.call(r.Context(), "Patch", req, func(ctx context.Context) (any, error) { return h.b.Objects().Patch(ctx, req) })
 	if err != nil {
 		return err
