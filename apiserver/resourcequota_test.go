@@ -203,3 +203,35 @@ func TestResourceQuotaConcurrentCreates(t *testing.T) {
 func manifestDecodeErr(doc string) ([]manifest.Object, error) {
 	return manifest.Decode("test.yaml", []byte(doc))
 }
+
+// BenchmarkPodCreate measures pod creates in a namespace without a quota
+// and under one (pods and requests.cpu capped: a quota list, a read and a
+// compare-and-swap write per create).
+func BenchmarkPodCreate(b *testing.B) {
+	for _, withQuota := range []bool{false, true} {
+		name := "no-quota"
+		if withQuota {
+			name = "quota"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := apiservertest.Start(b)
+			ctx := b.Context()
+			if _, err := client.For[*v1.Namespace](s.Client).Create(ctx, &v1.Namespace{Metadata: &v1.ObjectMeta{Name: "bench"}}); err != nil {
+				b.Fatal(err)
+			}
+			if withQuota {
+				if _, err := client.For[*v1.ResourceQuota](s.Client).Create(ctx, &v1.ResourceQuota{Metadata: &v1.ObjectMeta{Name: "q", Namespace: "bench"},
+					Spec: &v1.ResourceQuotaSpec{Hard: map[string]string{"pods": "1000000", "requests.cpu": "1000000"}}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			pods := client.For[*v1.Pod](s.Client)
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := pods.Create(ctx, podWith(fmt.Sprintf("p%d", i), "bench", map[string]string{"cpu": "10m"}, nil)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
