@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"maps"
 	"slices"
 
 	"google.golang.org/protobuf/proto"
@@ -37,7 +38,7 @@ func watchPolicies(s *policySource, a *netpol.Agent) {
 	s.pods.AddHandler(informer.Handler[*v1.Pod]{
 		OnAdd: func(*v1.Pod) { changed() },
 		OnUpdate: func(old, p *v1.Pod) {
-			if podPolicyFacts(old) != podPolicyFacts(p) || !mapsEqual(old.GetMetadata().GetLabels(), p.GetMetadata().GetLabels()) ||
+			if podPolicyFacts(old) != podPolicyFacts(p) || !maps.Equal(old.GetMetadata().GetLabels(), p.GetMetadata().GetLabels()) ||
 				!slices.EqualFunc(old.GetSpec().GetContainers(), p.GetSpec().GetContainers(), func(a, b *v1.Container) bool {
 					return slices.EqualFunc(a.GetPorts(), b.GetPorts(), func(x, y *v1.ContainerPort) bool { return proto.Equal(x, y) })
 				}) {
@@ -49,7 +50,7 @@ func watchPolicies(s *policySource, a *netpol.Agent) {
 	s.ns.AddHandler(informer.Handler[*v1.Namespace]{
 		OnAdd: func(*v1.Namespace) { changed() },
 		OnUpdate: func(old, n *v1.Namespace) {
-			if !mapsEqual(old.GetMetadata().GetLabels(), n.GetMetadata().GetLabels()) {
+			if !maps.Equal(old.GetMetadata().GetLabels(), n.GetMetadata().GetLabels()) {
 				changed()
 			}
 		},
@@ -64,16 +65,4 @@ type podFacts struct {
 
 func podPolicyFacts(p *v1.Pod) podFacts {
 	return podFacts{p.GetStatus().GetPodIp(), p.GetSpec().GetNodeName(), p.GetStatus().GetPhase(), p.GetSpec().GetHostNetwork()}
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }

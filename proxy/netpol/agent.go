@@ -116,7 +116,7 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	a := &Agent{cfg: cfg, tbl: &table{name: cfg.Table, netns: cfg.NetNS}, log: cfg.Logger.With("datapath", "networkpolicy", "table", cfg.Table),
+	a := &Agent{cfg: cfg, tbl: newTable(cfg.Table, cfg.NetNS), log: cfg.Logger.With("datapath", "networkpolicy", "table", cfg.Table),
 		wake: make(chan struct{}, 1)}
 	m, err := newMetrics(cfg.Registry, a)
 	if err != nil {
@@ -257,7 +257,7 @@ func Cleanup(tableName string, netnsFd int) (bool, error) {
 	if tableName == "" {
 		tableName = DefaultTable
 	}
-	return (&table{name: tableName, netns: netnsFd}).remove()
+	return newTable(tableName, netnsFd).Remove()
 }
 
 // String names the agent in errors.

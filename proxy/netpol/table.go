@@ -11,8 +11,8 @@ import (
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
-	"github.com/mdlayher/netlink"
-	"golang.org/x/sys/unix"
+
+	datapath "github.com/tugboat/tugboat/proxy/nftables"
 )
 
 // Names of the table's fixed objects.
@@ -33,30 +33,21 @@ var tupleType = nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeIne
 
 // table programs the policy table over netlink; it keeps no state.
 type table struct {
-	name  string
-	netns int
+	datapath.Handle
 }
 
-func (t *table) nft() *nftables.Table {
-	return &nftables.Table{Name: t.name, Family: nftables.TableFamilyIPv4}
-}
-
-func (t *table) conn() (*nftables.Conn, error) {
-	opts := []nftables.ConnOption{nftables.WithSockOptions(bigBuffers)}
-	if t.netns != 0 {
-		opts = append(opts, nftables.WithNetNSFd(t.netns))
-	}
-	return nftables.New(opts...)
+func newTable(name string, netns int) *table {
+	return &table{datapath.Handle{Name: name, NetNS: netns}}
 }
 
 func (t *table) maps() (in, out *nftables.Set) {
-	tbl := t.nft()
+	tbl := t.Table()
 	return &nftables.Set{Table: tbl, Name: mapIngress, IsMap: true, KeyType: nftables.TypeIPAddr, DataType: nftables.TypeVerdict},
 		&nftables.Set{Table: tbl, Name: mapEgress, IsMap: true, KeyType: nftables.TypeIPAddr, DataType: nftables.TypeVerdict}
 }
 
 func (t *table) chain(name string) *nftables.Chain {
-	return &nftables.Chain{Name: name, Table: t.nft()}
+	return &nftables.Chain{Name: name, Table: t.Table()}
 }
 
 // recreate replaces the table by its base chains and rs, in one
@@ -70,11 +61,11 @@ func (t *table) chain(name string) *nftables.Chain {
 // between two pods passes the sender's egress chain and then, separately,
 // the receiver's ingress chain; a drop in either is final.
 func (t *table) recreate(rs *Ruleset) error {
-	c, err := t.conn()
+	c, err := t.Conn()
 	if err != nil {
 		return err
 	}
-	tbl := t.nft()
+	tbl := t.Table()
 	c.AddTable(tbl)
 	c.DelTable(tbl)
 	c.AddTable(tbl)
@@ -113,7 +104,7 @@ func (t *table) recreate(rs *Ruleset) error {
 
 // apply makes ch in one transaction.
 func (t *table) apply(ch *Changes) error {
-	c, err := t.conn()
+	c, err := t.Conn()
 	if err != nil {
 		return err
 	}
@@ -282,13 +273,13 @@ func prefixMatch(load *expr.Payload, p netip.Prefix, op expr.CmpOp) []expr.Any {
 
 // drops reads the packet counters of the pod chains' drop rules.
 func (t *table) drops(chains []string) (map[string]uint64, error) {
-	c, err := t.conn()
+	c, err := t.Conn()
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]uint64{}
 	for _, name := range chains {
-		rules, err := c.GetRules(t.nft(), t.chain(name))
+		rules, err := c.GetRules(t.Table(), t.chain(name))
 		if err != nil {
 			if errors.Is(err, syscall.ENOENT) {
 				continue
@@ -304,42 +295,4 @@ func (t *table) drops(chains []string) (map[string]uint64, error) {
 		}
 	}
 	return out, nil
-}
-
-// remove deletes the table if it exists; it reports whether it did.
-func (t *table) remove() (bool, error) {
-	c, err := t.conn()
-	if err != nil {
-		return false, err
-	}
-	if _, err := c.ListTableOfFamily(t.name, nftables.TableFamilyIPv4); errors.Is(err, syscall.ENOENT) {
-		return false, nil
-	} else if err != nil {
-		return false, fmt.Errorf("listing table ip %s: %w", t.name, err)
-	}
-	c.DelTable(t.nft())
-	if err := c.Flush(); err != nil {
-		return false, fmt.Errorf("deleting table ip %s: %w", t.name, err)
-	}
-	return true, nil
-}
-
-// bigBuffers gives a batch's socket room for a full sync of thousands of
-// pods (as the Service datapath's does).
-func bigBuffers(c *netlink.Conn) error {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	err = rc.Control(func(fd uintptr) {
-		if e := unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 64<<20); e != nil {
-			serr = fmt.Errorf("SO_SNDBUFFORCE: %w", e)
-			return
-		}
-		if e := unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 64<<20); e != nil {
-			serr = fmt.Errorf("SO_RCVBUFFORCE: %w", e)
-		}
-	})
-	return errors.Join(err, serr)
 }

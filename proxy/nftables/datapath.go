@@ -114,7 +114,7 @@ func New(cfg Config) (*Datapath, error) {
 		return nil, err
 	}
 	return &Datapath{
-		cfg: cfg, tbl: &table{name: cfg.Table, netns: cfg.NetNS}, log: cfg.Logger.With("datapath", "nftables", "table", cfg.Table),
+		cfg: cfg, tbl: &table{Handle{Name: cfg.Table, NetNS: cfg.NetNS}}, log: cfg.Logger.With("datapath", "nftables", "table", cfg.Table),
 		metrics: m, dirty: map[string]time.Time{}, wake: make(chan struct{}, 1),
 	}, nil
 }
@@ -335,7 +335,7 @@ func Cleanup(tableName string, netnsFd int) (bool, error) {
 	if tableName == "" {
 		tableName = DefaultTable
 	}
-	return (&table{name: tableName, netns: netnsFd}).remove()
+	return (&table{Handle{Name: tableName, NetNS: netnsFd}}).Remove()
 }
 
 // TableExists reports whether the table is there (for tests and --cleanup).
@@ -343,5 +343,5 @@ func TableExists(tableName string, netnsFd int) (bool, error) {
 	if tableName == "" {
 		tableName = DefaultTable
 	}
-	return (&table{name: tableName, netns: netnsFd}).exists()
+	return (&table{Handle{Name: tableName, NetNS: netnsFd}}).Exists()
 }

@@ -54,8 +54,8 @@ func Lookup(tableName string, netnsFd int, keys []IPPortKey) ([]Rule, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &table{name: tableName}
-	tbl := t.nft()
+	t := &table{Handle{Name: tableName}}
+	tbl := t.Table()
 	svcMap, err := c.GetSetByName(tbl, setServiceIPs)
 	if err != nil {
 		if errors.Is(err, syscall.ENOENT) {

@@ -1,16 +1,13 @@
 package nftables
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"syscall"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
-	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,10 +26,6 @@ const (
 	// elemsPerMessage bounds the elements of one netlink message: a
 	// message's element list is one attribute, at most 64 KiB.
 	elemsPerMessage = 256
-	// sockBuf is the netlink socket buffer (both ways) a batch needs: the
-	// full sync of thousands of Services is one message of some MiB, and
-	// the kernel acknowledges each of its parts at once.
-	sockBuf = 64 << 20
 
 	prioDstNAT          = -100 // NF_IP_PRI_NAT_DST
 	prioSrcNAT          = 100  // NF_IP_PRI_NAT_SRC
@@ -42,40 +35,7 @@ const (
 // table programs one nftables table over netlink. It keeps no state: the
 // caller (Datapath) knows what it applied.
 type table struct {
-	name  string
-	netns int // fd of the network namespace; 0: the caller's
-}
-
-func (t *table) nft() *nftables.Table {
-	return &nftables.Table{Name: t.name, Family: nftables.TableFamilyIPv4}
-}
-
-// conn opens a batch. Each Flush dials its own netlink socket (in the
-// table's namespace) with buffers big enough for a full sync.
-func (t *table) conn() (*nftables.Conn, error) {
-	opts := []nftables.ConnOption{nftables.WithSockOptions(bigBuffers)}
-	if t.netns != 0 {
-		opts = append(opts, nftables.WithNetNSFd(t.netns))
-	}
-	return nftables.New(opts...)
-}
-
-func bigBuffers(c *netlink.Conn) error {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	err = rc.Control(func(fd uintptr) {
-		if e := unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, sockBuf); e != nil {
-			serr = fmt.Errorf("SO_SNDBUFFORCE: %w", e)
-			return
-		}
-		if e := unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, sockBuf); e != nil {
-			serr = fmt.Errorf("SO_RCVBUFFORCE: %w", e)
-		}
-	})
-	return errors.Join(err, serr)
+	Handle
 }
 
 // sets are the table's named sets and maps.
@@ -84,7 +44,7 @@ type sets struct {
 }
 
 func (t *table) sets() sets {
-	tbl := t.nft()
+	tbl := t.Table()
 	return sets{
 		serviceIPs:      &nftables.Set{Table: tbl, Name: setServiceIPs, IsMap: true, KeyType: ipPortType, DataType: nftables.TypeVerdict},
 		nodePorts:       &nftables.Set{Table: tbl, Name: setNodePorts, IsMap: true, KeyType: portType, DataType: nftables.TypeVerdict},
@@ -95,7 +55,7 @@ func (t *table) sets() sets {
 }
 
 func (t *table) chain(name string) *nftables.Chain {
-	return &nftables.Chain{Name: name, Table: t.nft()}
+	return &nftables.Chain{Name: name, Table: t.Table()}
 }
 
 func baseChain(tbl *nftables.Table, name string, typ nftables.ChainType, hook *nftables.ChainHook, prio int32) *nftables.Chain {
@@ -105,11 +65,11 @@ func baseChain(tbl *nftables.Table, name string, typ nftables.ChainType, hook *n
 // recreate replaces the table, whatever it holds, by the base chains and
 // rs, in one transaction.
 func (t *table) recreate(rs *Ruleset) error {
-	c, err := t.conn()
+	c, err := t.Conn()
 	if err != nil {
 		return err
 	}
-	tbl := t.nft()
+	tbl := t.Table()
 	c.AddTable(tbl) // so that the delete cannot fail with ENOENT
 	c.DelTable(tbl)
 	c.AddTable(tbl)
@@ -175,7 +135,7 @@ func (t *table) recreate(rs *Ruleset) error {
 // batch: chains before the rules and elements that reach them, and the
 // references to a chain (elements, other rules) gone before the chain.
 func (t *table) apply(ch *Changes) error {
-	c, err := t.conn()
+	c, err := t.Conn()
 	if err != nil {
 		return err
 	}
@@ -306,37 +266,4 @@ func addServiceRules(c *nftables.Conn, ch *nftables.Chain, sc ServiceChain) erro
 		c.AddRule(&nftables.Rule{Table: tbl, Chain: ch, Exprs: dnatNumgen(sc.Protocol, n, m)})
 	}
 	return nil
-}
-
-// remove deletes the table if it exists. It reports whether it did.
-func (t *table) remove() (bool, error) {
-	exists, err := t.exists()
-	if err != nil || !exists {
-		return false, err
-	}
-	c, err := t.conn()
-	if err != nil {
-		return false, err
-	}
-	c.DelTable(t.nft())
-	if err := c.Flush(); err != nil {
-		return false, fmt.Errorf("deleting table ip %s: %w", t.name, err)
-	}
-	return true, nil
-}
-
-// exists reports whether the table is there.
-func (t *table) exists() (bool, error) {
-	c, err := t.conn()
-	if err != nil {
-		return false, err
-	}
-	_, err = c.ListTableOfFamily(t.name, nftables.TableFamilyIPv4)
-	if errors.Is(err, syscall.ENOENT) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("listing table ip %s: %w", t.name, err)
-	}
-	return true, nil
 }
