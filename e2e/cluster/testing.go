@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -147,4 +148,23 @@ func (w *testWriter) stop() {
 	w.mu.Lock()
 	w.stopped = true
 	w.mu.Unlock()
+}
+
+// Output collects a running command's output (its Stdout and Stderr) so
+// that a test may read it while the command still writes.
+type Output struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (o *Output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.Write(p)
+}
+
+func (o *Output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.String()
 }

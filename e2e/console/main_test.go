@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -79,7 +78,7 @@ func tugctl(t testing.TB, as creds, in string, args ...string) string {
 type consoleProc struct {
 	URL   string
 	Token string // printed for a non-loopback --listen without --token
-	out   *lockedBuffer
+	out   *cluster.Output
 }
 
 // startConsole runs `tugctl console` as the user of as, with args, until
@@ -89,7 +88,7 @@ func startConsole(t testing.TB, as creds, args ...string) *consoleProc {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, tugctlFor(t), append(append(append([]string{}, as...), "console"), args...)...)
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "TUGBOAT_CONFIG=", "KUBECONFIG=")
-	p := &consoleProc{out: &lockedBuffer{}}
+	p := &consoleProc{out: &cluster.Output{}}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		cancel()
@@ -126,22 +125,4 @@ func startConsole(t testing.TB, as creds, args ...string) *consoleProc {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// lockedBuffer is a running command's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -76,30 +76,12 @@ func (e *env) ok(t *testing.T, args ...string) string {
 	return r.out
 }
 
-// lockedBuffer is a running command's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // background runs tugctl until the test ends (or stop) and collects its
 // output.
-func (e *env) background(t *testing.T, args ...string) (out *lockedBuffer, stop func()) {
+func (e *env) background(t *testing.T, args ...string) (out *cluster.Output, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := e.cmd(ctx, nil, args...)
-	out = &lockedBuffer{}
+	out = &cluster.Output{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
