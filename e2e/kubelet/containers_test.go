@@ -27,12 +27,21 @@ func TestGRPCProbe(t *testing.T) {
 	createPod(t, c.Client, p)
 
 	p = waitPod(t, c.Client, ns, name, 60*time.Second, "Running", running)
+	// A control pod started after it, whose liveness probe names a service
+	// the server does not know (NOT_FOUND): once it has been restarted,
+	// the first pod's liveness probe has had at least as many periods.
+	ctl := busyboxPod(ns, "unknown-service", "node1", "")
+	cc := ctl.Spec.Containers[0]
+	cc.Image, cc.Command, cc.Env = images.EchoRef, nil, []*v1.EnvVar{{Name: "GRPC_PORT", Value: "9090"}}
+	cc.LivenessProbe = &v1.Probe{Grpc: &v1.GRPCAction{Port: 9090, Service: proto.String("nosuch")}, InitialDelaySeconds: 8, PeriodSeconds: 1}
+	createPod(t, c.Client, ctl)
 	waitEvent(t, c.Client, ns, name, `Unhealthy: Readiness probe failed: service unhealthy (responded with "NOT_SERVING")`, 10*time.Second)
 	p = waitPod(t, c.Client, ns, name, 20*time.Second, "Ready", func(p *v1.Pod) bool {
 		return condition(p, "Ready").GetStatus() == "True" && containerStatus(p, "main").GetReady()
 	})
-	// Past the liveness probe's initial delay, still one attempt.
-	time.Sleep(5 * time.Second) // the liveness probe gets a few periods to (not) fail
+	waitPod(t, c.Client, ns, ctl.Metadata.Name, 90*time.Second, "restarted by its failing liveness probe", func(p *v1.Pod) bool {
+		return containerStatus(p, "main").GetRestartCount() >= 1
+	})
 	p = waitPod(t, c.Client, ns, name, 5*time.Second, "still Ready", func(p *v1.Pod) bool { return condition(p, "Ready").GetStatus() == "True" })
 	if n := containerStatus(p, "main").GetRestartCount(); n != 0 {
 		t.Errorf("restarted %d times under a passing gRPC liveness probe", n)
