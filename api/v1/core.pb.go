@@ -831,9 +831,11 @@ type PodSpec struct {
 	HostAliases []*HostAlias `protobuf:"bytes,80,rep,name=host_aliases,json=hostAliases,proto3" json:"host_aliases,omitempty"`
 	// DNS settings merged with (or, for dnsPolicy None, making) the pod's
 	// /etc/resolv.conf.
-	DnsConfig     *PodDNSConfig `protobuf:"bytes,81,opt,name=dns_config,json=dnsConfig,proto3" json:"dns_config,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	DnsConfig *PodDNSConfig `protobuf:"bytes,81,opt,name=dns_config,json=dnsConfig,proto3" json:"dns_config,omitempty"`
+	// How the pod's replicas spread over zones, nodes or other domains.
+	TopologySpreadConstraints []*TopologySpreadConstraint `protobuf:"bytes,100,rep,name=topology_spread_constraints,json=topologySpreadConstraints,proto3" json:"topology_spread_constraints,omitempty"`
+	unknownFields             protoimpl.UnknownFields
+	sizeCache                 protoimpl.SizeCache
 }
 
 func (x *PodSpec) Reset() {
@@ -1030,6 +1032,13 @@ func (x *PodSpec) GetHostAliases() []*HostAlias {
 func (x *PodSpec) GetDnsConfig() *PodDNSConfig {
 	if x != nil {
 		return x.DnsConfig
+	}
+	return nil
+}
+
+func (x *PodSpec) GetTopologySpreadConstraints() []*TopologySpreadConstraint {
+	if x != nil {
+		return x.TopologySpreadConstraints
 	}
 	return nil
 }
@@ -3147,10 +3156,15 @@ func (x *Toleration) GetTolerationSeconds() int64 {
 }
 
 type Affinity struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	NodeAffinity  *NodeAffinity          `protobuf:"bytes,1,opt,name=node_affinity,json=nodeAffinity,proto3" json:"node_affinity,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	NodeAffinity *NodeAffinity          `protobuf:"bytes,1,opt,name=node_affinity,json=nodeAffinity,proto3" json:"node_affinity,omitempty"`
+	// Co-locate with pods matching a term (in the same topology domain).
+	PodAffinity *PodAffinity `protobuf:"bytes,2,opt,name=pod_affinity,json=podAffinity,proto3" json:"pod_affinity,omitempty"`
+	// Keep away from pods matching a term (not in the same topology
+	// domain); an existing pod's required terms bind incoming pods too.
+	PodAntiAffinity *PodAntiAffinity `protobuf:"bytes,3,opt,name=pod_anti_affinity,json=podAntiAffinity,proto3" json:"pod_anti_affinity,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Affinity) Reset() {
@@ -3190,11 +3204,28 @@ func (x *Affinity) GetNodeAffinity() *NodeAffinity {
 	return nil
 }
 
+func (x *Affinity) GetPodAffinity() *PodAffinity {
+	if x != nil {
+		return x.PodAffinity
+	}
+	return nil
+}
+
+func (x *Affinity) GetPodAntiAffinity() *PodAntiAffinity {
+	if x != nil {
+		return x.PodAntiAffinity
+	}
+	return nil
+}
+
 type NodeAffinity struct {
 	state                                          protoimpl.MessageState `protogen:"open.v1"`
 	RequiredDuringSchedulingIgnoredDuringExecution *NodeSelector          `protobuf:"bytes,1,opt,name=required_during_scheduling_ignored_during_execution,json=requiredDuringSchedulingIgnoredDuringExecution,proto3" json:"required_during_scheduling_ignored_during_execution,omitempty"`
-	unknownFields                                  protoimpl.UnknownFields
-	sizeCache                                      protoimpl.SizeCache
+	// Nodes matching a term's preference score the term's weight (1-100);
+	// the scheduler prefers the highest sum.
+	PreferredDuringSchedulingIgnoredDuringExecution []*PreferredSchedulingTerm `protobuf:"bytes,2,rep,name=preferred_during_scheduling_ignored_during_execution,json=preferredDuringSchedulingIgnoredDuringExecution,proto3" json:"preferred_during_scheduling_ignored_during_execution,omitempty"`
+	unknownFields                                   protoimpl.UnknownFields
+	sizeCache                                       protoimpl.SizeCache
 }
 
 func (x *NodeAffinity) Reset() {
@@ -3234,6 +3265,421 @@ func (x *NodeAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() *Node
 	return nil
 }
 
+func (x *NodeAffinity) GetPreferredDuringSchedulingIgnoredDuringExecution() []*PreferredSchedulingTerm {
+	if x != nil {
+		return x.PreferredDuringSchedulingIgnoredDuringExecution
+	}
+	return nil
+}
+
+type PreferredSchedulingTerm struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Weight        int32                  `protobuf:"varint,1,opt,name=weight,proto3" json:"weight,omitempty"`
+	Preference    *NodeSelectorTerm      `protobuf:"bytes,2,opt,name=preference,proto3" json:"preference,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreferredSchedulingTerm) Reset() {
+	*x = PreferredSchedulingTerm{}
+	mi := &file_api_v1_core_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreferredSchedulingTerm) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreferredSchedulingTerm) ProtoMessage() {}
+
+func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreferredSchedulingTerm.ProtoReflect.Descriptor instead.
+func (*PreferredSchedulingTerm) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *PreferredSchedulingTerm) GetWeight() int32 {
+	if x != nil {
+		return x.Weight
+	}
+	return 0
+}
+
+func (x *PreferredSchedulingTerm) GetPreference() *NodeSelectorTerm {
+	if x != nil {
+		return x.Preference
+	}
+	return nil
+}
+
+type PodAffinity struct {
+	state                                           protoimpl.MessageState     `protogen:"open.v1"`
+	RequiredDuringSchedulingIgnoredDuringExecution  []*PodAffinityTerm         `protobuf:"bytes,1,rep,name=required_during_scheduling_ignored_during_execution,json=requiredDuringSchedulingIgnoredDuringExecution,proto3" json:"required_during_scheduling_ignored_during_execution,omitempty"`
+	PreferredDuringSchedulingIgnoredDuringExecution []*WeightedPodAffinityTerm `protobuf:"bytes,2,rep,name=preferred_during_scheduling_ignored_during_execution,json=preferredDuringSchedulingIgnoredDuringExecution,proto3" json:"preferred_during_scheduling_ignored_during_execution,omitempty"`
+	unknownFields                                   protoimpl.UnknownFields
+	sizeCache                                       protoimpl.SizeCache
+}
+
+func (x *PodAffinity) Reset() {
+	*x = PodAffinity{}
+	mi := &file_api_v1_core_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodAffinity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodAffinity) ProtoMessage() {}
+
+func (x *PodAffinity) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodAffinity.ProtoReflect.Descriptor instead.
+func (*PodAffinity) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *PodAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() []*PodAffinityTerm {
+	if x != nil {
+		return x.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	return nil
+}
+
+func (x *PodAffinity) GetPreferredDuringSchedulingIgnoredDuringExecution() []*WeightedPodAffinityTerm {
+	if x != nil {
+		return x.PreferredDuringSchedulingIgnoredDuringExecution
+	}
+	return nil
+}
+
+type PodAntiAffinity struct {
+	state                                           protoimpl.MessageState     `protogen:"open.v1"`
+	RequiredDuringSchedulingIgnoredDuringExecution  []*PodAffinityTerm         `protobuf:"bytes,1,rep,name=required_during_scheduling_ignored_during_execution,json=requiredDuringSchedulingIgnoredDuringExecution,proto3" json:"required_during_scheduling_ignored_during_execution,omitempty"`
+	PreferredDuringSchedulingIgnoredDuringExecution []*WeightedPodAffinityTerm `protobuf:"bytes,2,rep,name=preferred_during_scheduling_ignored_during_execution,json=preferredDuringSchedulingIgnoredDuringExecution,proto3" json:"preferred_during_scheduling_ignored_during_execution,omitempty"`
+	unknownFields                                   protoimpl.UnknownFields
+	sizeCache                                       protoimpl.SizeCache
+}
+
+func (x *PodAntiAffinity) Reset() {
+	*x = PodAntiAffinity{}
+	mi := &file_api_v1_core_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodAntiAffinity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodAntiAffinity) ProtoMessage() {}
+
+func (x *PodAntiAffinity) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodAntiAffinity.ProtoReflect.Descriptor instead.
+func (*PodAntiAffinity) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *PodAntiAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() []*PodAffinityTerm {
+	if x != nil {
+		return x.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	return nil
+}
+
+func (x *PodAntiAffinity) GetPreferredDuringSchedulingIgnoredDuringExecution() []*WeightedPodAffinityTerm {
+	if x != nil {
+		return x.PreferredDuringSchedulingIgnoredDuringExecution
+	}
+	return nil
+}
+
+// PodAffinityTerm selects pods (labelSelector, in namespaces and/or
+// namespaces matching namespaceSelector; neither: the pod's own
+// namespace) and the domain they share with a node: the nodes with the
+// same value of the label topologyKey.
+type PodAffinityTerm struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	LabelSelector     *LabelSelector         `protobuf:"bytes,1,opt,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
+	Namespaces        []string               `protobuf:"bytes,2,rep,name=namespaces,proto3" json:"namespaces,omitempty"`
+	TopologyKey       string                 `protobuf:"bytes,3,opt,name=topology_key,json=topologyKey,proto3" json:"topology_key,omitempty"`
+	NamespaceSelector *LabelSelector         `protobuf:"bytes,4,opt,name=namespace_selector,json=namespaceSelector,proto3" json:"namespace_selector,omitempty"`
+	// Not supported: refused.
+	MatchLabelKeys []string `protobuf:"bytes,5,rep,name=match_label_keys,json=matchLabelKeys,proto3" json:"match_label_keys,omitempty"`
+	// Not supported: refused.
+	MismatchLabelKeys []string `protobuf:"bytes,6,rep,name=mismatch_label_keys,json=mismatchLabelKeys,proto3" json:"mismatch_label_keys,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *PodAffinityTerm) Reset() {
+	*x = PodAffinityTerm{}
+	mi := &file_api_v1_core_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodAffinityTerm) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodAffinityTerm) ProtoMessage() {}
+
+func (x *PodAffinityTerm) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodAffinityTerm.ProtoReflect.Descriptor instead.
+func (*PodAffinityTerm) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *PodAffinityTerm) GetLabelSelector() *LabelSelector {
+	if x != nil {
+		return x.LabelSelector
+	}
+	return nil
+}
+
+func (x *PodAffinityTerm) GetNamespaces() []string {
+	if x != nil {
+		return x.Namespaces
+	}
+	return nil
+}
+
+func (x *PodAffinityTerm) GetTopologyKey() string {
+	if x != nil {
+		return x.TopologyKey
+	}
+	return ""
+}
+
+func (x *PodAffinityTerm) GetNamespaceSelector() *LabelSelector {
+	if x != nil {
+		return x.NamespaceSelector
+	}
+	return nil
+}
+
+func (x *PodAffinityTerm) GetMatchLabelKeys() []string {
+	if x != nil {
+		return x.MatchLabelKeys
+	}
+	return nil
+}
+
+func (x *PodAffinityTerm) GetMismatchLabelKeys() []string {
+	if x != nil {
+		return x.MismatchLabelKeys
+	}
+	return nil
+}
+
+type WeightedPodAffinityTerm struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Weight          int32                  `protobuf:"varint,1,opt,name=weight,proto3" json:"weight,omitempty"`
+	PodAffinityTerm *PodAffinityTerm       `protobuf:"bytes,2,opt,name=pod_affinity_term,json=podAffinityTerm,proto3" json:"pod_affinity_term,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *WeightedPodAffinityTerm) Reset() {
+	*x = WeightedPodAffinityTerm{}
+	mi := &file_api_v1_core_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WeightedPodAffinityTerm) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WeightedPodAffinityTerm) ProtoMessage() {}
+
+func (x *WeightedPodAffinityTerm) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WeightedPodAffinityTerm.ProtoReflect.Descriptor instead.
+func (*WeightedPodAffinityTerm) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *WeightedPodAffinityTerm) GetWeight() int32 {
+	if x != nil {
+		return x.Weight
+	}
+	return 0
+}
+
+func (x *WeightedPodAffinityTerm) GetPodAffinityTerm() *PodAffinityTerm {
+	if x != nil {
+		return x.PodAffinityTerm
+	}
+	return nil
+}
+
+// TopologySpreadConstraint bounds how unevenly the pods matching
+// labelSelector spread over the domains of topologyKey.
+type TopologySpreadConstraint struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	MaxSkew     int32                  `protobuf:"varint,1,opt,name=max_skew,json=maxSkew,proto3" json:"max_skew,omitempty"`
+	TopologyKey string                 `protobuf:"bytes,2,opt,name=topology_key,json=topologyKey,proto3" json:"topology_key,omitempty"`
+	// DoNotSchedule (a filter) or ScheduleAnyway (a score).
+	WhenUnsatisfiable string         `protobuf:"bytes,3,opt,name=when_unsatisfiable,json=whenUnsatisfiable,proto3" json:"when_unsatisfiable,omitempty"`
+	LabelSelector     *LabelSelector `protobuf:"bytes,4,opt,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
+	// With DoNotSchedule: fewer eligible domains than this count as a
+	// global minimum of 0.
+	MinDomains *int32 `protobuf:"varint,5,opt,name=min_domains,json=minDomains,proto3,oneof" json:"min_domains,omitempty"`
+	// Honor (default): only nodes matching the pod's nodeSelector and
+	// required node affinity count; Ignore: every node.
+	NodeAffinityPolicy *string `protobuf:"bytes,6,opt,name=node_affinity_policy,json=nodeAffinityPolicy,proto3,oneof" json:"node_affinity_policy,omitempty"`
+	// Ignore (default): every node counts; Honor: only nodes whose taints
+	// the pod tolerates.
+	NodeTaintsPolicy *string `protobuf:"bytes,7,opt,name=node_taints_policy,json=nodeTaintsPolicy,proto3,oneof" json:"node_taints_policy,omitempty"`
+	// Not supported: refused.
+	MatchLabelKeys []string `protobuf:"bytes,8,rep,name=match_label_keys,json=matchLabelKeys,proto3" json:"match_label_keys,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *TopologySpreadConstraint) Reset() {
+	*x = TopologySpreadConstraint{}
+	mi := &file_api_v1_core_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopologySpreadConstraint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopologySpreadConstraint) ProtoMessage() {}
+
+func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopologySpreadConstraint.ProtoReflect.Descriptor instead.
+func (*TopologySpreadConstraint) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *TopologySpreadConstraint) GetMaxSkew() int32 {
+	if x != nil {
+		return x.MaxSkew
+	}
+	return 0
+}
+
+func (x *TopologySpreadConstraint) GetTopologyKey() string {
+	if x != nil {
+		return x.TopologyKey
+	}
+	return ""
+}
+
+func (x *TopologySpreadConstraint) GetWhenUnsatisfiable() string {
+	if x != nil {
+		return x.WhenUnsatisfiable
+	}
+	return ""
+}
+
+func (x *TopologySpreadConstraint) GetLabelSelector() *LabelSelector {
+	if x != nil {
+		return x.LabelSelector
+	}
+	return nil
+}
+
+func (x *TopologySpreadConstraint) GetMinDomains() int32 {
+	if x != nil && x.MinDomains != nil {
+		return *x.MinDomains
+	}
+	return 0
+}
+
+func (x *TopologySpreadConstraint) GetNodeAffinityPolicy() string {
+	if x != nil && x.NodeAffinityPolicy != nil {
+		return *x.NodeAffinityPolicy
+	}
+	return ""
+}
+
+func (x *TopologySpreadConstraint) GetNodeTaintsPolicy() string {
+	if x != nil && x.NodeTaintsPolicy != nil {
+		return *x.NodeTaintsPolicy
+	}
+	return ""
+}
+
+func (x *TopologySpreadConstraint) GetMatchLabelKeys() []string {
+	if x != nil {
+		return x.MatchLabelKeys
+	}
+	return nil
+}
+
 type NodeSelector struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Terms are ORed; the expressions of a term are ANDed.
@@ -3244,7 +3690,7 @@ type NodeSelector struct {
 
 func (x *NodeSelector) Reset() {
 	*x = NodeSelector{}
-	mi := &file_api_v1_core_proto_msgTypes[45]
+	mi := &file_api_v1_core_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3256,7 +3702,7 @@ func (x *NodeSelector) String() string {
 func (*NodeSelector) ProtoMessage() {}
 
 func (x *NodeSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[45]
+	mi := &file_api_v1_core_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3269,7 +3715,7 @@ func (x *NodeSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelector.ProtoReflect.Descriptor instead.
 func (*NodeSelector) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{45}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *NodeSelector) GetNodeSelectorTerms() []*NodeSelectorTerm {
@@ -3291,7 +3737,7 @@ type NodeSelectorTerm struct {
 
 func (x *NodeSelectorTerm) Reset() {
 	*x = NodeSelectorTerm{}
-	mi := &file_api_v1_core_proto_msgTypes[46]
+	mi := &file_api_v1_core_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3303,7 +3749,7 @@ func (x *NodeSelectorTerm) String() string {
 func (*NodeSelectorTerm) ProtoMessage() {}
 
 func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[46]
+	mi := &file_api_v1_core_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3316,7 +3762,7 @@ func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorTerm.ProtoReflect.Descriptor instead.
 func (*NodeSelectorTerm) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{46}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *NodeSelectorTerm) GetMatchExpressions() []*LabelSelectorRequirement {
@@ -3349,7 +3795,7 @@ type Volume struct {
 
 func (x *Volume) Reset() {
 	*x = Volume{}
-	mi := &file_api_v1_core_proto_msgTypes[47]
+	mi := &file_api_v1_core_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3361,7 +3807,7 @@ func (x *Volume) String() string {
 func (*Volume) ProtoMessage() {}
 
 func (x *Volume) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[47]
+	mi := &file_api_v1_core_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3374,7 +3820,7 @@ func (x *Volume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Volume.ProtoReflect.Descriptor instead.
 func (*Volume) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{47}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Volume) GetName() string {
@@ -3429,7 +3875,7 @@ type PersistentVolumeClaimVolumeSource struct {
 
 func (x *PersistentVolumeClaimVolumeSource) Reset() {
 	*x = PersistentVolumeClaimVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[48]
+	mi := &file_api_v1_core_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3441,7 +3887,7 @@ func (x *PersistentVolumeClaimVolumeSource) String() string {
 func (*PersistentVolumeClaimVolumeSource) ProtoMessage() {}
 
 func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[48]
+	mi := &file_api_v1_core_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3454,7 +3900,7 @@ func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use PersistentVolumeClaimVolumeSource.ProtoReflect.Descriptor instead.
 func (*PersistentVolumeClaimVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{48}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *PersistentVolumeClaimVolumeSource) GetClaimName() string {
@@ -3481,7 +3927,7 @@ type EmptyDirVolumeSource struct {
 
 func (x *EmptyDirVolumeSource) Reset() {
 	*x = EmptyDirVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[49]
+	mi := &file_api_v1_core_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3493,7 +3939,7 @@ func (x *EmptyDirVolumeSource) String() string {
 func (*EmptyDirVolumeSource) ProtoMessage() {}
 
 func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[49]
+	mi := &file_api_v1_core_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3506,7 +3952,7 @@ func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmptyDirVolumeSource.ProtoReflect.Descriptor instead.
 func (*EmptyDirVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{49}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *EmptyDirVolumeSource) GetMedium() string {
@@ -3533,7 +3979,7 @@ type HostPathVolumeSource struct {
 
 func (x *HostPathVolumeSource) Reset() {
 	*x = HostPathVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[50]
+	mi := &file_api_v1_core_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3545,7 +3991,7 @@ func (x *HostPathVolumeSource) String() string {
 func (*HostPathVolumeSource) ProtoMessage() {}
 
 func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[50]
+	mi := &file_api_v1_core_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3558,7 +4004,7 @@ func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostPathVolumeSource.ProtoReflect.Descriptor instead.
 func (*HostPathVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{50}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *HostPathVolumeSource) GetPath() string {
@@ -3586,7 +4032,7 @@ type KeyToPath struct {
 
 func (x *KeyToPath) Reset() {
 	*x = KeyToPath{}
-	mi := &file_api_v1_core_proto_msgTypes[51]
+	mi := &file_api_v1_core_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3598,7 +4044,7 @@ func (x *KeyToPath) String() string {
 func (*KeyToPath) ProtoMessage() {}
 
 func (x *KeyToPath) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[51]
+	mi := &file_api_v1_core_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3611,7 +4057,7 @@ func (x *KeyToPath) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyToPath.ProtoReflect.Descriptor instead.
 func (*KeyToPath) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{51}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *KeyToPath) GetKey() string {
@@ -3647,7 +4093,7 @@ type ConfigMapVolumeSource struct {
 
 func (x *ConfigMapVolumeSource) Reset() {
 	*x = ConfigMapVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[52]
+	mi := &file_api_v1_core_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3659,7 +4105,7 @@ func (x *ConfigMapVolumeSource) String() string {
 func (*ConfigMapVolumeSource) ProtoMessage() {}
 
 func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[52]
+	mi := &file_api_v1_core_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3672,7 +4118,7 @@ func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapVolumeSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{52}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ConfigMapVolumeSource) GetName() string {
@@ -3715,7 +4161,7 @@ type SecretVolumeSource struct {
 
 func (x *SecretVolumeSource) Reset() {
 	*x = SecretVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[53]
+	mi := &file_api_v1_core_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3727,7 +4173,7 @@ func (x *SecretVolumeSource) String() string {
 func (*SecretVolumeSource) ProtoMessage() {}
 
 func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[53]
+	mi := &file_api_v1_core_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3740,7 +4186,7 @@ func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretVolumeSource.ProtoReflect.Descriptor instead.
 func (*SecretVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{53}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *SecretVolumeSource) GetSecretName() string {
@@ -3791,7 +4237,7 @@ type PodStatus struct {
 
 func (x *PodStatus) Reset() {
 	*x = PodStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[54]
+	mi := &file_api_v1_core_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3803,7 +4249,7 @@ func (x *PodStatus) String() string {
 func (*PodStatus) ProtoMessage() {}
 
 func (x *PodStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[54]
+	mi := &file_api_v1_core_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3816,7 +4262,7 @@ func (x *PodStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStatus.ProtoReflect.Descriptor instead.
 func (*PodStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{54}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *PodStatus) GetPhase() string {
@@ -3913,7 +4359,7 @@ type ContainerStatus struct {
 
 func (x *ContainerStatus) Reset() {
 	*x = ContainerStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[55]
+	mi := &file_api_v1_core_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3925,7 +4371,7 @@ func (x *ContainerStatus) String() string {
 func (*ContainerStatus) ProtoMessage() {}
 
 func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[55]
+	mi := &file_api_v1_core_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3938,7 +4384,7 @@ func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStatus.ProtoReflect.Descriptor instead.
 func (*ContainerStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{55}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ContainerStatus) GetName() string {
@@ -4016,7 +4462,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_api_v1_core_proto_msgTypes[56]
+	mi := &file_api_v1_core_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4028,7 +4474,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[56]
+	mi := &file_api_v1_core_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4041,7 +4487,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{56}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ContainerState) GetWaiting() *ContainerStateWaiting {
@@ -4075,7 +4521,7 @@ type ContainerStateWaiting struct {
 
 func (x *ContainerStateWaiting) Reset() {
 	*x = ContainerStateWaiting{}
-	mi := &file_api_v1_core_proto_msgTypes[57]
+	mi := &file_api_v1_core_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4087,7 +4533,7 @@ func (x *ContainerStateWaiting) String() string {
 func (*ContainerStateWaiting) ProtoMessage() {}
 
 func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[57]
+	mi := &file_api_v1_core_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4100,7 +4546,7 @@ func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateWaiting.ProtoReflect.Descriptor instead.
 func (*ContainerStateWaiting) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{57}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ContainerStateWaiting) GetReason() string {
@@ -4126,7 +4572,7 @@ type ContainerStateRunning struct {
 
 func (x *ContainerStateRunning) Reset() {
 	*x = ContainerStateRunning{}
-	mi := &file_api_v1_core_proto_msgTypes[58]
+	mi := &file_api_v1_core_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4138,7 +4584,7 @@ func (x *ContainerStateRunning) String() string {
 func (*ContainerStateRunning) ProtoMessage() {}
 
 func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[58]
+	mi := &file_api_v1_core_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4151,7 +4597,7 @@ func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateRunning.ProtoReflect.Descriptor instead.
 func (*ContainerStateRunning) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{58}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ContainerStateRunning) GetStartedAt() *timestamppb.Timestamp {
@@ -4176,7 +4622,7 @@ type ContainerStateTerminated struct {
 
 func (x *ContainerStateTerminated) Reset() {
 	*x = ContainerStateTerminated{}
-	mi := &file_api_v1_core_proto_msgTypes[59]
+	mi := &file_api_v1_core_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4188,7 +4634,7 @@ func (x *ContainerStateTerminated) String() string {
 func (*ContainerStateTerminated) ProtoMessage() {}
 
 func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[59]
+	mi := &file_api_v1_core_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4201,7 +4647,7 @@ func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateTerminated.ProtoReflect.Descriptor instead.
 func (*ContainerStateTerminated) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{59}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ContainerStateTerminated) GetExitCode() int32 {
@@ -4275,7 +4721,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_api_v1_core_proto_msgTypes[60]
+	mi := &file_api_v1_core_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4287,7 +4733,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[60]
+	mi := &file_api_v1_core_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4300,7 +4746,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{60}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *Event) GetMetadata() *ObjectMeta {
@@ -4395,7 +4841,7 @@ type ObjectReference struct {
 
 func (x *ObjectReference) Reset() {
 	*x = ObjectReference{}
-	mi := &file_api_v1_core_proto_msgTypes[61]
+	mi := &file_api_v1_core_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4407,7 +4853,7 @@ func (x *ObjectReference) String() string {
 func (*ObjectReference) ProtoMessage() {}
 
 func (x *ObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[61]
+	mi := &file_api_v1_core_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4420,7 +4866,7 @@ func (x *ObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectReference.ProtoReflect.Descriptor instead.
 func (*ObjectReference) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{61}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ObjectReference) GetKind() string {
@@ -4482,7 +4928,7 @@ type EventSource struct {
 
 func (x *EventSource) Reset() {
 	*x = EventSource{}
-	mi := &file_api_v1_core_proto_msgTypes[62]
+	mi := &file_api_v1_core_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4494,7 +4940,7 @@ func (x *EventSource) String() string {
 func (*EventSource) ProtoMessage() {}
 
 func (x *EventSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[62]
+	mi := &file_api_v1_core_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4507,7 +4953,7 @@ func (x *EventSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventSource.ProtoReflect.Descriptor instead.
 func (*EventSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{62}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *EventSource) GetComponent() string {
@@ -4534,7 +4980,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_api_v1_core_proto_msgTypes[63]
+	mi := &file_api_v1_core_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4546,7 +4992,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[63]
+	mi := &file_api_v1_core_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4559,7 +5005,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{63}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *Lease) GetMetadata() *ObjectMeta {
@@ -4589,7 +5035,7 @@ type LeaseSpec struct {
 
 func (x *LeaseSpec) Reset() {
 	*x = LeaseSpec{}
-	mi := &file_api_v1_core_proto_msgTypes[64]
+	mi := &file_api_v1_core_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4601,7 +5047,7 @@ func (x *LeaseSpec) String() string {
 func (*LeaseSpec) ProtoMessage() {}
 
 func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[64]
+	mi := &file_api_v1_core_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4614,7 +5060,7 @@ func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseSpec.ProtoReflect.Descriptor instead.
 func (*LeaseSpec) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{64}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *LeaseSpec) GetHolderIdentity() string {
@@ -4664,7 +5110,7 @@ type ConfigMap struct {
 
 func (x *ConfigMap) Reset() {
 	*x = ConfigMap{}
-	mi := &file_api_v1_core_proto_msgTypes[65]
+	mi := &file_api_v1_core_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4676,7 +5122,7 @@ func (x *ConfigMap) String() string {
 func (*ConfigMap) ProtoMessage() {}
 
 func (x *ConfigMap) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[65]
+	mi := &file_api_v1_core_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4689,7 +5135,7 @@ func (x *ConfigMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMap.ProtoReflect.Descriptor instead.
 func (*ConfigMap) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{65}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ConfigMap) GetMetadata() *ObjectMeta {
@@ -4735,7 +5181,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_api_v1_core_proto_msgTypes[66]
+	mi := &file_api_v1_core_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4747,7 +5193,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[66]
+	mi := &file_api_v1_core_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4760,7 +5206,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{66}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *Secret) GetMetadata() *ObjectMeta {
@@ -4809,7 +5255,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_api_v1_core_proto_msgTypes[67]
+	mi := &file_api_v1_core_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4821,7 +5267,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[67]
+	mi := &file_api_v1_core_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4834,7 +5280,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{67}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *Service) GetMetadata() *ObjectMeta {
@@ -4912,7 +5358,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_api_v1_core_proto_msgTypes[68]
+	mi := &file_api_v1_core_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4924,7 +5370,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[68]
+	mi := &file_api_v1_core_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4937,7 +5383,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{68}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ServiceSpec) GetType() string {
@@ -5078,7 +5524,7 @@ type ServicePort struct {
 
 func (x *ServicePort) Reset() {
 	*x = ServicePort{}
-	mi := &file_api_v1_core_proto_msgTypes[69]
+	mi := &file_api_v1_core_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5090,7 +5536,7 @@ func (x *ServicePort) String() string {
 func (*ServicePort) ProtoMessage() {}
 
 func (x *ServicePort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[69]
+	mi := &file_api_v1_core_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5103,7 +5549,7 @@ func (x *ServicePort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServicePort.ProtoReflect.Descriptor instead.
 func (*ServicePort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{69}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ServicePort) GetName() string {
@@ -5160,7 +5606,7 @@ type ServiceStatus struct {
 
 func (x *ServiceStatus) Reset() {
 	*x = ServiceStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[70]
+	mi := &file_api_v1_core_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5172,7 +5618,7 @@ func (x *ServiceStatus) String() string {
 func (*ServiceStatus) ProtoMessage() {}
 
 func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[70]
+	mi := &file_api_v1_core_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5185,7 +5631,7 @@ func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceStatus.ProtoReflect.Descriptor instead.
 func (*ServiceStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{70}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ServiceStatus) GetConditions() []*Condition {
@@ -5211,7 +5657,7 @@ type LoadBalancerStatus struct {
 
 func (x *LoadBalancerStatus) Reset() {
 	*x = LoadBalancerStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[71]
+	mi := &file_api_v1_core_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5223,7 +5669,7 @@ func (x *LoadBalancerStatus) String() string {
 func (*LoadBalancerStatus) ProtoMessage() {}
 
 func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[71]
+	mi := &file_api_v1_core_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5236,7 +5682,7 @@ func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerStatus.ProtoReflect.Descriptor instead.
 func (*LoadBalancerStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{71}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *LoadBalancerStatus) GetIngress() []*LoadBalancerIngress {
@@ -5259,7 +5705,7 @@ type LoadBalancerIngress struct {
 
 func (x *LoadBalancerIngress) Reset() {
 	*x = LoadBalancerIngress{}
-	mi := &file_api_v1_core_proto_msgTypes[72]
+	mi := &file_api_v1_core_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5271,7 +5717,7 @@ func (x *LoadBalancerIngress) String() string {
 func (*LoadBalancerIngress) ProtoMessage() {}
 
 func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[72]
+	mi := &file_api_v1_core_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5284,7 +5730,7 @@ func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerIngress.ProtoReflect.Descriptor instead.
 func (*LoadBalancerIngress) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{72}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *LoadBalancerIngress) GetIp() string {
@@ -5326,7 +5772,7 @@ type PortStatus struct {
 
 func (x *PortStatus) Reset() {
 	*x = PortStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[73]
+	mi := &file_api_v1_core_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5338,7 +5784,7 @@ func (x *PortStatus) String() string {
 func (*PortStatus) ProtoMessage() {}
 
 func (x *PortStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[73]
+	mi := &file_api_v1_core_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5351,7 +5797,7 @@ func (x *PortStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortStatus.ProtoReflect.Descriptor instead.
 func (*PortStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{73}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *PortStatus) GetPort() int32 {
@@ -5385,7 +5831,7 @@ type Endpoints struct {
 
 func (x *Endpoints) Reset() {
 	*x = Endpoints{}
-	mi := &file_api_v1_core_proto_msgTypes[74]
+	mi := &file_api_v1_core_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5397,7 +5843,7 @@ func (x *Endpoints) String() string {
 func (*Endpoints) ProtoMessage() {}
 
 func (x *Endpoints) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[74]
+	mi := &file_api_v1_core_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5410,7 +5856,7 @@ func (x *Endpoints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoints.ProtoReflect.Descriptor instead.
 func (*Endpoints) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{74}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *Endpoints) GetMetadata() *ObjectMeta {
@@ -5438,7 +5884,7 @@ type EndpointSubset struct {
 
 func (x *EndpointSubset) Reset() {
 	*x = EndpointSubset{}
-	mi := &file_api_v1_core_proto_msgTypes[75]
+	mi := &file_api_v1_core_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5450,7 +5896,7 @@ func (x *EndpointSubset) String() string {
 func (*EndpointSubset) ProtoMessage() {}
 
 func (x *EndpointSubset) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[75]
+	mi := &file_api_v1_core_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5463,7 +5909,7 @@ func (x *EndpointSubset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointSubset.ProtoReflect.Descriptor instead.
 func (*EndpointSubset) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{75}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *EndpointSubset) GetAddresses() []*EndpointAddress {
@@ -5499,7 +5945,7 @@ type EndpointAddress struct {
 
 func (x *EndpointAddress) Reset() {
 	*x = EndpointAddress{}
-	mi := &file_api_v1_core_proto_msgTypes[76]
+	mi := &file_api_v1_core_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5511,7 +5957,7 @@ func (x *EndpointAddress) String() string {
 func (*EndpointAddress) ProtoMessage() {}
 
 func (x *EndpointAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[76]
+	mi := &file_api_v1_core_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5524,7 +5970,7 @@ func (x *EndpointAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointAddress.ProtoReflect.Descriptor instead.
 func (*EndpointAddress) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{76}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *EndpointAddress) GetIp() string {
@@ -5566,7 +6012,7 @@ type EndpointPort struct {
 
 func (x *EndpointPort) Reset() {
 	*x = EndpointPort{}
-	mi := &file_api_v1_core_proto_msgTypes[77]
+	mi := &file_api_v1_core_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5578,7 +6024,7 @@ func (x *EndpointPort) String() string {
 func (*EndpointPort) ProtoMessage() {}
 
 func (x *EndpointPort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[77]
+	mi := &file_api_v1_core_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5591,7 +6037,7 @@ func (x *EndpointPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointPort.ProtoReflect.Descriptor instead.
 func (*EndpointPort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{77}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *EndpointPort) GetName() string {
@@ -5687,7 +6133,7 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x06status\x18\x03 \x01(\v2\x19.tugboat.api.v1.PodStatusR\x06status\"v\n" +
 	"\x0fPodTemplateSpec\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x12+\n" +
-	"\x04spec\x18\x02 \x01(\v2\x17.tugboat.api.v1.PodSpecR\x04spec\"\x86\f\n" +
+	"\x04spec\x18\x02 \x01(\v2\x17.tugboat.api.v1.PodSpecR\x04spec\"\xf0\f\n" +
 	"\aPodSpec\x12L\n" +
 	"\n" +
 	"containers\x18\x01 \x03(\v2\x19.tugboat.api.v1.ContainerB\x11\xd2\xf3\x18\x04name\xda\xf3\x18\x05mergeR\n" +
@@ -5717,7 +6163,8 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x11preemption_policy\x18> \x01(\tH\x04R\x10preemptionPolicy\x88\x01\x01\x12<\n" +
 	"\fhost_aliases\x18P \x03(\v2\x19.tugboat.api.v1.HostAliasR\vhostAliases\x12;\n" +
 	"\n" +
-	"dns_config\x18Q \x01(\v2\x1c.tugboat.api.v1.PodDNSConfigR\tdnsConfig\x1a?\n" +
+	"dns_config\x18Q \x01(\v2\x1c.tugboat.api.v1.PodDNSConfigR\tdnsConfig\x12h\n" +
+	"\x1btopology_spread_constraints\x18d \x03(\v2(.tugboat.api.v1.TopologySpreadConstraintR\x19topologySpreadConstraints\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B#\n" +
@@ -5921,11 +6368,50 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x05value\x18\x03 \x01(\tR\x05value\x12\x16\n" +
 	"\x06effect\x18\x04 \x01(\tR\x06effect\x122\n" +
 	"\x12toleration_seconds\x18\x05 \x01(\x03H\x00R\x11tolerationSeconds\x88\x01\x01B\x15\n" +
-	"\x13_toleration_seconds\"M\n" +
+	"\x13_toleration_seconds\"\xda\x01\n" +
 	"\bAffinity\x12A\n" +
-	"\rnode_affinity\x18\x01 \x01(\v2\x1c.tugboat.api.v1.NodeAffinityR\fnodeAffinity\"\x9a\x01\n" +
+	"\rnode_affinity\x18\x01 \x01(\v2\x1c.tugboat.api.v1.NodeAffinityR\fnodeAffinity\x12>\n" +
+	"\fpod_affinity\x18\x02 \x01(\v2\x1b.tugboat.api.v1.PodAffinityR\vpodAffinity\x12K\n" +
+	"\x11pod_anti_affinity\x18\x03 \x01(\v2\x1f.tugboat.api.v1.PodAntiAffinityR\x0fpodAntiAffinity\"\xb3\x02\n" +
 	"\fNodeAffinity\x12\x89\x01\n" +
-	"3required_during_scheduling_ignored_during_execution\x18\x01 \x01(\v2\x1c.tugboat.api.v1.NodeSelectorR.requiredDuringSchedulingIgnoredDuringExecution\"`\n" +
+	"3required_during_scheduling_ignored_during_execution\x18\x01 \x01(\v2\x1c.tugboat.api.v1.NodeSelectorR.requiredDuringSchedulingIgnoredDuringExecution\x12\x96\x01\n" +
+	"4preferred_during_scheduling_ignored_during_execution\x18\x02 \x03(\v2'.tugboat.api.v1.PreferredSchedulingTermR/preferredDuringSchedulingIgnoredDuringExecution\"s\n" +
+	"\x17PreferredSchedulingTerm\x12\x16\n" +
+	"\x06weight\x18\x01 \x01(\x05R\x06weight\x12@\n" +
+	"\n" +
+	"preference\x18\x02 \x01(\v2 .tugboat.api.v1.NodeSelectorTermR\n" +
+	"preference\"\xb5\x02\n" +
+	"\vPodAffinity\x12\x8c\x01\n" +
+	"3required_during_scheduling_ignored_during_execution\x18\x01 \x03(\v2\x1f.tugboat.api.v1.PodAffinityTermR.requiredDuringSchedulingIgnoredDuringExecution\x12\x96\x01\n" +
+	"4preferred_during_scheduling_ignored_during_execution\x18\x02 \x03(\v2'.tugboat.api.v1.WeightedPodAffinityTermR/preferredDuringSchedulingIgnoredDuringExecution\"\xb9\x02\n" +
+	"\x0fPodAntiAffinity\x12\x8c\x01\n" +
+	"3required_during_scheduling_ignored_during_execution\x18\x01 \x03(\v2\x1f.tugboat.api.v1.PodAffinityTermR.requiredDuringSchedulingIgnoredDuringExecution\x12\x96\x01\n" +
+	"4preferred_during_scheduling_ignored_during_execution\x18\x02 \x03(\v2'.tugboat.api.v1.WeightedPodAffinityTermR/preferredDuringSchedulingIgnoredDuringExecution\"\xc2\x02\n" +
+	"\x0fPodAffinityTerm\x12D\n" +
+	"\x0elabel_selector\x18\x01 \x01(\v2\x1d.tugboat.api.v1.LabelSelectorR\rlabelSelector\x12\x1e\n" +
+	"\n" +
+	"namespaces\x18\x02 \x03(\tR\n" +
+	"namespaces\x12!\n" +
+	"\ftopology_key\x18\x03 \x01(\tR\vtopologyKey\x12L\n" +
+	"\x12namespace_selector\x18\x04 \x01(\v2\x1d.tugboat.api.v1.LabelSelectorR\x11namespaceSelector\x12(\n" +
+	"\x10match_label_keys\x18\x05 \x03(\tR\x0ematchLabelKeys\x12.\n" +
+	"\x13mismatch_label_keys\x18\x06 \x03(\tR\x11mismatchLabelKeys\"~\n" +
+	"\x17WeightedPodAffinityTerm\x12\x16\n" +
+	"\x06weight\x18\x01 \x01(\x05R\x06weight\x12K\n" +
+	"\x11pod_affinity_term\x18\x02 \x01(\v2\x1f.tugboat.api.v1.PodAffinityTermR\x0fpodAffinityTerm\"\xc7\x03\n" +
+	"\x18TopologySpreadConstraint\x12\x19\n" +
+	"\bmax_skew\x18\x01 \x01(\x05R\amaxSkew\x12!\n" +
+	"\ftopology_key\x18\x02 \x01(\tR\vtopologyKey\x12-\n" +
+	"\x12when_unsatisfiable\x18\x03 \x01(\tR\x11whenUnsatisfiable\x12D\n" +
+	"\x0elabel_selector\x18\x04 \x01(\v2\x1d.tugboat.api.v1.LabelSelectorR\rlabelSelector\x12$\n" +
+	"\vmin_domains\x18\x05 \x01(\x05H\x00R\n" +
+	"minDomains\x88\x01\x01\x125\n" +
+	"\x14node_affinity_policy\x18\x06 \x01(\tH\x01R\x12nodeAffinityPolicy\x88\x01\x01\x121\n" +
+	"\x12node_taints_policy\x18\a \x01(\tH\x02R\x10nodeTaintsPolicy\x88\x01\x01\x12(\n" +
+	"\x10match_label_keys\x18\b \x03(\tR\x0ematchLabelKeysB\x0e\n" +
+	"\f_min_domainsB\x17\n" +
+	"\x15_node_affinity_policyB\x15\n" +
+	"\x13_node_taints_policy\"`\n" +
 	"\fNodeSelector\x12P\n" +
 	"\x13node_selector_terms\x18\x01 \x03(\v2 .tugboat.api.v1.NodeSelectorTermR\x11nodeSelectorTerms\"\xb6\x01\n" +
 	"\x10NodeSelectorTerm\x12U\n" +
@@ -6163,7 +6649,7 @@ func file_api_v1_core_proto_rawDescGZIP() []byte {
 	return file_api_v1_core_proto_rawDescData
 }
 
-var file_api_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 88)
+var file_api_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 94)
 var file_api_v1_core_proto_goTypes = []any{
 	(*Namespace)(nil),                         // 0: tugboat.api.v1.Namespace
 	(*NamespaceSpec)(nil),                     // 1: tugboat.api.v1.NamespaceSpec
@@ -6210,180 +6696,200 @@ var file_api_v1_core_proto_goTypes = []any{
 	(*Toleration)(nil),                        // 42: tugboat.api.v1.Toleration
 	(*Affinity)(nil),                          // 43: tugboat.api.v1.Affinity
 	(*NodeAffinity)(nil),                      // 44: tugboat.api.v1.NodeAffinity
-	(*NodeSelector)(nil),                      // 45: tugboat.api.v1.NodeSelector
-	(*NodeSelectorTerm)(nil),                  // 46: tugboat.api.v1.NodeSelectorTerm
-	(*Volume)(nil),                            // 47: tugboat.api.v1.Volume
-	(*PersistentVolumeClaimVolumeSource)(nil), // 48: tugboat.api.v1.PersistentVolumeClaimVolumeSource
-	(*EmptyDirVolumeSource)(nil),              // 49: tugboat.api.v1.EmptyDirVolumeSource
-	(*HostPathVolumeSource)(nil),              // 50: tugboat.api.v1.HostPathVolumeSource
-	(*KeyToPath)(nil),                         // 51: tugboat.api.v1.KeyToPath
-	(*ConfigMapVolumeSource)(nil),             // 52: tugboat.api.v1.ConfigMapVolumeSource
-	(*SecretVolumeSource)(nil),                // 53: tugboat.api.v1.SecretVolumeSource
-	(*PodStatus)(nil),                         // 54: tugboat.api.v1.PodStatus
-	(*ContainerStatus)(nil),                   // 55: tugboat.api.v1.ContainerStatus
-	(*ContainerState)(nil),                    // 56: tugboat.api.v1.ContainerState
-	(*ContainerStateWaiting)(nil),             // 57: tugboat.api.v1.ContainerStateWaiting
-	(*ContainerStateRunning)(nil),             // 58: tugboat.api.v1.ContainerStateRunning
-	(*ContainerStateTerminated)(nil),          // 59: tugboat.api.v1.ContainerStateTerminated
-	(*Event)(nil),                             // 60: tugboat.api.v1.Event
-	(*ObjectReference)(nil),                   // 61: tugboat.api.v1.ObjectReference
-	(*EventSource)(nil),                       // 62: tugboat.api.v1.EventSource
-	(*Lease)(nil),                             // 63: tugboat.api.v1.Lease
-	(*LeaseSpec)(nil),                         // 64: tugboat.api.v1.LeaseSpec
-	(*ConfigMap)(nil),                         // 65: tugboat.api.v1.ConfigMap
-	(*Secret)(nil),                            // 66: tugboat.api.v1.Secret
-	(*Service)(nil),                           // 67: tugboat.api.v1.Service
-	(*ServiceSpec)(nil),                       // 68: tugboat.api.v1.ServiceSpec
-	(*ServicePort)(nil),                       // 69: tugboat.api.v1.ServicePort
-	(*ServiceStatus)(nil),                     // 70: tugboat.api.v1.ServiceStatus
-	(*LoadBalancerStatus)(nil),                // 71: tugboat.api.v1.LoadBalancerStatus
-	(*LoadBalancerIngress)(nil),               // 72: tugboat.api.v1.LoadBalancerIngress
-	(*PortStatus)(nil),                        // 73: tugboat.api.v1.PortStatus
-	(*Endpoints)(nil),                         // 74: tugboat.api.v1.Endpoints
-	(*EndpointSubset)(nil),                    // 75: tugboat.api.v1.EndpointSubset
-	(*EndpointAddress)(nil),                   // 76: tugboat.api.v1.EndpointAddress
-	(*EndpointPort)(nil),                      // 77: tugboat.api.v1.EndpointPort
-	nil,                                       // 78: tugboat.api.v1.NodeStatus.CapacityEntry
-	nil,                                       // 79: tugboat.api.v1.NodeStatus.AllocatableEntry
-	nil,                                       // 80: tugboat.api.v1.PodSpec.NodeSelectorEntry
-	nil,                                       // 81: tugboat.api.v1.ResourceRequirements.RequestsEntry
-	nil,                                       // 82: tugboat.api.v1.ResourceRequirements.LimitsEntry
-	nil,                                       // 83: tugboat.api.v1.ConfigMap.DataEntry
-	nil,                                       // 84: tugboat.api.v1.ConfigMap.BinaryDataEntry
-	nil,                                       // 85: tugboat.api.v1.Secret.DataEntry
-	nil,                                       // 86: tugboat.api.v1.Secret.StringDataEntry
-	nil,                                       // 87: tugboat.api.v1.ServiceSpec.SelectorEntry
-	(*ObjectMeta)(nil),                        // 88: tugboat.api.v1.ObjectMeta
-	(*timestamppb.Timestamp)(nil),             // 89: google.protobuf.Timestamp
-	(*Condition)(nil),                         // 90: tugboat.api.v1.Condition
-	(*LabelSelectorRequirement)(nil),          // 91: tugboat.api.v1.LabelSelectorRequirement
+	(*PreferredSchedulingTerm)(nil),           // 45: tugboat.api.v1.PreferredSchedulingTerm
+	(*PodAffinity)(nil),                       // 46: tugboat.api.v1.PodAffinity
+	(*PodAntiAffinity)(nil),                   // 47: tugboat.api.v1.PodAntiAffinity
+	(*PodAffinityTerm)(nil),                   // 48: tugboat.api.v1.PodAffinityTerm
+	(*WeightedPodAffinityTerm)(nil),           // 49: tugboat.api.v1.WeightedPodAffinityTerm
+	(*TopologySpreadConstraint)(nil),          // 50: tugboat.api.v1.TopologySpreadConstraint
+	(*NodeSelector)(nil),                      // 51: tugboat.api.v1.NodeSelector
+	(*NodeSelectorTerm)(nil),                  // 52: tugboat.api.v1.NodeSelectorTerm
+	(*Volume)(nil),                            // 53: tugboat.api.v1.Volume
+	(*PersistentVolumeClaimVolumeSource)(nil), // 54: tugboat.api.v1.PersistentVolumeClaimVolumeSource
+	(*EmptyDirVolumeSource)(nil),              // 55: tugboat.api.v1.EmptyDirVolumeSource
+	(*HostPathVolumeSource)(nil),              // 56: tugboat.api.v1.HostPathVolumeSource
+	(*KeyToPath)(nil),                         // 57: tugboat.api.v1.KeyToPath
+	(*ConfigMapVolumeSource)(nil),             // 58: tugboat.api.v1.ConfigMapVolumeSource
+	(*SecretVolumeSource)(nil),                // 59: tugboat.api.v1.SecretVolumeSource
+	(*PodStatus)(nil),                         // 60: tugboat.api.v1.PodStatus
+	(*ContainerStatus)(nil),                   // 61: tugboat.api.v1.ContainerStatus
+	(*ContainerState)(nil),                    // 62: tugboat.api.v1.ContainerState
+	(*ContainerStateWaiting)(nil),             // 63: tugboat.api.v1.ContainerStateWaiting
+	(*ContainerStateRunning)(nil),             // 64: tugboat.api.v1.ContainerStateRunning
+	(*ContainerStateTerminated)(nil),          // 65: tugboat.api.v1.ContainerStateTerminated
+	(*Event)(nil),                             // 66: tugboat.api.v1.Event
+	(*ObjectReference)(nil),                   // 67: tugboat.api.v1.ObjectReference
+	(*EventSource)(nil),                       // 68: tugboat.api.v1.EventSource
+	(*Lease)(nil),                             // 69: tugboat.api.v1.Lease
+	(*LeaseSpec)(nil),                         // 70: tugboat.api.v1.LeaseSpec
+	(*ConfigMap)(nil),                         // 71: tugboat.api.v1.ConfigMap
+	(*Secret)(nil),                            // 72: tugboat.api.v1.Secret
+	(*Service)(nil),                           // 73: tugboat.api.v1.Service
+	(*ServiceSpec)(nil),                       // 74: tugboat.api.v1.ServiceSpec
+	(*ServicePort)(nil),                       // 75: tugboat.api.v1.ServicePort
+	(*ServiceStatus)(nil),                     // 76: tugboat.api.v1.ServiceStatus
+	(*LoadBalancerStatus)(nil),                // 77: tugboat.api.v1.LoadBalancerStatus
+	(*LoadBalancerIngress)(nil),               // 78: tugboat.api.v1.LoadBalancerIngress
+	(*PortStatus)(nil),                        // 79: tugboat.api.v1.PortStatus
+	(*Endpoints)(nil),                         // 80: tugboat.api.v1.Endpoints
+	(*EndpointSubset)(nil),                    // 81: tugboat.api.v1.EndpointSubset
+	(*EndpointAddress)(nil),                   // 82: tugboat.api.v1.EndpointAddress
+	(*EndpointPort)(nil),                      // 83: tugboat.api.v1.EndpointPort
+	nil,                                       // 84: tugboat.api.v1.NodeStatus.CapacityEntry
+	nil,                                       // 85: tugboat.api.v1.NodeStatus.AllocatableEntry
+	nil,                                       // 86: tugboat.api.v1.PodSpec.NodeSelectorEntry
+	nil,                                       // 87: tugboat.api.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 88: tugboat.api.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 89: tugboat.api.v1.ConfigMap.DataEntry
+	nil,                                       // 90: tugboat.api.v1.ConfigMap.BinaryDataEntry
+	nil,                                       // 91: tugboat.api.v1.Secret.DataEntry
+	nil,                                       // 92: tugboat.api.v1.Secret.StringDataEntry
+	nil,                                       // 93: tugboat.api.v1.ServiceSpec.SelectorEntry
+	(*ObjectMeta)(nil),                        // 94: tugboat.api.v1.ObjectMeta
+	(*timestamppb.Timestamp)(nil),             // 95: google.protobuf.Timestamp
+	(*Condition)(nil),                         // 96: tugboat.api.v1.Condition
+	(*LabelSelector)(nil),                     // 97: tugboat.api.v1.LabelSelector
+	(*LabelSelectorRequirement)(nil),          // 98: tugboat.api.v1.LabelSelectorRequirement
 }
 var file_api_v1_core_proto_depIdxs = []int32{
-	88,  // 0: tugboat.api.v1.Namespace.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	94,  // 0: tugboat.api.v1.Namespace.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	1,   // 1: tugboat.api.v1.Namespace.spec:type_name -> tugboat.api.v1.NamespaceSpec
 	2,   // 2: tugboat.api.v1.Namespace.status:type_name -> tugboat.api.v1.NamespaceStatus
-	88,  // 3: tugboat.api.v1.Node.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	94,  // 3: tugboat.api.v1.Node.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	4,   // 4: tugboat.api.v1.Node.spec:type_name -> tugboat.api.v1.NodeSpec
 	6,   // 5: tugboat.api.v1.Node.status:type_name -> tugboat.api.v1.NodeStatus
 	5,   // 6: tugboat.api.v1.NodeSpec.taints:type_name -> tugboat.api.v1.Taint
-	89,  // 7: tugboat.api.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
-	78,  // 8: tugboat.api.v1.NodeStatus.capacity:type_name -> tugboat.api.v1.NodeStatus.CapacityEntry
-	79,  // 9: tugboat.api.v1.NodeStatus.allocatable:type_name -> tugboat.api.v1.NodeStatus.AllocatableEntry
-	90,  // 10: tugboat.api.v1.NodeStatus.conditions:type_name -> tugboat.api.v1.Condition
+	95,  // 7: tugboat.api.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
+	84,  // 8: tugboat.api.v1.NodeStatus.capacity:type_name -> tugboat.api.v1.NodeStatus.CapacityEntry
+	85,  // 9: tugboat.api.v1.NodeStatus.allocatable:type_name -> tugboat.api.v1.NodeStatus.AllocatableEntry
+	96,  // 10: tugboat.api.v1.NodeStatus.conditions:type_name -> tugboat.api.v1.Condition
 	7,   // 11: tugboat.api.v1.NodeStatus.addresses:type_name -> tugboat.api.v1.NodeAddress
 	8,   // 12: tugboat.api.v1.NodeStatus.node_info:type_name -> tugboat.api.v1.NodeSystemInfo
 	9,   // 13: tugboat.api.v1.NodeStatus.images:type_name -> tugboat.api.v1.ContainerImage
-	88,  // 14: tugboat.api.v1.Pod.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	94,  // 14: tugboat.api.v1.Pod.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	12,  // 15: tugboat.api.v1.Pod.spec:type_name -> tugboat.api.v1.PodSpec
-	54,  // 16: tugboat.api.v1.Pod.status:type_name -> tugboat.api.v1.PodStatus
-	88,  // 17: tugboat.api.v1.PodTemplateSpec.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	60,  // 16: tugboat.api.v1.Pod.status:type_name -> tugboat.api.v1.PodStatus
+	94,  // 17: tugboat.api.v1.PodTemplateSpec.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	12,  // 18: tugboat.api.v1.PodTemplateSpec.spec:type_name -> tugboat.api.v1.PodSpec
 	23,  // 19: tugboat.api.v1.PodSpec.containers:type_name -> tugboat.api.v1.Container
 	23,  // 20: tugboat.api.v1.PodSpec.init_containers:type_name -> tugboat.api.v1.Container
-	80,  // 21: tugboat.api.v1.PodSpec.node_selector:type_name -> tugboat.api.v1.PodSpec.NodeSelectorEntry
+	86,  // 21: tugboat.api.v1.PodSpec.node_selector:type_name -> tugboat.api.v1.PodSpec.NodeSelectorEntry
 	42,  // 22: tugboat.api.v1.PodSpec.tolerations:type_name -> tugboat.api.v1.Toleration
-	47,  // 23: tugboat.api.v1.PodSpec.volumes:type_name -> tugboat.api.v1.Volume
+	53,  // 23: tugboat.api.v1.PodSpec.volumes:type_name -> tugboat.api.v1.Volume
 	43,  // 24: tugboat.api.v1.PodSpec.affinity:type_name -> tugboat.api.v1.Affinity
 	16,  // 25: tugboat.api.v1.PodSpec.security_context:type_name -> tugboat.api.v1.PodSecurityContext
 	13,  // 26: tugboat.api.v1.PodSpec.host_aliases:type_name -> tugboat.api.v1.HostAlias
 	14,  // 27: tugboat.api.v1.PodSpec.dns_config:type_name -> tugboat.api.v1.PodDNSConfig
-	15,  // 28: tugboat.api.v1.PodDNSConfig.options:type_name -> tugboat.api.v1.PodDNSConfigOption
-	20,  // 29: tugboat.api.v1.PodSecurityContext.sysctls:type_name -> tugboat.api.v1.Sysctl
-	19,  // 30: tugboat.api.v1.PodSecurityContext.seccomp_profile:type_name -> tugboat.api.v1.SeccompProfile
-	21,  // 31: tugboat.api.v1.PodSecurityContext.se_linux_options:type_name -> tugboat.api.v1.SELinuxOptions
-	22,  // 32: tugboat.api.v1.PodSecurityContext.app_armor_profile:type_name -> tugboat.api.v1.AppArmorProfile
-	18,  // 33: tugboat.api.v1.SecurityContext.capabilities:type_name -> tugboat.api.v1.Capabilities
-	19,  // 34: tugboat.api.v1.SecurityContext.seccomp_profile:type_name -> tugboat.api.v1.SeccompProfile
-	21,  // 35: tugboat.api.v1.SecurityContext.se_linux_options:type_name -> tugboat.api.v1.SELinuxOptions
-	22,  // 36: tugboat.api.v1.SecurityContext.app_armor_profile:type_name -> tugboat.api.v1.AppArmorProfile
-	27,  // 37: tugboat.api.v1.Container.env:type_name -> tugboat.api.v1.EnvVar
-	33,  // 38: tugboat.api.v1.Container.ports:type_name -> tugboat.api.v1.ContainerPort
-	34,  // 39: tugboat.api.v1.Container.resources:type_name -> tugboat.api.v1.ResourceRequirements
-	35,  // 40: tugboat.api.v1.Container.volume_mounts:type_name -> tugboat.api.v1.VolumeMount
-	36,  // 41: tugboat.api.v1.Container.liveness_probe:type_name -> tugboat.api.v1.Probe
-	36,  // 42: tugboat.api.v1.Container.readiness_probe:type_name -> tugboat.api.v1.Probe
-	36,  // 43: tugboat.api.v1.Container.startup_probe:type_name -> tugboat.api.v1.Probe
-	31,  // 44: tugboat.api.v1.Container.env_from:type_name -> tugboat.api.v1.EnvFromSource
-	17,  // 45: tugboat.api.v1.Container.security_context:type_name -> tugboat.api.v1.SecurityContext
-	24,  // 46: tugboat.api.v1.Container.lifecycle:type_name -> tugboat.api.v1.Lifecycle
-	25,  // 47: tugboat.api.v1.Lifecycle.post_start:type_name -> tugboat.api.v1.LifecycleHandler
-	25,  // 48: tugboat.api.v1.Lifecycle.pre_stop:type_name -> tugboat.api.v1.LifecycleHandler
-	38,  // 49: tugboat.api.v1.LifecycleHandler.exec:type_name -> tugboat.api.v1.ExecAction
-	39,  // 50: tugboat.api.v1.LifecycleHandler.http_get:type_name -> tugboat.api.v1.HTTPGetAction
-	41,  // 51: tugboat.api.v1.LifecycleHandler.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
-	26,  // 52: tugboat.api.v1.LifecycleHandler.sleep:type_name -> tugboat.api.v1.SleepAction
-	28,  // 53: tugboat.api.v1.EnvVar.value_from:type_name -> tugboat.api.v1.EnvVarSource
-	29,  // 54: tugboat.api.v1.EnvVarSource.config_map_key_ref:type_name -> tugboat.api.v1.KeySelector
-	29,  // 55: tugboat.api.v1.EnvVarSource.secret_key_ref:type_name -> tugboat.api.v1.KeySelector
-	30,  // 56: tugboat.api.v1.EnvVarSource.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
-	32,  // 57: tugboat.api.v1.EnvFromSource.config_map_ref:type_name -> tugboat.api.v1.LocalObjectReference
-	32,  // 58: tugboat.api.v1.EnvFromSource.secret_ref:type_name -> tugboat.api.v1.LocalObjectReference
-	81,  // 59: tugboat.api.v1.ResourceRequirements.requests:type_name -> tugboat.api.v1.ResourceRequirements.RequestsEntry
-	82,  // 60: tugboat.api.v1.ResourceRequirements.limits:type_name -> tugboat.api.v1.ResourceRequirements.LimitsEntry
-	38,  // 61: tugboat.api.v1.Probe.exec:type_name -> tugboat.api.v1.ExecAction
-	39,  // 62: tugboat.api.v1.Probe.http_get:type_name -> tugboat.api.v1.HTTPGetAction
-	41,  // 63: tugboat.api.v1.Probe.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
-	37,  // 64: tugboat.api.v1.Probe.grpc:type_name -> tugboat.api.v1.GRPCAction
-	40,  // 65: tugboat.api.v1.HTTPGetAction.http_headers:type_name -> tugboat.api.v1.HTTPHeader
-	44,  // 66: tugboat.api.v1.Affinity.node_affinity:type_name -> tugboat.api.v1.NodeAffinity
-	45,  // 67: tugboat.api.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.NodeSelector
-	46,  // 68: tugboat.api.v1.NodeSelector.node_selector_terms:type_name -> tugboat.api.v1.NodeSelectorTerm
-	91,  // 69: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
-	91,  // 70: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
-	49,  // 71: tugboat.api.v1.Volume.empty_dir:type_name -> tugboat.api.v1.EmptyDirVolumeSource
-	50,  // 72: tugboat.api.v1.Volume.host_path:type_name -> tugboat.api.v1.HostPathVolumeSource
-	52,  // 73: tugboat.api.v1.Volume.config_map:type_name -> tugboat.api.v1.ConfigMapVolumeSource
-	53,  // 74: tugboat.api.v1.Volume.secret:type_name -> tugboat.api.v1.SecretVolumeSource
-	48,  // 75: tugboat.api.v1.Volume.persistent_volume_claim:type_name -> tugboat.api.v1.PersistentVolumeClaimVolumeSource
-	51,  // 76: tugboat.api.v1.ConfigMapVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
-	51,  // 77: tugboat.api.v1.SecretVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
-	90,  // 78: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
-	89,  // 79: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	55,  // 80: tugboat.api.v1.PodStatus.container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	55,  // 81: tugboat.api.v1.PodStatus.init_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	56,  // 82: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
-	56,  // 83: tugboat.api.v1.ContainerStatus.last_state:type_name -> tugboat.api.v1.ContainerState
-	57,  // 84: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
-	58,  // 85: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
-	59,  // 86: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
-	89,  // 87: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	89,  // 88: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	89,  // 89: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	88,  // 90: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	61,  // 91: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
-	62,  // 92: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
-	89,  // 93: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
-	89,  // 94: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
-	88,  // 95: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	64,  // 96: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
-	89,  // 97: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
-	89,  // 98: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
-	88,  // 99: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	83,  // 100: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
-	84,  // 101: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
-	88,  // 102: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	85,  // 103: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
-	86,  // 104: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
-	88,  // 105: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	68,  // 106: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
-	70,  // 107: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
-	87,  // 108: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
-	69,  // 109: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
-	90,  // 110: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
-	71,  // 111: tugboat.api.v1.ServiceStatus.load_balancer:type_name -> tugboat.api.v1.LoadBalancerStatus
-	72,  // 112: tugboat.api.v1.LoadBalancerStatus.ingress:type_name -> tugboat.api.v1.LoadBalancerIngress
-	73,  // 113: tugboat.api.v1.LoadBalancerIngress.ports:type_name -> tugboat.api.v1.PortStatus
-	88,  // 114: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	75,  // 115: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
-	76,  // 116: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
-	76,  // 117: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
-	77,  // 118: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
-	61,  // 119: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
-	120, // [120:120] is the sub-list for method output_type
-	120, // [120:120] is the sub-list for method input_type
-	120, // [120:120] is the sub-list for extension type_name
-	120, // [120:120] is the sub-list for extension extendee
-	0,   // [0:120] is the sub-list for field type_name
+	50,  // 28: tugboat.api.v1.PodSpec.topology_spread_constraints:type_name -> tugboat.api.v1.TopologySpreadConstraint
+	15,  // 29: tugboat.api.v1.PodDNSConfig.options:type_name -> tugboat.api.v1.PodDNSConfigOption
+	20,  // 30: tugboat.api.v1.PodSecurityContext.sysctls:type_name -> tugboat.api.v1.Sysctl
+	19,  // 31: tugboat.api.v1.PodSecurityContext.seccomp_profile:type_name -> tugboat.api.v1.SeccompProfile
+	21,  // 32: tugboat.api.v1.PodSecurityContext.se_linux_options:type_name -> tugboat.api.v1.SELinuxOptions
+	22,  // 33: tugboat.api.v1.PodSecurityContext.app_armor_profile:type_name -> tugboat.api.v1.AppArmorProfile
+	18,  // 34: tugboat.api.v1.SecurityContext.capabilities:type_name -> tugboat.api.v1.Capabilities
+	19,  // 35: tugboat.api.v1.SecurityContext.seccomp_profile:type_name -> tugboat.api.v1.SeccompProfile
+	21,  // 36: tugboat.api.v1.SecurityContext.se_linux_options:type_name -> tugboat.api.v1.SELinuxOptions
+	22,  // 37: tugboat.api.v1.SecurityContext.app_armor_profile:type_name -> tugboat.api.v1.AppArmorProfile
+	27,  // 38: tugboat.api.v1.Container.env:type_name -> tugboat.api.v1.EnvVar
+	33,  // 39: tugboat.api.v1.Container.ports:type_name -> tugboat.api.v1.ContainerPort
+	34,  // 40: tugboat.api.v1.Container.resources:type_name -> tugboat.api.v1.ResourceRequirements
+	35,  // 41: tugboat.api.v1.Container.volume_mounts:type_name -> tugboat.api.v1.VolumeMount
+	36,  // 42: tugboat.api.v1.Container.liveness_probe:type_name -> tugboat.api.v1.Probe
+	36,  // 43: tugboat.api.v1.Container.readiness_probe:type_name -> tugboat.api.v1.Probe
+	36,  // 44: tugboat.api.v1.Container.startup_probe:type_name -> tugboat.api.v1.Probe
+	31,  // 45: tugboat.api.v1.Container.env_from:type_name -> tugboat.api.v1.EnvFromSource
+	17,  // 46: tugboat.api.v1.Container.security_context:type_name -> tugboat.api.v1.SecurityContext
+	24,  // 47: tugboat.api.v1.Container.lifecycle:type_name -> tugboat.api.v1.Lifecycle
+	25,  // 48: tugboat.api.v1.Lifecycle.post_start:type_name -> tugboat.api.v1.LifecycleHandler
+	25,  // 49: tugboat.api.v1.Lifecycle.pre_stop:type_name -> tugboat.api.v1.LifecycleHandler
+	38,  // 50: tugboat.api.v1.LifecycleHandler.exec:type_name -> tugboat.api.v1.ExecAction
+	39,  // 51: tugboat.api.v1.LifecycleHandler.http_get:type_name -> tugboat.api.v1.HTTPGetAction
+	41,  // 52: tugboat.api.v1.LifecycleHandler.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
+	26,  // 53: tugboat.api.v1.LifecycleHandler.sleep:type_name -> tugboat.api.v1.SleepAction
+	28,  // 54: tugboat.api.v1.EnvVar.value_from:type_name -> tugboat.api.v1.EnvVarSource
+	29,  // 55: tugboat.api.v1.EnvVarSource.config_map_key_ref:type_name -> tugboat.api.v1.KeySelector
+	29,  // 56: tugboat.api.v1.EnvVarSource.secret_key_ref:type_name -> tugboat.api.v1.KeySelector
+	30,  // 57: tugboat.api.v1.EnvVarSource.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
+	32,  // 58: tugboat.api.v1.EnvFromSource.config_map_ref:type_name -> tugboat.api.v1.LocalObjectReference
+	32,  // 59: tugboat.api.v1.EnvFromSource.secret_ref:type_name -> tugboat.api.v1.LocalObjectReference
+	87,  // 60: tugboat.api.v1.ResourceRequirements.requests:type_name -> tugboat.api.v1.ResourceRequirements.RequestsEntry
+	88,  // 61: tugboat.api.v1.ResourceRequirements.limits:type_name -> tugboat.api.v1.ResourceRequirements.LimitsEntry
+	38,  // 62: tugboat.api.v1.Probe.exec:type_name -> tugboat.api.v1.ExecAction
+	39,  // 63: tugboat.api.v1.Probe.http_get:type_name -> tugboat.api.v1.HTTPGetAction
+	41,  // 64: tugboat.api.v1.Probe.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
+	37,  // 65: tugboat.api.v1.Probe.grpc:type_name -> tugboat.api.v1.GRPCAction
+	40,  // 66: tugboat.api.v1.HTTPGetAction.http_headers:type_name -> tugboat.api.v1.HTTPHeader
+	44,  // 67: tugboat.api.v1.Affinity.node_affinity:type_name -> tugboat.api.v1.NodeAffinity
+	46,  // 68: tugboat.api.v1.Affinity.pod_affinity:type_name -> tugboat.api.v1.PodAffinity
+	47,  // 69: tugboat.api.v1.Affinity.pod_anti_affinity:type_name -> tugboat.api.v1.PodAntiAffinity
+	51,  // 70: tugboat.api.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.NodeSelector
+	45,  // 71: tugboat.api.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PreferredSchedulingTerm
+	52,  // 72: tugboat.api.v1.PreferredSchedulingTerm.preference:type_name -> tugboat.api.v1.NodeSelectorTerm
+	48,  // 73: tugboat.api.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
+	49,  // 74: tugboat.api.v1.PodAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
+	48,  // 75: tugboat.api.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
+	49,  // 76: tugboat.api.v1.PodAntiAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
+	97,  // 77: tugboat.api.v1.PodAffinityTerm.label_selector:type_name -> tugboat.api.v1.LabelSelector
+	97,  // 78: tugboat.api.v1.PodAffinityTerm.namespace_selector:type_name -> tugboat.api.v1.LabelSelector
+	48,  // 79: tugboat.api.v1.WeightedPodAffinityTerm.pod_affinity_term:type_name -> tugboat.api.v1.PodAffinityTerm
+	97,  // 80: tugboat.api.v1.TopologySpreadConstraint.label_selector:type_name -> tugboat.api.v1.LabelSelector
+	52,  // 81: tugboat.api.v1.NodeSelector.node_selector_terms:type_name -> tugboat.api.v1.NodeSelectorTerm
+	98,  // 82: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	98,  // 83: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	55,  // 84: tugboat.api.v1.Volume.empty_dir:type_name -> tugboat.api.v1.EmptyDirVolumeSource
+	56,  // 85: tugboat.api.v1.Volume.host_path:type_name -> tugboat.api.v1.HostPathVolumeSource
+	58,  // 86: tugboat.api.v1.Volume.config_map:type_name -> tugboat.api.v1.ConfigMapVolumeSource
+	59,  // 87: tugboat.api.v1.Volume.secret:type_name -> tugboat.api.v1.SecretVolumeSource
+	54,  // 88: tugboat.api.v1.Volume.persistent_volume_claim:type_name -> tugboat.api.v1.PersistentVolumeClaimVolumeSource
+	57,  // 89: tugboat.api.v1.ConfigMapVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
+	57,  // 90: tugboat.api.v1.SecretVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
+	96,  // 91: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
+	95,  // 92: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	61,  // 93: tugboat.api.v1.PodStatus.container_statuses:type_name -> tugboat.api.v1.ContainerStatus
+	61,  // 94: tugboat.api.v1.PodStatus.init_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
+	62,  // 95: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
+	62,  // 96: tugboat.api.v1.ContainerStatus.last_state:type_name -> tugboat.api.v1.ContainerState
+	63,  // 97: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
+	64,  // 98: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
+	65,  // 99: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
+	95,  // 100: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	95,  // 101: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	95,  // 102: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	94,  // 103: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	67,  // 104: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
+	68,  // 105: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
+	95,  // 106: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
+	95,  // 107: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
+	94,  // 108: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	70,  // 109: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
+	95,  // 110: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
+	95,  // 111: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
+	94,  // 112: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	89,  // 113: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
+	90,  // 114: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
+	94,  // 115: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	91,  // 116: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
+	92,  // 117: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
+	94,  // 118: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	74,  // 119: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
+	76,  // 120: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
+	93,  // 121: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
+	75,  // 122: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
+	96,  // 123: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
+	77,  // 124: tugboat.api.v1.ServiceStatus.load_balancer:type_name -> tugboat.api.v1.LoadBalancerStatus
+	78,  // 125: tugboat.api.v1.LoadBalancerStatus.ingress:type_name -> tugboat.api.v1.LoadBalancerIngress
+	79,  // 126: tugboat.api.v1.LoadBalancerIngress.ports:type_name -> tugboat.api.v1.PortStatus
+	94,  // 127: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	81,  // 128: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
+	82,  // 129: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
+	82,  // 130: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
+	83,  // 131: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
+	67,  // 132: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
+	133, // [133:133] is the sub-list for method output_type
+	133, // [133:133] is the sub-list for method input_type
+	133, // [133:133] is the sub-list for extension type_name
+	133, // [133:133] is the sub-list for extension extendee
+	0,   // [0:133] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_core_proto_init() }
@@ -6402,17 +6908,18 @@ func file_api_v1_core_proto_init() {
 	file_api_v1_core_proto_msgTypes[36].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[37].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[42].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[51].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[52].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[53].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[68].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[50].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[57].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[58].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[59].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[74].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_core_proto_rawDesc), len(file_api_v1_core_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   88,
+			NumMessages:   94,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -128,31 +128,7 @@ func PodSpec(errs *Errs, path string, s *v1.PodSpec) {
 	if s.Hostname != "" {
 		DNSLabel(errs, path+".hostname", s.Hostname)
 	}
-	if a := s.Affinity.GetNodeAffinity().GetRequiredDuringSchedulingIgnoredDuringExecution(); a != nil {
-		ap := path + ".affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-		if len(a.NodeSelectorTerms) == 0 {
-			errs.Add(ap+".nodeSelectorTerms", "required: at least one term")
-		}
-		for i, term := range a.NodeSelectorTerms {
-			for j, f := range term.MatchFields {
-				fp := fmt.Sprintf("%s.nodeSelectorTerms[%d].matchFields[%d]", ap, i, j)
-				if f.Key != "metadata.name" {
-					errs.Add(fp+".key", "%q is not supported: only metadata.name", f.Key)
-				}
-				OneOf(errs, fp+".operator", f.Operator, "In", "NotIn")
-				if len(f.Values) != 1 {
-					errs.Add(fp+".values", "must have exactly one value (a node name)")
-				}
-			}
-			for j, e := range term.MatchExpressions {
-				ep := fmt.Sprintf("%s.nodeSelectorTerms[%d].matchExpressions[%d]", ap, i, j)
-				if e.Key == "" {
-					errs.Add(ep+".key", "required")
-				}
-				OneOf(errs, ep+".operator", e.Operator, "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
-			}
-		}
-	}
+	podScheduling(errs, path, s)
 }
 
 func volume(errs *Errs, path string, v *v1.Volume, seen map[string]bool) {

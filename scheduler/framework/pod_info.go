@@ -85,6 +85,9 @@ type PodInfo struct {
 	// AffinityErr is set when the pod's affinity cannot be understood; the
 	// pod then fits no node.
 	AffinityErr error
+	// PreferredAffinity are the preferred node affinity terms: a node
+	// matching a term scores its weight.
+	PreferredAffinity []WeightedNodeTerm
 	// Volumes are the constraints of the pod's PersistentVolumeClaims, set
 	// for each decision from the scheduler's volume caches (nil: none).
 	Volumes *VolumeInfo
@@ -102,6 +105,12 @@ type VolumeInfo struct {
 	// each, the node affinities of the volumes that could serve it (nil:
 	// a provisioner can make one on any node).
 	Waiting map[string][][]labels.NodeSelectorTerm
+}
+
+// WeightedNodeTerm is a compiled preferred node affinity term.
+type WeightedNodeTerm struct {
+	Weight int64
+	Term   labels.NodeSelectorTerm
 }
 
 // NewPodInfo computes a pod's scheduling facts.
@@ -143,6 +152,16 @@ func NewPodInfo(pod *v1.Pod) *PodInfo {
 	}
 	if req := spec.GetAffinity().GetNodeAffinity().GetRequiredDuringSchedulingIgnoredDuringExecution(); req != nil {
 		pi.Affinity, pi.AffinityErr = labels.CompileNodeSelector(req, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution")
+	}
+	for _, p := range spec.GetAffinity().GetNodeAffinity().GetPreferredDuringSchedulingIgnoredDuringExecution() {
+		if p.GetWeight() == 0 || p.GetPreference() == nil {
+			continue
+		}
+		terms, err := labels.CompileNodeSelector(&v1.NodeSelector{NodeSelectorTerms: []*v1.NodeSelectorTerm{p.Preference}}, "preference")
+		if err != nil || len(terms) != 1 || len(terms[0]) == 0 {
+			continue // validated when stored; an empty preference is a no-op, as in Kubernetes
+		}
+		pi.PreferredAffinity = append(pi.PreferredAffinity, WeightedNodeTerm{Weight: int64(p.Weight), Term: terms[0]})
 	}
 	return pi
 }

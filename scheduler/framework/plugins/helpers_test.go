@@ -101,6 +101,21 @@ func withAffinity(terms ...[]*v1.LabelSelectorRequirement) func(*v1.Pod) {
 	}
 }
 
+// withPreferred adds a preferred node affinity term.
+func withPreferred(weight int32, reqs ...*v1.LabelSelectorRequirement) func(*v1.Pod) {
+	return func(p *v1.Pod) {
+		if p.Spec.Affinity == nil {
+			p.Spec.Affinity = &v1.Affinity{}
+		}
+		if p.Spec.Affinity.NodeAffinity == nil {
+			p.Spec.Affinity.NodeAffinity = &v1.NodeAffinity{}
+		}
+		na := p.Spec.Affinity.NodeAffinity
+		na.PreferredDuringSchedulingIgnoredDuringExecution = append(na.PreferredDuringSchedulingIgnoredDuringExecution,
+			&v1.PreferredSchedulingTerm{Weight: weight, Preference: &v1.NodeSelectorTerm{MatchExpressions: reqs}})
+	}
+}
+
 func expr(key, op string, values ...string) *v1.LabelSelectorRequirement {
 	return &v1.LabelSelectorRequirement{Key: key, Operator: op, Values: values}
 }

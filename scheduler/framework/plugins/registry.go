@@ -17,7 +17,7 @@ func FilterNames() []string {
 // DefaultScores are the score plugins with their weights, as --scores
 // takes them.
 func DefaultScores() []string {
-	return []string{"LeastAllocated=1", "BalancedAllocation=1", "OwnerSpread=2"}
+	return []string{"LeastAllocated=1", "BalancedAllocation=1", "OwnerSpread=2", "NodeAffinity=2"}
 }
 
 func newFilter(name string) framework.FilterPlugin {
@@ -42,6 +42,11 @@ func newFilter(name string) framework.FilterPlugin {
 	return nil
 }
 
+// ScoreNames are the score plugins --scores knows.
+func ScoreNames() []string {
+	return []string{"LeastAllocated", "BalancedAllocation", "OwnerSpread", "NodeAffinity"}
+}
+
 func newScore(name string) framework.ScorePlugin {
 	switch name {
 	case "LeastAllocated":
@@ -50,6 +55,8 @@ func newScore(name string) framework.ScorePlugin {
 		return BalancedAllocation{}
 	case "OwnerSpread":
 		return OwnerSpread{}
+	case "NodeAffinity":
+		return NodeAffinityScore{}
 	}
 	return nil
 }
@@ -90,7 +97,7 @@ func NewScores(specs []string) ([]framework.WeightedScore, error) {
 		name, w, hasWeight := strings.Cut(spec, "=")
 		p := newScore(name)
 		if p == nil {
-			return nil, fmt.Errorf("--scores: unknown score %q (known: LeastAllocated, BalancedAllocation, OwnerSpread)", name)
+			return nil, fmt.Errorf("--scores: unknown score %q (known: %s)", name, strings.Join(ScoreNames(), ", "))
 		}
 		if seen[name] {
 			return nil, fmt.Errorf("--scores: %q is listed twice", name)

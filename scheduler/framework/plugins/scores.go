@@ -78,3 +78,48 @@ func (OwnerSpread) Normalize(_ *framework.PodInfo, scores []int64) {
 		}
 	}
 }
+
+// NodeAffinityScore prefers nodes matching the pod's preferred node
+// affinity: a node scores the sum of the weights of the terms it
+// matches, scaled so the best node scores MaxNodeScore (Kubernetes'
+// NodeAffinity score). Pods without preferences score 0 everywhere.
+type NodeAffinityScore struct{}
+
+func (NodeAffinityScore) Name() string { return "NodeAffinity" }
+
+func (NodeAffinityScore) Score(pi *framework.PodInfo, ni *framework.NodeInfo) int64 {
+	var sum int64
+	for _, t := range pi.PreferredAffinity {
+		if t.Term.Matches(ni.Node.Labels, ni.Node.Name) {
+			sum += t.Weight
+		}
+	}
+	return sum
+}
+
+// Normalize scales the sums to [0, MaxNodeScore], the highest to the top.
+func (NodeAffinityScore) Normalize(_ *framework.PodInfo, scores []int64) {
+	defaultNormalize(scores, false)
+}
+
+// defaultNormalize is Kubernetes' DefaultNormalizeScore: scores scaled so
+// the highest is MaxNodeScore; reversed, the lowest is. All zero stays
+// zero (or MaxNodeScore when reversed).
+func defaultNormalize(scores []int64, reverse bool) {
+	var top int64
+	for _, s := range scores {
+		top = max(top, s)
+	}
+	for i, s := range scores {
+		switch {
+		case top == 0 && reverse:
+			scores[i] = framework.MaxNodeScore
+		case top == 0:
+			scores[i] = 0
+		case reverse:
+			scores[i] = framework.MaxNodeScore - framework.MaxNodeScore*s/top
+		default:
+			scores[i] = framework.MaxNodeScore * s / top
+		}
+	}
+}
