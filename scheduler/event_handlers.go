@@ -42,6 +42,7 @@ func (s *Scheduler) onPodAdd(pod *v1.Pod) {
 	case pod.GetSpec().GetNodeName() != "":
 		if !terminal(pod) {
 			s.cache.AddPod(pod)
+			s.queue.MoveAllToActive(framework.PodAdded)
 		}
 	case s.responsible(pod):
 		s.queue.Add(framework.NewPodInfo(pod))
@@ -62,6 +63,9 @@ func (s *Scheduler) onPodUpdate(old, pod *v1.Pod) {
 			return
 		}
 		s.cache.AddPod(pod)
+		if old.GetSpec().GetNodeName() == "" || !maps.Equal(old.GetMetadata().GetLabels(), pod.GetMetadata().GetLabels()) {
+			s.queue.MoveAllToActive(framework.PodAdded)
+		}
 		return
 	}
 	if !s.responsible(pod) {
@@ -131,4 +135,21 @@ func nodeEvents(prev, cur *framework.Node) framework.ClusterEvent {
 		ev |= framework.NodeAllocatableChanged
 	}
 	return ev
+}
+
+func (s *Scheduler) namespaceHandler() informer.Handler[*v1.Namespace] {
+	return informer.Handler[*v1.Namespace]{OnUpdate: func(old, ns *v1.Namespace) {
+		if !maps.Equal(old.GetMetadata().GetLabels(), ns.GetMetadata().GetLabels()) {
+			s.queue.MoveAllToActive(framework.PodAdded | framework.PodRemoved) // a namespaceSelector may select it now, or no longer
+		}
+	}}
+}
+
+// namespaceLabels are a namespace's labels (nil if unknown).
+func (s *Scheduler) namespaceLabels(name string) map[string]string {
+	ns, ok := s.namespaces.Get(name)
+	if !ok {
+		return nil
+	}
+	return ns.GetMetadata().GetLabels()
 }

@@ -34,6 +34,11 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 		qp.Info = &info
 	}
 	s.cache.UpdateSnapshot(s.snapshot)
+	if ts := s.cache.Topology(qp.Info, s.namespaceLabels); ts != nil || qp.Info.Topology != nil {
+		info := *qp.Info
+		info.Topology = ts
+		qp.Info = &info
+	}
 	res, fitErr := s.pipeline.Schedule(qp.Info, s.snapshot.Nodes())
 	if fitErr != nil {
 		s.metrics.decision.Observe(time.Since(start).Seconds())

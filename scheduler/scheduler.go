@@ -47,18 +47,20 @@ import (
 
 // Scheduler is one scheduler replica.
 type Scheduler struct {
-	cfg      Config
-	client   *client.Client
-	log      *slog.Logger
-	pods     *informer.Informer[*v1.Pod]
-	nodes    *informer.Informer[*v1.Node]
-	cache    *cache.Cache
-	queue    *queue.Queue
-	pipeline *framework.Pipeline
-	snapshot *cache.Snapshot
-	recorder *record.Recorder
-	status   *statusWriter
-	metrics  *metrics
+	cfg    Config
+	client *client.Client
+	log    *slog.Logger
+	pods   *informer.Informer[*v1.Pod]
+	nodes  *informer.Informer[*v1.Node]
+	// namespaces give namespaceSelector of pod affinity terms the labels.
+	namespaces *informer.Informer[*v1.Namespace]
+	cache      *cache.Cache
+	queue      *queue.Queue
+	pipeline   *framework.Pipeline
+	snapshot   *cache.Snapshot
+	recorder   *record.Recorder
+	status     *statusWriter
+	metrics    *metrics
 
 	volumes *volumeCaches
 
@@ -82,12 +84,13 @@ func New(c *client.Client, cfg Config) (*Scheduler, error) {
 	}
 	log := cfg.Logger.With("component", "scheduler")
 	s := &Scheduler{
-		cfg:    cfg,
-		client: c,
-		log:    log,
-		pods:   informer.New(client.For[*v1.Pod](c), informer.Options{Logger: log}),
-		nodes:  informer.New(client.For[*v1.Node](c), informer.Options{Logger: log}),
-		cache:  cache.New(cache.Config{AssumedTTL: cfg.AssumedTTL, Logger: log}),
+		cfg:        cfg,
+		client:     c,
+		log:        log,
+		pods:       informer.New(client.For[*v1.Pod](c), informer.Options{Logger: log}),
+		nodes:      informer.New(client.For[*v1.Node](c), informer.Options{Logger: log}),
+		namespaces: informer.New(client.For[*v1.Namespace](c), informer.Options{Logger: log}),
+		cache:      cache.New(cache.Config{AssumedTTL: cfg.AssumedTTL, Logger: log}),
 		queue: queue.New(queue.Config{
 			InitialBackoff: cfg.InitialBackoff, MaxBackoff: cfg.MaxBackoff, UnschedulableTimeout: cfg.UnschedulableTimeout,
 		}),
@@ -106,6 +109,7 @@ func New(c *client.Client, cfg Config) (*Scheduler, error) {
 	s.volumes = newVolumeCaches(c, s)
 	s.pods.AddHandler(s.podHandler())
 	s.nodes.AddHandler(s.nodeHandler())
+	s.namespaces.AddHandler(s.namespaceHandler())
 	return s, nil
 }
 
@@ -141,6 +145,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	goRun("pod informer", s.pods.Run)
 	goRun("node informer", s.nodes.Run)
+	goRun("namespace informer", s.namespaces.Run)
 	goRun("claim informer", s.volumes.pvcs.Run)
 	goRun("volume informer", s.volumes.pvs.Run)
 	goRun("storage class informer", s.volumes.scs.Run)
@@ -169,7 +174,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // runScheduling waits for the caches, then schedules (under leader
 // election if configured) until ctx ends.
 func (s *Scheduler) runScheduling(ctx context.Context) error {
-	if !s.pods.WaitForSync(ctx) || !s.nodes.WaitForSync(ctx) || !s.volumes.pvcs.WaitForSync(ctx) ||
+	if !s.pods.WaitForSync(ctx) || !s.nodes.WaitForSync(ctx) || !s.namespaces.WaitForSync(ctx) || !s.volumes.pvcs.WaitForSync(ctx) ||
 		!s.volumes.pvs.WaitForSync(ctx) || !s.volumes.scs.WaitForSync(ctx) {
 		return nil
 	}

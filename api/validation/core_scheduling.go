@@ -27,16 +27,6 @@ func podScheduling(errs *Errs, path string, s *v1.PodSpec) {
 		}
 	}
 	topologySpreadConstraints(errs, path+".topologySpreadConstraints", s.TopologySpreadConstraints)
-	// Until the scheduler places by them.
-	if s.Affinity.GetPodAffinity() != nil {
-		errs.Add(path+".affinity.podAffinity", "not supported yet: the scheduler does not place by pod affinity")
-	}
-	if s.Affinity.GetPodAntiAffinity() != nil {
-		errs.Add(path+".affinity.podAntiAffinity", "not supported yet: the scheduler does not place by pod anti-affinity")
-	}
-	if len(s.TopologySpreadConstraints) > 0 {
-		errs.Add(path+".topologySpreadConstraints", "not supported yet: the scheduler does not spread by topology")
-	}
 }
 
 func nodeAffinity(errs *Errs, path string, na *v1.NodeAffinity) {

@@ -44,3 +44,81 @@ func TestNodeAffinityValidation(t *testing.T) {
 			[]string{required + `.nodeSelectorTerms[0].matchFields[0].key: "spec.unschedulable" is not supported`}},
 	})
 }
+
+func podTerm(key string) *v1.PodAffinityTerm {
+	return &v1.PodAffinityTerm{TopologyKey: key, LabelSelector: &v1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}
+}
+
+func TestPodAffinityValidation(t *testing.T) {
+	anti := func(terms ...*v1.PodAffinityTerm) *v1.Affinity {
+		return &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: terms}}
+	}
+	prefer := func(w int32, t *v1.PodAffinityTerm) *v1.Affinity {
+		return &v1.Affinity{PodAffinity: &v1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []*v1.WeightedPodAffinityTerm{{Weight: w, PodAffinityTerm: t}}}}
+	}
+	const req0 = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]"
+	const pref0 = "spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]"
+	withNS := podTerm("kubernetes.io/hostname")
+	withNS.Namespaces = []string{"default", "prod"}
+	withNS.NamespaceSelector = &v1.LabelSelector{}
+	badNS := podTerm("zone")
+	badNS.Namespaces = []string{"Prod"}
+	matchKeys := podTerm("zone")
+	matchKeys.MatchLabelKeys = []string{"pod-template-hash"}
+	mismatchKeys := podTerm("zone")
+	mismatchKeys.MismatchLabelKeys = []string{"tenant"}
+	badSelector := podTerm("zone")
+	badSelector.LabelSelector.MatchExpressions = []*v1.LabelSelectorRequirement{{Key: "app", Operator: "In"}}
+	runValidation(t, []validationCase{
+		{"required anti-affinity", withAffinity(anti(podTerm("kubernetes.io/hostname"))), nil},
+		{"namespaces and an empty namespaceSelector", withAffinity(anti(withNS)), nil},
+		{"preferred affinity", withAffinity(prefer(100, podTerm("topology.kubernetes.io/zone"))), nil},
+		{"no labelSelector selects nothing, allowed", withAffinity(anti(&v1.PodAffinityTerm{TopologyKey: "zone"})), nil},
+		{"topologyKey empty", withAffinity(anti(podTerm(""))), []string{req0 + ".topologyKey: Required value: can not be empty"}},
+		{"topologyKey invalid", withAffinity(anti(podTerm("a b"))), []string{req0 + `.topologyKey: "a b"`}},
+		{"weight 0", withAffinity(prefer(0, podTerm("zone"))), []string{pref0 + ".weight: Invalid value: 0: must be in the range 1-100"}},
+		{"no podAffinityTerm", withAffinity(&v1.Affinity{PodAffinity: &v1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []*v1.WeightedPodAffinityTerm{{Weight: 1}}}}),
+			[]string{pref0 + ".podAffinityTerm: Required value"}},
+		{"preferred term's topologyKey", withAffinity(prefer(5, podTerm(""))), []string{pref0 + ".podAffinityTerm.topologyKey: Required value: can not be empty"}},
+		{"bad namespace", withAffinity(anti(badNS)), []string{req0 + `.namespaces[0]: Invalid value: "Prod"`}},
+		{"matchLabelKeys refused", withAffinity(anti(matchKeys)), []string{req0 + ".matchLabelKeys: not supported"}},
+		{"mismatchLabelKeys refused", withAffinity(anti(mismatchKeys)), []string{req0 + ".mismatchLabelKeys: not supported"}},
+		{"bad selector", withAffinity(anti(badSelector)), []string{req0 + ".labelSelector", "values: must be non-empty"}},
+	})
+}
+
+func TestTopologySpreadValidation(t *testing.T) {
+	with := func(cs ...*v1.TopologySpreadConstraint) func() v1.Object {
+		return func() v1.Object { p := pod(); p.Spec.TopologySpreadConstraints = cs; return p }
+	}
+	tsc := func(skew int32, key, when string) *v1.TopologySpreadConstraint {
+		return &v1.TopologySpreadConstraint{MaxSkew: skew, TopologyKey: key, WhenUnsatisfiable: when, LabelSelector: &v1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}
+	}
+	i32 := func(v int32) *int32 { return &v }
+	str := func(v string) *string { return &v }
+	const c0 = "spec.topologySpreadConstraints[0]"
+	full := tsc(1, "topology.kubernetes.io/zone", "DoNotSchedule")
+	full.MinDomains, full.NodeAffinityPolicy, full.NodeTaintsPolicy = i32(3), str("Ignore"), str("Honor")
+	minSoft := tsc(1, "zone", "ScheduleAnyway")
+	minSoft.MinDomains = i32(2)
+	minZero := tsc(1, "zone", "DoNotSchedule")
+	minZero.MinDomains = i32(0)
+	badPolicy := tsc(1, "zone", "DoNotSchedule")
+	badPolicy.NodeTaintsPolicy = str("Always")
+	keys := tsc(1, "zone", "DoNotSchedule")
+	keys.MatchLabelKeys = []string{"pod-template-hash"}
+	runValidation(t, []validationCase{
+		{"zone and hostname", with(tsc(1, "topology.kubernetes.io/zone", "DoNotSchedule"), tsc(2, "kubernetes.io/hostname", "ScheduleAnyway")), nil},
+		{"every field", with(full), nil},
+		{"same key, both kinds", with(tsc(1, "zone", "DoNotSchedule"), tsc(1, "zone", "ScheduleAnyway")), nil},
+		{"maxSkew 0", with(tsc(0, "zone", "DoNotSchedule")), []string{c0 + ".maxSkew: Invalid value: 0: must be greater than zero"}},
+		{"no topologyKey", with(tsc(1, "", "DoNotSchedule")), []string{c0 + ".topologyKey: Required value: can not be empty"}},
+		{"whenUnsatisfiable", with(tsc(1, "zone", "Never")), []string{c0 + `.whenUnsatisfiable: Unsupported value: "Never": supported values: "DoNotSchedule", "ScheduleAnyway"`}},
+		{"duplicate", with(tsc(1, "zone", "DoNotSchedule"), tsc(2, "zone", "DoNotSchedule")),
+			[]string{`spec.topologySpreadConstraints[1].{topologyKey, whenUnsatisfiable}: Duplicate value: "{zone, DoNotSchedule}"`}},
+		{"minDomains with ScheduleAnyway", with(minSoft), []string{c0 + ".minDomains: Invalid value: 2: can only use minDomains if whenUnsatisfiable=DoNotSchedule, not ScheduleAnyway"}},
+		{"minDomains 0", with(minZero), []string{c0 + ".minDomains: Invalid value: 0: must be greater than zero"}},
+		{"policy", with(badPolicy), []string{c0 + `.nodeTaintsPolicy: Unsupported value: "Always": supported values: "Honor", "Ignore"`}},
+		{"matchLabelKeys refused", with(keys), []string{c0 + ".matchLabelKeys: not supported"}},
+	})
+}

@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -56,6 +57,10 @@ type Cache struct {
 	// observed is the newest pod version applied to the cache; every pod
 	// change at or before it is applied (the informer delivers in order).
 	observed int64
+	// groups are the pods by namespace, labels and pod affinity, and
+	// affinityGroups those with pod affinity terms (topology.go).
+	groups         map[string]*podGroup
+	affinityGroups map[*podGroup]struct{}
 }
 
 // item is a node in the recency list.
@@ -71,6 +76,8 @@ type podState struct {
 	assumed  bool
 	bound    bool      // assumed and the bind call succeeded
 	deadline time.Time // for a bound assumed pod: when it expires
+	groupKey string
+	group    *podGroup
 }
 
 // New makes an empty cache.
@@ -84,7 +91,8 @@ func New(cfg Config) *Cache {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Cache{ttl: cfg.AssumedTTL, log: cfg.Logger, now: cfg.Now, nodes: map[string]*item{}, pods: map[string]*podState{}}
+	return &Cache{ttl: cfg.AssumedTTL, log: cfg.Logger, now: cfg.Now, nodes: map[string]*item{}, pods: map[string]*podState{},
+		groups: map[string]*podGroup{}, affinityGroups: map[*podGroup]struct{}{}}
 }
 
 // touch marks it changed: a new generation, moved to the list's head.
@@ -182,12 +190,14 @@ func (c *Cache) AddPod(pod *v1.Pod) {
 			c.assumed--
 			ps.assumed, ps.bound = false, false
 		}
-		if ps.node == node && ps.pi.UID == pod.GetMetadata().GetUid() {
-			return // requests and ports of a bound pod never change
+		if ps.node == node && ps.pi.UID == pod.GetMetadata().GetUid() && maps.Equal(ps.pi.Labels, pod.GetMetadata().GetLabels()) &&
+			(ps.groupKey != "" && ps.groupKey[0] == 'T') == (pod.GetMetadata().GetDeletionTimestamp() != nil) {
+			return // requests, ports and affinity of a bound pod never change; labels and deletion do
 		}
 		c.removeLocked(key, ps)
 	}
-	c.addLocked(key, &podState{pi: slim(framework.NewPodInfo(pod)), node: node})
+	pi := framework.NewPodInfo(pod)
+	c.addLocked(key, &podState{pi: slim(pi), node: node, groupKey: groupKey(pi)})
 }
 
 // slim keeps what accounting needs of a PodInfo and drops the pod object,
@@ -196,12 +206,13 @@ func (c *Cache) AddPod(pod *v1.Pod) {
 func slim(pi *framework.PodInfo) *framework.PodInfo {
 	return &framework.PodInfo{
 		Key: pi.Key, Request: pi.Request, NonZeroRequest: pi.NonZeroRequest, Ports: pi.Ports, Owner: pi.Owner,
-		UID: pi.UID,
+		UID: pi.UID, Namespace: pi.Namespace, Labels: pi.Labels, PodAffinity: pi.PodAffinity,
 	}
 }
 
 func (c *Cache) addLocked(key string, ps *podState) {
 	c.pods[key] = ps
+	c.addToGroup(ps)
 	it := c.nodeItem(ps.node)
 	it.info.AddPod(ps.pi)
 	c.touch(it)
@@ -209,6 +220,7 @@ func (c *Cache) addLocked(key string, ps *podState) {
 
 func (c *Cache) removeLocked(key string, ps *podState) {
 	delete(c.pods, key)
+	c.removeFromGroup(ps)
 	if ps.assumed {
 		c.assumed--
 	}
@@ -249,7 +261,7 @@ func (c *Cache) AssumePod(pi *framework.PodInfo, node string) error {
 	if ps := c.pods[pi.Key]; ps != nil {
 		return fmt.Errorf("pod %s is already on node %s in the cache", pi.Key, ps.node)
 	}
-	c.addLocked(pi.Key, &podState{pi: slim(pi), node: node, assumed: true})
+	c.addLocked(pi.Key, &podState{pi: slim(pi), node: node, assumed: true, groupKey: groupKey(pi)})
 	c.assumed++
 	return nil
 }

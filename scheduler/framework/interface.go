@@ -22,6 +22,9 @@ const (
 	PodRemoved
 	// VolumeChanged: a claim, volume or class changed (bound, created).
 	VolumeChanged
+	// PodAdded: a pod was bound to a node (or assumed there), or a bound
+	// pod's labels changed: pod affinity and spread may now pass.
+	PodAdded
 	// AllEvents is every event.
 	AllEvents ClusterEvent = 1<<iota - 1
 )

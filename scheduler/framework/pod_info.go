@@ -91,6 +91,18 @@ type PodInfo struct {
 	// Volumes are the constraints of the pod's PersistentVolumeClaims, set
 	// for each decision from the scheduler's volume caches (nil: none).
 	Volumes *VolumeInfo
+	// Namespace and Labels are the pod's (Labels shared with the pod).
+	Namespace string
+	Labels    map[string]string
+	// PodAffinity is the pod's compiled pod affinity and anti-affinity
+	// (nil: none).
+	PodAffinity *PodAffinity
+	// Spread are its topology spread constraints.
+	Spread []SpreadConstraint
+	// Topology is set for each decision by the cache (Cache.Topology):
+	// where the pods its affinity and spread look at run. Nil: nothing
+	// to look at.
+	Topology *TopologyState
 }
 
 // VolumeInfo is what a pod's claims ask of a node.
@@ -115,7 +127,8 @@ type WeightedNodeTerm struct {
 
 // NewPodInfo computes a pod's scheduling facts.
 func NewPodInfo(pod *v1.Pod) *PodInfo {
-	pi := &PodInfo{Pod: pod, Key: v1.Key(pod), UID: pod.GetMetadata().GetUid()}
+	pi := &PodInfo{Pod: pod, Key: v1.Key(pod), UID: pod.GetMetadata().GetUid(),
+		Namespace: pod.GetMetadata().GetNamespace(), Labels: pod.GetMetadata().GetLabels()}
 	spec := pod.GetSpec()
 	var sum Resources
 	for _, c := range spec.GetContainers() {
@@ -152,6 +165,13 @@ func NewPodInfo(pod *v1.Pod) *PodInfo {
 	}
 	if req := spec.GetAffinity().GetNodeAffinity().GetRequiredDuringSchedulingIgnoredDuringExecution(); req != nil {
 		pi.Affinity, pi.AffinityErr = labels.CompileNodeSelector(req, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution")
+	}
+	var err error
+	if pi.PodAffinity, err = compileAffinity(pi.Namespace, spec.GetAffinity()); err != nil && pi.AffinityErr == nil {
+		pi.AffinityErr = err // validated when stored: cannot happen
+	}
+	if pi.Spread, err = compileSpread(pod); err != nil && pi.AffinityErr == nil {
+		pi.AffinityErr = err
 	}
 	for _, p := range spec.GetAffinity().GetNodeAffinity().GetPreferredDuringSchedulingIgnoredDuringExecution() {
 		if p.GetWeight() == 0 || p.GetPreference() == nil {

@@ -11,13 +11,13 @@ import (
 // FilterNames are the filters in the order they run (a node is refused by
 // the first that refuses it, which decides the reason users see).
 func FilterNames() []string {
-	return []string{"NodeReady", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "VolumeBinding", "NodePorts", "MaxPods", "NodeResourcesFit"}
+	return []string{"NodeReady", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "VolumeBinding", "NodePorts", "MaxPods", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"}
 }
 
 // DefaultScores are the score plugins with their weights, as --scores
 // takes them.
 func DefaultScores() []string {
-	return []string{"LeastAllocated=1", "BalancedAllocation=1", "OwnerSpread=2", "NodeAffinity=2"}
+	return []string{"LeastAllocated=1", "BalancedAllocation=1", "OwnerSpread=2", "NodeAffinity=2", "InterPodAffinity=2", "PodTopologySpread=2"}
 }
 
 func newFilter(name string) framework.FilterPlugin {
@@ -38,13 +38,17 @@ func newFilter(name string) framework.FilterPlugin {
 		return NewMaxPods()
 	case "NodeResourcesFit":
 		return NewNodeResourcesFit()
+	case "PodTopologySpread":
+		return NewPodTopologySpread()
+	case "InterPodAffinity":
+		return NewInterPodAffinity()
 	}
 	return nil
 }
 
 // ScoreNames are the score plugins --scores knows.
 func ScoreNames() []string {
-	return []string{"LeastAllocated", "BalancedAllocation", "OwnerSpread", "NodeAffinity"}
+	return []string{"LeastAllocated", "BalancedAllocation", "OwnerSpread", "NodeAffinity", "InterPodAffinity", "PodTopologySpread"}
 }
 
 func newScore(name string) framework.ScorePlugin {
@@ -57,6 +61,10 @@ func newScore(name string) framework.ScorePlugin {
 		return OwnerSpread{}
 	case "NodeAffinity":
 		return NodeAffinityScore{}
+	case "InterPodAffinity":
+		return InterPodAffinityScore{}
+	case "PodTopologySpread":
+		return PodTopologySpreadScore{}
 	}
 	return nil
 }
