@@ -381,6 +381,9 @@ func (s *Server) bootstrap(ctx context.Context) error {
 	if _, err := s.create(ctx, defaultStorageClass(), false); err != nil && !isAlreadyExists(err) {
 		return fmt.Errorf("creating the default StorageClass: %w", err)
 	}
+	if _, err := s.create(ctx, defaultIngressClass(), false); err != nil && !isAlreadyExists(err) {
+		return fmt.Errorf("creating the default IngressClass: %w", err)
+	}
 	if err := s.ensureSystemPriorityClasses(ctx); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-// The networking group (networking.k8s.io/v1): NetworkPolicy.
+// The networking group (networking.k8s.io/v1): NetworkPolicy, IngressClass.
 
 package kinds
 
@@ -10,6 +10,18 @@ import (
 var networkingKinds = []*Kind{
 	{Name: "NetworkPolicy", Plural: "networkpolicies", Short: []string{"netpol"}, APIVersion: "networking.k8s.io/v1", Namespaced: true,
 		New: func() v1.Object { return &v1.NetworkPolicy{} }, Default: typedDefault(defaultNetworkPolicy), Validate: typed(validation.NetworkPolicy)},
+	{Name: "IngressClass", Plural: "ingressclasses", APIVersion: "networking.k8s.io/v1",
+		New: func() v1.Object { return &v1.IngressClass{} }, Default: typedDefault(defaultIngressClass), Validate: typed(validation.IngressClass),
+		ValidateUpdate: typedUpdate(validation.IngressClassUpdate)},
+}
+
+// defaultIngressClass is Kubernetes' SetDefaults_IngressClass: a
+// parameters reference without scope is Cluster-scoped.
+func defaultIngressClass(c *v1.IngressClass) {
+	if p := c.GetSpec().GetParameters(); p != nil && p.Scope == nil {
+		cluster := "Cluster"
+		p.Scope = &cluster
+	}
 }
 
 // defaultNetworkPolicy is Kubernetes' SetDefaults_NetworkPolicy: an unset

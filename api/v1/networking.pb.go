@@ -446,6 +446,201 @@ func (x *NetworkPolicyPort) GetEndPort() int32 {
 	return 0
 }
 
+// IngressClass names the controller that serves the Ingresses of the
+// class. The class marked default (annotation
+// ingressclass.kubernetes.io/is-default-class: "true") is filled in on
+// create into Ingresses that name none. Every cluster starts with class
+// "tugboat" (controller tugboat.dev/ingress-controller, the default),
+// served by every node's proxy (proxy/ingress).
+type IngressClass struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *ObjectMeta            `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Spec          *IngressClassSpec      `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IngressClass) Reset() {
+	*x = IngressClass{}
+	mi := &file_api_v1_networking_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IngressClass) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IngressClass) ProtoMessage() {}
+
+func (x *IngressClass) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_networking_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IngressClass.ProtoReflect.Descriptor instead.
+func (*IngressClass) Descriptor() ([]byte, []int) {
+	return file_api_v1_networking_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *IngressClass) GetMetadata() *ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *IngressClass) GetSpec() *IngressClassSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+type IngressClassSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The controller serving the class, a domain-prefixed path such as
+	// tugboat.dev/ingress-controller. Required; immutable.
+	Controller string `protobuf:"bytes,1,opt,name=controller,proto3" json:"controller,omitempty"`
+	// Controller-specific configuration. Tugboat's controller takes none:
+	// refused on its classes.
+	Parameters    *IngressClassParametersReference `protobuf:"bytes,2,opt,name=parameters,proto3" json:"parameters,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IngressClassSpec) Reset() {
+	*x = IngressClassSpec{}
+	mi := &file_api_v1_networking_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IngressClassSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IngressClassSpec) ProtoMessage() {}
+
+func (x *IngressClassSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_networking_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IngressClassSpec.ProtoReflect.Descriptor instead.
+func (*IngressClassSpec) Descriptor() ([]byte, []int) {
+	return file_api_v1_networking_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *IngressClassSpec) GetController() string {
+	if x != nil {
+		return x.Controller
+	}
+	return ""
+}
+
+func (x *IngressClassSpec) GetParameters() *IngressClassParametersReference {
+	if x != nil {
+		return x.Parameters
+	}
+	return nil
+}
+
+type IngressClassParametersReference struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The group of the referenced resource; unset: the core group.
+	ApiGroup *string `protobuf:"bytes,1,opt,name=api_group,json=apiGroup,proto3,oneof" json:"api_group,omitempty"`
+	// Required.
+	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// Required.
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// "Cluster" (default) or "Namespace".
+	Scope *string `protobuf:"bytes,4,opt,name=scope,proto3,oneof" json:"scope,omitempty"`
+	// Required with scope Namespace, forbidden with Cluster.
+	Namespace     *string `protobuf:"bytes,5,opt,name=namespace,proto3,oneof" json:"namespace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IngressClassParametersReference) Reset() {
+	*x = IngressClassParametersReference{}
+	mi := &file_api_v1_networking_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IngressClassParametersReference) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IngressClassParametersReference) ProtoMessage() {}
+
+func (x *IngressClassParametersReference) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_networking_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IngressClassParametersReference.ProtoReflect.Descriptor instead.
+func (*IngressClassParametersReference) Descriptor() ([]byte, []int) {
+	return file_api_v1_networking_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *IngressClassParametersReference) GetApiGroup() string {
+	if x != nil && x.ApiGroup != nil {
+		return *x.ApiGroup
+	}
+	return ""
+}
+
+func (x *IngressClassParametersReference) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *IngressClassParametersReference) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *IngressClassParametersReference) GetScope() string {
+	if x != nil && x.Scope != nil {
+		return *x.Scope
+	}
+	return ""
+}
+
+func (x *IngressClassParametersReference) GetNamespace() string {
+	if x != nil && x.Namespace != nil {
+		return *x.Namespace
+	}
+	return ""
+}
+
 var File_api_v1_networking_proto protoreflect.FileDescriptor
 
 const file_api_v1_networking_proto_rawDesc = "" +
@@ -478,7 +673,28 @@ const file_api_v1_networking_proto_rawDesc = "" +
 	"\bend_port\x18\x03 \x01(\x05H\x02R\aendPort\x88\x01\x01B\v\n" +
 	"\t_protocolB\a\n" +
 	"\x05_portB\v\n" +
-	"\t_end_portB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
+	"\t_end_port\"|\n" +
+	"\fIngressClass\x126\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x124\n" +
+	"\x04spec\x18\x02 \x01(\v2 .tugboat.api.v1.IngressClassSpecR\x04spec\"\x83\x01\n" +
+	"\x10IngressClassSpec\x12\x1e\n" +
+	"\n" +
+	"controller\x18\x01 \x01(\tR\n" +
+	"controller\x12O\n" +
+	"\n" +
+	"parameters\x18\x02 \x01(\v2/.tugboat.api.v1.IngressClassParametersReferenceR\n" +
+	"parameters\"\xcf\x01\n" +
+	"\x1fIngressClassParametersReference\x12 \n" +
+	"\tapi_group\x18\x01 \x01(\tH\x00R\bapiGroup\x88\x01\x01\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x19\n" +
+	"\x05scope\x18\x04 \x01(\tH\x01R\x05scope\x88\x01\x01\x12!\n" +
+	"\tnamespace\x18\x05 \x01(\tH\x02R\tnamespace\x88\x01\x01B\f\n" +
+	"\n" +
+	"_api_groupB\b\n" +
+	"\x06_scopeB\f\n" +
+	"\n" +
+	"_namespaceB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
 
 var (
 	file_api_v1_networking_proto_rawDescOnce sync.Once
@@ -492,36 +708,42 @@ func file_api_v1_networking_proto_rawDescGZIP() []byte {
 	return file_api_v1_networking_proto_rawDescData
 }
 
-var file_api_v1_networking_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_api_v1_networking_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_api_v1_networking_proto_goTypes = []any{
-	(*NetworkPolicy)(nil),            // 0: tugboat.api.v1.NetworkPolicy
-	(*NetworkPolicySpec)(nil),        // 1: tugboat.api.v1.NetworkPolicySpec
-	(*NetworkPolicyIngressRule)(nil), // 2: tugboat.api.v1.NetworkPolicyIngressRule
-	(*NetworkPolicyEgressRule)(nil),  // 3: tugboat.api.v1.NetworkPolicyEgressRule
-	(*NetworkPolicyPeer)(nil),        // 4: tugboat.api.v1.NetworkPolicyPeer
-	(*IPBlock)(nil),                  // 5: tugboat.api.v1.IPBlock
-	(*NetworkPolicyPort)(nil),        // 6: tugboat.api.v1.NetworkPolicyPort
-	(*ObjectMeta)(nil),               // 7: tugboat.api.v1.ObjectMeta
-	(*LabelSelector)(nil),            // 8: tugboat.api.v1.LabelSelector
+	(*NetworkPolicy)(nil),                   // 0: tugboat.api.v1.NetworkPolicy
+	(*NetworkPolicySpec)(nil),               // 1: tugboat.api.v1.NetworkPolicySpec
+	(*NetworkPolicyIngressRule)(nil),        // 2: tugboat.api.v1.NetworkPolicyIngressRule
+	(*NetworkPolicyEgressRule)(nil),         // 3: tugboat.api.v1.NetworkPolicyEgressRule
+	(*NetworkPolicyPeer)(nil),               // 4: tugboat.api.v1.NetworkPolicyPeer
+	(*IPBlock)(nil),                         // 5: tugboat.api.v1.IPBlock
+	(*NetworkPolicyPort)(nil),               // 6: tugboat.api.v1.NetworkPolicyPort
+	(*IngressClass)(nil),                    // 7: tugboat.api.v1.IngressClass
+	(*IngressClassSpec)(nil),                // 8: tugboat.api.v1.IngressClassSpec
+	(*IngressClassParametersReference)(nil), // 9: tugboat.api.v1.IngressClassParametersReference
+	(*ObjectMeta)(nil),                      // 10: tugboat.api.v1.ObjectMeta
+	(*LabelSelector)(nil),                   // 11: tugboat.api.v1.LabelSelector
 }
 var file_api_v1_networking_proto_depIdxs = []int32{
-	7,  // 0: tugboat.api.v1.NetworkPolicy.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	10, // 0: tugboat.api.v1.NetworkPolicy.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	1,  // 1: tugboat.api.v1.NetworkPolicy.spec:type_name -> tugboat.api.v1.NetworkPolicySpec
-	8,  // 2: tugboat.api.v1.NetworkPolicySpec.pod_selector:type_name -> tugboat.api.v1.LabelSelector
+	11, // 2: tugboat.api.v1.NetworkPolicySpec.pod_selector:type_name -> tugboat.api.v1.LabelSelector
 	2,  // 3: tugboat.api.v1.NetworkPolicySpec.ingress:type_name -> tugboat.api.v1.NetworkPolicyIngressRule
 	3,  // 4: tugboat.api.v1.NetworkPolicySpec.egress:type_name -> tugboat.api.v1.NetworkPolicyEgressRule
 	6,  // 5: tugboat.api.v1.NetworkPolicyIngressRule.ports:type_name -> tugboat.api.v1.NetworkPolicyPort
 	4,  // 6: tugboat.api.v1.NetworkPolicyIngressRule.from:type_name -> tugboat.api.v1.NetworkPolicyPeer
 	6,  // 7: tugboat.api.v1.NetworkPolicyEgressRule.ports:type_name -> tugboat.api.v1.NetworkPolicyPort
 	4,  // 8: tugboat.api.v1.NetworkPolicyEgressRule.to:type_name -> tugboat.api.v1.NetworkPolicyPeer
-	8,  // 9: tugboat.api.v1.NetworkPolicyPeer.pod_selector:type_name -> tugboat.api.v1.LabelSelector
-	8,  // 10: tugboat.api.v1.NetworkPolicyPeer.namespace_selector:type_name -> tugboat.api.v1.LabelSelector
+	11, // 9: tugboat.api.v1.NetworkPolicyPeer.pod_selector:type_name -> tugboat.api.v1.LabelSelector
+	11, // 10: tugboat.api.v1.NetworkPolicyPeer.namespace_selector:type_name -> tugboat.api.v1.LabelSelector
 	5,  // 11: tugboat.api.v1.NetworkPolicyPeer.ip_block:type_name -> tugboat.api.v1.IPBlock
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	10, // 12: tugboat.api.v1.IngressClass.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	8,  // 13: tugboat.api.v1.IngressClass.spec:type_name -> tugboat.api.v1.IngressClassSpec
+	9,  // 14: tugboat.api.v1.IngressClassSpec.parameters:type_name -> tugboat.api.v1.IngressClassParametersReference
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_networking_proto_init() }
@@ -532,13 +754,14 @@ func file_api_v1_networking_proto_init() {
 	file_api_v1_meta_proto_init()
 	file_api_v1_options_proto_init()
 	file_api_v1_networking_proto_msgTypes[6].OneofWrappers = []any{}
+	file_api_v1_networking_proto_msgTypes[9].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_networking_proto_rawDesc), len(file_api_v1_networking_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

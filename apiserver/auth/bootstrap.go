@@ -18,7 +18,7 @@ var (
 		"namespaces", "nodes", "leases", "replicasets/status", "deployments/status", "pods/status",
 		"jobs", "jobs/status", "cronjobs", "cronjobs/status", "poddisruptionbudgets", "poddisruptionbudgets/status",
 		"daemonsets", "daemonsets/status", "controllerrevisions", "horizontalpodautoscalers", "horizontalpodautoscalers/status",
-		"persistentvolumeclaims", "persistentvolumes", "storageclasses", "statefulsets", "statefulsets/status", "serviceaccounts", "endpointslices", "limitranges", "resourcequotas", "resourcequotas/status", "networkpolicies"}
+		"persistentvolumeclaims", "persistentvolumes", "storageclasses", "statefulsets", "statefulsets/status", "serviceaccounts", "endpointslices", "limitranges", "resourcequotas", "resourcequotas/status", "networkpolicies", "ingressclasses"}
 	editable = []string{"pods", "pods/exec", "pods/attach", "pods/portforward", "pods/eviction", "pods/log", "services", "endpoints", "configmaps", "secrets", "events",
 		"replicasets", "deployments", "replicasets/scale", "deployments/scale", "jobs", "cronjobs", "poddisruptionbudgets", "daemonsets", "horizontalpodautoscalers", "persistentvolumeclaims", "statefulsets", "statefulsets/scale", "serviceaccounts", "networkpolicies"}
 )
@@ -87,7 +87,7 @@ func DefaultPolicy() []v1.Object {
 		clusterRole("system:kube-proxy",
 			rule(core, []string{"services", "endpoints", "nodes", "pods", "namespaces"}, readVerbs),
 			rule([]string{"discovery.k8s.io"}, []string{"endpointslices"}, readVerbs),
-			rule([]string{"networking.k8s.io"}, []string{"networkpolicies"}, readVerbs),
+			rule([]string{"networking.k8s.io"}, []string{"networkpolicies", "ingressclasses"}, readVerbs),
 			rule(core, []string{"events"}, []string{"create", "update", "get"})),
 		clusterBinding("cluster-admin", "cluster-admin", "Group", GroupMasters),
 		clusterBinding("system:kube-scheduler", "system:kube-scheduler", "User", "system:kube-scheduler"),

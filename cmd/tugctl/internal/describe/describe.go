@@ -57,6 +57,7 @@ func describers() map[string]describeFunc {
 		"CronJob":                 typedDescribe(describeCronJob),
 		"EndpointSlice":           typedDescribe(describeEndpointSlice),
 		"NetworkPolicy":           typedDescribe(describeNetworkPolicy),
+		"IngressClass":            typedDescribe(describeIngressClass),
 		"PodDisruptionBudget":     typedDescribe(describePDB),
 		"HorizontalPodAutoscaler": typedDescribe(describeHPA),
 		"DaemonSet":               typedDescribe(describeDaemonSet),
