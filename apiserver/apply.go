@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/yaml"
 
 	"github.com/tugboat/tugboat/api/apierrors"
@@ -34,13 +35,15 @@ import (
 // in Kubernetes), so validation and admission are the same as for every
 // other write.
 //
-// Limit: only applies are recorded; an Update or a non-apply patch keeps
-// the managedFields as they are (Kubernetes records an Update entry for
-// its manager too), so a field another client changed stays owned by the
-// manager that applied it.
+// Every other write (create, update, status update, scale, non-apply
+// patch) is recorded too, as an Update entry of its manager (see
+// managedfields.go), so a field another client changed is no longer owned
+// by the manager that applied it and the next apply does not conflict
+// over it or take it back silently.
 
 // fieldManagers builds the type converter once (from every kind's schema)
-// and a field manager per kind.
+// and a field manager per kind and subresource ("", "status", "scale": the
+// entries they write name the subresource).
 type fieldManagers struct {
 	once   sync.Once
 	tc     managedfields.TypeConverter
@@ -49,7 +52,7 @@ type fieldManagers struct {
 	byKind map[string]*managedfields.FieldManager
 }
 
-func (f *fieldManagers) forKind(k *kinds.Kind) (*managedfields.FieldManager, error) {
+func (f *fieldManagers) forKind(k *kinds.Kind, subresource string) (*managedfields.FieldManager, error) {
 	f.once.Do(func() {
 		b, err := json.Marshal(openapi.Schemas(kinds.All(), openapi.V3))
 		if err != nil {
@@ -68,19 +71,40 @@ func (f *fieldManagers) forKind(k *kinds.Kind) (*managedfields.FieldManager, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if fm := f.byKind[k.Name]; fm != nil {
+	key := k.Name + "/" + subresource
+	if fm := f.byKind[key]; fm != nil {
 		return fm, nil
 	}
 	gvk := schema.FromAPIVersionAndKind(k.APIVersion, k.Name)
-	fm, err := managedfields.NewDefaultFieldManager(f.tc, unstructuredScheme{}, unstructuredScheme{}, unstructuredScheme{}, gvk, gvk.GroupVersion(), "", nil)
+	fm, err := managedfields.NewDefaultFieldManager(f.tc, unstructuredScheme{}, unstructuredScheme{}, unstructuredScheme{}, gvk, gvk.GroupVersion(), subresource, resetFields(k, subresource))
 	if err != nil {
 		return nil, err
 	}
 	if f.byKind == nil {
 		f.byKind = map[string]*managedfields.FieldManager{}
 	}
-	f.byKind[k.Name] = fm
+	f.byKind[key] = fm
 	return fm, nil
+}
+
+// resetFields are the fields a write through subresource cannot change,
+// which the field manager then never records for it (Kubernetes'
+// strategies' GetResetFields): status for the object, everything else for
+// its status.
+func resetFields(k *kinds.Kind, subresource string) map[fieldpath.APIVersion]fieldpath.Filter {
+	if !k.HasStatus() {
+		return nil
+	}
+	var set *fieldpath.Set
+	switch subresource {
+	case "":
+		set = fieldpath.NewSet(fieldpath.MakePathOrDie("status"))
+	case "status":
+		set = fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("metadata"))
+	default:
+		return nil
+	}
+	return map[fieldpath.APIVersion]fieldpath.Filter{fieldpath.APIVersion(k.APIVersion): fieldpath.NewExcludeSetFilter(set)}
 }
 
 // unstructuredScheme converts, defaults and makes the unstructured objects
@@ -154,22 +178,14 @@ func truncateBody(b []byte) string {
 // applyTo merges the manager's intent into live (nil: a new object) and
 // decodes the result as kind k.
 func applyTo(fm *managedfields.FieldManager, k *kinds.Kind, live v1.Object, intent *unstructured.Unstructured, manager string, force bool) (v1.Object, error) {
-	cur := &unstructured.Unstructured{}
+	var cur *unstructured.Unstructured
 	if live != nil {
-		m, err := manifest.ToMap(live)
-		if err != nil {
-			return nil, err
-		}
-		// The JSON numbers of the codec become the float64/int64 the
-		// field manager expects.
-		b, err := json.Marshal(m)
-		if err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(b, &cur.Object); err != nil {
+		var err error
+		if cur, err = toUnstructured(live); err != nil {
 			return nil, err
 		}
 	} else {
+		cur = &unstructured.Unstructured{}
 		cur.SetGroupVersionKind(intent.GroupVersionKind())
 		cur.SetName(intent.GetName())
 		cur.SetNamespace(intent.GetNamespace())
@@ -187,6 +203,25 @@ func applyTo(fm *managedfields.FieldManager, k *kinds.Kind, live v1.Object, inte
 		return nil, err
 	}
 	return dec.Object, nil
+}
+
+// toUnstructured is obj's Kubernetes-shaped JSON as the field manager
+// reads it: the JSON numbers of the codec become the float64/int64 it
+// expects.
+func toUnstructured(obj v1.Object) (*unstructured.Unstructured, error) {
+	m, err := manifest.ToMap(obj)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(b, &u.Object); err != nil {
+		return nil, err
+	}
+	return u, nil
 }
 
 // applyError maps the field manager's Kubernetes errors to the sentinels:

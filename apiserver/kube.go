@@ -34,8 +34,17 @@ func (b kubeBackend) Authenticate(ctx context.Context, r *http.Request) (context
 		p.AuthInfo = credentials.TLSInfo{State: *r.TLS}
 	}
 	ctx = peer.NewContext(ctx, p)
+	md := metadata.MD{}
 	if a := r.Header.Get("Authorization"); a != "" {
-		ctx = metadata.NewIncomingContext(ctx, metadata.Pairs("authorization", a))
+		md.Set("authorization", a)
+	}
+	if ua := r.UserAgent(); ua != "" {
+		// The audit log's userAgent and the default field manager
+		// (managedfields.go), as a gRPC client's.
+		md.Set("user-agent", ua)
+	}
+	if len(md) > 0 {
+		ctx = metadata.NewIncomingContext(ctx, md)
 	}
 	actx, err := b.s.authenticate(ctx, "")
 	if err != nil {

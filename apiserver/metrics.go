@@ -18,6 +18,9 @@ type metrics struct {
 	watchSent    *prometheus.CounterVec
 	watchOpen    *prometheus.GaugeVec
 	authFailures *prometheus.CounterVec
+	// managedFieldsErrors counts writes stored without their Update entry
+	// (managedfields.go).
+	managedFieldsErrors prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -44,7 +47,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Name: "tugboat_apiserver_auth_failures_total",
 		Help: "Requests refused by stage (authentication, authorization, escalation: RBAC grants beyond the caller's own).",
 	}, []string{"stage"})
-	reg.MustRegister(m.requests, m.latency, m.watchSent, m.watchOpen, m.authFailures)
+	m.managedFieldsErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "tugboat_apiserver_managed_fields_errors_total",
+		Help: "Writes stored with their managedFields unchanged because the field manager could not follow the object.",
+	})
+	reg.MustRegister(m.requests, m.latency, m.watchSent, m.watchOpen, m.authFailures, m.managedFieldsErrors)
 	return m
 }
 

@@ -74,17 +74,27 @@ func (s *Server) Create(ctx context.Context, req *v1.CreateRequest) (*anypb.Any,
 	if err := s.authorize(ctx, "create", k, "", namespaceOf(k, m.Namespace), m.Name, ""); err != nil {
 		return nil, err
 	}
-	out, err := s.create(ctx, obj, req.DryRun)
+	owner, err := ownerOf(ctx, req.FieldManager, "")
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.createAs(ctx, obj, req.DryRun, owner)
 	if err != nil {
 		return nil, err
 	}
 	return pack(out)
 }
 
-// create stores a new object; with dryRun it does every step but the
-// store (admission reservations are released) and returns the object as it
-// would be stored.
+// create stores a new object the apiserver makes itself (no
+// managedFields entry); see createAs.
 func (s *Server) create(ctx context.Context, obj v1.Object, dryRun bool) (v1.Object, error) {
+	return s.createAs(ctx, obj, dryRun, fieldOwner{})
+}
+
+// createAs stores a new object written by owner; with dryRun it does every
+// step but the store (admission reservations are released) and returns the
+// object as it would be stored.
+func (s *Server) createAs(ctx context.Context, obj v1.Object, dryRun bool, owner fieldOwner) (v1.Object, error) {
 	k, err := kinds.ForMessage(obj)
 	if err != nil {
 		return nil, err
@@ -105,6 +115,7 @@ func (s *Server) create(ctx context.Context, obj v1.Object, dryRun bool) (v1.Obj
 	if err := k.Validate(obj).Err(k.Name, m.Name); err != nil {
 		return nil, err
 	}
+	s.recordUpdate(k, owner, nil, obj)
 	if k.Namespaced {
 		if err := s.checkNamespace(ctx, m.Namespace); err != nil {
 			return nil, err
@@ -259,15 +270,19 @@ func (s *Server) Update(ctx context.Context, req *v1.UpdateRequest) (*anypb.Any,
 	if err := s.authorize(ctx, "update", k, req.Subresource, namespaceOf(k, m.Namespace), m.Name, ""); err != nil {
 		return nil, err
 	}
+	owner, err := ownerOf(ctx, req.FieldManager, req.Subresource)
+	if err != nil {
+		return nil, err
+	}
 	if req.Subresource == "scale" {
 		n := k.Scale.Replicas(obj)
-		out, err := s.updateFrom(ctx, k, obj, false, req.DryRun, func(cur v1.Object) (v1.Object, error) { return withReplicas(k, cur, n), nil })
+		out, err := s.updateFrom(ctx, k, obj, false, req.DryRun, owner, func(cur v1.Object) (v1.Object, error) { return withReplicas(k, cur, n), nil })
 		if err != nil {
 			return nil, err
 		}
 		return pack(out)
 	}
-	out, err := s.update(ctx, k, obj, false, req.DryRun)
+	out, err := s.updateAs(ctx, k, obj, false, req.DryRun, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -288,22 +303,32 @@ func (s *Server) UpdateStatus(ctx context.Context, req *v1.UpdateRequest) (*anyp
 	if err := s.authorize(ctx, "update", k, "status", namespaceOf(k, m.Namespace), m.Name, ""); err != nil {
 		return nil, err
 	}
-	out, err := s.update(ctx, k, obj, true, req.DryRun)
+	owner, err := ownerOf(ctx, req.FieldManager, "status")
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.updateAs(ctx, k, obj, true, req.DryRun, owner)
 	if err != nil {
 		return nil, err
 	}
 	return pack(out)
 }
 
+// update stores an update the apiserver makes itself (no managedFields
+// entry); see updateAs.
 func (s *Server) update(ctx context.Context, k *kinds.Kind, in v1.Object, statusOnly, dryRun bool) (v1.Object, error) {
-	return s.updateFrom(ctx, k, in, statusOnly, dryRun, func(v1.Object) (v1.Object, error) { return in, nil })
+	return s.updateAs(ctx, k, in, statusOnly, dryRun, fieldOwner{})
+}
+
+func (s *Server) updateAs(ctx context.Context, k *kinds.Kind, in v1.Object, statusOnly, dryRun bool, owner fieldOwner) (v1.Object, error) {
+	return s.updateFrom(ctx, k, in, statusOnly, dryRun, owner, func(v1.Object) (v1.Object, error) { return in, nil })
 }
 
 // updateFrom is update with the user's object built from the stored one
 // (build), so that a patch is applied again to what another writer stored
 // when a compare-and-swap loses. in names the object and the version
-// wanted (0: any).
-func (s *Server) updateFrom(ctx context.Context, k *kinds.Kind, in v1.Object, statusOnly, dryRun bool, build func(cur v1.Object) (v1.Object, error)) (v1.Object, error) {
+// wanted (0: any); the change is recorded for owner (managedfields.go).
+func (s *Server) updateFrom(ctx context.Context, k *kinds.Kind, in v1.Object, statusOnly, dryRun bool, owner fieldOwner, build func(cur v1.Object) (v1.Object, error)) (v1.Object, error) {
 	m := v1.Meta(in)
 	ns := namespaceOf(k, m.Namespace)
 	want := m.ResourceVersion
@@ -338,6 +363,7 @@ func (s *Server) updateFrom(ctx context.Context, k *kinds.Kind, in v1.Object, st
 				return nil, err
 			}
 		}
+		s.recordUpdate(k, owner, cur, next)
 		if !statusOnly {
 			if err := s.admit(ctx, k, next, cur); err != nil {
 				return nil, err

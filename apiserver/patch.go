@@ -68,10 +68,14 @@ func (s *Server) Patch(ctx context.Context, req *v1.PatchRequest) (*anypb.Any, e
 		}
 		return pack(out)
 	}
+	owner, err := ownerOf(ctx, req.FieldManager, req.Subresource)
+	if err != nil {
+		return nil, err
+	}
 	in := k.New()
 	m := v1.Meta(in)
 	m.Namespace, m.Name, m.ResourceVersion = ns, req.Name, req.ResourceVersion
-	out, err := s.updateFrom(ctx, k, in, statusOnly, req.DryRun, func(cur v1.Object) (v1.Object, error) {
+	out, err := s.updateFrom(ctx, k, in, statusOnly, req.DryRun, owner, func(cur v1.Object) (v1.Object, error) {
 		if req.Subresource == "scale" {
 			return patchScale(k, cur, t, req.Patch)
 		}
@@ -86,7 +90,7 @@ func (s *Server) Patch(ctx context.Context, req *v1.PatchRequest) (*anypb.Any, e
 // serverSideApply merges req's intent into the stored object, or creates
 // it (with create permission too) when there is none; see apply.go.
 func (s *Server) serverSideApply(ctx context.Context, k *kinds.Kind, ns string, req *v1.PatchRequest) (v1.Object, error) {
-	fm, err := s.applier.forKind(k)
+	fm, err := s.applier.forKind(k, "")
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +101,7 @@ func (s *Server) serverSideApply(ctx context.Context, k *kinds.Kind, ns string, 
 	in := k.New()
 	m := v1.Meta(in)
 	m.Namespace, m.Name, m.ResourceVersion = ns, req.Name, req.ResourceVersion
-	out, err := s.updateFrom(ctx, k, in, false, req.DryRun, func(cur v1.Object) (v1.Object, error) {
+	out, err := s.updateFrom(ctx, k, in, false, req.DryRun, fieldOwner{}, func(cur v1.Object) (v1.Object, error) {
 		return applyTo(fm, k, cur, intent, req.FieldManager, req.Force)
 	})
 	if !apierrors.IsNotFound(err) || req.ResourceVersion != 0 {

@@ -27,7 +27,11 @@ type CreateRequest struct {
 	Object *anypb.Any             `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
 	// Validate, default and admit, but store nothing: the answer is the
 	// object as it would be stored (Kubernetes' dryRun=All).
-	DryRun        bool `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	DryRun bool `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	// The manager the write is recorded for in metadata.managedFields (an
+	// Update entry); empty: the prefix of the client's user agent, as
+	// Kubernetes does.
+	FieldManager  string `protobuf:"bytes,3,opt,name=field_manager,json=fieldManager,proto3" json:"field_manager,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -74,6 +78,13 @@ func (x *CreateRequest) GetDryRun() bool {
 		return x.DryRun
 	}
 	return false
+}
+
+func (x *CreateRequest) GetFieldManager() string {
+	if x != nil {
+		return x.FieldManager
+	}
+	return ""
 }
 
 type GetRequest struct {
@@ -304,7 +315,9 @@ type UpdateRequest struct {
 	// Empty updates the object (Update) or its status (UpdateStatus);
 	// "scale" (Update only) takes spec.replicas from the object and
 	// everything else as stored, authorized as update on <resource>/scale.
-	Subresource   string `protobuf:"bytes,3,opt,name=subresource,proto3" json:"subresource,omitempty"`
+	Subresource string `protobuf:"bytes,3,opt,name=subresource,proto3" json:"subresource,omitempty"`
+	// As CreateRequest.field_manager.
+	FieldManager  string `protobuf:"bytes,4,opt,name=field_manager,json=fieldManager,proto3" json:"field_manager,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -356,6 +369,13 @@ func (x *UpdateRequest) GetDryRun() bool {
 func (x *UpdateRequest) GetSubresource() string {
 	if x != nil {
 		return x.Subresource
+	}
+	return ""
+}
+
+func (x *UpdateRequest) GetFieldManager() string {
+	if x != nil {
+		return x.FieldManager
 	}
 	return ""
 }
@@ -488,7 +508,8 @@ type PatchRequest struct {
 	// Precondition: 0 means any version.
 	ResourceVersion int64 `protobuf:"varint,7,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
 	DryRun          bool  `protobuf:"varint,8,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
-	// The manager the change is recorded for; required for "apply".
+	// The manager the change is recorded for; required for "apply"; for the
+	// other types as CreateRequest.field_manager.
 	FieldManager string `protobuf:"bytes,9,opt,name=field_manager,json=fieldManager,proto3" json:"field_manager,omitempty"`
 	// "apply" only: take the fields other managers own instead of failing
 	// with a Conflict that lists them.
@@ -842,10 +863,11 @@ var File_api_v1_objects_proto protoreflect.FileDescriptor
 
 const file_api_v1_objects_proto_rawDesc = "" +
 	"\n" +
-	"\x14api/v1/objects.proto\x12\x0etugboat.api.v1\x1a\x19google/protobuf/any.proto\"V\n" +
+	"\x14api/v1/objects.proto\x12\x0etugboat.api.v1\x1a\x19google/protobuf/any.proto\"{\n" +
 	"\rCreateRequest\x12,\n" +
 	"\x06object\x18\x01 \x01(\v2\x14.google.protobuf.AnyR\x06object\x12\x17\n" +
-	"\adry_run\x18\x02 \x01(\bR\x06dryRun\"t\n" +
+	"\adry_run\x18\x02 \x01(\bR\x06dryRun\x12#\n" +
+	"\rfield_manager\x18\x03 \x01(\tR\ffieldManager\"t\n" +
 	"\n" +
 	"GetRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1c\n" +
@@ -862,11 +884,12 @@ const file_api_v1_objects_proto_rawDesc = "" +
 	"\fListResponse\x12*\n" +
 	"\x05items\x18\x01 \x03(\v2\x14.google.protobuf.AnyR\x05items\x12)\n" +
 	"\x10resource_version\x18\x02 \x01(\x03R\x0fresourceVersion\x12\x1a\n" +
-	"\bcontinue\x18\x03 \x01(\tR\bcontinue\"x\n" +
+	"\bcontinue\x18\x03 \x01(\tR\bcontinue\"\x9d\x01\n" +
 	"\rUpdateRequest\x12,\n" +
 	"\x06object\x18\x01 \x01(\v2\x14.google.protobuf.AnyR\x06object\x12\x17\n" +
 	"\adry_run\x18\x02 \x01(\bR\x06dryRun\x12 \n" +
-	"\vsubresource\x18\x03 \x01(\tR\vsubresource\"\xaa\x02\n" +
+	"\vsubresource\x18\x03 \x01(\tR\vsubresource\x12#\n" +
+	"\rfield_manager\x18\x04 \x01(\tR\ffieldManager\"\xaa\x02\n" +
 	"\rDeleteRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +

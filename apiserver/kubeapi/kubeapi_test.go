@@ -21,6 +21,7 @@ func TestKubeAPI(t *testing.T) {
 		{"kubectl/watch", testKubectlWatch},
 		{"kubectl/change", testKubectlChange},
 		{"kubectl/apply-server-side", testKubectlServerSideApply},
+		{"kubectl/managed-fields-updates", testKubectlManagedFieldsUpdates},
 		{"kubectl/edit", testKubectlEdit},
 		{"kubectl/rollout", testKubectlRollout},
 		{"kubectl/create-expose-run", testKubectlCreate},

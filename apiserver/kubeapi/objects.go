@@ -110,7 +110,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, q *request) err
 	if err != nil {
 		return err
 	}
-	req := &v1.CreateRequest{Object: a, DryRun: dry}
+	req := &v1.CreateRequest{Object: a, DryRun: dry, FieldManager: r.URL.Query().Get("fieldManager")}
 	out, err := h.call(r.Context(), "Create", req, func(ctx context.Context) (any, error) { return h.b.Objects().Create(ctx, req) })
 	if err != nil {
 		return err
@@ -139,7 +139,7 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request, q *request) err
 	if err != nil {
 		return err
 	}
-	req := &v1.UpdateRequest{Object: a, DryRun: dry}
+	req := &v1.UpdateRequest{Object: a, DryRun: dry, FieldManager: r.URL.Query().Get("fieldManager")}
 	method, f := "Update", h.b.Objects().Update
 	if q.sub == "status" {
 		method, f = "UpdateStatus", h.b.Objects().UpdateStatus

@@ -86,7 +86,7 @@ func (h *Handler) scale(w http.ResponseWriter, r *http.Request, q *request) erro
 		if err != nil {
 			return err
 		}
-		req := &v1.UpdateRequest{Object: a, DryRun: dry, Subresource: "scale"}
+		req := &v1.UpdateRequest{Object: a, DryRun: dry, Subresource: "scale", FieldManager: r.URL.Query().Get("fieldManager")}
 		out, err = h.call(ctx, "Update", req, func(ctx context.Context) (any, error) { return h.b.Objects().Update(ctx, req) })
 		if err != nil { // err of this case's scope
 			return err
@@ -104,7 +104,7 @@ func (h *Handler) scale(w http.ResponseWriter, r *http.Request, q *request) erro
 		if err != nil {
 			return err
 		}
-		req := &v1.PatchRequest{Kind: k.Name, Namespace: q.namespace, Name: q.name, Type: string(t), Patch: body, Subresource: "scale", DryRun: dry}
+		req := &v1.PatchRequest{Kind: k.Name, Namespace: q.namespace, Name: q.name, Type: string(t), Patch: body, Subresource: "scale", DryRun: dry, FieldManager: r.URL.Query().Get("fieldManager")}
 		out, err = h.call(ctx, "Patch", req, func(ctx context.Context) (any, error) { return h.b.Objects().Patch(ctx, req) })
 		if err != nil { // err of this case's scope
 			return err

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"text/template"
 
+	"google.golang.org/protobuf/proto"
 	"k8s.io/client-go/util/jsonpath"
 
 	"github.com/tugboat/tugboat/api/manifest"
@@ -31,12 +33,34 @@ type Output struct {
 	Format string
 	// NoHeaders leaves out the custom-columns header (--no-headers).
 	NoHeaders bool
+	// ShowManagedFields keeps metadata.managedFields in the documents
+	// (--show-managed-fields); by default they are left out, as kubectl
+	// does.
+	ShowManagedFields bool
 
 	text       string // the template as given, for errors
 	path       *jsonpath.JSONPath
 	tmpl       *template.Template
 	columns    []column
 	headerDone bool
+}
+
+// WithoutManagedFields is objs with metadata.managedFields left out
+// (copies of the objects that have them; objs itself is not changed).
+func WithoutManagedFields(objs []v1.Object) []v1.Object {
+	out, cloned := objs, false
+	for i, obj := range objs {
+		if len(obj.GetMetadata().GetManagedFields()) == 0 {
+			continue
+		}
+		if !cloned {
+			out, cloned = slices.Clone(objs), true
+		}
+		c := proto.Clone(obj).(v1.Object)
+		v1.Meta(c).ManagedFields = nil
+		out[i] = c
+	}
+	return out
 }
 
 // IsTable reports whether the output is a table of api/table's columns.
@@ -131,6 +155,9 @@ var templateFuncs = template.FuncMap{
 // columns (a row per object, after a header unless NoHeaders; a later
 // call for the same Output adds rows only, for a watch).
 func (o *Output) Print(w io.Writer, objs []v1.Object, single bool) error {
+	if !o.ShowManagedFields {
+		objs = WithoutManagedFields(objs)
+	}
 	switch o.Format {
 	case YAML, JSON, Name:
 		return WriteObjects(w, objs, o.Format, single)

@@ -311,3 +311,38 @@ func setDeploymentStatus(t *testing.T, c *client.Client, name string, fn func(*v
 		t.Fatal(err)
 	}
 }
+
+// -o yaml|json leaves metadata.managedFields out unless
+// --show-managed-fields, as kubectl; the entries are there: the test
+// client's create and tugctl label's Update.
+func TestGetManagedFields(t *testing.T) {
+	e := newEnv(t)
+	mustCreate(t, e.c, testPod("web", map[string]string{"app": "web"}))
+	mustOK(t, e.run("label", "pod", "web", "tier=front"))
+	p, err := client.For[*v1.Pod](e.c).Get(ctxT(t), "default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	managers := map[string]string{}
+	for _, m := range p.Metadata.ManagedFields {
+		managers[m.Manager] = m.Operation
+	}
+	if len(managers) != 2 {
+		t.Fatalf("managedFields after create and label: %v", p.Metadata.ManagedFields)
+	}
+	for _, args := range [][]string{{"-o", "yaml"}, {"-o", "json"}, {"-o", "jsonpath={.metadata.managedFields}"}} {
+		r := mustOK(t, e.run(append([]string{"get", "pod", "web"}, args...)...))
+		if strings.Contains(r.out, "managedFields") || strings.Contains(r.out, "operation") {
+			t.Errorf("get %v shows managedFields:\n%s", args, r.out)
+		}
+	}
+	r := mustOK(t, e.run("get", "pod", "web", "-o", "yaml", "--show-managed-fields"))
+	for m := range managers {
+		if !strings.Contains(r.out, "manager: "+m) {
+			t.Errorf("get -o yaml --show-managed-fields lacks manager %s:\n%s", m, r.out)
+		}
+	}
+	if !strings.Contains(r.out, "operation: Update") || !strings.Contains(r.out, "f:tier: {}") {
+		t.Errorf("get -o yaml --show-managed-fields:\n%s", r.out)
+	}
+}

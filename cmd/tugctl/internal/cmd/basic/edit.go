@@ -100,6 +100,9 @@ func runEdit(ctx context.Context, o *cli.Options, args []string, f *editFlags) e
 	for i, t := range targets {
 		objs[i] = t.Obj
 	}
+	// As kubectl: managedFields are not edited (an update that leaves
+	// them out keeps them).
+	objs = printers.WithoutManagedFields(objs)
 	var body []byte
 	if len(objs) == 1 {
 		body, err = manifest.Marshal(objs[0], format)

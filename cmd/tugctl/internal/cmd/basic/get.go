@@ -27,6 +27,7 @@ type getFlags struct {
 	forObject     string
 	sortBy        string
 	labelColumns  []string
+	managedFields bool
 }
 
 func newGetCommand(o *cli.Options) *cobra.Command {
@@ -63,6 +64,7 @@ separated; "all" is pods, services, deployments and replicasets.`,
 	fl.StringVar(&f.fieldSelector, "field-selector", "", "field selector on any scalar field by JSON path: spec.nodeName=n1,status.phase!=Running")
 	fl.BoolVar(&f.showLabels, "show-labels", false, "add a LABELS column")
 	fl.BoolVar(&f.noHeaders, "no-headers", false, "omit table headers")
+	fl.BoolVar(&f.managedFields, "show-managed-fields", false, "keep metadata.managedFields in yaml, json and template output")
 	fl.StringVar(&f.forObject, "for", "", "with events: only those about this object, KIND/NAME")
 	return cmd
 }
@@ -73,6 +75,7 @@ func runGet(ctx context.Context, o *cli.Options, args []string, f *getFlags) err
 		return err
 	}
 	output.NoHeaders = f.noHeaders
+	output.ShowManagedFields = f.managedFields
 	if f.sortBy != "" && f.watch {
 		return fmt.Errorf("--sort-by: not with --watch (a watch prints changes as they come)")
 	}
