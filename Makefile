@@ -1,4 +1,5 @@
-# Tugboat. `make build` puts every binary in bin/; `make test` runs the whole
+# Tugboat. `make build` puts every binary in bin/ (and tugboat-init, which
+# hack/install.sh runs to write a worker's containerd config); `make test` runs the whole
 # suite (real etcd, containerd, CNI: run hack/install-deps.sh first, as root).
 GO      ?= go
 BIN     := bin
@@ -17,7 +18,7 @@ all: build
 
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(CMDS))
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(CMDS)) ./deploy/tugboat-init
 
 # The full suite, as CI runs it: every package (tests that need root,
 # containerd or docker run here too), then each fuzz target briefly. The
@@ -69,11 +70,13 @@ deps:
 bench:
 	hack/bench/run.sh
 
-# The test and example images as OCI archives (no registry, no docker).
+# The test and example images as OCI archives (no registry, no docker), and
+# the CRI sandbox (pause) image nodes import (install.sh, tugboat up).
 images:
 	@mkdir -p $(BIN)/images
 	$(GO) run ./hack/mkimage -o $(BIN)/images/busybox.tar busybox
 	$(GO) run ./hack/mkimage -o $(BIN)/images/echo.tar echo
+	$(GO) run ./hack/mkimage -o $(BIN)/images/pause.tar pause
 
 # The docker-compose cluster (docker-compose.yaml): build every image on this
 # host (no registry, no base image), start it, wait for Ready nodes, write

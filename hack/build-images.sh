@@ -4,11 +4,13 @@
 #
 #   tugboat/control-plane   etcd, apiserver, scheduler, controller-manager,
 #                           tugctl, tugboat-init (static Go)
-#   tugboat/node            containerd, shim, ctr, runc, CNI plugins
-#                           (hack/build-static.sh), iptables + nft with
+#   tugboat/node            containerd, shim, ctr, runc, CNI plugins,
+#                           crictl (hack/build-static.sh) with
+#                           /etc/crictl.yaml, iptables + nft with
 #                           their libraries and busybox copied from this
 #                           host, kubelet, proxy, tugboat-init, and the
-#                           example image archives
+#                           example image archives and the CRI
+#                           sandbox (pause) image
 #   tugboat/registry        distribution registry, tugboat-init, the
 #                           example image archives
 #
@@ -54,7 +56,7 @@ step "built ${pkgs[*]##*/}"
 # --- example images (reproducible OCI archives) -------------------------------
 mkdir -p "$bin/images"
 "$GO" build -trimpath -buildvcs=false -o "$bin/mkimage" ./hack/mkimage
-for img in busybox echo; do
+for img in busybox echo pause; do
   "$bin/mkimage" -o "$bin/images/$img.tar" "$img" >/dev/null ||
     die "making the $img image failed (busybox needs Debian's busybox-static: hack/install-deps.sh)"
 done
@@ -124,9 +126,13 @@ put "$bin/images/echo.tar" "$ctx/registry/images/echo.tar"
 # node
 fresh node
 root=$ctx/node/rootfs
-for f in "$static"/containerd-*/* "$static"/runc-*/*; do
+for f in "$static"/containerd-"${CONTAINERD_VERSION:-v2.4.2}"/* "$static"/runc-"${RUNC_VERSION:-v1.5.3}"/* \
+  "$static"/crictl-"${CRICTL_VERSION:-v1.37.0}"/*; do
   put "$f" "$root/usr/local/bin/$(basename "$f")"
 done
+# crictl on the node talks to its containerd's CRI (the kubelet's
+# --container-runtime-endpoint): `docker exec worker-1 crictl pods`.
+printf 'runtime-endpoint: unix:///run/containerd/containerd.sock\nimage-endpoint: unix:///run/containerd/containerd.sock\ntimeout: 10\n' >"$root/etc/crictl.yaml"
 for f in "$static"/cni-plugins-*/*; do
   put "$f" "$root/opt/cni/bin/$(basename "$f")"
 done
@@ -157,6 +163,10 @@ for b in kubelet proxy tugboat-init; do
 done
 put "$bin/images/busybox.tar" "$ctx/node/images/busybox.tar"
 put "$bin/images/echo.tar" "$ctx/node/images/echo.tar"
+# The sandbox image the node's containerd config names (never pulled):
+# imported from the kubelet's import folder like the others; pods wait
+# for it (FailedCreatePodSandBox saying so) and start once it is in.
+put "$bin/images/pause.tar" "$ctx/node/images/pause.tar"
 step "staged build contexts in bin/compose"
 
 # --- docker build -------------------------------------------------------------

@@ -6,6 +6,8 @@
 #   CNI plugins bridge, host-local, portmap, loopback   CGO_ENABLED=0
 #   runc   cgo + Debian's libseccomp-dev, linked -static
 #   registry (distribution v3)   CGO_ENABLED=0
+#   crictl (sigs.k8s.io/cri-tools)   CGO_ENABLED=0, the CRI's own client for
+#                                    the node image (crictl pods, ps, logs)
 #
 # Each one lands in its own versioned folder of the cache
 # ($TUGBOAT_CACHE_DIR, default ~/.cache/tugboat) and is built once: a warm
@@ -21,6 +23,7 @@ CONTAINERD_VERSION=${CONTAINERD_VERSION:-v2.4.2}
 RUNC_VERSION=${RUNC_VERSION:-v1.5.3}
 CNI_PLUGINS_VERSION=${CNI_PLUGINS_VERSION:-v1.10.0}
 REGISTRY_VERSION=${REGISTRY_VERSION:-v3.1.2}
+CRICTL_VERSION=${CRICTL_VERSION:-v1.37.0}
 
 cache=${TUGBOAT_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tugboat}/static
 GO=${GO:-go}
@@ -86,6 +89,10 @@ build runc "$RUNC_VERSION" 1 -tags 'seccomp netgo osusergo urfave_cli_no_docs' \
 
 build registry "$REGISTRY_VERSION" 0 -ldflags '-s -w' \
   "github.com/distribution/distribution/v3/cmd/registry@$REGISTRY_VERSION"
+
+build crictl "$CRICTL_VERSION" 0 \
+  -ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$CRICTL_VERSION" \
+  "sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL_VERSION"
 
 if [[ $mode == --check ]]; then
   exit "$missing"

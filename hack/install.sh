@@ -20,7 +20,15 @@
 #       (joins with the token; its key never leaves the node) and the proxy.
 #       Give it the control plane's --cluster-cidr if that is not the
 #       default 10.244.0.0/16 (pod-to-pod traffic keeps its source address
-#       within it).
+#       within it). The kubelet drives containerd over CRI: install.sh
+#       writes containerd's config (bin/tugboat-init containerd-config: CRI
+#       on, Tugboat's pause image as the sandbox image, the CNI folders the
+#       kubelet writes its conflist into; an existing config not written by
+#       Tugboat is kept as config.toml.orig) and restarts it, puts the pause
+#       image (bin/images/pause.tar, `make images`) into the kubelet's
+#       import folder, and installs crictl with /etc/crictl.yaml (`crictl
+#       pods` shows the node's pods). --runtime containerd keeps the native
+#       backend (containerd's own API; containerd's config untouched).
 #   install.sh all-in-one
 #       bin/tugboat as one service: a single-node cluster.
 #   install.sh uninstall
@@ -28,6 +36,7 @@
 #
 # Common options:
 #   --bin-dir DIR       built binaries (default: bin/ next to this script's repo)
+#   --images-dir DIR    image archives of `make images` (default: <bin-dir>/images)
 #   --prefix DIR        install binaries into DIR/bin (default /usr/local)
 #   --etc-dir DIR       configuration (default /etc/tugboat)
 #   --data-dir DIR      state (default /var/lib/tugboat)
@@ -35,6 +44,11 @@
 #                       of writing units and starting them (the e2e test runs
 #                       the same files without systemd)
 #   --skip-packages     do not apt-get install anything
+#   worker only: --runtime cri|containerd, --containerd-socket PATH,
+#   --containerd-config FILE (/etc/containerd/config.toml),
+#   --containerd-root DIR, --containerd-state DIR (containerd's; default
+#   /var/lib/containerd, /run/containerd), --cni-conf-dir DIR
+#   (/etc/cni/net.d), --crictl-config FILE (/etc/crictl.yaml)
 #
 # Each component's command line lives in <etc-dir>/<component>.env as
 # ARGS="..."; its unit runs `<prefix>/bin/<component> $ARGS`. Edit the file
@@ -43,6 +57,7 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 bin_dir=$repo/bin
+images_dir=""
 prefix=/usr/local
 etc_dir=/etc/tugboat
 data_dir=/var/lib/tugboat
@@ -63,6 +78,13 @@ ca_file=""
 node_name=$(hostname | tr '[:upper:]_' '[:lower:]-')
 node_ip=""
 containerd_socket=/run/containerd/containerd.sock
+runtime=cri
+containerd_config=/etc/containerd/config.toml
+containerd_root=/var/lib/containerd
+containerd_state=/run/containerd
+cni_conf_dir=/etc/cni/net.d
+cni_bin_dir=/usr/lib/cni
+crictl_config=/etc/crictl.yaml
 registry_insecure=""
 token_ttl=24h
 kubelet_extra=()
@@ -79,6 +101,7 @@ shift
 while (($#)); do
   case $1 in
     --bin-dir) bin_dir=$2; shift ;;
+    --images-dir) images_dir=$2; shift ;;
     --prefix) prefix=$2; shift ;;
     --etc-dir) etc_dir=$2; shift ;;
     --data-dir) data_dir=$2; shift ;;
@@ -99,6 +122,13 @@ while (($#)); do
     --node-name) node_name=$2; shift ;;
     --node-ip) node_ip=$2; shift ;;
     --containerd-socket) containerd_socket=$2; shift ;;
+    --runtime) runtime=$2; shift ;;
+    --containerd-config) containerd_config=$2; shift ;;
+    --containerd-root) containerd_root=$2; shift ;;
+    --containerd-state) containerd_state=$2; shift ;;
+    --cni-conf-dir) cni_conf_dir=$2; shift ;;
+    --cni-bin-dir) cni_bin_dir=$2; shift ;;
+    --crictl-config) crictl_config=$2; shift ;;
     --registry-insecure) registry_insecure=$2; shift ;;
     --kubelet-arg) kubelet_extra+=("$2"); shift ;;
     --proxy-arg) proxy_extra+=("$2"); shift ;;
@@ -109,6 +139,7 @@ while (($#)); do
 done
 bin=$prefix/bin
 pki=$etc_dir/pki
+[[ -n $images_dir ]] || images_dir=$bin_dir/images
 
 # --- steps -------------------------------------------------------------------
 
@@ -290,6 +321,49 @@ CFG
   fi
 }
 
+# containerd_cri IMPORT_DIR: a worker's containerd set up for the kubelet's
+# CRI backend — its config (tugboat-init containerd-config, the renderer
+# the compose nodes and the test cluster use), the sandbox (pause) image
+# in the kubelet's import folder (never pulled), crictl and its config.
+containerd_cri() {
+  local import_dir=$1 mark="# containerd for a Tugboat kubelet (CRI)"
+  [[ -x $bin_dir/tugboat-init ]] || die "$bin_dir/tugboat-init not found: build with 'make build' (or pass --bin-dir)"
+  [[ -f $images_dir/pause.tar ]] || die "$images_dir/pause.tar not found: the runtime's sandbox image; make it with 'make images' (or pass --images-dir)"
+  if [[ -f $containerd_config ]] && ! head -n1 "$containerd_config" | grep -qF "$mark"; then
+    cp -p "$containerd_config" "$containerd_config.orig"
+    say "kept the existing $containerd_config as $containerd_config.orig"
+  fi
+  local reg=()
+  [[ -n $registry_insecure ]] && reg=(--registry-insecure "$registry_insecure" --registry-config-dir "$(dirname "$containerd_config")/certs.d")
+  mkdir -p "$cni_conf_dir"
+  "$bin_dir/tugboat-init" containerd-config -o "$containerd_config" --root "$containerd_root" --state "$containerd_state" \
+    --address "$containerd_socket" --cni-bin-dir "$cni_bin_dir" --cni-conf-dir "$cni_conf_dir" "${reg[@]}" ||
+    die "writing containerd's config failed (above)"
+  say "wrote $containerd_config (CRI on, sandbox image tugboat.local/pause:1.0, CNI $cni_bin_dir + $cni_conf_dir)"
+  mkdir -p "$import_dir"
+  install -m 0644 "$images_dir/pause.tar" "$import_dir/.pause.tar.new"
+  mv -f "$import_dir/.pause.tar.new" "$import_dir/pause.tar"
+  # crictl, the runtime layer's own tool: bin/'s, the static build's
+  # (hack/build-static.sh), or this host's.
+  local c
+  for c in "$bin_dir/crictl" "${TUGBOAT_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tugboat}"/static/crictl-*/crictl "$(command -v crictl || true)"; do
+    [[ -n $c && -x $c ]] || continue
+    [[ $(readlink -f "$c") == $(readlink -f "$bin/crictl" 2>/dev/null) ]] || install -m 0755 "$c" "$bin/crictl"
+    break
+  done
+  if [[ -x $bin/crictl ]]; then
+    if [[ ! -f $crictl_config ]] || head -n1 "$crictl_config" | grep -qF "# Written by hack/install.sh"; then
+      mkdir -p "$(dirname "$crictl_config")"
+      printf '# Written by hack/install.sh: crictl talks to the kubelet'"'"'s runtime.\nruntime-endpoint: unix://%s\nimage-endpoint: unix://%s\ntimeout: 10\n' \
+        "$containerd_socket" "$containerd_socket" >"$crictl_config"
+    else
+      say "left $crictl_config alone (not written by install.sh); it should name unix://$containerd_socket"
+    fi
+  else
+    say "no crictl to install (hack/build-static.sh builds one into ~/.cache/tugboat/static; copy it into $bin_dir)"
+  fi
+}
+
 worker() {
   need_root
   [[ -n $server ]] || die "--server HOST:PORT required (the control plane's apiserver)"
@@ -307,17 +381,27 @@ worker() {
     die "the cluster CA is needed to trust the apiserver: --ca-data (printed by join-command) or --ca-file"
   fi
   grep -q "BEGIN CERTIFICATE" "$pki/ca.crt" || die "$pki/ca.crt is not a PEM certificate"
-  if ((use_systemd)); then
-    systemctl enable --now containerd >/dev/null 2>&1 || true
-  fi
   local root=$data_dir/kubelet certs=$data_dir/kubelet/pki
-  local ip_flag=() reg_flag=()
+  local ip_flag=() reg_flag=() rt_flags=()
   [[ -n $node_ip ]] && ip_flag=(--node-ip "$node_ip")
   [[ -n $registry_insecure ]] && reg_flag=(--registry-insecure "$registry_insecure")
+  case $runtime in
+    cri)
+      containerd_cri "$root/images"
+      rt_flags=(--runtime cri --container-runtime-endpoint "unix://$containerd_socket" --cni-conf-dir "$cni_conf_dir")
+      reg_flag=() # containerd's hosts.toml does it
+      ;;
+    containerd) rt_flags=(--runtime containerd --containerd-socket "$containerd_socket") ;;
+    *) die "--runtime $runtime: want cri (over CRI, the default) or containerd (containerd's own API)" ;;
+  esac
+  if ((use_systemd)); then
+    systemctl enable containerd >/dev/null 2>&1 || true
+    systemctl restart containerd || die "containerd does not start with $containerd_config: journalctl -u containerd"
+  fi
   # The token is spent once on the node's certificate (kept in $certs,
   # renewed by the kubelet); it stays in the env file only until then.
   write_env kubelet --server "$server" --ca-file "$pki/ca.crt" --bootstrap-token "$token" --cert-dir "$certs" \
-    --node-name "$node_name" "${ip_flag[@]}" --root-dir "$root" --runtime containerd --containerd-socket "$containerd_socket" \
+    --node-name "$node_name" "${ip_flag[@]}" --root-dir "$root" "${rt_flags[@]}" \
     "${reg_flag[@]}" --cluster-cidr "$cluster_cidr" --metrics-listen 127.0.0.1:10248 "${kubelet_extra[@]}"
   chmod 600 "$etc_dir/kubelet.env"
   # The proxy uses the node's own certificate (nodes may read services,
@@ -335,8 +419,18 @@ all_in_one() {
   install_packages ca-certificates containerd runc containernetworking-plugins iptables nftables conntrack
   install_binaries tugboat tugctl
   mkdir -p "$data_dir"
-  write_env tugboat up --data-dir "$data_dir" --admin-config "$etc_dir/admin.config" \
-    --containerd-socket "$containerd_socket" "${kubelet_extra[@]}"
+  # The kubelet drives a containerd of its own over CRI (in
+  # $data_dir/containerd); its sandbox (pause) image and the example
+  # images come from bin/images (make images).
+  local img_flag=()
+  if compgen -G "$images_dir/*.tar" >/dev/null; then
+    mkdir -p "$data_dir/images"
+    cp -f "$images_dir"/*.tar "$data_dir/images/"
+    img_flag=(--import-images "$data_dir/images")
+  fi
+  [[ -f $data_dir/images/pause.tar || $runtime != cri ]] || say "no $images_dir/pause.tar (make images): pods wait for the sandbox image until it is imported"
+  write_env tugboat up --data-dir "$data_dir" --admin-config "$etc_dir/admin.config" --runtime "$runtime" \
+    --containerd-socket "$containerd_socket" "${img_flag[@]}" "${kubelet_extra[@]}"
   install_units tugboat.service
   start_units tugboat.service
   ((use_systemd)) && say "single-node cluster starting (journalctl -u tugboat); admin: export TUGBOAT_CONFIG=$etc_dir/admin.config"
@@ -368,11 +462,14 @@ uninstall() {
     (. "$etc_dir/tugboat.env" && set -- $ARGS && shift && "$bin/tugboat" down "$@") || say "tugboat down failed (above); removing the rest"
   fi
   [[ -x $bin/proxy ]] && "$bin/proxy" --cleanup >/dev/null 2>&1 || true
-  for u in apiserver scheduler controller-manager kubelet proxy tugctl tugboat; do rm -f "$bin/$u"; done
+  for u in apiserver scheduler controller-manager kubelet proxy tugctl tugboat crictl; do rm -f "$bin/$u"; done
+  if [[ -f $crictl_config ]] && head -n1 "$crictl_config" | grep -qF "# Written by hack/install.sh"; then
+    rm -f "$crictl_config"
+  fi
   # Pod network namespaces are bind mounts under the data dir.
   awk -v d="$data_dir/" 'index($2, d) == 1 {print $2}' /proc/mounts | sort -r | xargs -r umount -l
   rm -rf "$etc_dir" "$data_dir"
-  say "removed Tugboat (units, binaries, $etc_dir, $data_dir); containerd and the packages stay"
+  say "removed Tugboat (units, binaries, $etc_dir, $data_dir); containerd (with the config install.sh wrote: $containerd_config) and the packages stay"
 }
 
 case $cmd in

@@ -12,15 +12,23 @@
 #                           images).
 #   hack/local-up.sh status
 #
-# The node uses the containerd at $TUGBOAT_CONTAINERD_SOCKET
-# (/run/containerd/containerd.sock) if one answers there, else the kubelet
-# starts one of its own in .tugboat/containerd (as k3s does). The CNI
+# The kubelet drives its runtime over CRI (--runtime cri): a containerd
+# of its own in .tugboat/containerd (as k3s does), configured for it (CRI
+# on, Tugboat's pause image as the sandbox image, the CNI folders below),
+# unless TUGBOAT_CONTAINERD_SOCKET names a CRI runtime that answers (then
+# configure it yourself: its CNI conf dir must be .tugboat/cni/net.d and
+# the pause image imported). The pause image (hack/mkimage pause) goes into
+# the kubelet's import folder. `crictl --config .tugboat/crictl.yaml pods`
+# shows the node's pods. TUGBOAT_RUNTIME=containerd picks the native
+# backend: the containerd at TUGBOAT_CONTAINERD_SOCKET
+# (/run/containerd/containerd.sock) if one answers, else its own. The CNI
 # config goes to .tugboat/cni/net.d, never /etc/cni.
 #
 # Settings (environment): TUGBOAT_STATE (.tugboat), TUGBOAT_BIN (bin),
 # TUGBOAT_LISTEN (127.0.0.1:6443), TUGBOAT_KUBE_LISTEN (127.0.0.1:6444, the
 # Kubernetes API for kubectl), TUGBOAT_NODE_NAME (the host name),
-# TUGBOAT_NODE_IP (default: the kubelet's choice), TUGBOAT_CONTAINERD_SOCKET,
+# TUGBOAT_NODE_IP (default: the kubelet's choice), TUGBOAT_RUNTIME (cri or
+# containerd), TUGBOAT_CONTAINERD_SOCKET,
 # TUGBOAT_CONTAINERD_NAMESPACE (tugboat), TUGBOAT_CGROUP_ROOT (/tugboat),
 # TUGBOAT_CONFIG (~/.tugboat/config, the admin's tugctl config).
 set -euo pipefail
@@ -69,10 +77,16 @@ creds() { # certificate pair name -> client flags
 node_flags() {
   local node=$1 ip=${TUGBOAT_NODE_IP:-}
   {
-    printf '%s\n' --node-name "$node" --root-dir "$state/kubelet" --runtime containerd \
-      --containerd-socket "${TUGBOAT_CONTAINERD_SOCKET:-/run/containerd/containerd.sock}" \
-      --containerd-dir "$state/containerd" \
-      --containerd-namespace "${TUGBOAT_CONTAINERD_NAMESPACE:-tugboat}" \
+    printf '%s\n' --node-name "$node" --root-dir "$state/kubelet" --runtime "$runtime"
+    if [[ $runtime == cri ]]; then
+      # Nothing answers at the own containerd's socket before the kubelet
+      # starts it (nor after, where a long path puts it under /run).
+      printf '%s\n' --container-runtime-endpoint "unix://$(cri_socket)"
+    else
+      printf '%s\n' --containerd-socket "${TUGBOAT_CONTAINERD_SOCKET:-/run/containerd/containerd.sock}" \
+        --containerd-namespace "${TUGBOAT_CONTAINERD_NAMESPACE:-tugboat}"
+    fi
+    printf '%s\n' --containerd-dir "$state/containerd" \
       --cgroup-root "${TUGBOAT_CGROUP_ROOT:-/tugboat}" \
       --cni-conf-dir "$state/cni/net.d" --cluster-cidr 10.244.0.0/16
     [[ -n $ip ]] && printf '%s\n' --node-ip "$ip"
@@ -81,6 +95,42 @@ node_flags() {
     printf '%s\n' --node-name "$node"
     [[ -n $ip ]] && printf '%s\n' --node-ip "$ip"
   } >"$state/proxy.flags"
+}
+
+runtime=${TUGBOAT_RUNTIME:-cri}
+
+# cri_socket: the CRI runtime's socket — TUGBOAT_CONTAINERD_SOCKET's, else
+# the kubelet's own containerd's (<state>/containerd/containerd.sock while
+# that fits a unix socket path; else the kubelet puts it under /run and
+# logs it).
+cri_socket() { echo "${TUGBOAT_CONTAINERD_SOCKET:-$state/containerd/containerd.sock}"; }
+
+# sandbox_image: under CRI, the pause image into the kubelet's import
+# folder (the runtime's config names it; it is never pulled): bin/images's
+# (make images), else built with hack/mkimage.
+sandbox_image() {
+  local dir=$state/kubelet/images
+  [[ $runtime == cri && ! -f $dir/pause.tar ]] || return 0
+  mkdir -p "$dir"
+  if [[ -f $bin/images/pause.tar ]]; then
+    cp "$bin/images/pause.tar" "$dir/.pause.tar.tmp"
+  elif command -v go >/dev/null; then
+    go run ./hack/mkimage -o "$dir/.pause.tar.tmp" pause >/dev/null
+  else
+    echo "the CRI runtime needs the pause image: make images (bin/images/pause.tar), or put one in $dir" >&2
+    exit 1
+  fi
+  mv -f "$dir/.pause.tar.tmp" "$dir/pause.tar"
+  echo "put the sandbox (pause) image into $dir"
+}
+
+# crictl_config: crictl's config for the node's runtime (crictl --config).
+crictl_config() {
+  [[ $runtime == cri ]] || return 0
+  local sock
+  sock=$(cri_socket)
+  ((${#sock} <= 100)) || return 0
+  printf 'runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\ntimeout: 10\n' "$sock" "$sock" >"$state/crictl.yaml"
 }
 
 read_flags() { # component -> the array flags
@@ -95,6 +145,7 @@ preflight() {
   command -v curl >/dev/null || { echo "curl missing: run hack/install-deps.sh" >&2; exit 1; }
   [[ $(id -u) == 0 ]] || return 0
   local sock=${TUGBOAT_CONTAINERD_SOCKET:-/run/containerd/containerd.sock} missing=()
+  [[ $runtime == cri ]] && sock=$(cri_socket)
   if [[ ! -S $sock ]]; then
     for b in containerd containerd-shim-runc-v2 runc; do command -v "$b" >/dev/null || missing+=("$b"); done
   fi
@@ -122,6 +173,8 @@ up() {
   start controller-manager --server "$api" $(creds controller-manager) --metrics-listen 127.0.0.1:10257
   if [[ $(id -u) == 0 ]]; then
     node_flags "$node"
+    sandbox_image
+    crictl_config
     read_flags kubelet
     start kubelet --server "$api" $(creds "node-$node") --metrics-listen 127.0.0.1:10248 "${flags[@]}"
     read_flags proxy
@@ -146,6 +199,7 @@ CFG
   write_kubeconfig "$kubeconfig" "$kube" "$pki/ca.crt" "$pki/admin.crt" "$pki/admin.key" "$kube_mark"
   printf '%s\n' "$tugctl_config" "$kubeconfig" >"$state/configs-written"
   echo "cluster up (TLS, RBAC on; you are admin): $bin/tugctl get nodes — config in $tugctl_config"
+  [[ -f $state/crictl.yaml ]] && echo "the node's runtime: crictl --config $state/crictl.yaml pods"
   offer_kube_config "$kubeconfig"
   [[ -f $HOME/.kube/config ]] && head -n1 "$HOME/.kube/config" | grep -qxF "$kube_mark" && echo "$HOME/.kube/config" >>"$state/configs-written"
   return 0
@@ -172,7 +226,7 @@ down() {
     "$bin/kubelet" --cleanup "${flags[@]}" || rc=1
     read_flags proxy
     "$bin/proxy" --cleanup "${flags[@]}" || rc=1
-    ((rc)) || rm -f "$state/kubelet.flags" "$state/proxy.flags"
+    ((rc)) || rm -f "$state/kubelet.flags" "$state/proxy.flags" "$state/crictl.yaml"
   fi
   # The configs up wrote (each starts with its marker line), and their
   # folders if up made them and they are empty now.

@@ -133,6 +133,9 @@ func removePods(ctx context.Context, cfg Config, pcfg pod.Config, net *network.M
 			return err
 		}
 		defer rt.Close()
+		if err := waitCRIReady(ctx, rt); err != nil {
+			return err
+		}
 		return pod.RemoveAll(ctx, pcfg, rt, &criNetwork{rt: rt, ips: map[string]netip.Addr{}})
 	}
 	rt, err := containerd.New(containerd.Config{
@@ -168,5 +171,28 @@ func removeEmptyRuntimeDirs(namespace string, own bool) {
 	}
 	for _, d := range []string{"runc", "s", "fifo", ""} {
 		_ = os.Remove(filepath.Join(runtimeStateDir, d))
+	}
+}
+
+// criReadyTimeout bounds the wait for a CRI runtime that answers on its
+// socket to serve the CRI: a containerd just started (the kubelet's own,
+// started for the cleanup) answers its own API before its CRI plugin has
+// loaded its state ("server is not initialized yet").
+const criReadyTimeout = 30 * time.Second
+
+// waitCRIReady waits until the runtime lists its sandboxes.
+func waitCRIReady(ctx context.Context, rt *cri.Runtime) error {
+	ctx, cancel := context.WithTimeout(ctx, criReadyTimeout)
+	defer cancel()
+	for {
+		_, err := rt.ListPodSandbox(ctx, runtime.SandboxFilter{})
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the CRI runtime does not serve (%v): the pods' containers are not removed; run the cleanup again", err)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/tugboat/tugboat/internal/containerdconfig"
+	"github.com/tugboat/tugboat/kubelet/network"
+	"github.com/tugboat/tugboat/kubelet/pod"
 	"github.com/tugboat/tugboat/kubelet/runtime/containerd/daemon"
 	"github.com/tugboat/tugboat/kubelet/runtime/cri"
 )
@@ -42,6 +44,13 @@ func ownContainerd(ctx context.Context, cfg *Config, log *slog.Logger) (*daemon.
 	opts, err := cfg.ownContainerdOptions(log)
 	if err != nil {
 		return nil, fmt.Errorf("--containerd-dir: %w", err)
+	}
+	if cfg.Runtime == RuntimeCRI {
+		// Before its CRI plugin makes the folder: the kubelet's, removed
+		// by its cleanup.
+		if err := network.MakeConfDir(cfg.networkConfig(pod.Config{RootDir: cfg.RootDir})); err != nil {
+			return nil, fmt.Errorf("--cni-conf-dir: %w", err)
+		}
 	}
 	d, err := daemon.Start(ctx, opts)
 	if err != nil {

@@ -134,13 +134,14 @@ func parts(cfg Config) []part {
 }
 
 // kubeletConfig is the node's kubelet, without its client: what up runs
-// and down cleans up after. Its containerd is the one answering at
-// ContainerdSocket, or one of its own in <data-dir>/containerd. It drives
-// containerd natively: up imports no sandbox (pause) image yet, which the
-// CRI backend needs.
+// and down cleans up after. Under CRI (the default) its runtime is the one
+// at --container-runtime-endpoint, or a containerd of its own in
+// <data-dir>/containerd; natively the containerd answering at
+// ContainerdSocket, or its own.
 func kubeletConfig(cfg Config) kubelet.Config {
 	return kubelet.Config{
-		Runtime:             kubelet.RuntimeContainerd,
+		Runtime:             cfg.Runtime,
+		RuntimeEndpoint:     cfg.criEndpoint(),
 		NodeName:            cfg.NodeName,
 		NodeIP:              cfg.NodeIP,
 		RootDir:             filepath.Join(cfg.DataDir, "kubelet"),

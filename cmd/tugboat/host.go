@@ -18,6 +18,8 @@ import (
 
 	"github.com/tugboat/tugboat/api/pki"
 	"github.com/tugboat/tugboat/internal/atomicfile"
+	"github.com/tugboat/tugboat/internal/containerdconfig"
+	"github.com/tugboat/tugboat/kubelet"
 	"github.com/tugboat/tugboat/kubelet/runtime/containerd/daemon"
 )
 
@@ -29,10 +31,14 @@ func preflight(cfg Config) error {
 	if os.Geteuid() != 0 {
 		return errors.New("tugboat up needs root (sudo tugboat up): the kubelet makes network namespaces, mounts and cgroups")
 	}
-	if c, err := net.DialTimeout("unix", cfg.ContainerdSocket, 2*time.Second); err == nil {
+	sock := cfg.ContainerdSocket
+	if cfg.Runtime == kubelet.RuntimeCRI {
+		sock = strings.TrimPrefix(cfg.criEndpoint(), "unix://")
+	}
+	if c, err := net.DialTimeout("unix", sock, 2*time.Second); err == nil {
 		c.Close()
 	} else if berr := daemon.Check(); berr != nil {
-		return fmt.Errorf("no containerd answers at %s (%v), and the kubelet cannot start one of its own in %s: %v; install them: %s", cfg.ContainerdSocket, err, cfg.containerdDir(), berr, deps)
+		return fmt.Errorf("no containerd answers at %s (%v), and the kubelet cannot start one of its own in %s: %v; install them: %s", sock, err, cfg.containerdDir(), berr, deps)
 	}
 	found := false
 	for _, d := range cfg.CNIBinDirs {
@@ -185,6 +191,20 @@ func writeAdminConfigs(cfg Config, log *slog.Logger) error {
 	}
 	log.Info("wrote a tugctl config for the sudo user", "user", name, "config", cfgPath)
 	return nil
+}
+
+// checkSandboxImage warns, under CRI, when the node's import folder will
+// not hold the sandbox (pause) image its containerd names: pods then wait
+// with FailedCreatePodSandBox saying how to import it.
+func checkSandboxImage(cfg Config, log *slog.Logger) {
+	if cfg.Runtime != kubelet.RuntimeCRI || cfg.RuntimeEndpoint != "" {
+		return
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "kubelet", "images", "pause.tar")); err == nil {
+		return
+	}
+	log.Warn("no sandbox (pause) image for the node's containerd: pods wait until it is imported; `make images` writes bin/images/pause.tar, give --import-images bin/images",
+		"image", containerdconfig.DefaultSandboxImage)
 }
 
 // importImages copies the image archives of cfg.ImportImages into the

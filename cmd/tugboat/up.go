@@ -14,6 +14,8 @@ import (
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/apiserver"
+	"github.com/tugboat/tugboat/kubelet"
+	"github.com/tugboat/tugboat/kubelet/runtime/containerd/daemon"
 )
 
 // Config is the single-node cluster; every field has a flag of `tugboat up`.
@@ -29,9 +31,16 @@ type Config struct {
 	// NodeName and NodeIP identify the node (NodeIP empty: detected).
 	NodeName string
 	NodeIP   string
-	// ContainerdSocket, ContainerdNamespace and CgroupRoot place the pods.
-	// With no containerd answering at ContainerdSocket, the kubelet runs
-	// one of its own in <DataDir>/containerd.
+	// Runtime is the kubelet's backend (--runtime): cri (default) drives
+	// the runtime at RuntimeEndpoint over CRI, or, with RuntimeEndpoint
+	// empty, a containerd of the kubelet's own in <DataDir>/containerd
+	// configured for it (CRI on, Tugboat's pause image, the CNI folders);
+	// containerd drives containerd natively at ContainerdSocket (its own
+	// in <DataDir>/containerd when none answers there).
+	Runtime         string
+	RuntimeEndpoint string
+	// ContainerdSocket, ContainerdNamespace (native backend) and
+	// CgroupRoot place the pods.
 	ContainerdSocket    string
 	ContainerdNamespace string
 	CgroupRoot          string
@@ -72,6 +81,8 @@ func (c *Config) Validate() error {
 		return errors.New("--node-name: required (the host name is unknown)")
 	case len(c.CNIBinDirs) == 0:
 		return errors.New("--cni-bin-dir: required")
+	case c.Runtime != kubelet.RuntimeCRI && c.Runtime != kubelet.RuntimeContainerd:
+		return fmt.Errorf("--runtime %q: want %s or %s", c.Runtime, kubelet.RuntimeCRI, kubelet.RuntimeContainerd)
 	}
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("--listen %q: %v", c.Listen, err)
@@ -99,6 +110,16 @@ func (c Config) pkiDir() string { return filepath.Join(c.DataDir, "pki") }
 // containerdDir is where the kubelet runs a containerd of its own when
 // none answers at ContainerdSocket.
 func (c Config) containerdDir() string { return filepath.Join(c.DataDir, "containerd") }
+
+// criEndpoint is the kubelet's CRI endpoint: RuntimeEndpoint, else its
+// own containerd's socket (nothing answers there before the kubelet
+// starts it, so it does).
+func (c Config) criEndpoint() string {
+	if c.RuntimeEndpoint != "" {
+		return c.RuntimeEndpoint
+	}
+	return "unix://" + daemon.Address(c.containerdDir())
+}
 
 // dialAddr is how the components and tugctl reach the apiserver: Listen,
 // with a wildcard host replaced by loopback.
@@ -170,6 +191,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := importImages(cfg, log); err != nil {
 		return errors.Join(err, stopAPI())
 	}
+	checkSandboxImage(cfg, log)
 
 	var wg sync.WaitGroup
 	for _, c := range parts(cfg) {

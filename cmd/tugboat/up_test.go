@@ -10,7 +10,7 @@ import (
 
 func validConfig() Config {
 	return Config{DataDir: "/var/lib/tugboat", Listen: "127.0.0.1:6443", NodeName: "n1", CNIBinDirs: []string{"/usr/lib/cni"},
-		ClusterCIDR: "10.244.0.0/16", ServiceCIDR: "10.96.0.0/16"}
+		Runtime: "cri", ClusterCIDR: "10.244.0.0/16", ServiceCIDR: "10.96.0.0/16"}
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -25,6 +25,7 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.NodeName = "" }, "--node-name"},
 		{func(c *Config) { c.CNIBinDirs = nil }, "--cni-bin-dir"},
 		{func(c *Config) { c.Listen = "6443" }, "--listen"},
+		{func(c *Config) { c.Runtime = "docker" }, "--runtime"},
 		{func(c *Config) { c.NodeIP = "10.0.0" }, "--node-ip"},
 		{func(c *Config) { c.ClusterCIDR = "10.244.0.0" }, "--cluster-cidr"},
 		{func(c *Config) { c.ServiceCIDR = "" }, "--service-cidr"},

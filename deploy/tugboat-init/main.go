@@ -9,6 +9,10 @@
 //	                               then run containerd, the
 //	                               kubelet and the proxy, restarting any that
 //	                               exits, until SIGTERM
+//	tugboat-init containerd-config [flags]
+//	                               write a node's containerd config (CRI on,
+//	                               Tugboat's sandbox image and CNI folders):
+//	                               hack/install.sh's for a worker
 //	tugboat-init registry [flags]  run the distribution registry and push the
 //	                               image archives bundled in the image into it
 //	tugboat-init pki [flags]       make the cluster CA and certificates once
@@ -27,8 +31,9 @@ import (
 	"github.com/tugboat/tugboat/api/component"
 )
 
-const usage = `usage: tugboat-init node|registry|pki|probe [flags]
+const usage = `usage: tugboat-init node|containerd-config|registry|pki|probe [flags]
   node       prepare a node container and supervise containerd, kubelet, proxy
+  containerd-config  write a node's containerd config (CRI, sandbox image, CNI folders)
   registry   run the registry and push the bundled image archives into it
   pki        make the cluster certificates unless the CA exists
   probe URL  exit 0 iff URL answers 2xx (container healthchecks)
@@ -44,6 +49,8 @@ func main() {
 	switch cmd {
 	case "node":
 		run = runNode
+	case "containerd-config":
+		run = runContainerdConfig
 	case "registry":
 		run = runRegistry
 	case "pki":

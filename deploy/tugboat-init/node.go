@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/tugboat/tugboat/internal/containerdconfig"
 )
 
 // nodeConfig is what `tugboat-init node` needs; every field has a flag.
@@ -25,6 +27,15 @@ type nodeConfig struct {
 	ContainerdRoot     string
 	ContainerdState    string
 	ContainerdLogLevel string
+	// SandboxImage is the CRI plugin's pause image; CNIBinDir and
+	// CNIConfDir the CNI folders it uses (the kubelet's --cni-bin-dir and
+	// --cni-conf-dir).
+	SandboxImage          string
+	CNIBinDir, CNIConfDir string
+	// RegistryInsecure are registries (host:port) containerd pulls from
+	// over plain HTTP, through a hosts.toml each in RegistryConfigDir.
+	RegistryInsecure  []string
+	RegistryConfigDir string
 	// BundledImages holds image archives shipped in the node image; they
 	// are copied into ImportDir, the kubelet's watched import folder.
 	BundledImages string
@@ -47,6 +58,12 @@ func (c nodeConfig) Validate() error {
 		return fmt.Errorf("--containerd-root %q: must be an absolute path", c.ContainerdRoot)
 	case !filepath.IsAbs(c.ContainerdState):
 		return fmt.Errorf("--containerd-state %q: must be an absolute path", c.ContainerdState)
+	case !filepath.IsAbs(c.CNIBinDir):
+		return fmt.Errorf("--cni-bin-dir %q: must be an absolute path", c.CNIBinDir)
+	case !filepath.IsAbs(c.CNIConfDir):
+		return fmt.Errorf("--cni-conf-dir %q: must be an absolute path", c.CNIConfDir)
+	case c.SandboxImage == "":
+		return errors.New("--sandbox-image: required")
 	case len(c.KubeletArgs) == 0:
 		return errors.New("--kubelet-args (env TUGBOAT_KUBELET_ARGS): required")
 	}
@@ -61,13 +78,18 @@ func (c nodeConfig) Validate() error {
 func parseNodeFlags(args []string) (nodeConfig, error) {
 	var c nodeConfig
 	host, _ := os.Hostname()
-	var kubelet, proxy, sysctls string
+	var kubelet, proxy, sysctls, registries string
 	fl := flag.NewFlagSet("tugboat-init node", flag.ContinueOnError)
 	fl.StringVar(&c.NodeName, "node-name", envOr("NODE_NAME", host), "node name substituted for $NODE_NAME (env NODE_NAME; default the hostname)")
 	fl.StringVar(&c.ContainerdConfig, "containerd-config", "/etc/containerd/config.toml", "where to write containerd's config")
 	fl.StringVar(&c.ContainerdRoot, "containerd-root", "/var/lib/containerd", "containerd's root (must be a volume)")
 	fl.StringVar(&c.ContainerdState, "containerd-state", "/run/containerd", "containerd's state folder; its socket is containerd.sock in it")
 	fl.StringVar(&c.ContainerdLogLevel, "containerd-log-level", "warn", "containerd's --log-level")
+	fl.StringVar(&c.SandboxImage, "sandbox-image", containerdconfig.DefaultSandboxImage, "the CRI plugin's sandbox (pause) image, bundled in the node image")
+	fl.StringVar(&c.CNIBinDir, "cni-bin-dir", "/opt/cni/bin", "the CNI plugins containerd runs for each sandbox")
+	fl.StringVar(&c.CNIConfDir, "cni-conf-dir", "/etc/cni/net.d", "where the kubelet writes its conflist and containerd reads it")
+	fl.StringVar(&registries, "registry-insecure", os.Getenv("TUGBOAT_REGISTRY_INSECURE"), "registries (host:port, comma-separated) containerd pulls from over plain HTTP (env TUGBOAT_REGISTRY_INSECURE)")
+	fl.StringVar(&c.RegistryConfigDir, "registry-config-dir", "/etc/containerd/certs.d", "containerd's registry hosts folder")
 	fl.StringVar(&c.BundledImages, "bundled-images", "/usr/share/tugboat/images", "image archives shipped in the node image")
 	fl.StringVar(&c.ImportDir, "import-dir", "/var/lib/tugboat/kubelet/images", "the kubelet's image import folder")
 	fl.StringVar(&kubelet, "kubelet-args", os.Getenv("TUGBOAT_KUBELET_ARGS"), "the kubelet's arguments (env TUGBOAT_KUBELET_ARGS)")
@@ -77,6 +99,7 @@ func parseNodeFlags(args []string) (nodeConfig, error) {
 		return c, err
 	}
 	c.Sysctls = splitList(sysctls)
+	c.RegistryInsecure = splitList(registries)
 	c.KubeletArgs = expandArgs(kubelet, c.NodeName)
 	c.ProxyArgs = expandArgs(proxy, c.NodeName)
 	return c, c.Validate()

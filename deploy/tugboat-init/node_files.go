@@ -11,37 +11,44 @@ import (
 	"time"
 
 	"github.com/tugboat/tugboat/internal/atomicfile"
+	"github.com/tugboat/tugboat/internal/containerdconfig"
 )
 
-// containerdConfig renders containerd's config (version 4, containerd
-// 2.1+) for a node container: the root on a volume, its own state folder
-// and socket, and the CRI plugins off (the kubelet drives containerd
-// through its Go client, not CRI, and CRI would only look for a CNI config
-// of its own).
-func containerdConfig(root, state string) string {
-	return fmt.Sprintf(`# Written by tugboat-init at every start; edits are lost.
-version = 4
-root = %q
-state = %q
-disabled_plugins = [
-  "io.containerd.grpc.v1.cri",
-  "io.containerd.cri.v1.images",
-  "io.containerd.cri.v1.runtime",
-  "io.containerd.podsandbox.controller.v1.podsandbox",
-]
-
-[plugins."io.containerd.server.v1.grpc"]
-  address = %q
-`, root, state, filepath.Join(state, "containerd.sock"))
+// containerdConfig renders containerd's config for a node container
+// (package containerdconfig, the one renderer every Tugboat node's
+// containerd is configured by): the root on a volume, its own state folder
+// and socket, the CRI plugin on for the kubelet's CRI backend with
+// Tugboat's pause image as the sandbox image (bundled in the node image,
+// imported from the kubelet's import folder, never pulled), the CNI
+// folders the kubelet writes its conflist into and the runtime runs the
+// plugins of, and a hosts.toml for each plain-HTTP registry.
+func containerdConfig(c nodeConfig) (string, error) {
+	o := containerdconfig.Options{
+		Root: c.ContainerdRoot, State: c.ContainerdState, SandboxImage: c.SandboxImage,
+		CNIBinDir: c.CNIBinDir, CNIConfDir: c.CNIConfDir, LogLevel: c.ContainerdLogLevel,
+	}
+	if len(c.RegistryInsecure) > 0 {
+		o.RegistryConfigDir = c.RegistryConfigDir
+	}
+	return containerdconfig.Render(o)
 }
 
 func writeContainerdConfig(c nodeConfig) error {
-	for _, d := range []string{c.ContainerdRoot, c.ContainerdState} {
+	for _, d := range []string{c.ContainerdRoot, c.ContainerdState, c.CNIConfDir} {
 		if err := os.MkdirAll(d, 0o711); err != nil {
 			return err
 		}
 	}
-	return writeFileAtomic(c.ContainerdConfig, []byte(containerdConfig(c.ContainerdRoot, c.ContainerdState)), 0o644)
+	if len(c.RegistryInsecure) > 0 {
+		if err := containerdconfig.WritePlainHTTPHosts(c.RegistryConfigDir, c.RegistryInsecure); err != nil {
+			return err
+		}
+	}
+	text, err := containerdConfig(c)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(c.ContainerdConfig, []byte(text), 0o644)
 }
 
 // copyBundledImages copies the image archives (*.tar) shipped in the image

@@ -30,7 +30,8 @@ func TestExpandArgs(t *testing.T) {
 }
 
 func TestNodeConfigValidate(t *testing.T) {
-	good := nodeConfig{NodeName: "w1", ContainerdRoot: "/var/lib/containerd", ContainerdState: "/run/containerd", KubeletArgs: []string{"--x"}}
+	good := nodeConfig{NodeName: "w1", ContainerdRoot: "/var/lib/containerd", ContainerdState: "/run/containerd", KubeletArgs: []string{"--x"},
+		SandboxImage: "tugboat.local/pause:1.0", CNIBinDir: "/opt/cni/bin", CNIConfDir: "/etc/cni/net.d"}
 	if err := good.Validate(); err != nil {
 		t.Fatalf("good config: %v", err)
 	}
@@ -42,6 +43,8 @@ func TestNodeConfigValidate(t *testing.T) {
 		{"no node", func(c *nodeConfig) { c.NodeName = "" }, "--node-name"},
 		{"relative root", func(c *nodeConfig) { c.ContainerdRoot = "var/lib" }, "--containerd-root"},
 		{"relative state", func(c *nodeConfig) { c.ContainerdState = "run" }, "--containerd-state"},
+		{"relative cni conf dir", func(c *nodeConfig) { c.CNIConfDir = "net.d" }, "--cni-conf-dir"},
+		{"no sandbox image", func(c *nodeConfig) { c.SandboxImage = "" }, "--sandbox-image"},
 		{"no kubelet", func(c *nodeConfig) { c.KubeletArgs = nil }, "--kubelet-args"},
 		{"bad sysctl", func(c *nodeConfig) { c.Sysctls = []string{"net.ipv4.ip_forward"} }, "--sysctl"},
 	} {
@@ -107,23 +110,42 @@ func TestCgroupHierarchiesSkipsSymlinks(t *testing.T) {
 }
 
 func TestContainerdConfigParses(t *testing.T) {
+	c := nodeConfig{
+		ContainerdRoot: "/var/lib/containerd", ContainerdState: "/run/containerd", SandboxImage: "tugboat.local/pause:1.0",
+		CNIBinDir: "/opt/cni/bin", CNIConfDir: "/etc/cni/net.d",
+		RegistryInsecure: []string{"registry:5000"}, RegistryConfigDir: "/etc/containerd/certs.d",
+	}
+	text, err := containerdConfig(c)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var cfg struct {
 		Version         int
 		Root, State     string
 		DisabledPlugins []string `toml:"disabled_plugins"`
+		GRPC            struct{ Address string }
 		Plugins         map[string]map[string]any
 	}
-	if err := toml.Unmarshal([]byte(containerdConfig("/var/lib/containerd", "/run/containerd")), &cfg); err != nil {
+	if err := toml.Unmarshal([]byte(text), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Version != 4 || cfg.Root != "/var/lib/containerd" || cfg.State != "/run/containerd" {
+	if cfg.Version != 2 || cfg.Root != "/var/lib/containerd" || cfg.State != "/run/containerd" {
 		t.Errorf("config = %+v", cfg)
 	}
-	if got := cfg.Plugins["io.containerd.server.v1.grpc"]["address"]; got != "/run/containerd/containerd.sock" {
-		t.Errorf("grpc address = %v", got)
+	if cfg.GRPC.Address != "/run/containerd/containerd.sock" {
+		t.Errorf("grpc address = %v", cfg.GRPC.Address)
 	}
-	if len(cfg.DisabledPlugins) == 0 || cfg.DisabledPlugins[0] != "io.containerd.grpc.v1.cri" {
-		t.Errorf("disabled plugins = %q, want CRI off", cfg.DisabledPlugins)
+	for _, p := range cfg.DisabledPlugins {
+		if strings.Contains(p, "cri") {
+			t.Errorf("disabled plugins %q: want the CRI on", cfg.DisabledPlugins)
+		}
+	}
+	cri := cfg.Plugins["io.containerd.grpc.v1.cri"]
+	cni, _ := cri["cni"].(map[string]any)
+	reg, _ := cri["registry"].(map[string]any)
+	if cri["sandbox_image"] != "tugboat.local/pause:1.0" || cni["bin_dir"] != "/opt/cni/bin" || cni["conf_dir"] != "/etc/cni/net.d" ||
+		reg["config_path"] != "/etc/containerd/certs.d" {
+		t.Errorf("CRI plugin config = %v", cri)
 	}
 }
 

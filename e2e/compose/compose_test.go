@@ -124,6 +124,14 @@ func TestComposeCluster(t *testing.T) {
 		t.Errorf("want the start line and the requests: %v", err)
 	}
 
+	// The runtime layer seen with crictl on the node.
+	for p, n := range pods {
+		if n == "worker-1" {
+			checkCrictl(t, ctx, e, p, n)
+			break
+		}
+	}
+
 	// A pod whose image the node pulls from the cluster's registry.
 	if _, err := e.tugctl(ctx, "apply", "-f", filepath.Join(e.module, "deploy", "examples", "registry-pod.yaml")); err != nil {
 		t.Fatal(err)
@@ -187,8 +195,10 @@ func webPods(t *testing.T, ctx context.Context, e *env) map[string]string {
 		t.Fatal(err)
 	}
 	pods := map[string]string{}
+	// RESTARTS of a restarted pod reads "1 (2m ago)", as kubectl's.
+	lastRestart := regexp.MustCompile(`\([^)]* ago\)`)
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		if f := strings.Fields(line); len(f) >= 7 && f[2] == "Running" {
+		if f := strings.Fields(lastRestart.ReplaceAllString(line, "")); len(f) >= 7 && f[2] == "Running" {
 			pods[f[0]] = f[6]
 		}
 	}

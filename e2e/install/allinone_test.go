@@ -15,8 +15,9 @@ import (
 	"github.com/tugboat/tugboat/kubelet/runtime"
 )
 
-// TestAllInOne runs `tugboat up` in one lab host, runs the quick-start
-// workload on it, and stops it with SIGTERM.
+// TestAllInOne runs `tugboat up` in one lab host (its kubelet over CRI to
+// a containerd of its own, the pause image from --import-images), runs
+// the quick-start workload on it, and stops it with SIGTERM.
 func TestAllInOne(t *testing.T) {
 	r := newRun(t, 1)
 	h := r.lab.Hosts[0]
@@ -27,8 +28,6 @@ func TestAllInOne(t *testing.T) {
 		"--listen", h.IP.String()+":6443",
 		"--node-name", "aio",
 		"--node-ip", h.IP.String(),
-		"--containerd-socket", r.ctd.Address,
-		"--containerd-namespace", "tugboat-aio",
 		"--cgroup-root", r.cgroupRoot("aio"),
 		"--cni-conf-dir", filepath.Join(data, "cni"),
 		"--import-images", built.imagesDir,
@@ -65,18 +64,17 @@ func TestAllInOne(t *testing.T) {
 
 	// tugboat down, with up's node flags, leaves nothing of the node.
 	if out, err := h.Output(r.ctx, exec.Command(filepath.Join(built.binDir, "tugboat"), "down",
-		"--data-dir", data, "--node-name", "aio", "--containerd-socket", r.ctd.Address,
-		"--containerd-namespace", "tugboat-aio", "--cgroup-root", r.cgroupRoot("aio"),
+		"--data-dir", data, "--node-name", "aio", "--cgroup-root", r.cgroupRoot("aio"),
 		"--cni-conf-dir", filepath.Join(data, "cni"), "--no-user-config")); err != nil {
 		t.Fatalf("tugboat down: %v\n%s", err, out)
 	}
-	ctr, err := r.ctd.Client("tugboat-aio")
-	if err != nil {
-		t.Fatal(err)
+	// The kubelet's own containerd (CRI): purged, stopped, its runtime
+	// state removed; its image store stays for the next start.
+	if _, err := os.Stat(filepath.Join(data, "containerd", "state")); !os.IsNotExist(err) {
+		t.Errorf("the kubelet's containerd's state is still there (%v)", err)
 	}
-	defer ctr.Close()
-	if cs, err := ctr.Containers(r.ctx); err != nil || len(cs) > 0 {
-		t.Errorf("containers left in namespace tugboat-aio: %d (%v)", len(cs), err)
+	if ps, _ := exec.Command("pgrep", "-f", filepath.Join(data, "containerd")).Output(); len(ps) > 0 {
+		t.Errorf("processes of the kubelet's containerd left: %s", ps)
 	}
 	if dirs := runtime.CgroupDirs(r.cgroupRoot("aio")); len(dirs) > 0 {
 		t.Errorf("cgroups left: %v", dirs)

@@ -20,13 +20,14 @@ import (
 	"github.com/tugboat/tugboat/e2e/netlab"
 	"github.com/tugboat/tugboat/kubelet/network/networktest"
 	"github.com/tugboat/tugboat/kubelet/runtime/containerd/containerdtest"
+	"github.com/tugboat/tugboat/kubelet/runtime/containerd/daemon"
 )
 
 // built holds the binaries and image archives TestMain made, or why it
 // could not.
 var built struct {
 	binDir    string // apiserver, scheduler, ..., tugctl, tugboat
-	imagesDir string // busybox.tar, echo.tar
+	imagesDir string // busybox.tar, echo.tar, pause.tar (make images)
 	moduleDir string
 	skip      error
 }
@@ -84,7 +85,7 @@ func build(ctx context.Context, dir string) error {
 	built.imagesDir = filepath.Join(dir, "images")
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", built.binDir+"/",
 		"./cmd/apiserver", "./cmd/scheduler", "./cmd/controller-manager", "./cmd/kubelet",
-		"./cmd/proxy", "./cmd/tugctl", "./cmd/tugboat")
+		"./cmd/proxy", "./cmd/tugctl", "./cmd/tugboat", "./deploy/tugboat-init")
 	cmd.Dir = mod
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -93,7 +94,7 @@ func build(ctx context.Context, dir string) error {
 	if err := os.MkdirAll(built.imagesDir, 0o755); err != nil {
 		return err
 	}
-	for _, name := range []string{"busybox", "echo"} {
+	for _, name := range []string{"busybox", "echo", "pause"} {
 		f, err := os.Create(filepath.Join(built.imagesDir, name+".tar"))
 		if err != nil {
 			return err
@@ -306,4 +307,39 @@ func hold(t *testing.T, lab *netlab.Lab) {
 	}
 	t.Logf("TUGBOAT_E2E_HOLD: keeping lab %s (hosts %s..) for %s", lab.ID, lab.Hosts[0].Name, d)
 	time.Sleep(d)
+}
+
+// startContainerd starts host h's containerd as its systemd unit would,
+// on the config install.sh wrote (root, state and socket in dir), in the
+// host's network namespace (the CNI plugins it runs make the bridge
+// there). It is stopped, with what is left in it removed through the CRI,
+// when the test ends, after h's processes.
+func (r *run) startContainerd(h *netlab.Host, dir, config string) *containerdtest.Containerd {
+	r.t.Helper()
+	text, err := os.ReadFile(config)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	d, err := daemon.Start(r.ctx, daemon.Options{Dir: dir, Config: string(text), NetNS: h.NetnsPath, Logger: r.log})
+	if err != nil {
+		r.t.Fatalf("containerd of %s on %s: %v", h.Name, config, err)
+	}
+	c := &containerdtest.Containerd{Daemon: d, CRIEndpoint: "unix://" + d.Address}
+	r.t.Cleanup(func() {
+		h.Stop()
+		if err := c.Stop(); err != nil {
+			r.t.Errorf("stop containerd of %s: %v", h.Name, err)
+		}
+	})
+	return c
+}
+
+// crictl runs crictl against a CRI endpoint and returns its output.
+func crictl(ctx context.Context, endpoint string, args ...string) (string, error) {
+	args = append([]string{"--runtime-endpoint", endpoint, "--image-endpoint", endpoint, "--timeout", "10s"}, args...)
+	out, err := exec.CommandContext(ctx, "crictl", args...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("crictl %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
 }

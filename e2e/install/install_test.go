@@ -13,6 +13,7 @@ import (
 	"github.com/tugboat/tugboat/e2e/netlab"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 	"github.com/tugboat/tugboat/kubelet/runtime/containerd/containerdtest"
+	"github.com/tugboat/tugboat/kubelet/runtime/containerd/daemon"
 )
 
 // hostDirs are a host's install locations (the hosts share one file
@@ -26,8 +27,8 @@ func (r *run) hostDirs(h *netlab.Host) (prefix, etc, data string) {
 // host's folders, no systemd, no packages (the machine has them).
 func (r *run) common(h *netlab.Host) []string {
 	prefix, etc, data := r.hostDirs(h)
-	return []string{"--no-systemd", "--skip-packages", "--bin-dir", built.binDir,
-		"--prefix", prefix, "--etc-dir", etc, "--data-dir", data}
+	return []string{"--no-systemd", "--skip-packages", "--bin-dir", built.binDir, "--images-dir", built.imagesDir,
+		"--prefix", prefix, "--etc-dir", etc, "--data-dir", data, "--crictl-config", filepath.Join(etc, "crictl.yaml")}
 }
 
 // TestInstallScript installs a control plane and two workers with
@@ -51,18 +52,30 @@ func TestInstallScript(t *testing.T) {
 	})
 
 	var nodeIPs []string
+	var ctds []*containerdtest.Containerd
 	for i, h := range workers {
 		name := fmt.Sprintf("worker-%d", i+1)
 		join := joinArgs(t, r.installSh(append([]string{"join-command"}, r.common(cp)...)...))
 		prefix, etc, data := r.hostDirs(h)
 		args := append([]string{"worker"}, join...)
 		args = append(args, r.common(h)...)
-		args = append(args, "--node-name", name, "--node-ip", h.IP.String(), "--containerd-socket", r.ctd.Address,
-			"--kubelet-arg", "--containerd-namespace=tugboat-"+name,
+		// The worker's containerd, as on a VM: its config is the one
+		// install.sh writes (CRI on), here with root, state and socket in
+		// the host's folder (outside the data dir uninstall removes, as
+		// /var/lib/containerd is).
+		ctdDir := filepath.Join(r.dir, h.Name, "containerd")
+		args = append(args, "--node-name", name, "--node-ip", h.IP.String(),
+			"--containerd-config", filepath.Join(etc, "containerd", "config.toml"),
+			"--containerd-root", filepath.Join(ctdDir, "root"), "--containerd-state", filepath.Join(ctdDir, "state"),
+			"--containerd-socket", daemon.Address(ctdDir),
+			"--cni-conf-dir", filepath.Join(data, "cni"),
 			"--kubelet-arg", "--cgroup-root="+r.cgroupRoot(name),
-			"--kubelet-arg", "--cni-conf-dir="+filepath.Join(data, "cni"),
 			"--kubelet-arg", "--node-status-interval=1s")
 		r.installSh(args...)
+		ctds = append(ctds, r.startContainerd(h, ctdDir, filepath.Join(etc, "containerd", "config.toml")))
+		if b, err := os.ReadFile(filepath.Join(etc, "crictl.yaml")); err != nil || !strings.Contains(string(b), "runtime-endpoint: unix://"+daemon.Address(ctdDir)) {
+			t.Errorf("crictl config install.sh wrote (%v):\n%s", err, b)
+		}
 		// What the README says for an air-gapped lab: the example images
 		// into the node's import folder.
 		for _, img := range []string{"busybox.tar", "echo.tar"} {
@@ -101,6 +114,11 @@ func TestInstallScript(t *testing.T) {
 	}
 
 	quickStart(t, r.ctx, admin, nodeIPs)
+	// crictl on a worker (install.sh installed it, with its config) shows
+	// the kubelet's pods by their Kubernetes names.
+	if pods, err := crictl(r.ctx, ctds[0].CRIEndpoint, "pods", "--namespace", "default", "--label", "app=web"); err != nil || !strings.Contains(pods, "web-") {
+		t.Errorf("crictl pods on worker-1 (%v):\n%s", err, pods)
+	}
 
 	// install.sh uninstall on a worker whose components stopped (as
 	// systemctl stop would; here the host loses power): nothing of the
@@ -115,13 +133,10 @@ func TestInstallScript(t *testing.T) {
 	if err := w.Run(r.ctx, cmd); err != nil {
 		t.Fatalf("install.sh uninstall: %v\n%s", err, out.String())
 	}
-	ctr, err := r.ctd.Client("tugboat-worker-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctr.Close()
-	if cs, err := ctr.Containers(r.ctx); err != nil || len(cs) > 0 {
-		t.Errorf("containers left in namespace tugboat-worker-1: %d (%v)\n%s", len(cs), err, out.String())
+	for _, what := range [][]string{{"pods", "-q"}, {"ps", "-a", "-q"}} {
+		if left, err := crictl(r.ctx, ctds[0].CRIEndpoint, what...); err != nil || strings.TrimSpace(left) != "" {
+			t.Errorf("crictl %s on worker-1 after uninstall (%v):\n%s\n%s", strings.Join(what, " "), err, left, out.String())
+		}
 	}
 	if dirs := runtime.CgroupDirs(r.cgroupRoot("worker-1")); len(dirs) > 0 {
 		t.Errorf("cgroups left: %v", dirs)

@@ -71,7 +71,11 @@ func TestLocalUpDownLeavesNothing(t *testing.T) {
 	tmp := t.TempDir()
 	state := filepath.Join(tmp, "state")
 	bin := buildBinaries(t, filepath.Join(tmp, "bin"))
-	importBusybox(t, filepath.Join(state, "kubelet", "images"))
+	// busybox for the pod, and the CRI runtime's sandbox (pause) image
+	// (local-up would build it with the go tool, which has no network in
+	// the lab host).
+	importImage(t, filepath.Join(state, "kubelet", "images"), "busybox")
+	importImage(t, filepath.Join(state, "kubelet", "images"), "pause")
 
 	lab := netlab.NewForTest(t, netlab.Config{Hosts: 1})
 	h := lab.Hosts[0]
@@ -221,19 +225,19 @@ func buildBinaries(t *testing.T, dir string) string {
 	return dir
 }
 
-// importBusybox puts the busybox image archive into the kubelet's import
-// folder, which it imports from when it starts.
-func importBusybox(t *testing.T, dir string) {
+// importImage puts an image archive (deploy/images name) into the
+// kubelet's import folder, which it imports from when it starts.
+func importImage(t *testing.T, dir, name string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Create(filepath.Join(dir, "busybox.tar"))
+	f, err := os.Create(filepath.Join(dir, name+".tar"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := images.Build(context.Background(), "busybox", f, images.BuildOptions{}); err != nil {
+	if err := images.Build(context.Background(), name, f, images.BuildOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -20,7 +20,15 @@ const confDirMadeFile = "conf-dir-made"
 
 // makeConfDir creates ConfDir and records, the first time, the topmost
 // folder it had to create.
-func (m *Manager) makeConfDir() error {
+func (m *Manager) makeConfDir() error { return MakeConfDir(m.cfg) }
+
+// MakeConfDir creates cfg.ConfDir as the Manager does, recording the
+// topmost folder it had to create so that Cleanup removes it. The kubelet
+// calls it before starting a CRI runtime of its own, which would
+// otherwise make the folder first (containerd's CRI plugin creates its
+// CNI conf dir) and leave it looking like the operator's.
+func MakeConfDir(cfg Config) error {
+	m := &Manager{cfg: cfg}
 	top := ""
 	for d := m.cfg.ConfDir; ; d = filepath.Dir(d) {
 		if _, err := os.Stat(d); err == nil {
