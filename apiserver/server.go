@@ -140,6 +140,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.admission["Service"] = append(s.admission["Service"], alloc)
 	s.admission["Node"] = append(s.admission["Node"], nodeBindingsCleaner{s.store}, nodeRestriction{})
 	s.admission["PersistentVolumeClaim"] = append(s.admission["PersistentVolumeClaim"], claimAdmission{s.store}, limitRanger{s.store})
+	s.admission["Ingress"] = append(s.admission["Ingress"], ingressAdmission{s.store})
 	// LimitRanger first, as in Kubernetes: later steps (the quota) see the
 	// defaults it sets.
 	s.admission["Pod"] = append(s.admission["Pod"], limitRanger{s.store})

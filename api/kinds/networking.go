@@ -1,4 +1,4 @@
-// The networking group (networking.k8s.io/v1): NetworkPolicy, IngressClass.
+// The networking group (networking.k8s.io/v1): NetworkPolicy, IngressClass, Ingress.
 
 package kinds
 
@@ -13,6 +13,10 @@ var networkingKinds = []*Kind{
 	{Name: "IngressClass", Plural: "ingressclasses", APIVersion: "networking.k8s.io/v1",
 		New: func() v1.Object { return &v1.IngressClass{} }, Default: typedDefault(defaultIngressClass), Validate: typed(validation.IngressClass),
 		ValidateUpdate: typedUpdate(validation.IngressClassUpdate)},
+	// Kubernetes defaults nothing in an Ingress (pathType is required in
+	// v1); the default class is filled in by the apiserver's admission.
+	{Name: "Ingress", Plural: "ingresses", Short: []string{"ing"}, APIVersion: "networking.k8s.io/v1", Namespaced: true,
+		New: func() v1.Object { return &v1.Ingress{} }, Default: noDefault, Validate: typed(validation.Ingress)},
 }
 
 // defaultIngressClass is Kubernetes' SetDefaults_IngressClass: a

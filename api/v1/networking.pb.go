@@ -641,6 +641,795 @@ func (x *IngressClassParametersReference) GetNamespace() string {
 	return ""
 }
 
+// Ingress routes HTTP(S) requests by host and path to Services. Ingresses
+// of class tugboat (or of none, with tugboat the default class) are served
+// by every node's proxy (proxy/ingress) on the node's ports 80 and 443.
+type Ingress struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metadata      *ObjectMeta            `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Spec          *IngressSpec           `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
+	Status        *IngressStatus         `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Ingress) Reset() {
+	*x = Ingress{}
+	mi := &file_api_v1_networking_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Ingress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Ingress) ProtoMessage() {}
+
+func (x *Ingress) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_networking_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Ingress.ProtoReflect.Descriptor instead.
+func (*Ingress) Descriptor() ([]byte, []int) {
+	return file_api_v1_networking_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Ingress) GetMetadata() *ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *Ingress) GetSpec() *IngressSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *Ingress) GetStatus() *IngressStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+type IngressSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The IngressClass serving it; unset on create: the default class is
+	// filled in (when there is one).
+	IngressClassName *string `protobuf:"bytes,1,opt,name=ingress_class_name,json=ingressClassName,proto3,oneof" json:"ingress_class_name,omitempty"`
+	// Where requests that match no rule go; without it they get 404.
+	DefaultBackend *IngressBackend `protobuf:"bytes,2,opt,name=default_backend,json=defaultBackend,proto3" json:"default_backend,omitempty"`
+	// TLS: the hosts served with the certificate of each Secret (type
+	// kubernetes.io/tls, in the Ingress's namespace), chosen by SNI.
+	Tls []*IngressTLS `protobuf:"bytes,3,rep,name=tls,proto3" json:"tls,omitempty"`
+	// Host and path rules; the first match wins by Kubernetes' precedence
+	// (exact host over wildcard, Exact over Prefix, the longest Prefix).
+	Rules         []*IngressRule `protobuf:"bytes,4,rep,name=rules,proto3" json:"rules,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IngressSpec) Reset() {
+	*x = IngressSpec{}
+	mi := &file_api_v1_networking_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IngressSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IngressSpec) ProtoMessage() {}
+
+func (x *IngressSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_networking_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IngressSpec.ProtoReflect.Descriptor instead.
+func (*IngressSpec) Descriptor() ([]byte, []int) {
+	return file_api_v1_networking_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *IngressSpec) GetIngressClassName() string {
+	if x != nil && x.IngressClassName != nil {
+		return *x.IngressClassName
+	}
+	return ""
+}
+
+func (x *IngressSpec) GetDefaultBackend() *IngressBackend {
+	if x != nil {
+		return x.DefaultBackend
+	}
+	return nil
+}
+
+func (x *IngressSpec) GetTls() []*IngressTLS {
+	if x != nil {
+		return x.Tls
+	}
+	return nil
+}
+
+func (x *IngressSpec) GetRules() []*IngressRule {
+	if x != nil {
+		return x.Rules
+	}
+	return nil
+}
+
+type IngressBackend struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A Service port in the Ingress's namespace.
+	Service *IngressServiceBackend `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
+	// A resource backend (another kind): not served by Tugboat, refused.
+	Resource      *TypedLocalObjectReference `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IngressBackend) Reset() {
+	*x = IngressBackend{}
+	mi := &file_api_v1_networking_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IngressBackend) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IngressBackend) ProtoMessage() {}
+
+func (x *IngressBackend) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_networking_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IngressBackend.ProtoReflect.Descriptor instead.
+func (*IngressBackend) Descriptor() ([]byte, []int) {
+	return file_api_v1_networking_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *IngressBackend) GetService() *IngressServiceBackend {
+	if x != nil {
+		return x.Service
+	}
+	return nil
+}
+
+func (x *IngressBackend) GetResource() *TypedLocalObjectReference {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
+type IngressServiceBackend struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The Service's name. Required.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Its port, by number or name. Required.
+	Port          *ServiceBackendPort `protobuf:"bytes,2,opt,name=port,proto3" json:"port,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IngressServiceBackend) Reset() {
+	*x = IngressServiceBackend{}
+	mi := &file_api_v1_networking_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IngressServiceBackend) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IngressServiceBackend) ProtoMessage() {}
+
+func (x *IngressServiceBackend) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_networking_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IngressServiceBackend.ProtoReflect.Descriptor instead.
+func (*IngressServiceBackend) Descriptor() ([]byte, []int) {
+	return file_api_v1_networking_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *IngressServiceBackend) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *IngressServiceBackend) GetPort() *ServiceBackendPort {
+	if x != nil {
+		return x.Port
+	}
+	return nil
+}
+
+type ServiceBackendPort struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The Service port's name; exclusive with number.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The Service port's number; exclusive with name.
+	Number        int32 `protobuf:"varint,2,opt,name=number,proto3" json:"number,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServiceBackendPort) Reset() {
+	*x = ServiceBackendPort{}
+	mi := &file_api_v1_networking_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServiceBackendPort) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServiceBackendPort) ProtoMessage() {}
+
+func (x *ServiceBackendPort) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_networking_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServiceBackendPort.ProtoReflect.Descriptor instead.
+func (*ServiceBackendPort) Descriptor() ([]byte, []int) {
+	return file_api_v1_networking_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ServiceBackendPort) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ServiceBackendPort) GetNumber() int32 {
+	if x != nil {
+		return x.Number
+	}
+	return 0
+}
+
+// TypedLocalObjectReference names an object of a kind in the same namespace.
+type TypedLocalObjectReference struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApiGroup      *string                `protobuf:"bytes,1,opt,name=api_group,json=apiGroup,proto3,oneof" json:"api_group,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TypedLocalObjectReference) Reset() {
+	*x = TypedLocalObjectReference{}
+	mi := &file_api_v1_networking_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TypedLocalObjectReference) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TypedLocalObjectReference) ProtoMessage() {}
+
+func (x *TypedLocalObjectReference) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_networking_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TypedLocalObjectReference.ProtoReflect.Descriptor instead.
+func (*TypedLocalObjectReference) Descriptor() ([]byte, []int) {
+	return file_api_v1_networking_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *TypedLocalObjectReference) GetApiGroup() string {
+	if x != nil && x.ApiGroup != nil {
+		return *x.ApiGroup
+	}
+	return ""
+}
+
+func (x *TypedLocalObjectReference) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *TypedLocalObjectReference) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type IngressTLS struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The hosts in the certificate (wildcards such as *.example.com allowed);
+	// unset: the certificate is the default for the Ingress's hosts.
+	Hosts []string `protobuf:"bytes,1,rep,name=hosts,proto3" json:"hosts,omitempty"`
+	// The Secret (kubernetes.io/tls) holding tls.crt and tls.key.
+	SecretName    string `protobuf:"bytes,2,opt,name=secret_name,json=secretName,proto3" json:"secret_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IngressTLS) Reset() {
+	*x = IngressTLS{}
+	mi := &file_api_v1_networking_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IngressTLS) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IngressTLS) ProtoMessage() {}
+
+func (x *IngressTLS) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_networking_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IngressTLS.ProtoReflect.Descriptor instead.
+func (*IngressTLS) Descriptor() ([]byte, []int) {
+	return file_api_v1_networking_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *IngressTLS) GetHosts() []string {
+	if x != nil {
+		return x.Hosts
+	}
+	return nil
+}
+
+func (x *IngressTLS) GetSecretName() string {
+	if x != nil {
+		return x.SecretName
+	}
+	return ""
+}
+
+type IngressRule struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A DNS name, or a wildcard "*.example.com" matching exactly one label;
+	// unset: every host.
+	Host          string                `protobuf:"bytes,1,opt,name=host,proto3" json:"host,omitempty"`
+	Http          *HTTPIngressRuleValue `protobuf:"bytes,2,opt,name=http,proto3" json:"http,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IngressRule) Reset() {
+	*x = IngressRule{}
+	mi := &file_api_v1_networking_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IngressRule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IngressRule) ProtoMessage() {}
+
+func (x *IngressRule) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_networking_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IngressRule.ProtoReflect.Descriptor instead.
+func (*IngressRule) Descriptor() ([]byte, []int) {
+	return file_api_v1_networking_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *IngressRule) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *IngressRule) GetHttp() *HTTPIngressRuleValue {
+	if x != nil {
+		return x.Http
+	}
+	return nil
+}
+
+type HTTPIngressRuleValue struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required (at least one).
+	Paths         []*HTTPIngressPath `protobuf:"bytes,1,rep,name=paths,proto3" json:"paths,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HTTPIngressRuleValue) Reset() {
+	*x = HTTPIngressRuleValue{}
+	mi := &file_api_v1_networking_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HTTPIngressRuleValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HTTPIngressRuleValue) ProtoMessage() {}
+
+func (x *HTTPIngressRuleValue) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_networking_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HTTPIngressRuleValue.ProtoReflect.Descriptor instead.
+func (*HTTPIngressRuleValue) Descriptor() ([]byte, []int) {
+	return file_api_v1_networking_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *HTTPIngressRuleValue) GetPaths() []*HTTPIngressPath {
+	if x != nil {
+		return x.Paths
+	}
+	return nil
+}
+
+type HTTPIngressPath struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A path beginning with '/'.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// Exact, Prefix (element-wise by '/'), or ImplementationSpecific (served
+	// as Prefix). Required.
+	PathType *string `protobuf:"bytes,2,opt,name=path_type,json=pathType,proto3,oneof" json:"path_type,omitempty"`
+	// Required.
+	Backend       *IngressBackend `protobuf:"bytes,3,opt,name=backend,proto3" json:"backend,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HTTPIngressPath) Reset() {
+	*x = HTTPIngressPath{}
+	mi := &file_api_v1_networking_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HTTPIngressPath) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HTTPIngressPath) ProtoMessage() {}
+
+func (x *HTTPIngressPath) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_networking_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HTTPIngressPath.ProtoReflect.Descriptor instead.
+func (*HTTPIngressPath) Descriptor() ([]byte, []int) {
+	return file_api_v1_networking_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *HTTPIngressPath) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *HTTPIngressPath) GetPathType() string {
+	if x != nil && x.PathType != nil {
+		return *x.PathType
+	}
+	return ""
+}
+
+func (x *HTTPIngressPath) GetBackend() *IngressBackend {
+	if x != nil {
+		return x.Backend
+	}
+	return nil
+}
+
+type IngressStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The addresses the Ingress is served on (every node's, written by one
+	// proxy).
+	LoadBalancer  *IngressLoadBalancerStatus `protobuf:"bytes,1,opt,name=load_balancer,json=loadBalancer,proto3" json:"load_balancer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IngressStatus) Reset() {
+	*x = IngressStatus{}
+	mi := &file_api_v1_networking_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IngressStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IngressStatus) ProtoMessage() {}
+
+func (x *IngressStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_networking_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IngressStatus.ProtoReflect.Descriptor instead.
+func (*IngressStatus) Descriptor() ([]byte, []int) {
+	return file_api_v1_networking_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *IngressStatus) GetLoadBalancer() *IngressLoadBalancerStatus {
+	if x != nil {
+		return x.LoadBalancer
+	}
+	return nil
+}
+
+type IngressLoadBalancerStatus struct {
+	state         protoimpl.MessageState        `protogen:"open.v1"`
+	Ingress       []*IngressLoadBalancerIngress `protobuf:"bytes,1,rep,name=ingress,proto3" json:"ingress,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IngressLoadBalancerStatus) Reset() {
+	*x = IngressLoadBalancerStatus{}
+	mi := &file_api_v1_networking_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IngressLoadBalancerStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IngressLoadBalancerStatus) ProtoMessage() {}
+
+func (x *IngressLoadBalancerStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_networking_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IngressLoadBalancerStatus.ProtoReflect.Descriptor instead.
+func (*IngressLoadBalancerStatus) Descriptor() ([]byte, []int) {
+	return file_api_v1_networking_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *IngressLoadBalancerStatus) GetIngress() []*IngressLoadBalancerIngress {
+	if x != nil {
+		return x.Ingress
+	}
+	return nil
+}
+
+type IngressLoadBalancerIngress struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ip            string                 `protobuf:"bytes,1,opt,name=ip,proto3" json:"ip,omitempty"`
+	Hostname      string                 `protobuf:"bytes,2,opt,name=hostname,proto3" json:"hostname,omitempty"`
+	Ports         []*IngressPortStatus   `protobuf:"bytes,3,rep,name=ports,proto3" json:"ports,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IngressLoadBalancerIngress) Reset() {
+	*x = IngressLoadBalancerIngress{}
+	mi := &file_api_v1_networking_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IngressLoadBalancerIngress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IngressLoadBalancerIngress) ProtoMessage() {}
+
+func (x *IngressLoadBalancerIngress) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_networking_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IngressLoadBalancerIngress.ProtoReflect.Descriptor instead.
+func (*IngressLoadBalancerIngress) Descriptor() ([]byte, []int) {
+	return file_api_v1_networking_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *IngressLoadBalancerIngress) GetIp() string {
+	if x != nil {
+		return x.Ip
+	}
+	return ""
+}
+
+func (x *IngressLoadBalancerIngress) GetHostname() string {
+	if x != nil {
+		return x.Hostname
+	}
+	return ""
+}
+
+func (x *IngressLoadBalancerIngress) GetPorts() []*IngressPortStatus {
+	if x != nil {
+		return x.Ports
+	}
+	return nil
+}
+
+type IngressPortStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Port          int32                  `protobuf:"varint,1,opt,name=port,proto3" json:"port,omitempty"`
+	Protocol      string                 `protobuf:"bytes,2,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	Error         *string                `protobuf:"bytes,3,opt,name=error,proto3,oneof" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IngressPortStatus) Reset() {
+	*x = IngressPortStatus{}
+	mi := &file_api_v1_networking_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IngressPortStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IngressPortStatus) ProtoMessage() {}
+
+func (x *IngressPortStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_networking_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IngressPortStatus.ProtoReflect.Descriptor instead.
+func (*IngressPortStatus) Descriptor() ([]byte, []int) {
+	return file_api_v1_networking_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *IngressPortStatus) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *IngressPortStatus) GetProtocol() string {
+	if x != nil {
+		return x.Protocol
+	}
+	return ""
+}
+
+func (x *IngressPortStatus) GetError() string {
+	if x != nil && x.Error != nil {
+		return *x.Error
+	}
+	return ""
+}
+
 var File_api_v1_networking_proto protoreflect.FileDescriptor
 
 const file_api_v1_networking_proto_rawDesc = "" +
@@ -694,7 +1483,61 @@ const file_api_v1_networking_proto_rawDesc = "" +
 	"_api_groupB\b\n" +
 	"\x06_scopeB\f\n" +
 	"\n" +
-	"_namespaceB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
+	"_namespace\"\xa9\x01\n" +
+	"\aIngress\x126\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x12/\n" +
+	"\x04spec\x18\x02 \x01(\v2\x1b.tugboat.api.v1.IngressSpecR\x04spec\x125\n" +
+	"\x06status\x18\x03 \x01(\v2\x1d.tugboat.api.v1.IngressStatusR\x06status\"\x81\x02\n" +
+	"\vIngressSpec\x121\n" +
+	"\x12ingress_class_name\x18\x01 \x01(\tH\x00R\x10ingressClassName\x88\x01\x01\x12G\n" +
+	"\x0fdefault_backend\x18\x02 \x01(\v2\x1e.tugboat.api.v1.IngressBackendR\x0edefaultBackend\x12,\n" +
+	"\x03tls\x18\x03 \x03(\v2\x1a.tugboat.api.v1.IngressTLSR\x03tls\x121\n" +
+	"\x05rules\x18\x04 \x03(\v2\x1b.tugboat.api.v1.IngressRuleR\x05rulesB\x15\n" +
+	"\x13_ingress_class_name\"\x98\x01\n" +
+	"\x0eIngressBackend\x12?\n" +
+	"\aservice\x18\x01 \x01(\v2%.tugboat.api.v1.IngressServiceBackendR\aservice\x12E\n" +
+	"\bresource\x18\x02 \x01(\v2).tugboat.api.v1.TypedLocalObjectReferenceR\bresource\"c\n" +
+	"\x15IngressServiceBackend\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x126\n" +
+	"\x04port\x18\x02 \x01(\v2\".tugboat.api.v1.ServiceBackendPortR\x04port\"@\n" +
+	"\x12ServiceBackendPort\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06number\x18\x02 \x01(\x05R\x06number\"s\n" +
+	"\x19TypedLocalObjectReference\x12 \n" +
+	"\tapi_group\x18\x01 \x01(\tH\x00R\bapiGroup\x88\x01\x01\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04nameB\f\n" +
+	"\n" +
+	"_api_group\"C\n" +
+	"\n" +
+	"IngressTLS\x12\x14\n" +
+	"\x05hosts\x18\x01 \x03(\tR\x05hosts\x12\x1f\n" +
+	"\vsecret_name\x18\x02 \x01(\tR\n" +
+	"secretName\"[\n" +
+	"\vIngressRule\x12\x12\n" +
+	"\x04host\x18\x01 \x01(\tR\x04host\x128\n" +
+	"\x04http\x18\x02 \x01(\v2$.tugboat.api.v1.HTTPIngressRuleValueR\x04http\"M\n" +
+	"\x14HTTPIngressRuleValue\x125\n" +
+	"\x05paths\x18\x01 \x03(\v2\x1f.tugboat.api.v1.HTTPIngressPathR\x05paths\"\x8f\x01\n" +
+	"\x0fHTTPIngressPath\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12 \n" +
+	"\tpath_type\x18\x02 \x01(\tH\x00R\bpathType\x88\x01\x01\x128\n" +
+	"\abackend\x18\x03 \x01(\v2\x1e.tugboat.api.v1.IngressBackendR\abackendB\f\n" +
+	"\n" +
+	"_path_type\"_\n" +
+	"\rIngressStatus\x12N\n" +
+	"\rload_balancer\x18\x01 \x01(\v2).tugboat.api.v1.IngressLoadBalancerStatusR\floadBalancer\"a\n" +
+	"\x19IngressLoadBalancerStatus\x12D\n" +
+	"\aingress\x18\x01 \x03(\v2*.tugboat.api.v1.IngressLoadBalancerIngressR\aingress\"\x81\x01\n" +
+	"\x1aIngressLoadBalancerIngress\x12\x0e\n" +
+	"\x02ip\x18\x01 \x01(\tR\x02ip\x12\x1a\n" +
+	"\bhostname\x18\x02 \x01(\tR\bhostname\x127\n" +
+	"\x05ports\x18\x03 \x03(\v2!.tugboat.api.v1.IngressPortStatusR\x05ports\"h\n" +
+	"\x11IngressPortStatus\x12\x12\n" +
+	"\x04port\x18\x01 \x01(\x05R\x04port\x12\x1a\n" +
+	"\bprotocol\x18\x02 \x01(\tR\bprotocol\x12\x19\n" +
+	"\x05error\x18\x03 \x01(\tH\x00R\x05error\x88\x01\x01B\b\n" +
+	"\x06_errorB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
 
 var (
 	file_api_v1_networking_proto_rawDescOnce sync.Once
@@ -708,7 +1551,7 @@ func file_api_v1_networking_proto_rawDescGZIP() []byte {
 	return file_api_v1_networking_proto_rawDescData
 }
 
-var file_api_v1_networking_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_api_v1_networking_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_api_v1_networking_proto_goTypes = []any{
 	(*NetworkPolicy)(nil),                   // 0: tugboat.api.v1.NetworkPolicy
 	(*NetworkPolicySpec)(nil),               // 1: tugboat.api.v1.NetworkPolicySpec
@@ -720,30 +1563,59 @@ var file_api_v1_networking_proto_goTypes = []any{
 	(*IngressClass)(nil),                    // 7: tugboat.api.v1.IngressClass
 	(*IngressClassSpec)(nil),                // 8: tugboat.api.v1.IngressClassSpec
 	(*IngressClassParametersReference)(nil), // 9: tugboat.api.v1.IngressClassParametersReference
-	(*ObjectMeta)(nil),                      // 10: tugboat.api.v1.ObjectMeta
-	(*LabelSelector)(nil),                   // 11: tugboat.api.v1.LabelSelector
+	(*Ingress)(nil),                         // 10: tugboat.api.v1.Ingress
+	(*IngressSpec)(nil),                     // 11: tugboat.api.v1.IngressSpec
+	(*IngressBackend)(nil),                  // 12: tugboat.api.v1.IngressBackend
+	(*IngressServiceBackend)(nil),           // 13: tugboat.api.v1.IngressServiceBackend
+	(*ServiceBackendPort)(nil),              // 14: tugboat.api.v1.ServiceBackendPort
+	(*TypedLocalObjectReference)(nil),       // 15: tugboat.api.v1.TypedLocalObjectReference
+	(*IngressTLS)(nil),                      // 16: tugboat.api.v1.IngressTLS
+	(*IngressRule)(nil),                     // 17: tugboat.api.v1.IngressRule
+	(*HTTPIngressRuleValue)(nil),            // 18: tugboat.api.v1.HTTPIngressRuleValue
+	(*HTTPIngressPath)(nil),                 // 19: tugboat.api.v1.HTTPIngressPath
+	(*IngressStatus)(nil),                   // 20: tugboat.api.v1.IngressStatus
+	(*IngressLoadBalancerStatus)(nil),       // 21: tugboat.api.v1.IngressLoadBalancerStatus
+	(*IngressLoadBalancerIngress)(nil),      // 22: tugboat.api.v1.IngressLoadBalancerIngress
+	(*IngressPortStatus)(nil),               // 23: tugboat.api.v1.IngressPortStatus
+	(*ObjectMeta)(nil),                      // 24: tugboat.api.v1.ObjectMeta
+	(*LabelSelector)(nil),                   // 25: tugboat.api.v1.LabelSelector
 }
 var file_api_v1_networking_proto_depIdxs = []int32{
-	10, // 0: tugboat.api.v1.NetworkPolicy.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	24, // 0: tugboat.api.v1.NetworkPolicy.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	1,  // 1: tugboat.api.v1.NetworkPolicy.spec:type_name -> tugboat.api.v1.NetworkPolicySpec
-	11, // 2: tugboat.api.v1.NetworkPolicySpec.pod_selector:type_name -> tugboat.api.v1.LabelSelector
+	25, // 2: tugboat.api.v1.NetworkPolicySpec.pod_selector:type_name -> tugboat.api.v1.LabelSelector
 	2,  // 3: tugboat.api.v1.NetworkPolicySpec.ingress:type_name -> tugboat.api.v1.NetworkPolicyIngressRule
 	3,  // 4: tugboat.api.v1.NetworkPolicySpec.egress:type_name -> tugboat.api.v1.NetworkPolicyEgressRule
 	6,  // 5: tugboat.api.v1.NetworkPolicyIngressRule.ports:type_name -> tugboat.api.v1.NetworkPolicyPort
 	4,  // 6: tugboat.api.v1.NetworkPolicyIngressRule.from:type_name -> tugboat.api.v1.NetworkPolicyPeer
 	6,  // 7: tugboat.api.v1.NetworkPolicyEgressRule.ports:type_name -> tugboat.api.v1.NetworkPolicyPort
 	4,  // 8: tugboat.api.v1.NetworkPolicyEgressRule.to:type_name -> tugboat.api.v1.NetworkPolicyPeer
-	11, // 9: tugboat.api.v1.NetworkPolicyPeer.pod_selector:type_name -> tugboat.api.v1.LabelSelector
-	11, // 10: tugboat.api.v1.NetworkPolicyPeer.namespace_selector:type_name -> tugboat.api.v1.LabelSelector
+	25, // 9: tugboat.api.v1.NetworkPolicyPeer.pod_selector:type_name -> tugboat.api.v1.LabelSelector
+	25, // 10: tugboat.api.v1.NetworkPolicyPeer.namespace_selector:type_name -> tugboat.api.v1.LabelSelector
 	5,  // 11: tugboat.api.v1.NetworkPolicyPeer.ip_block:type_name -> tugboat.api.v1.IPBlock
-	10, // 12: tugboat.api.v1.IngressClass.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	24, // 12: tugboat.api.v1.IngressClass.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	8,  // 13: tugboat.api.v1.IngressClass.spec:type_name -> tugboat.api.v1.IngressClassSpec
 	9,  // 14: tugboat.api.v1.IngressClassSpec.parameters:type_name -> tugboat.api.v1.IngressClassParametersReference
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	24, // 15: tugboat.api.v1.Ingress.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	11, // 16: tugboat.api.v1.Ingress.spec:type_name -> tugboat.api.v1.IngressSpec
+	20, // 17: tugboat.api.v1.Ingress.status:type_name -> tugboat.api.v1.IngressStatus
+	12, // 18: tugboat.api.v1.IngressSpec.default_backend:type_name -> tugboat.api.v1.IngressBackend
+	16, // 19: tugboat.api.v1.IngressSpec.tls:type_name -> tugboat.api.v1.IngressTLS
+	17, // 20: tugboat.api.v1.IngressSpec.rules:type_name -> tugboat.api.v1.IngressRule
+	13, // 21: tugboat.api.v1.IngressBackend.service:type_name -> tugboat.api.v1.IngressServiceBackend
+	15, // 22: tugboat.api.v1.IngressBackend.resource:type_name -> tugboat.api.v1.TypedLocalObjectReference
+	14, // 23: tugboat.api.v1.IngressServiceBackend.port:type_name -> tugboat.api.v1.ServiceBackendPort
+	18, // 24: tugboat.api.v1.IngressRule.http:type_name -> tugboat.api.v1.HTTPIngressRuleValue
+	19, // 25: tugboat.api.v1.HTTPIngressRuleValue.paths:type_name -> tugboat.api.v1.HTTPIngressPath
+	12, // 26: tugboat.api.v1.HTTPIngressPath.backend:type_name -> tugboat.api.v1.IngressBackend
+	21, // 27: tugboat.api.v1.IngressStatus.load_balancer:type_name -> tugboat.api.v1.IngressLoadBalancerStatus
+	22, // 28: tugboat.api.v1.IngressLoadBalancerStatus.ingress:type_name -> tugboat.api.v1.IngressLoadBalancerIngress
+	23, // 29: tugboat.api.v1.IngressLoadBalancerIngress.ports:type_name -> tugboat.api.v1.IngressPortStatus
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_networking_proto_init() }
@@ -755,13 +1627,17 @@ func file_api_v1_networking_proto_init() {
 	file_api_v1_options_proto_init()
 	file_api_v1_networking_proto_msgTypes[6].OneofWrappers = []any{}
 	file_api_v1_networking_proto_msgTypes[9].OneofWrappers = []any{}
+	file_api_v1_networking_proto_msgTypes[11].OneofWrappers = []any{}
+	file_api_v1_networking_proto_msgTypes[15].OneofWrappers = []any{}
+	file_api_v1_networking_proto_msgTypes[19].OneofWrappers = []any{}
+	file_api_v1_networking_proto_msgTypes[23].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_networking_proto_rawDesc), len(file_api_v1_networking_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -18,9 +18,9 @@ var (
 		"namespaces", "nodes", "leases", "replicasets/status", "deployments/status", "pods/status",
 		"jobs", "jobs/status", "cronjobs", "cronjobs/status", "poddisruptionbudgets", "poddisruptionbudgets/status",
 		"daemonsets", "daemonsets/status", "controllerrevisions", "horizontalpodautoscalers", "horizontalpodautoscalers/status",
-		"persistentvolumeclaims", "persistentvolumes", "storageclasses", "statefulsets", "statefulsets/status", "serviceaccounts", "endpointslices", "limitranges", "resourcequotas", "resourcequotas/status", "networkpolicies", "ingressclasses"}
+		"persistentvolumeclaims", "persistentvolumes", "storageclasses", "statefulsets", "statefulsets/status", "serviceaccounts", "endpointslices", "limitranges", "resourcequotas", "resourcequotas/status", "networkpolicies", "ingressclasses", "ingresses", "ingresses/status"}
 	editable = []string{"pods", "pods/exec", "pods/attach", "pods/portforward", "pods/eviction", "pods/log", "services", "endpoints", "configmaps", "secrets", "events",
-		"replicasets", "deployments", "replicasets/scale", "deployments/scale", "jobs", "cronjobs", "poddisruptionbudgets", "daemonsets", "horizontalpodautoscalers", "persistentvolumeclaims", "statefulsets", "statefulsets/scale", "serviceaccounts", "networkpolicies"}
+		"replicasets", "deployments", "replicasets/scale", "deployments/scale", "jobs", "cronjobs", "poddisruptionbudgets", "daemonsets", "horizontalpodautoscalers", "persistentvolumeclaims", "statefulsets", "statefulsets/scale", "serviceaccounts", "networkpolicies", "ingresses"}
 )
 
 func clusterRole(name string, rules ...*v1.PolicyRule) *v1.ClusterRole {
@@ -87,7 +87,15 @@ func DefaultPolicy() []v1.Object {
 		clusterRole("system:kube-proxy",
 			rule(core, []string{"services", "endpoints", "nodes", "pods", "namespaces"}, readVerbs),
 			rule([]string{"discovery.k8s.io"}, []string{"endpointslices"}, readVerbs),
-			rule([]string{"networking.k8s.io"}, []string{"networkpolicies", "ingressclasses"}, readVerbs),
+			rule([]string{"networking.k8s.io"}, []string{"networkpolicies", "ingressclasses", "ingresses"}, readVerbs),
+			// The Ingress datapath (proxy/ingress, whose package doc says
+			// why): the TLS Secrets Ingresses name (RBAC cannot narrow
+			// by type: this reads every Secret; service account tokens
+			// are redacted from reads), status.loadBalancer written by
+			// the one proxy holding the Lease kube-system/tugboat-ingress-status.
+			rule(core, []string{"secrets"}, readVerbs),
+			rule([]string{"networking.k8s.io"}, []string{"ingresses/status"}, []string{"get", "update", "patch"}),
+			rule(anyGroup, []string{"leases"}, []string{"get", "create", "update"}),
 			rule(core, []string{"events"}, []string{"create", "update", "get"})),
 		clusterBinding("cluster-admin", "cluster-admin", "Group", GroupMasters),
 		clusterBinding("system:kube-scheduler", "system:kube-scheduler", "User", "system:kube-scheduler"),

@@ -58,6 +58,7 @@ func describers() map[string]describeFunc {
 		"EndpointSlice":           typedDescribe(describeEndpointSlice),
 		"NetworkPolicy":           typedDescribe(describeNetworkPolicy),
 		"IngressClass":            typedDescribe(describeIngressClass),
+		"Ingress":                 typedDescribe(describeIngress),
 		"PodDisruptionBudget":     typedDescribe(describePDB),
 		"HorizontalPodAutoscaler": typedDescribe(describeHPA),
 		"DaemonSet":               typedDescribe(describeDaemonSet),
