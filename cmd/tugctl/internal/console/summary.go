@@ -30,10 +30,11 @@ func controllerOf(m *v1.ObjectMeta) *owner {
 	return nil
 }
 
+// podSummary is a pod's chip: what the page shows of it and filters
+// by, nothing more (5,000 of them are one snapshot).
 type podSummary struct {
 	Namespace string            `json:"ns"`
 	Name      string            `json:"name"`
-	UID       string            `json:"uid"`
 	Node      string            `json:"node,omitempty"`
 	Phase     string            `json:"phase"`
 	Status    string            `json:"status"` // the STATUS column of tugctl get pods
@@ -43,7 +44,6 @@ type podSummary struct {
 	Restarts  string            `json:"restarts,omitempty"`
 	Owner     *owner            `json:"owner,omitempty"`
 	Labels    map[string]string `json:"labels,omitempty"`
-	Created   time.Time         `json:"created"`
 	Deleting  bool              `json:"deleting,omitempty"`
 	CPU       int64             `json:"cpu,omitempty"` // requests, millicores
 	Memory    int64             `json:"mem,omitempty"` // requests, bytes
@@ -57,12 +57,12 @@ func summarizePod(p *v1.Pod, now time.Time) podSummary {
 		restarts = ""
 	}
 	return podSummary{
-		Namespace: m.GetNamespace(), Name: m.GetName(), UID: m.GetUid(), Node: p.GetSpec().GetNodeName(),
+		Namespace: m.GetNamespace(), Name: m.GetName(), Node: p.GetSpec().GetNodeName(),
 		Phase: p.GetStatus().GetPhase(), Status: status, Ready: ready,
 		IsReady: table.ConditionStatus(p.GetStatus().GetConditions(), "Ready") == "True",
 		IP:      p.GetStatus().GetPodIp(), Restarts: restarts, Owner: controllerOf(m), Labels: m.GetLabels(),
-		Created: m.GetCreationTimestamp().AsTime(), Deleting: m.GetDeletionTimestamp() != nil,
-		CPU: r.CPURequest, Memory: r.MemoryRequest,
+		Deleting: m.GetDeletionTimestamp() != nil,
+		CPU:      r.CPURequest, Memory: r.MemoryRequest,
 	}
 }
 
