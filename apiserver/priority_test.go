@@ -48,7 +48,7 @@ func TestPriorityAdmission(t *testing.T) {
 	}{
 		{"missing", func(s *v1.PodSpec) { s.PriorityClassName = "gold" }, `pods "missing" is forbidden: no PriorityClass with name gold was found`},
 		{"handset", func(s *v1.PodSpec) { s.Priority = 5 }, `the integer value of priority (5) must not be provided in pod spec; priority admission controller computed 10`},
-		{"preempt", func(s *v1.PodSpec) { s.PreemptionPolicy = proto.String("PreemptLowerPriority") }, `spec.preemptionPolicy: PreemptLowerPriority is not supported`},
+		{"preempt", func(s *v1.PodSpec) { s.PreemptionPolicy = proto.String("Sometimes") }, `spec.preemptionPolicy: Unsupported value: "Sometimes": supported values: "Never", "PreemptLowerPriority"`},
 	} {
 		p := newPod(tc.name, nil)
 		tc.edit(p.Spec)

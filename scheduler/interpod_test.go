@@ -134,7 +134,7 @@ func TestAntiAffinitySpreadsReplicas(t *testing.T) {
 	if len(used) != 3 || pending == nil {
 		t.Fatalf("%d nodes used, pending %v; want 3 and one pending", len(used), pending != nil)
 	}
-	const want = "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules."
+	const want = "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
 	if cond := podScheduledCondition(pending); cond.GetReason() != "Unschedulable" || cond.GetMessage() != want {
 		t.Errorf("pending pod's PodScheduled %v, want Unschedulable %q", cond, want)
 	}
@@ -194,7 +194,7 @@ func TestExistingPodsAntiAffinityIsSymmetric(t *testing.T) {
 		t.Fatal(err)
 	}
 	createPods(t, c, []*v1.Pod{makePod("noisy-late", "100m", "64Mi", podLabels("app", "noisy"))})
-	const want = "0/2 nodes are available: 1 node(s) didn't satisfy existing pods anti-affinity rules, 1 node(s) were unschedulable."
+	const want = "0/2 nodes are available: 1 node(s) didn't satisfy existing pods anti-affinity rules, 1 node(s) were unschedulable. preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
 	wait.Eventually(t, 20*time.Second, "the late noisy pod unschedulable with the reason", func() error {
 		if got := podScheduledCondition(getPod(t, c, "noisy-late")).GetMessage(); got != want {
 			return fmt.Errorf("condition %q, want %q", got, want)
@@ -282,7 +282,7 @@ func TestRequiredAffinityColocates(t *testing.T) {
 		}
 	}
 	orphan := podNamed(got, "orphan")
-	const want = "0/6 nodes are available: 6 node(s) didn't match pod affinity rules."
+	const want = "0/6 nodes are available: 6 node(s) didn't match pod affinity rules. preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling."
 	if orphan.Spec.NodeName != "" || podScheduledCondition(orphan).GetMessage() != want {
 		t.Errorf("orphan on %q with %v, want Pending with %q", orphan.Spec.NodeName, podScheduledCondition(orphan), want)
 	}

@@ -24,6 +24,8 @@ type metrics struct {
 	bind     prometheus.Histogram
 	inFlight prometheus.Gauge
 	leader   prometheus.Gauge
+	// preemptions counts pods for which victims were deleted.
+	preemptions prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, q *queue.Queue, c *cache.Cache) *metrics {
@@ -57,6 +59,9 @@ func newMetrics(reg prometheus.Registerer, q *queue.Queue, c *cache.Cache) *metr
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tugboat_scheduler_leader", Help: "1 while this replica is the active scheduler.",
 		}),
+		preemptions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tugboat_scheduler_preemptions_total", Help: "Pods for which lower-priority pods were preempted.",
+		}),
 	}
 	for _, r := range []string{"scheduled", "unschedulable", "error"} {
 		m.attempts.WithLabelValues(r)
@@ -64,7 +69,7 @@ func newMetrics(reg prometheus.Registerer, q *queue.Queue, c *cache.Cache) *metr
 	for _, r := range []string{"ok", "conflict", "error"} {
 		m.binds.WithLabelValues(r)
 	}
-	reg.MustRegister(m.attempts, m.binds, m.decision, m.e2e, m.bind, m.inFlight, m.leader)
+	reg.MustRegister(m.attempts, m.binds, m.decision, m.e2e, m.bind, m.inFlight, m.leader, m.preemptions)
 	pending := func(where string, f func(queue.Lengths) int) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "tugboat_scheduler_pending_pods", Help: "Pods waiting in the scheduling queue, by sub-queue.",

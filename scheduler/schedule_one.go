@@ -43,8 +43,11 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 	if fitErr != nil {
 		s.metrics.decision.Observe(time.Since(start).Seconds())
 		s.metrics.attempts.WithLabelValues("unschedulable").Inc()
-		s.queue.AddUnschedulable(qp, fitErr.Events)
 		msg := fitErr.Error()
+		if post := s.preempt(ctx, qp.Info, pod); post != "" {
+			msg += " " + post
+		}
+		s.queue.AddUnschedulable(qp, fitErr.Events)
 		s.log.Debug("unschedulable", "pod", key, "attempts", qp.Attempts, "reason", msg)
 		s.status.unschedulable(pod, msg)
 		return

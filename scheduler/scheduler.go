@@ -54,13 +54,15 @@ type Scheduler struct {
 	nodes  *informer.Informer[*v1.Node]
 	// namespaces give namespaceSelector of pod affinity terms the labels.
 	namespaces *informer.Informer[*v1.Namespace]
-	cache      *cache.Cache
-	queue      *queue.Queue
-	pipeline   *framework.Pipeline
-	snapshot   *cache.Snapshot
-	recorder   *record.Recorder
-	status     *statusWriter
-	metrics    *metrics
+	// pdbs are the PodDisruptionBudgets preemption honours.
+	pdbs     *informer.Informer[*v1.PodDisruptionBudget]
+	cache    *cache.Cache
+	queue    *queue.Queue
+	pipeline *framework.Pipeline
+	snapshot *cache.Snapshot
+	recorder *record.Recorder
+	status   *statusWriter
+	metrics  *metrics
 
 	volumes *volumeCaches
 
@@ -90,6 +92,7 @@ func New(c *client.Client, cfg Config) (*Scheduler, error) {
 		pods:       informer.New(client.For[*v1.Pod](c), informer.Options{Logger: log}),
 		nodes:      informer.New(client.For[*v1.Node](c), informer.Options{Logger: log}),
 		namespaces: informer.New(client.For[*v1.Namespace](c), informer.Options{Logger: log}),
+		pdbs:       informer.New(client.For[*v1.PodDisruptionBudget](c), informer.Options{Logger: log}),
 		cache:      cache.New(cache.Config{AssumedTTL: cfg.AssumedTTL, Logger: log}),
 		queue: queue.New(queue.Config{
 			InitialBackoff: cfg.InitialBackoff, MaxBackoff: cfg.MaxBackoff, UnschedulableTimeout: cfg.UnschedulableTimeout,
@@ -146,6 +149,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	goRun("pod informer", s.pods.Run)
 	goRun("node informer", s.nodes.Run)
 	goRun("namespace informer", s.namespaces.Run)
+	goRun("disruption budget informer", s.pdbs.Run)
 	goRun("claim informer", s.volumes.pvcs.Run)
 	goRun("volume informer", s.volumes.pvs.Run)
 	goRun("storage class informer", s.volumes.scs.Run)
@@ -174,7 +178,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // runScheduling waits for the caches, then schedules (under leader
 // election if configured) until ctx ends.
 func (s *Scheduler) runScheduling(ctx context.Context) error {
-	if !s.pods.WaitForSync(ctx) || !s.nodes.WaitForSync(ctx) || !s.namespaces.WaitForSync(ctx) || !s.volumes.pvcs.WaitForSync(ctx) ||
+	if !s.pods.WaitForSync(ctx) || !s.nodes.WaitForSync(ctx) || !s.namespaces.WaitForSync(ctx) || !s.pdbs.WaitForSync(ctx) || !s.volumes.pvcs.WaitForSync(ctx) ||
 		!s.volumes.pvs.WaitForSync(ctx) || !s.volumes.scs.WaitForSync(ctx) {
 		return nil
 	}

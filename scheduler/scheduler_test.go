@@ -132,7 +132,7 @@ func TestConstraintsHonoured(t *testing.T) {
 		case name == "needs-gpu-untolerated":
 			// The cordoned node is refused for being cordoned: the first filter
 			// that refuses a node names the reason.
-			want := "0/5 nodes are available: 3 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: gpu}, 1 node(s) were unschedulable."
+			want := "0/5 nodes are available: 3 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: gpu}, 1 node(s) were unschedulable. preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling."
 			if node != "" {
 				t.Errorf("pod %s bound to %s despite the taint", name, node)
 			} else if cond := podScheduledCondition(p); cond.GetMessage() != want {
@@ -146,7 +146,7 @@ func TestConstraintsHonoured(t *testing.T) {
 	}
 	for _, p := range listPods(t, c) {
 		if strings.HasPrefix(p.Metadata.Name, "port-") && p.Spec.NodeName == "" {
-			want := "0/5 nodes are available: 2 node(s) didn't have free ports for the requested pod ports, 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: gpu}, 1 node(s) were unschedulable."
+			want := "0/5 nodes are available: 2 node(s) didn't have free ports for the requested pod ports, 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: gpu}, 1 node(s) were unschedulable. preemption: 0/5 nodes are available: 3 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod."
 			if got := podScheduledCondition(p).GetMessage(); got != want {
 				t.Errorf("pod %s: %q, want %q", p.Metadata.Name, got, want)
 			}
@@ -165,7 +165,7 @@ func TestUnschedulableExplainedThenScheduled(t *testing.T) {
 	s := startScheduler(t, srv, Config{})
 	createPods(t, c, []*v1.Pod{makePod("big", "2", "1Gi", nodeSelector("pool", "main"))})
 
-	want := "0/5 nodes are available: 3 Insufficient cpu, 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: gpu}."
+	want := "0/5 nodes are available: 3 Insufficient cpu, 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: gpu}. preemption: 0/5 nodes are available: 3 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling."
 	wait.Eventually(t, 20*time.Second, "the unschedulable condition", func() error {
 		cond := podScheduledCondition(getPod(t, c, "big"))
 		if cond != nil {
@@ -331,6 +331,9 @@ func counter(t *testing.T, s *Scheduler, name, labelValue string) float64 {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
+			if labelValue == "" && len(m.GetLabel()) == 0 {
+				return m.GetCounter().GetValue() // a counter without labels
+			}
 			for _, l := range m.GetLabel() {
 				if l.GetValue() == labelValue {
 					return m.GetCounter().GetValue()

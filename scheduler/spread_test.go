@@ -73,7 +73,7 @@ func TestTopologySpreadDoNotSchedule(t *testing.T) {
 		return nil
 	})
 	createPods(t, c, []*v1.Pod{makePod("web-5", "100m", "64Mi", podLabels("app", "web"), sp)})
-	const want = "0/3 nodes are available: 1 node(s) didn't match pod topology spread constraints, 1 node(s) didn't match pod topology spread constraints (missing required label), 1 node(s) were unschedulable."
+	const want = "0/3 nodes are available: 1 node(s) didn't match pod topology spread constraints, 1 node(s) didn't match pod topology spread constraints (missing required label), 1 node(s) were unschedulable. preemption: 0/3 nodes are available: 2 Preemption is not helpful for scheduling, 1 No preemption victims found for incoming pod."
 	wait.Eventually(t, 20*time.Second, "the sixth pod refused with the reason", func() error {
 		p := getPod(t, c, "web-5")
 		if got := podScheduledCondition(p).GetMessage(); p.Spec.NodeName != "" || got != want {
@@ -125,7 +125,7 @@ func TestTopologySpreadPolicies(t *testing.T) {
 	if z := perZone(got, "soft"); z["a"] != 3 || z["b"] != 3 {
 		t.Errorf("ScheduleAnyway: %v per zone, want 3 and 3", z)
 	}
-	const want = "0/3 nodes are available: 2 node(s) didn't match pod topology spread constraints, 1 node(s) didn't match Pod's node affinity/selector."
+	const want = "0/3 nodes are available: 2 node(s) didn't match pod topology spread constraints, 1 node(s) didn't match Pod's node affinity/selector. preemption: 0/3 nodes are available: 2 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
 	for _, p := range got {
 		if p.Metadata.Labels["app"] == "ignore" && p.Spec.NodeName == "" {
 			if msg := podScheduledCondition(p).GetMessage(); msg != want {

@@ -823,8 +823,8 @@ type PodSpec struct {
 	// The PriorityClass whose value the admission writes to spec.priority
 	// (unset: the globalDefault class's, else 0).
 	PriorityClassName string `protobuf:"bytes,61,opt,name=priority_class_name,json=priorityClassName,proto3" json:"priority_class_name,omitempty"`
-	// Never (the only value served until the scheduler preempts); the
-	// admission copies the class's.
+	// PreemptLowerPriority (unset means it) or Never; the admission copies
+	// the class's.
 	PreemptionPolicy *string `protobuf:"bytes,62,opt,name=preemption_policy,json=preemptionPolicy,proto3,oneof" json:"preemption_policy,omitempty"`
 	// Entries added to the pod's /etc/hosts (after the pod's own), as
 	// Kubernetes writes them; not with hostNetwork.

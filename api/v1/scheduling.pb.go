@@ -34,8 +34,8 @@ type PriorityClass struct {
 	// Pods that name no class get this one's value; at most one class has it.
 	GlobalDefault bool   `protobuf:"varint,3,opt,name=global_default,json=globalDefault,proto3" json:"global_default,omitempty"`
 	Description   string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
-	// Never: pods of this class never preempt others (the only value served
-	// until the scheduler preempts).
+	// PreemptLowerPriority (unset means it): the scheduler may delete pods of
+	// lower priority to make room for pods of this class; Never: it does not.
 	PreemptionPolicy *string `protobuf:"bytes,5,opt,name=preemption_policy,json=preemptionPolicy,proto3,oneof" json:"preemption_policy,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache

@@ -53,17 +53,15 @@ func PriorityClassUpdate(old, new *v1.PriorityClass) Errs {
 	return errs
 }
 
-// preemptionPolicy checks a class's or a pod's policy: Never is what the
-// scheduler does (it does not preempt yet), PreemptLowerPriority is
-// refused rather than promised.
+// preemptionPolicy checks a class's or a pod's policy: PreemptLowerPriority
+// (what unset means) lets the scheduler delete lower-priority pods to make
+// room, Never does not.
 func preemptionPolicy(errs *Errs, path string, p *string) {
 	if p == nil {
 		return
 	}
 	switch *p {
-	case "Never":
-	case "PreemptLowerPriority":
-		errs.Add(path, "PreemptLowerPriority is not supported: the scheduler does not preempt yet (Never is served)")
+	case "Never", "PreemptLowerPriority":
 	default:
 		errs.Add(path, "Unsupported value: %q: supported values: \"Never\", \"PreemptLowerPriority\"", *p)
 	}

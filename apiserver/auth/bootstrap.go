@@ -50,11 +50,13 @@ func DefaultPolicy() []v1.Object {
 		clusterRole("view", rule(anyGroup, viewable, readVerbs)),
 		clusterRole("system:kube-scheduler",
 			rule(core, []string{"pods", "nodes", "namespaces"}, readVerbs),
+			// Preemption deletes its victims.
+			rule(core, []string{"pods"}, []string{"delete"}),
 			rule(core, []string{"pods/binding"}, []string{"create"}),
 			rule(core, []string{"pods/status"}, []string{"update"}),
 			rule(core, []string{"events"}, []string{"create", "update", "get"}),
 			rule(anyGroup, []string{"leases"}, []string{"get", "create", "update"}),
-			rule(anyGroup, []string{"replicasets", "deployments", "statefulsets", "services", "persistentvolumes", "storageclasses"}, readVerbs),
+			rule(anyGroup, []string{"replicasets", "deployments", "statefulsets", "services", "persistentvolumes", "storageclasses", "poddisruptionbudgets"}, readVerbs),
 			// Volume binding: the scheduler names the node of a WaitForFirstConsumer claim.
 			rule(core, []string{"persistentvolumeclaims"}, []string{"get", "list", "watch", "update"})),
 		// The controller-manager gets what its controllers do, no more:

@@ -47,7 +47,9 @@ func TestDefaultPolicy(t *testing.T) {
 	}{
 		{admin, "delete", "nodes", "", "", true},
 		{sched, "create", "pods", "binding", "default", true},
-		{sched, "delete", "pods", "", "default", false},
+		{sched, "delete", "pods", "", "default", true}, // preemption, as Kubernetes' system:kube-scheduler
+		{sched, "delete", "nodes", "", "", false},
+		{sched, "list", "poddisruptionbudgets", "", "", true},
 		{sched, "get", "secrets", "", "default", false},
 		{nobody, "get", "pods", "", "default", false},
 	}

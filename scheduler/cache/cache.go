@@ -207,6 +207,7 @@ func slim(pi *framework.PodInfo) *framework.PodInfo {
 	return &framework.PodInfo{
 		Key: pi.Key, Request: pi.Request, NonZeroRequest: pi.NonZeroRequest, Ports: pi.Ports, Owner: pi.Owner,
 		UID: pi.UID, Namespace: pi.Namespace, Labels: pi.Labels, PodAffinity: pi.PodAffinity,
+		Priority: pi.Priority, StartTime: pi.StartTime,
 	}
 }
 
@@ -327,6 +328,22 @@ func (c *Cache) Run(ctx context.Context) error {
 			c.Expire()
 		}
 	}
+}
+
+// PodsByNode lists the bound and assumed pods of every node (the slim
+// PodInfos the cache keeps: key, labels, requests, ports, priority), for
+// preemption. Assumed pods are left out: they are being bound, and their
+// binder would not notice a deletion.
+func (c *Cache) PodsByNode() map[string][]*framework.PodInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string][]*framework.PodInfo{}
+	for _, ps := range c.pods {
+		if !ps.assumed {
+			out[ps.node] = append(out[ps.node], ps.pi)
+		}
+	}
+	return out
 }
 
 // Stats are the cache's sizes.

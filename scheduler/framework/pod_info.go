@@ -91,6 +91,10 @@ type PodInfo struct {
 	// Volumes are the constraints of the pod's PersistentVolumeClaims, set
 	// for each decision from the scheduler's volume caches (nil: none).
 	Volumes *VolumeInfo
+	// Priority is spec.priority; StartTime status.startTime (or the
+	// creation time) in Unix nanoseconds: what preemption orders by.
+	Priority  int32
+	StartTime int64
 	// Namespace and Labels are the pod's (Labels shared with the pod).
 	Namespace string
 	Labels    map[string]string
@@ -128,7 +132,12 @@ type WeightedNodeTerm struct {
 // NewPodInfo computes a pod's scheduling facts.
 func NewPodInfo(pod *v1.Pod) *PodInfo {
 	pi := &PodInfo{Pod: pod, Key: v1.Key(pod), UID: pod.GetMetadata().GetUid(),
-		Namespace: pod.GetMetadata().GetNamespace(), Labels: pod.GetMetadata().GetLabels()}
+		Namespace: pod.GetMetadata().GetNamespace(), Labels: pod.GetMetadata().GetLabels(), Priority: pod.GetSpec().GetPriority()}
+	if t := pod.GetStatus().GetStartTime(); t != nil {
+		pi.StartTime = t.AsTime().UnixNano()
+	} else if t := pod.GetMetadata().GetCreationTimestamp(); t != nil {
+		pi.StartTime = t.AsTime().UnixNano()
+	}
 	spec := pod.GetSpec()
 	var sum Resources
 	for _, c := range spec.GetContainers() {

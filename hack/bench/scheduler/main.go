@@ -12,6 +12,7 @@
 // Usage (from the repository root):
 //
 //	go run ./hack/bench/scheduler -nodes 1000,5000 -pods 10000
+//	go run ./hack/bench/scheduler -nodes 1000,5000 -pods 10000 -workload affinity
 package main
 
 import (
@@ -35,6 +36,7 @@ type options struct {
 	schedulerEnv  []string
 	timeout       time.Duration
 	profile       string
+	workload      string
 }
 
 func main() {
@@ -52,6 +54,7 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up a run after this long")
 	flag.StringVar(&o.profile, "cpu-profile", "", "folder to write 10s CPU profiles of both processes, taken 2s into scheduling")
 	flag.BoolVar(&keep, "keep", false, "keep the work folder")
+	flag.StringVar(&o.workload, "workload", "basic", "basic (SchedulingBasic) or affinity (a third plain, a third with required pod anti-affinity, a third with topology spread)")
 	flag.Parse()
 	for _, f := range strings.Split(nodes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -60,6 +63,10 @@ func main() {
 			os.Exit(2)
 		}
 		o.nodes = append(o.nodes, n)
+	}
+	if o.workload != "basic" && o.workload != "affinity" {
+		fmt.Fprintf(os.Stderr, "-workload: %q is not basic or affinity\n", o.workload)
+		os.Exit(2)
 	}
 	if o.pods <= 0 {
 		fmt.Fprintln(os.Stderr, "-pods: must be positive")

@@ -19,6 +19,7 @@ import (
 // result is one run's measurements.
 type result struct {
 	nodes, pods    int
+	workload       string
 	createPods     time.Duration
 	wall           time.Duration // scheduler start -> every pod bound
 	firstBind      time.Duration // scheduler start -> first bind
@@ -65,8 +66,8 @@ func runOnce(ctx context.Context, o options, nodes int, log *slog.Logger) (*resu
 		return nil, err
 	}
 	log.Info("creating load", "nodes", nodes, "pods", o.pods)
-	r := &result{nodes: nodes, pods: o.pods}
-	if r.createPods, err = createLoad(ctx, c, nodes, o.pods); err != nil {
+	r := &result{nodes: nodes, pods: o.pods, workload: o.workload}
+	if r.createPods, err = createLoad(ctx, c, nodes, o.pods, o.workload); err != nil {
 		return nil, err
 	}
 	apiCPU0, err := api.cpuSeconds()
@@ -226,7 +227,7 @@ func saveURL(path, url string, log *slog.Logger) {
 }
 
 func (r *result) print(w io.Writer) {
-	fmt.Fprintf(w, "\n== %d nodes, %d pods (created in %v before the scheduler started)\n", r.nodes, r.pods, r.createPods.Round(time.Millisecond))
+	fmt.Fprintf(w, "\n== %s: %d nodes, %d pods (created in %v before the scheduler started)\n", r.workload, r.nodes, r.pods, r.createPods.Round(time.Millisecond))
 	fmt.Fprintf(w, "all bound %v after the scheduler started; first bind after %v\n", r.wall.Round(time.Millisecond), r.firstBind.Round(time.Millisecond))
 	fmt.Fprintf(w, "throughput: %.0f pods/s from scheduler start, %.0f pods/s from the first bind\n",
 		float64(r.pods)/r.wall.Seconds(), float64(r.pods)/(r.wall-r.firstBind).Seconds())

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -58,7 +59,26 @@ func describePod(ctx context.Context, d *describer, p *v1.Pod) error {
 	d.podDNS(sp)
 	d.mapLines(0, "Node-Selectors", sp.GetNodeSelector(), "=")
 	d.tolerations(sp.GetTolerations())
+	d.topologySpread(sp.GetTopologySpreadConstraints())
 	return d.events(ctx, p)
+}
+
+// topologySpread writes the constraints as kubectl does (sorted by key),
+// only when there are some.
+func (d *describer) topologySpread(cs []*v1.TopologySpreadConstraint) {
+	cs = slices.Clone(cs)
+	slices.SortStableFunc(cs, func(a, b *v1.TopologySpreadConstraint) int { return strings.Compare(a.TopologyKey, b.TopologyKey) })
+	for i, c := range cs {
+		s := fmt.Sprintf("%s:%s when max skew %d is exceeded", c.TopologyKey, c.WhenUnsatisfiable, c.MaxSkew)
+		if c.LabelSelector != nil {
+			s += " for selector " + table.SelectorString(c.LabelSelector)
+		}
+		key := "Topology Spread Constraints:"
+		if i > 0 {
+			key = ""
+		}
+		d.text(0, "%s\t%s", key, s)
+	}
 }
 
 // containers writes each container with its status, as kubectl does.

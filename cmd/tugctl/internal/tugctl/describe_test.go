@@ -130,3 +130,74 @@ func TestDescribeVolumesAndSets(t *testing.T) {
 	r = mustOK(t, e.run("describe", "ds", "agent"))
 	assertContains(t, "describe ds", r.out, "Selector:", "app=agent", "agent:1")
 }
+
+// TestDescribePodSchedulingConstraints: a pod from the Kubernetes
+// documentation's examples (anti-affinity, preferred node affinity, two
+// spread constraints) is applied as YAML and described as kubectl does.
+func TestDescribePodSchedulingConstraints(t *testing.T) {
+	e := newEnv(t)
+	f := writeFile(t, t.TempDir(), "pod.yaml", `apiVersion: v1
+kind: Pod
+metadata:
+  name: spread
+  labels:
+    app: web
+spec:
+  affinity:
+    nodeAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+      - weight: 1
+        preference:
+          matchExpressions:
+          - key: another-node-label-key
+            operator: In
+            values:
+            - another-node-label-value
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - labelSelector:
+          matchExpressions:
+          - key: app
+            operator: In
+            values:
+            - web
+        topologyKey: kubernetes.io/hostname
+  topologySpreadConstraints:
+  - maxSkew: 1
+    topologyKey: topology.kubernetes.io/zone
+    whenUnsatisfiable: DoNotSchedule
+    labelSelector:
+      matchLabels:
+        app: web
+  - maxSkew: 2
+    topologyKey: kubernetes.io/hostname
+    whenUnsatisfiable: ScheduleAnyway
+    labelSelector:
+      matchLabels:
+        app: web
+  containers:
+  - name: c
+    image: busybox:1
+`)
+	mustOK(t, e.run("apply", "-f", f))
+	r := mustOK(t, e.run("describe", "pod", "spread"))
+	assertContains(t, "describe pod", r.out,
+		"Topology Spread Constraints: kubernetes.io/hostname:ScheduleAnyway when max skew 2 is exceeded for selector app=web\n"+
+			" topology.kubernetes.io/zone:DoNotSchedule when max skew 1 is exceeded for selector app=web\n")
+	bad := writeFile(t, t.TempDir(), "bad.yaml", `apiVersion: v1
+kind: Pod
+metadata:
+  name: bad
+spec:
+  affinity:
+    podAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - labelSelector:
+          matchLabels:
+            app: web
+  containers:
+  - name: c
+    image: busybox:1
+`)
+	mustFail(t, e.run("apply", "-f", bad), "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: Required value: can not be empty")
+}
