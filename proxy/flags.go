@@ -7,23 +7,27 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/tugboat/tugboat/proxy/ingress"
 )
 
 // Flags are the proxy's command-line flags as given; Config turns them
 // into a Config, naming the flag that is wrong.
 type Flags struct {
-	NodeName        string
-	NodeIP          string
-	ClusterCIDR     string
-	ClusterDNS      string
-	ClusterDomain   string
-	UpstreamDNS     string
-	ResolvConf      string
-	UpstreamTimeout time.Duration
-	MetricsListen   string
-	FullSyncPeriod  time.Duration
-	Cleanup         bool
-	NetworkPolicy   bool
+	NodeName         string
+	NodeIP           string
+	ClusterCIDR      string
+	ClusterDNS       string
+	ClusterDomain    string
+	UpstreamDNS      string
+	ResolvConf       string
+	UpstreamTimeout  time.Duration
+	MetricsListen    string
+	FullSyncPeriod   time.Duration
+	Cleanup          bool
+	NetworkPolicy    bool
+	IngressListen    string
+	IngressTLSListen string
 }
 
 // Register adds the proxy's flags to fs.
@@ -40,6 +44,8 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.MetricsListen, "metrics-listen", DefaultMetricsListen, "HTTP address for /metrics, /healthz and /debug/pprof (empty disables)")
 	fs.DurationVar(&f.FullSyncPeriod, "full-sync-period", 10*time.Minute, "how often the nftables table is rebuilt whole, repairing changes made behind the proxy's back (negative: never)")
 	fs.BoolVar(&f.NetworkPolicy, "network-policy", true, "enforce NetworkPolicies for this node's pods in nftables (table ip tugboat-policy); false when another agent enforces them")
+	fs.StringVar(&f.IngressListen, "ingress-listen", ingress.DefaultListen, "HTTP address Ingresses of class tugboat are served on (empty disables)")
+	fs.StringVar(&f.IngressTLSListen, "ingress-tls-listen", ingress.DefaultTLSListen, "HTTPS address Ingresses are served on, certificates chosen by SNI from their kubernetes.io/tls Secrets (empty disables)")
 	fs.BoolVar(&f.Cleanup, "cleanup", false, "remove everything the proxy installed on this node (nftables table, pod CIDR routes, cluster DNS address) and exit")
 }
 
@@ -47,7 +53,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 func (f *Flags) Config() (Config, error) {
 	cfg := Config{NodeName: f.NodeName, ClusterDomain: f.ClusterDomain, ResolvConf: f.ResolvConf,
 		UpstreamTimeout: f.UpstreamTimeout, MetricsListen: f.MetricsListen, FullSyncPeriod: f.FullSyncPeriod,
-		NetworkPolicy: f.NetworkPolicy}
+		NetworkPolicy: f.NetworkPolicy, IngressListen: f.IngressListen, IngressTLSListen: f.IngressTLSListen}
 	var err error
 	if cfg.ClusterCIDR, err = netip.ParsePrefix(f.ClusterCIDR); err != nil {
 		return cfg, fmt.Errorf("--cluster-cidr %q: %v", f.ClusterCIDR, err)

@@ -35,6 +35,7 @@ import (
 	"github.com/tugboat/tugboat/api/metricsserver"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/proxy/dns"
+	"github.com/tugboat/tugboat/proxy/ingress"
 	"github.com/tugboat/tugboat/proxy/netpol"
 	"github.com/tugboat/tugboat/proxy/nftables"
 	"github.com/tugboat/tugboat/proxy/routes"
@@ -84,6 +85,10 @@ type Config struct {
 	// node's pods (--network-policy, default on; off when another agent
 	// enforces them).
 	NetworkPolicy bool
+	// IngressListen and IngressTLSListen are where Ingresses are served
+	// over HTTP and HTTPS (--ingress-listen, --ingress-tls-listen; empty:
+	// off; both empty: no Ingress datapath).
+	IngressListen, IngressTLSListen string
 	// NetNS is an open file descriptor of the network namespace to program
 	// and serve in; 0: the process's own (tests use their own namespaces).
 	NetNS int
@@ -161,6 +166,15 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	watch(svcs, eps, nodes, dp, rt, zone)
+	var ing *ingress.Controller
+	if cfg.IngressListen != "" || cfg.IngressTLSListen != "" {
+		ing, err = ingress.New(ingress.Config{Listen: cfg.IngressListen, TLSListen: cfg.IngressTLSListen, NodeName: cfg.NodeName,
+			Client: cfg.Client, Source: &source{svcs: svcs, eps: eps, nodes: nodes}, NetNS: cfg.NetNS, Registry: cfg.Registry, Logger: log})
+		if err != nil {
+			return err
+		}
+		watchIngress(svcs, eps, nodes, ing)
+	}
 	informers := []interface {
 		Run(context.Context) error
 		WaitForSync(context.Context) bool
@@ -230,6 +244,9 @@ func Run(ctx context.Context, cfg Config) error {
 	spawn("dns", dnsSrv.Run)
 	if policyAgent != nil {
 		spawn("network policy", policyAgent.Run)
+	}
+	if ing != nil {
+		spawn("ingress", ing.Run)
 	}
 	log.Info("proxy running", "clusterCIDR", cfg.ClusterCIDR, "clusterDNS", cfg.ClusterDNS, "domain", cfg.ClusterDomain)
 	select {
@@ -385,10 +402,30 @@ func setDNSEndpoints(zone *dns.Zone, key string, list []*v1.EndpointSlice) {
 	zone.SetEndpoints(ns, name, out)
 }
 
-// source is the datapath's view of the informer caches.
+// source is the datapath's (and the Ingress datapath's) view of the
+// informer caches.
 type source struct {
-	svcs *informer.Informer[*v1.Service]
-	eps  *informer.Informer[*v1.EndpointSlice]
+	svcs  *informer.Informer[*v1.Service]
+	eps   *informer.Informer[*v1.EndpointSlice]
+	nodes *informer.Informer[*v1.Node]
+}
+
+func (s *source) Nodes() []*v1.Node { return s.nodes.List() }
+
+// watchIngress rebuilds the Ingress routing table on every Service and
+// EndpointSlice change (its rebuilds coalesce), and its status on node
+// address changes.
+func watchIngress(svcs *informer.Informer[*v1.Service], eps *informer.Informer[*v1.EndpointSlice], nodes *informer.Informer[*v1.Node], c *ingress.Controller) {
+	svcs.AddHandler(informer.Handler[*v1.Service]{OnAdd: func(*v1.Service) { c.Changed() },
+		OnUpdate: func(_, _ *v1.Service) { c.Changed() }, OnDelete: func(*v1.Service) { c.Changed() }})
+	eps.AddHandler(informer.Handler[*v1.EndpointSlice]{OnAdd: func(*v1.EndpointSlice) { c.Changed() },
+		OnUpdate: func(_, _ *v1.EndpointSlice) { c.Changed() }, OnDelete: func(*v1.EndpointSlice) { c.Changed() }})
+	nodes.AddHandler(informer.Handler[*v1.Node]{OnAdd: func(*v1.Node) { c.NodesChanged() },
+		OnUpdate: func(old, n *v1.Node) {
+			if !slices.EqualFunc(old.GetStatus().GetAddresses(), n.GetStatus().GetAddresses(), func(a, b *v1.NodeAddress) bool { return proto.Equal(a, b) }) {
+				c.NodesChanged()
+			}
+		}, OnDelete: func(*v1.Node) { c.NodesChanged() }})
 }
 
 func (s *source) Service(key string) (*v1.Service, bool) { return s.svcs.Get(key) }

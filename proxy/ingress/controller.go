@@ -1,0 +1,367 @@
+// Package ingress is the Ingress datapath: every node's proxy serves the
+// Ingresses (networking.k8s.io/v1) of the classes whose controller is
+// tugboat.dev/ingress-controller (class tugboat, the default; an Ingress
+// without class when that class is the default) on the node's HTTP and
+// HTTPS ports, with net/http and its reverse proxy (no HTTP parser of its
+// own), straight to the Services' ready endpoints (from EndpointSlices,
+// round robin; no ClusterIP hop, as ingress-nginx does).
+//
+// Loop: informers for Ingresses, IngressClasses and TLS Secrets (its own;
+// Services, EndpointSlices and Nodes are the proxy's, through Source) only
+// signal Changed. One goroutine then rebuilds the whole routing table and
+// the certificate table from the caches (Build: pure, O(rules)), and swaps
+// both in through atomic pointers. A request reads the current table once
+// and keeps the backend it picked, so a rule or endpoint change never
+// touches a request in flight or an open connection (HTTP keep-alive,
+// streams, upgrades); the next request sees the new table. Certificates
+// are chosen per handshake by SNI from the current certificate table, so a
+// renewed Secret is served without a restart.
+//
+// Contract: a request matching no rule gets 404 (or the default backend);
+// a backend whose Service or Service port does not exist, or that has no
+// ready endpoint, answers 503 with a page naming the reason; an endpoint
+// that fails answers 502. Each configuration problem (ServiceNotFound,
+// ServicePortNotFound, NoEndpoints, BadTLSSecret: a missing, mistyped or
+// unparsable kubernetes.io/tls Secret, whose hosts then get the default
+// self-signed certificate) is an Event on the Ingress, sent when it
+// appears and then at most every ten minutes while it lasts (each node's
+// proxy reports its own, aggregated by the recorder): no Event storm.
+// status.loadBalancer.ingress lists the nodes' InternalIPs; it has one
+// writer, the proxy holding the Lease kube-system/tugboat-ingress-status
+// (as ingress-nginx elects its status writer), so the proxies of a
+// cluster do not fight over it.
+//
+// Permissions (system:kube-proxy): read ingresses, ingressclasses,
+// services, endpointslices, nodes and secrets, update ingresses/status,
+// the Lease. Reading secrets is needed for the TLS certificates an
+// Ingress names; RBAC cannot narrow a grant by Secret type, so the
+// identity may read every Secret in the cluster (the informer asks only
+// for type kubernetes.io/tls; service account tokens are redacted from
+// every read by the apiserver). Guard the proxy's credentials accordingly.
+package ingress
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tugboat/tugboat/api/client"
+	"github.com/tugboat/tugboat/api/informer"
+	"github.com/tugboat/tugboat/api/record"
+	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/internal/netns"
+)
+
+// Defaults of the proxy's flags.
+const (
+	DefaultListen    = "0.0.0.0:80"
+	DefaultTLSListen = "0.0.0.0:443"
+	// StatusLease is the Lease whose holder writes status.loadBalancer.
+	StatusLease = "tugboat-ingress-status"
+	// eventEvery is how often a lasting problem is reported again.
+	eventEvery = 10 * time.Minute
+)
+
+// Source is the proxy's caches the datapath reads (shared with the
+// Service datapath). Calls must be safe from any goroutine.
+type Source interface {
+	Service(key string) (*v1.Service, bool)
+	EndpointSlices(serviceKey string) []*v1.EndpointSlice
+	Nodes() []*v1.Node
+}
+
+// Config configures the Ingress datapath.
+type Config struct {
+	// Listen is the HTTP address (--ingress-listen); TLSListen the HTTPS
+	// one (--ingress-tls-listen). Empty: that listener is off.
+	Listen, TLSListen string
+	// NodeName is this node (the Events' source, the Lease candidate).
+	NodeName string
+	Client   *client.Client
+	Source   Source
+	// NetNS is the network namespace to listen and dial in (0: own).
+	NetNS    int
+	Registry prometheus.Registerer
+	Logger   *slog.Logger
+}
+
+// Controller serves Ingresses. Make it with New, connect the proxy's
+// informers to Changed, then Run it.
+type Controller struct {
+	cfg      Config
+	log      *slog.Logger
+	metrics  *metrics
+	proxy    *httputil.ReverseProxy
+	recorder *record.Recorder
+
+	ingresses *informer.Informer[*v1.Ingress]
+	classes   *informer.Informer[*v1.IngressClass]
+	secrets   *informer.Informer[*v1.Secret]
+
+	table   atomic.Pointer[Table]
+	certs   atomic.Pointer[certTable]
+	changed chan struct{}
+	status  chan struct{}
+
+	mu       sync.Mutex
+	reported map[string]time.Time // problem key -> last Event
+	synced   map[string]int64     // Ingress -> generation last reported Sync
+	ready    chan struct{}        // closed once serving
+	addrs    [2]string            // the listeners' addresses, set before ready
+}
+
+// Ready is closed once the first table is built and the listeners are
+// open.
+func (c *Controller) Ready() <-chan struct{} { return c.ready }
+
+// Addrs are the HTTP and HTTPS listeners' addresses (after Ready; "" when off).
+func (c *Controller) Addrs() (http, https string) { return c.addrs[0], c.addrs[1] }
+
+// New makes the controller and its informers.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Client == nil || cfg.Source == nil {
+		return nil, errors.New("ingress: Client and Source are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	log := cfg.Logger.With("part", "ingress")
+	c := &Controller{cfg: cfg, log: log, metrics: newMetrics(cfg.Registry),
+		recorder:  record.New(cfg.Client, "ingress-controller", cfg.NodeName, cfg.Registry, log),
+		ingresses: informer.New(client.For[*v1.Ingress](cfg.Client), informer.Options{Logger: log}),
+		classes:   informer.New(client.For[*v1.IngressClass](cfg.Client), informer.Options{Logger: log}),
+		secrets:   informer.New(client.For[*v1.Secret](cfg.Client), informer.Options{FieldSelector: "type=" + SecretTypeTLS, Logger: log}),
+		changed:   make(chan struct{}, 1), status: make(chan struct{}, 1),
+		reported: map[string]time.Time{}, synced: map[string]int64{}, ready: make(chan struct{}),
+	}
+	c.proxy = newReverseProxy(cfg.NetNS, c.metrics, log)
+	c.table.Store(&Table{})
+	changed := func() { c.Changed() }
+	c.ingresses.AddHandler(informer.Handler[*v1.Ingress]{OnAdd: func(*v1.Ingress) { changed() },
+		OnUpdate: func(_, _ *v1.Ingress) { changed() }, OnDelete: func(*v1.Ingress) { changed() }})
+	c.classes.AddHandler(informer.Handler[*v1.IngressClass]{OnAdd: func(*v1.IngressClass) { changed() },
+		OnUpdate: func(_, _ *v1.IngressClass) { changed() }, OnDelete: func(*v1.IngressClass) { changed() }})
+	c.secrets.AddHandler(informer.Handler[*v1.Secret]{OnAdd: func(*v1.Secret) { changed() },
+		OnUpdate: func(_, _ *v1.Secret) { changed() }, OnDelete: func(*v1.Secret) { changed() }})
+	return c, nil
+}
+
+// Changed asks for a rebuild (never blocks; changes coalesce).
+func (c *Controller) Changed() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// NodesChanged asks for a status update (the nodes' addresses).
+func (c *Controller) NodesChanged() { c.notifyStatus() }
+
+func (c *Controller) notifyStatus() {
+	select {
+	case c.status <- struct{}{}:
+	default:
+	}
+}
+
+// Run serves until ctx ends: informers, the rebuild loop, the listeners
+// (once the first table is built) and the status writer's campaign.
+func (c *Controller) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	fallback, err := defaultCertificate()
+	if err != nil {
+		return err
+	}
+	c.certs.Store(&certTable{fallback: fallback})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	errc := make(chan error, 6)
+	spawn := func(name string, run func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := run(ctx); err != nil && ctx.Err() == nil {
+				errc <- fmt.Errorf("ingress %s: %w", name, err)
+			}
+		}()
+	}
+	spawn("events", func(ctx context.Context) error { c.recorder.Run(ctx); return nil })
+	spawn("informer", c.ingresses.Run)
+	spawn("informer", c.classes.Run)
+	spawn("informer", c.secrets.Run)
+	for _, synced := range []func(context.Context) bool{c.ingresses.WaitForSync, c.classes.WaitForSync, c.secrets.WaitForSync} {
+		if !synced(ctx) {
+			return nil
+		}
+	}
+	c.rebuild(fallback)
+	spawn("rebuild", func(ctx context.Context) error {
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-c.changed:
+				c.rebuild(fallback)
+			}
+		}
+	})
+	// A port that cannot be bound (80 taken on a workstation) leaves
+	// that listener off, logged, rather than taking the node's Service
+	// datapath and DNS down with the proxy.
+	if c.cfg.Listen != "" {
+		if ln, err := c.listen(c.cfg.Listen); err != nil {
+			c.log.Error("ingress HTTP listener off", "err", err)
+		} else {
+			c.addrs[0] = ln.Addr().String()
+			spawn("http", func(ctx context.Context) error { return c.serve(ctx, ln, nil) })
+		}
+	}
+	if c.cfg.TLSListen != "" {
+		ln, err := c.listen(c.cfg.TLSListen)
+		if err != nil {
+			c.log.Error("ingress HTTPS listener off", "err", err)
+		}
+		tc := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"},
+			GetCertificate: func(h *tls.ClientHelloInfo) (*tls.Certificate, error) {
+				return c.certs.Load().lookup(h.ServerName), nil
+			}}
+		if ln != nil {
+			c.addrs[1] = ln.Addr().String()
+			spawn("https", func(ctx context.Context) error { return c.serve(ctx, ln, tc) })
+		}
+	}
+	close(c.ready)
+	spawn("status", c.runStatus)
+	c.log.Info("ingress serving", "http", c.cfg.Listen, "https", c.cfg.TLSListen)
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-errc:
+		return err
+	}
+}
+
+func (c *Controller) listen(addr string) (ln net.Listener, err error) {
+	err = netns.Do(c.cfg.NetNS, func() (err error) { ln, err = net.Listen("tcp", addr); return err })
+	if err != nil {
+		return nil, fmt.Errorf("ingress listener %s: %w", addr, err)
+	}
+	return ln, nil
+}
+
+// serve runs one listener; at ctx's end it stops accepting and gives open
+// requests 5 s to finish.
+func (c *Controller) serve(ctx context.Context, ln net.Listener, tc *tls.Config) error {
+	srv := &http.Server{Handler: c, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, TLSConfig: tc,
+		ErrorLog: slog.NewLogLogger(c.log.Handler(), slog.LevelDebug)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	var err error
+	if tc != nil {
+		err = srv.ServeTLS(ln, "", "")
+	} else {
+		err = srv.Serve(ln)
+	}
+	<-done
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// rebuild builds the tables from the caches, swaps them in and reports
+// what is wrong.
+func (c *Controller) rebuild(fallback *tls.Certificate) {
+	t, problems := Build(Snapshot{Ingresses: c.ingresses.List(), Classes: c.classes.List(),
+		Service: c.cfg.Source.Service, EndpointSlices: c.cfg.Source.EndpointSlices})
+	certs, certProblems := buildCerts(t.served, c.secrets.Get, fallback)
+	c.table.Store(t)
+	c.certs.Store(certs)
+	c.metrics.rebuilds.Inc()
+	c.metrics.served.Set(float64(len(t.served)))
+	c.report(t.served, append(problems, certProblems...))
+	c.notifyStatus()
+}
+
+// report sends the Events: Sync (Normal) when an Ingress is first served
+// or its spec changed, a Warning per problem when it appears and every
+// eventEvery while it lasts.
+func (c *Controller) report(served []*v1.Ingress, problems []Problem) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	seen := map[string]bool{}
+	for _, ing := range served {
+		key := v1.Key(ing)
+		seen[key] = true
+		if g, ok := c.synced[key]; !ok || g != ing.GetMetadata().GetGeneration() {
+			c.recorder.Eventf(ing, record.Normal, "Sync", "Scheduled for sync")
+			c.synced[key] = ing.GetMetadata().GetGeneration()
+		}
+	}
+	for key := range c.synced {
+		if !seen[key] {
+			delete(c.synced, key)
+		}
+	}
+	current := map[string]bool{}
+	for _, p := range problems {
+		key := v1.Key(p.Ingress) + "\x00" + p.Reason + "\x00" + p.Message
+		if current[key] {
+			continue
+		}
+		current[key] = true
+		if last, ok := c.reported[key]; ok && now.Sub(last) < eventEvery {
+			continue
+		}
+		c.reported[key] = now
+		c.recorder.Eventf(p.Ingress, record.Warning, p.Reason, "%s", p.Message)
+		c.log.Warn("ingress problem", "ingress", v1.Key(p.Ingress), "reason", p.Reason, "message", p.Message)
+	}
+	for key := range c.reported {
+		if !current[key] {
+			delete(c.reported, key) // gone: a recurrence is reported at once
+		}
+	}
+}
+
+// addresses is what status.loadBalancer.ingress says: every node's
+// InternalIP, sorted.
+func addresses(nodes []*v1.Node) []*v1.IngressLoadBalancerIngress {
+	var ips []string
+	for _, n := range nodes {
+		for _, a := range n.GetStatus().GetAddresses() {
+			if a.GetType() == "InternalIP" {
+				ips = append(ips, a.GetAddress())
+			}
+		}
+	}
+	slices.Sort(ips)
+	ips = slices.Compact(ips)
+	out := make([]*v1.IngressLoadBalancerIngress, len(ips))
+	for i, ip := range ips {
+		out[i] = &v1.IngressLoadBalancerIngress{Ip: ip}
+	}
+	return out
+}

@@ -1,0 +1,56 @@
+package ingress
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	requests       *prometheus.CounterVec
+	upstreamErrors *prometheus.CounterVec
+	duration       *prometheus.HistogramVec
+	rebuilds       prometheus.Counter
+	served         prometheus.Gauge
+
+	mu  sync.Mutex
+	per map[string]*ingressMetrics // "namespace/name" -> curried
+}
+
+// ingressMetrics are one Ingress's series, looked up once per Ingress, not
+// per request.
+type ingressMetrics struct {
+	ns, name       string
+	upstreamErrors prometheus.Counter
+	duration       prometheus.Observer
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tugboat_proxy_ingress_requests_total",
+			Help: "HTTP requests served by the Ingress datapath, by Ingress (empty: matched none) and status code."}, []string{"namespace", "ingress", "code"}),
+		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tugboat_proxy_ingress_upstream_errors_total",
+			Help: "Requests whose endpoint could not be reached or failed before answering (502), by Ingress."}, []string{"namespace", "ingress"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "tugboat_proxy_ingress_request_duration_seconds",
+			Help:    "Time from a request's arrival to its response's end, by Ingress.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}, []string{"namespace", "ingress"}),
+		rebuilds: prometheus.NewCounter(prometheus.CounterOpts{Name: "tugboat_proxy_ingress_table_rebuilds_total",
+			Help: "Routing tables built and swapped in."}),
+		served: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tugboat_proxy_ingress_served", Help: "Ingresses served by this proxy."}),
+		per:    map[string]*ingressMetrics{},
+	}
+	reg.MustRegister(m.requests, m.upstreamErrors, m.duration, m.rebuilds, m.served)
+	return m
+}
+
+func (m *metrics) of(ns, name string) *ingressMetrics {
+	key := ns + "/" + name
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	im := m.per[key]
+	if im == nil {
+		im = &ingressMetrics{ns: ns, name: name, upstreamErrors: m.upstreamErrors.WithLabelValues(ns, name), duration: m.duration.WithLabelValues(ns, name)}
+		m.per[key] = im
+	}
+	return im
+}
