@@ -72,12 +72,15 @@ func (r *running) stop(t *testing.T) {
 	}
 }
 
-func start(t *testing.T, c *client.Client, l *nstest.Lab) *running {
+func start(t *testing.T, c *client.Client, l *nstest.Lab, opts ...func(*Config)) *running {
 	reg := prometheus.NewRegistry()
 	cfg := Config{Client: c, NodeName: "node-a", ClusterCIDR: netip.MustParsePrefix("10.244.0.0/16"),
 		ClusterDNS: netip.MustParseAddr("10.96.0.10"), ClusterDomain: "cluster.local",
 		UpstreamDNS: []string{nstest.PeerIP + ":53"}, UpstreamTimeout: 300 * time.Millisecond,
 		NetNS: l.Node.Fd(), NetworkPolicy: true, Registry: reg, Logger: testLogger()}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{cancel: cancel, done: make(chan error, 1), reg: reg}
 	go func() { r.done <- Run(ctx, cfg) }()
