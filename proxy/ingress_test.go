@@ -70,7 +70,9 @@ spec:
 	defer p.stop(t)
 
 	client3 := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) { return l.Pods[2].Dial(network, addr, 2*time.Second) }}}
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return l.Pods[2].Dial(network, addr, 2*time.Second)
+		}}}
 	get := func(host, path string) (int, string, error) {
 		req, _ := http.NewRequest("GET", "http://"+nstest.NodeIP+path, nil)
 		req.Host = host
