@@ -67,7 +67,14 @@ func (a *authService) WhoAmI(ctx context.Context, _ *v1.WhoAmIRequest) (*v1.User
 	if u == nil {
 		return &v1.UserInfo{Name: "system:admin", Groups: []string{auth.GroupMasters}, Method: "insecure"}, nil
 	}
-	return &v1.UserInfo{Name: u.Name, Groups: u.Groups, Method: u.Method}, nil
+	info := &v1.UserInfo{Name: u.Name, Groups: u.Groups, Method: u.Method, Uid: u.UID}
+	for k, vs := range u.Extra {
+		if info.Extra == nil {
+			info.Extra = map[string]*v1.ExtraValue{}
+		}
+		info.Extra[k] = &v1.ExtraValue{Values: vs}
+	}
+	return info, nil
 }
 
 func (a *authService) Review(ctx context.Context, req *v1.AccessReviewRequest) (*v1.AccessReviewResponse, error) {

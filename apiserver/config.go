@@ -51,6 +51,10 @@ type Config struct {
 	MaxWatchesPerUser       int
 	// Auth, when set, turns on authentication, authorization and audit.
 	Auth *AuthConfig
+	// ServiceAccounts, when set, makes and verifies service account tokens
+	// (the serviceaccounts/token subresource; the authenticator when Auth
+	// is set too).
+	ServiceAccounts *ServiceAccountConfig
 	// Encryption, when set, encrypts Secrets at rest (storage.LoadEncryption).
 	Encryption *storage.Encryption
 	// EventTTL is how long an Event lives after its last update (default 1h).
@@ -111,6 +115,14 @@ func (c *Config) Validate() error {
 	}
 	if _, err := podsecurity.ParseDefaults(c.PodSecurity.Defaults); err != nil {
 		return fmt.Errorf("--pod-security %q: %v", c.PodSecurity.Defaults, err)
+	}
+	if sa := c.ServiceAccounts; sa != nil {
+		if sa.SigningKey == nil && len(sa.VerifyKeys) == 0 {
+			return fmt.Errorf("--service-account-signing-key-file or --service-account-key-file: a key is required")
+		}
+		if sa.MaxTokenExpiration < 0 || sa.MaxTokenExpiration > 0 && sa.MaxTokenExpiration < 10*time.Minute {
+			return fmt.Errorf("--service-account-max-token-expiration %s: must be at least 10m (0: no limit)", sa.MaxTokenExpiration)
+		}
 	}
 	if c.HandshakeTimeout < 0 {
 		return fmt.Errorf("--tls-handshake-timeout %s: must be > 0", c.HandshakeTimeout)

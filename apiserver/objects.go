@@ -66,6 +66,12 @@ func namespaceOf(k *kinds.Kind, ns string) string {
 
 // Create implements Objects.Create.
 func (s *Server) Create(ctx context.Context, req *v1.CreateRequest) (*anypb.Any, error) {
+	if req.Subresource != "" {
+		return s.createSubresource(ctx, req)
+	}
+	if req.Kind != "" || req.Name != "" || req.Namespace != "" {
+		return nil, apierrors.Invalid("kind", "kind, namespace and name are for a subresource's create (subresource); an object's are in its metadata")
+	}
 	k, obj, err := unpack(req.Object)
 	if err != nil {
 		return nil, err

@@ -171,6 +171,9 @@ func (f nodeFacts) Referenced(ctx context.Context, node, kind, ns, name string) 
 
 // podReferences reports whether a pod uses ConfigMap or Secret name.
 func podReferences(p *v1.Pod, kind, name string) bool {
+	if kind == "serviceaccounts" {
+		return p.GetSpec().GetServiceAccountName() == name
+	}
 	if kind == "persistentvolumeclaims" {
 		for _, v := range p.GetSpec().GetVolumes() {
 			if v.GetPersistentVolumeClaim().GetClaimName() == name && v.PersistentVolumeClaim != nil {

@@ -65,12 +65,14 @@ type Server struct {
 	// kubeLis serves the Kubernetes HTTP API (nil when disabled).
 	kubeLis net.Listener
 	// conns limits the connections of every listener.
-	conns       *connlimit.Limiter
-	nsMu        sync.Mutex
-	nsActive    map[string]bool // namespaces with a finalizer running
-	nsCtx       context.Context // the Run context, for namespace finalizers
-	tunnels     *tunnel.Registry
-	authn       *auth.Authenticator // nil: authentication off
+	conns    *connlimit.Limiter
+	nsMu     sync.Mutex
+	nsActive map[string]bool // namespaces with a finalizer running
+	nsCtx    context.Context // the Run context, for namespace finalizers
+	tunnels  *tunnel.Registry
+	authn    *auth.Authenticator // nil: authentication off
+	// saTokens issues service account tokens (nil: no key configured).
+	saTokens    *auth.ServiceAccountTokens
 	rbac        *auth.RBAC
 	watchLimits *watchLimits
 	// revoked is the revocation list (nil: authentication off).
@@ -154,7 +156,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	psa.register(s.admission)
 	s.admission["Pod"] = append(s.admission["Pod"], serviceAccountAdmission{s.store}, priorityAdmission{s.store})
 	s.admission["PriorityClass"] = append(s.admission["PriorityClass"], priorityAdmission{s.store})
-	if err := s.setupAuth(); err != nil {
+	err = s.setupAuth()
+	if err == nil {
+		err = s.setupServiceAccounts()
+	}
+	if err != nil {
 		s.closeListeners()
 		cli.Close()
 		s.closeEtcd()

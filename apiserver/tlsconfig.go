@@ -51,7 +51,7 @@ func SecureFromPKIDir(cfg *Config, dir string) error {
 		cfg.Auth = &AuthConfig{}
 	}
 	cfg.Auth.SigningCA = ca
-	return nil
+	return ServiceAccountFromDir(cfg, dir)
 }
 
 // EtcdClientTLS builds the apiserver's TLS config towards an external

@@ -42,6 +42,7 @@ var Files = append([]string{
 	"scheduler.crt", "scheduler.key",
 	"controller-manager.crt", "controller-manager.key",
 	"proxy.crt", "proxy.key",
+	ServiceAccountKey, ServiceAccountPubKey,
 }, EtcdFiles...)
 
 // Init makes a CA, the apiserver's serving certificate and client
@@ -86,6 +87,9 @@ func Init(o InitOptions) error {
 		if err := writePair(o.Dir, file, func(k any) ([]byte, error) { return ca.IssueClient(k, subj, CertValidity) }); err != nil {
 			return err
 		}
+	}
+	if err := writeServiceAccountKey(o.Dir); err != nil {
+		return err
 	}
 	return InitEtcd(o)
 }

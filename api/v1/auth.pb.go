@@ -61,8 +61,16 @@ type UserInfo struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Name   string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Groups []string               `protobuf:"bytes,2,rep,name=groups,proto3" json:"groups,omitempty"`
-	// How the caller authenticated: certificate, token, anonymous.
-	Method        string `protobuf:"bytes,3,opt,name=method,proto3" json:"method,omitempty"`
+	// How the caller authenticated: certificate, token, serviceaccount,
+	// anonymous.
+	Method string `protobuf:"bytes,3,opt,name=method,proto3" json:"method,omitempty"`
+	// The user's uid, when the authenticator knows one (a service account's).
+	Uid string `protobuf:"bytes,4,opt,name=uid,proto3" json:"uid,omitempty"`
+	// What else the authenticator knows (Kubernetes' user extra): for a
+	// service account token bound to a pod,
+	// authentication.kubernetes.io/pod-name, pod-uid, node-name, node-uid and
+	// credential-id.
+	Extra         map[string]*ExtraValue `protobuf:"bytes,5,rep,name=extra,proto3" json:"extra,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -118,6 +126,64 @@ func (x *UserInfo) GetMethod() string {
 	return ""
 }
 
+func (x *UserInfo) GetUid() string {
+	if x != nil {
+		return x.Uid
+	}
+	return ""
+}
+
+func (x *UserInfo) GetExtra() map[string]*ExtraValue {
+	if x != nil {
+		return x.Extra
+	}
+	return nil
+}
+
+type ExtraValue struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Values        []string               `protobuf:"bytes,1,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExtraValue) Reset() {
+	*x = ExtraValue{}
+	mi := &file_api_v1_auth_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExtraValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExtraValue) ProtoMessage() {}
+
+func (x *ExtraValue) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_auth_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExtraValue.ProtoReflect.Descriptor instead.
+func (*ExtraValue) Descriptor() ([]byte, []int) {
+	return file_api_v1_auth_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ExtraValue) GetValues() []string {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
 type AccessReviewRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Verb  string                 `protobuf:"bytes,1,opt,name=verb,proto3" json:"verb,omitempty"`
@@ -134,7 +200,7 @@ type AccessReviewRequest struct {
 
 func (x *AccessReviewRequest) Reset() {
 	*x = AccessReviewRequest{}
-	mi := &file_api_v1_auth_proto_msgTypes[2]
+	mi := &file_api_v1_auth_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -146,7 +212,7 @@ func (x *AccessReviewRequest) String() string {
 func (*AccessReviewRequest) ProtoMessage() {}
 
 func (x *AccessReviewRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_auth_proto_msgTypes[2]
+	mi := &file_api_v1_auth_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -159,7 +225,7 @@ func (x *AccessReviewRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccessReviewRequest.ProtoReflect.Descriptor instead.
 func (*AccessReviewRequest) Descriptor() ([]byte, []int) {
-	return file_api_v1_auth_proto_rawDescGZIP(), []int{2}
+	return file_api_v1_auth_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *AccessReviewRequest) GetVerb() string {
@@ -214,7 +280,7 @@ type AccessReviewResponse struct {
 
 func (x *AccessReviewResponse) Reset() {
 	*x = AccessReviewResponse{}
-	mi := &file_api_v1_auth_proto_msgTypes[3]
+	mi := &file_api_v1_auth_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -226,7 +292,7 @@ func (x *AccessReviewResponse) String() string {
 func (*AccessReviewResponse) ProtoMessage() {}
 
 func (x *AccessReviewResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_auth_proto_msgTypes[3]
+	mi := &file_api_v1_auth_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -239,7 +305,7 @@ func (x *AccessReviewResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccessReviewResponse.ProtoReflect.Descriptor instead.
 func (*AccessReviewResponse) Descriptor() ([]byte, []int) {
-	return file_api_v1_auth_proto_rawDescGZIP(), []int{3}
+	return file_api_v1_auth_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *AccessReviewResponse) GetAllowed() bool {
@@ -269,7 +335,7 @@ type JoinNodeRequest struct {
 
 func (x *JoinNodeRequest) Reset() {
 	*x = JoinNodeRequest{}
-	mi := &file_api_v1_auth_proto_msgTypes[4]
+	mi := &file_api_v1_auth_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -281,7 +347,7 @@ func (x *JoinNodeRequest) String() string {
 func (*JoinNodeRequest) ProtoMessage() {}
 
 func (x *JoinNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_auth_proto_msgTypes[4]
+	mi := &file_api_v1_auth_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -294,7 +360,7 @@ func (x *JoinNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinNodeRequest.ProtoReflect.Descriptor instead.
 func (*JoinNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_v1_auth_proto_rawDescGZIP(), []int{4}
+	return file_api_v1_auth_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *JoinNodeRequest) GetToken() string {
@@ -327,7 +393,7 @@ type RenewCertificateRequest struct {
 
 func (x *RenewCertificateRequest) Reset() {
 	*x = RenewCertificateRequest{}
-	mi := &file_api_v1_auth_proto_msgTypes[5]
+	mi := &file_api_v1_auth_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -339,7 +405,7 @@ func (x *RenewCertificateRequest) String() string {
 func (*RenewCertificateRequest) ProtoMessage() {}
 
 func (x *RenewCertificateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_auth_proto_msgTypes[5]
+	mi := &file_api_v1_auth_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -352,7 +418,7 @@ func (x *RenewCertificateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewCertificateRequest.ProtoReflect.Descriptor instead.
 func (*RenewCertificateRequest) Descriptor() ([]byte, []int) {
-	return file_api_v1_auth_proto_rawDescGZIP(), []int{5}
+	return file_api_v1_auth_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RenewCertificateRequest) GetCsr() []byte {
@@ -372,7 +438,7 @@ type CertificateResponse struct {
 
 func (x *CertificateResponse) Reset() {
 	*x = CertificateResponse{}
-	mi := &file_api_v1_auth_proto_msgTypes[6]
+	mi := &file_api_v1_auth_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -384,7 +450,7 @@ func (x *CertificateResponse) String() string {
 func (*CertificateResponse) ProtoMessage() {}
 
 func (x *CertificateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_auth_proto_msgTypes[6]
+	mi := &file_api_v1_auth_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -397,7 +463,7 @@ func (x *CertificateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CertificateResponse.ProtoReflect.Descriptor instead.
 func (*CertificateResponse) Descriptor() ([]byte, []int) {
-	return file_api_v1_auth_proto_rawDescGZIP(), []int{6}
+	return file_api_v1_auth_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CertificateResponse) GetCertificate() []byte {
@@ -434,7 +500,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_api_v1_auth_proto_msgTypes[7]
+	mi := &file_api_v1_auth_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -446,7 +512,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_auth_proto_msgTypes[7]
+	mi := &file_api_v1_auth_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -459,7 +525,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_api_v1_auth_proto_rawDescGZIP(), []int{7}
+	return file_api_v1_auth_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CreateTokenRequest) GetType() string {
@@ -517,7 +583,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_api_v1_auth_proto_msgTypes[8]
+	mi := &file_api_v1_auth_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -529,7 +595,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_auth_proto_msgTypes[8]
+	mi := &file_api_v1_auth_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -542,7 +608,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_api_v1_auth_proto_rawDescGZIP(), []int{8}
+	return file_api_v1_auth_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CreateTokenResponse) GetToken() string {
@@ -581,7 +647,7 @@ type RevokeCertificateRequest struct {
 
 func (x *RevokeCertificateRequest) Reset() {
 	*x = RevokeCertificateRequest{}
-	mi := &file_api_v1_auth_proto_msgTypes[9]
+	mi := &file_api_v1_auth_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -593,7 +659,7 @@ func (x *RevokeCertificateRequest) String() string {
 func (*RevokeCertificateRequest) ProtoMessage() {}
 
 func (x *RevokeCertificateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_auth_proto_msgTypes[9]
+	mi := &file_api_v1_auth_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -606,7 +672,7 @@ func (x *RevokeCertificateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeCertificateRequest.ProtoReflect.Descriptor instead.
 func (*RevokeCertificateRequest) Descriptor() ([]byte, []int) {
-	return file_api_v1_auth_proto_rawDescGZIP(), []int{9}
+	return file_api_v1_auth_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RevokeCertificateRequest) GetSerials() []string {
@@ -657,7 +723,7 @@ type CertificateRecord struct {
 
 func (x *CertificateRecord) Reset() {
 	*x = CertificateRecord{}
-	mi := &file_api_v1_auth_proto_msgTypes[10]
+	mi := &file_api_v1_auth_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -669,7 +735,7 @@ func (x *CertificateRecord) String() string {
 func (*CertificateRecord) ProtoMessage() {}
 
 func (x *CertificateRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_auth_proto_msgTypes[10]
+	mi := &file_api_v1_auth_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -682,7 +748,7 @@ func (x *CertificateRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CertificateRecord.ProtoReflect.Descriptor instead.
 func (*CertificateRecord) Descriptor() ([]byte, []int) {
-	return file_api_v1_auth_proto_rawDescGZIP(), []int{10}
+	return file_api_v1_auth_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CertificateRecord) GetSerial() string {
@@ -750,7 +816,7 @@ type RevokeCertificateResponse struct {
 
 func (x *RevokeCertificateResponse) Reset() {
 	*x = RevokeCertificateResponse{}
-	mi := &file_api_v1_auth_proto_msgTypes[11]
+	mi := &file_api_v1_auth_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -762,7 +828,7 @@ func (x *RevokeCertificateResponse) String() string {
 func (*RevokeCertificateResponse) ProtoMessage() {}
 
 func (x *RevokeCertificateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_auth_proto_msgTypes[11]
+	mi := &file_api_v1_auth_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -775,7 +841,7 @@ func (x *RevokeCertificateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeCertificateResponse.ProtoReflect.Descriptor instead.
 func (*RevokeCertificateResponse) Descriptor() ([]byte, []int) {
-	return file_api_v1_auth_proto_rawDescGZIP(), []int{11}
+	return file_api_v1_auth_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RevokeCertificateResponse) GetRevoked() []*CertificateRecord {
@@ -793,7 +859,7 @@ type ListCertificatesRequest struct {
 
 func (x *ListCertificatesRequest) Reset() {
 	*x = ListCertificatesRequest{}
-	mi := &file_api_v1_auth_proto_msgTypes[12]
+	mi := &file_api_v1_auth_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -805,7 +871,7 @@ func (x *ListCertificatesRequest) String() string {
 func (*ListCertificatesRequest) ProtoMessage() {}
 
 func (x *ListCertificatesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_auth_proto_msgTypes[12]
+	mi := &file_api_v1_auth_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -818,7 +884,7 @@ func (x *ListCertificatesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCertificatesRequest.ProtoReflect.Descriptor instead.
 func (*ListCertificatesRequest) Descriptor() ([]byte, []int) {
-	return file_api_v1_auth_proto_rawDescGZIP(), []int{12}
+	return file_api_v1_auth_proto_rawDescGZIP(), []int{13}
 }
 
 type ListCertificatesResponse struct {
@@ -831,7 +897,7 @@ type ListCertificatesResponse struct {
 
 func (x *ListCertificatesResponse) Reset() {
 	*x = ListCertificatesResponse{}
-	mi := &file_api_v1_auth_proto_msgTypes[13]
+	mi := &file_api_v1_auth_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -843,7 +909,7 @@ func (x *ListCertificatesResponse) String() string {
 func (*ListCertificatesResponse) ProtoMessage() {}
 
 func (x *ListCertificatesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_auth_proto_msgTypes[13]
+	mi := &file_api_v1_auth_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -856,7 +922,7 @@ func (x *ListCertificatesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCertificatesResponse.ProtoReflect.Descriptor instead.
 func (*ListCertificatesResponse) Descriptor() ([]byte, []int) {
-	return file_api_v1_auth_proto_rawDescGZIP(), []int{13}
+	return file_api_v1_auth_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListCertificatesResponse) GetIssued() []*CertificateRecord {
@@ -878,11 +944,20 @@ var File_api_v1_auth_proto protoreflect.FileDescriptor
 const file_api_v1_auth_proto_rawDesc = "" +
 	"\n" +
 	"\x11api/v1/auth.proto\x12\x0etugboat.api.v1\"\x0f\n" +
-	"\rWhoAmIRequest\"N\n" +
+	"\rWhoAmIRequest\"\xf1\x01\n" +
 	"\bUserInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06groups\x18\x02 \x03(\tR\x06groups\x12\x16\n" +
-	"\x06method\x18\x03 \x01(\tR\x06method\"\xad\x01\n" +
+	"\x06method\x18\x03 \x01(\tR\x06method\x12\x10\n" +
+	"\x03uid\x18\x04 \x01(\tR\x03uid\x129\n" +
+	"\x05extra\x18\x05 \x03(\v2#.tugboat.api.v1.UserInfo.ExtraEntryR\x05extra\x1aT\n" +
+	"\n" +
+	"ExtraEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x120\n" +
+	"\x05value\x18\x02 \x01(\v2\x1a.tugboat.api.v1.ExtraValueR\x05value:\x028\x01\"$\n" +
+	"\n" +
+	"ExtraValue\x12\x16\n" +
+	"\x06values\x18\x01 \x03(\tR\x06values\"\xad\x01\n" +
 	"\x13AccessReviewRequest\x12\x12\n" +
 	"\x04verb\x18\x01 \x01(\tR\x04verb\x12\x1a\n" +
 	"\bresource\x18\x02 \x01(\tR\bresource\x12\x1c\n" +
@@ -959,46 +1034,50 @@ func file_api_v1_auth_proto_rawDescGZIP() []byte {
 	return file_api_v1_auth_proto_rawDescData
 }
 
-var file_api_v1_auth_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_api_v1_auth_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_api_v1_auth_proto_goTypes = []any{
 	(*WhoAmIRequest)(nil),             // 0: tugboat.api.v1.WhoAmIRequest
 	(*UserInfo)(nil),                  // 1: tugboat.api.v1.UserInfo
-	(*AccessReviewRequest)(nil),       // 2: tugboat.api.v1.AccessReviewRequest
-	(*AccessReviewResponse)(nil),      // 3: tugboat.api.v1.AccessReviewResponse
-	(*JoinNodeRequest)(nil),           // 4: tugboat.api.v1.JoinNodeRequest
-	(*RenewCertificateRequest)(nil),   // 5: tugboat.api.v1.RenewCertificateRequest
-	(*CertificateResponse)(nil),       // 6: tugboat.api.v1.CertificateResponse
-	(*CreateTokenRequest)(nil),        // 7: tugboat.api.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),       // 8: tugboat.api.v1.CreateTokenResponse
-	(*RevokeCertificateRequest)(nil),  // 9: tugboat.api.v1.RevokeCertificateRequest
-	(*CertificateRecord)(nil),         // 10: tugboat.api.v1.CertificateRecord
-	(*RevokeCertificateResponse)(nil), // 11: tugboat.api.v1.RevokeCertificateResponse
-	(*ListCertificatesRequest)(nil),   // 12: tugboat.api.v1.ListCertificatesRequest
-	(*ListCertificatesResponse)(nil),  // 13: tugboat.api.v1.ListCertificatesResponse
+	(*ExtraValue)(nil),                // 2: tugboat.api.v1.ExtraValue
+	(*AccessReviewRequest)(nil),       // 3: tugboat.api.v1.AccessReviewRequest
+	(*AccessReviewResponse)(nil),      // 4: tugboat.api.v1.AccessReviewResponse
+	(*JoinNodeRequest)(nil),           // 5: tugboat.api.v1.JoinNodeRequest
+	(*RenewCertificateRequest)(nil),   // 6: tugboat.api.v1.RenewCertificateRequest
+	(*CertificateResponse)(nil),       // 7: tugboat.api.v1.CertificateResponse
+	(*CreateTokenRequest)(nil),        // 8: tugboat.api.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),       // 9: tugboat.api.v1.CreateTokenResponse
+	(*RevokeCertificateRequest)(nil),  // 10: tugboat.api.v1.RevokeCertificateRequest
+	(*CertificateRecord)(nil),         // 11: tugboat.api.v1.CertificateRecord
+	(*RevokeCertificateResponse)(nil), // 12: tugboat.api.v1.RevokeCertificateResponse
+	(*ListCertificatesRequest)(nil),   // 13: tugboat.api.v1.ListCertificatesRequest
+	(*ListCertificatesResponse)(nil),  // 14: tugboat.api.v1.ListCertificatesResponse
+	nil,                               // 15: tugboat.api.v1.UserInfo.ExtraEntry
 }
 var file_api_v1_auth_proto_depIdxs = []int32{
-	10, // 0: tugboat.api.v1.RevokeCertificateResponse.revoked:type_name -> tugboat.api.v1.CertificateRecord
-	10, // 1: tugboat.api.v1.ListCertificatesResponse.issued:type_name -> tugboat.api.v1.CertificateRecord
-	10, // 2: tugboat.api.v1.ListCertificatesResponse.revoked:type_name -> tugboat.api.v1.CertificateRecord
-	0,  // 3: tugboat.api.v1.Auth.WhoAmI:input_type -> tugboat.api.v1.WhoAmIRequest
-	2,  // 4: tugboat.api.v1.Auth.Review:input_type -> tugboat.api.v1.AccessReviewRequest
-	4,  // 5: tugboat.api.v1.Auth.JoinNode:input_type -> tugboat.api.v1.JoinNodeRequest
-	5,  // 6: tugboat.api.v1.Auth.RenewCertificate:input_type -> tugboat.api.v1.RenewCertificateRequest
-	7,  // 7: tugboat.api.v1.Auth.CreateToken:input_type -> tugboat.api.v1.CreateTokenRequest
-	9,  // 8: tugboat.api.v1.Auth.RevokeCertificate:input_type -> tugboat.api.v1.RevokeCertificateRequest
-	12, // 9: tugboat.api.v1.Auth.ListCertificates:input_type -> tugboat.api.v1.ListCertificatesRequest
-	1,  // 10: tugboat.api.v1.Auth.WhoAmI:output_type -> tugboat.api.v1.UserInfo
-	3,  // 11: tugboat.api.v1.Auth.Review:output_type -> tugboat.api.v1.AccessReviewResponse
-	6,  // 12: tugboat.api.v1.Auth.JoinNode:output_type -> tugboat.api.v1.CertificateResponse
-	6,  // 13: tugboat.api.v1.Auth.RenewCertificate:output_type -> tugboat.api.v1.CertificateResponse
-	8,  // 14: tugboat.api.v1.Auth.CreateToken:output_type -> tugboat.api.v1.CreateTokenResponse
-	11, // 15: tugboat.api.v1.Auth.RevokeCertificate:output_type -> tugboat.api.v1.RevokeCertificateResponse
-	13, // 16: tugboat.api.v1.Auth.ListCertificates:output_type -> tugboat.api.v1.ListCertificatesResponse
-	10, // [10:17] is the sub-list for method output_type
-	3,  // [3:10] is the sub-list for method input_type
-	3,  // [3:3] is the sub-list for extension type_name
-	3,  // [3:3] is the sub-list for extension extendee
-	0,  // [0:3] is the sub-list for field type_name
+	15, // 0: tugboat.api.v1.UserInfo.extra:type_name -> tugboat.api.v1.UserInfo.ExtraEntry
+	11, // 1: tugboat.api.v1.RevokeCertificateResponse.revoked:type_name -> tugboat.api.v1.CertificateRecord
+	11, // 2: tugboat.api.v1.ListCertificatesResponse.issued:type_name -> tugboat.api.v1.CertificateRecord
+	11, // 3: tugboat.api.v1.ListCertificatesResponse.revoked:type_name -> tugboat.api.v1.CertificateRecord
+	2,  // 4: tugboat.api.v1.UserInfo.ExtraEntry.value:type_name -> tugboat.api.v1.ExtraValue
+	0,  // 5: tugboat.api.v1.Auth.WhoAmI:input_type -> tugboat.api.v1.WhoAmIRequest
+	3,  // 6: tugboat.api.v1.Auth.Review:input_type -> tugboat.api.v1.AccessReviewRequest
+	5,  // 7: tugboat.api.v1.Auth.JoinNode:input_type -> tugboat.api.v1.JoinNodeRequest
+	6,  // 8: tugboat.api.v1.Auth.RenewCertificate:input_type -> tugboat.api.v1.RenewCertificateRequest
+	8,  // 9: tugboat.api.v1.Auth.CreateToken:input_type -> tugboat.api.v1.CreateTokenRequest
+	10, // 10: tugboat.api.v1.Auth.RevokeCertificate:input_type -> tugboat.api.v1.RevokeCertificateRequest
+	13, // 11: tugboat.api.v1.Auth.ListCertificates:input_type -> tugboat.api.v1.ListCertificatesRequest
+	1,  // 12: tugboat.api.v1.Auth.WhoAmI:output_type -> tugboat.api.v1.UserInfo
+	4,  // 13: tugboat.api.v1.Auth.Review:output_type -> tugboat.api.v1.AccessReviewResponse
+	7,  // 14: tugboat.api.v1.Auth.JoinNode:output_type -> tugboat.api.v1.CertificateResponse
+	7,  // 15: tugboat.api.v1.Auth.RenewCertificate:output_type -> tugboat.api.v1.CertificateResponse
+	9,  // 16: tugboat.api.v1.Auth.CreateToken:output_type -> tugboat.api.v1.CreateTokenResponse
+	12, // 17: tugboat.api.v1.Auth.RevokeCertificate:output_type -> tugboat.api.v1.RevokeCertificateResponse
+	14, // 18: tugboat.api.v1.Auth.ListCertificates:output_type -> tugboat.api.v1.ListCertificatesResponse
+	12, // [12:19] is the sub-list for method output_type
+	5,  // [5:12] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_auth_proto_init() }
@@ -1012,7 +1091,7 @@ func file_api_v1_auth_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_auth_proto_rawDesc), len(file_api_v1_auth_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

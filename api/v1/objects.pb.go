@@ -31,7 +31,17 @@ type CreateRequest struct {
 	// The manager the write is recorded for in metadata.managedFields (an
 	// Update entry); empty: the prefix of the client's user agent, as
 	// Kubernetes does.
-	FieldManager  string `protobuf:"bytes,3,opt,name=field_manager,json=fieldManager,proto3" json:"field_manager,omitempty"`
+	FieldManager string `protobuf:"bytes,3,opt,name=field_manager,json=fieldManager,proto3" json:"field_manager,omitempty"`
+	// A subresource's create, as Kubernetes' POST
+	// .../RESOURCE/NAME/SUBRESOURCE: object is the subresource's body (not a
+	// stored kind) for the object kind/namespace/name, and the answer is the
+	// body as the server completed it. Authorized as create on
+	// <resource>/<subresource>. Served: "token" of ServiceAccounts (object a
+	// TokenRequest; the answer carries status.token).
+	Subresource   string `protobuf:"bytes,4,opt,name=subresource,proto3" json:"subresource,omitempty"`
+	Kind          string `protobuf:"bytes,5,opt,name=kind,proto3" json:"kind,omitempty"`
+	Namespace     string `protobuf:"bytes,6,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Name          string `protobuf:"bytes,7,opt,name=name,proto3" json:"name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -83,6 +93,34 @@ func (x *CreateRequest) GetDryRun() bool {
 func (x *CreateRequest) GetFieldManager() string {
 	if x != nil {
 		return x.FieldManager
+	}
+	return ""
+}
+
+func (x *CreateRequest) GetSubresource() string {
+	if x != nil {
+		return x.Subresource
+	}
+	return ""
+}
+
+func (x *CreateRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *CreateRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *CreateRequest) GetName() string {
+	if x != nil {
+		return x.Name
 	}
 	return ""
 }
@@ -863,11 +901,15 @@ var File_api_v1_objects_proto protoreflect.FileDescriptor
 
 const file_api_v1_objects_proto_rawDesc = "" +
 	"\n" +
-	"\x14api/v1/objects.proto\x12\x0etugboat.api.v1\x1a\x19google/protobuf/any.proto\"{\n" +
+	"\x14api/v1/objects.proto\x12\x0etugboat.api.v1\x1a\x19google/protobuf/any.proto\"\xe3\x01\n" +
 	"\rCreateRequest\x12,\n" +
 	"\x06object\x18\x01 \x01(\v2\x14.google.protobuf.AnyR\x06object\x12\x17\n" +
 	"\adry_run\x18\x02 \x01(\bR\x06dryRun\x12#\n" +
-	"\rfield_manager\x18\x03 \x01(\tR\ffieldManager\"t\n" +
+	"\rfield_manager\x18\x03 \x01(\tR\ffieldManager\x12 \n" +
+	"\vsubresource\x18\x04 \x01(\tR\vsubresource\x12\x12\n" +
+	"\x04kind\x18\x05 \x01(\tR\x04kind\x12\x1c\n" +
+	"\tnamespace\x18\x06 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\a \x01(\tR\x04name\"t\n" +
 	"\n" +
 	"GetRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1c\n" +

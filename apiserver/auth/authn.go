@@ -31,6 +31,9 @@ type Authenticator struct {
 	Revoked func(serial string) (string, bool)
 	// Now is the clock of token expirations (time.Now when nil).
 	Now func() time.Time
+	// ServiceAccounts, if set, authenticates service account tokens (JWTs
+	// of its issuers).
+	ServiceAccounts *ServiceAccountTokens
 }
 
 // NewAuthenticator reads the static tokens file (may be ""): CSV lines
@@ -96,6 +99,11 @@ func (a *Authenticator) Authenticate(ctx context.Context) (*User, error) {
 	}
 	if u := a.lookupStatic(tok); u != nil {
 		return &User{Name: u.Name, Groups: append(append([]string(nil), u.Groups...), GroupAuthenticated), Method: "token"}, nil
+	}
+	if a.ServiceAccounts != nil {
+		if u, ok, err := a.ServiceAccounts.Authenticate(ctx, tok); ok {
+			return u, err
+		}
 	}
 	id, sec, ok := SplitToken(tok)
 	if !ok || a.secret == nil {

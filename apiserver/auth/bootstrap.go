@@ -23,6 +23,12 @@ var (
 		"replicasets", "deployments", "replicasets/scale", "deployments/scale", "jobs", "cronjobs", "poddisruptionbudgets", "daemonsets", "horizontalpodautoscalers", "persistentvolumeclaims", "statefulsets", "statefulsets/scale", "serviceaccounts", "networkpolicies", "ingresses"}
 )
 
+// tokenRule lets admin and edit make service account tokens, as
+// Kubernetes' aggregate-to-edit does.
+func tokenRule() *v1.PolicyRule {
+	return rule(core, []string{"serviceaccounts/token"}, []string{"create"})
+}
+
 func clusterRole(name string, rules ...*v1.PolicyRule) *v1.ClusterRole {
 	return &v1.ClusterRole{Metadata: &v1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/bootstrapping": "rbac-defaults"}}, Rules: rules}
 }
@@ -45,8 +51,9 @@ func DefaultPolicy() []v1.Object {
 		// Explicit verbs on the RBAC kinds: "*" would include escalate
 		// and bind, and so every permission (escalation.go).
 		clusterRole("admin", rule(anyGroup, editable, all),
-			rule([]string{RBACGroup}, []string{"roles", "rolebindings"}, []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"})),
-		clusterRole("edit", rule(anyGroup, editable, all)),
+			rule([]string{RBACGroup}, []string{"roles", "rolebindings"}, []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}),
+			tokenRule()),
+		clusterRole("edit", rule(anyGroup, editable, all), tokenRule()),
 		clusterRole("view", rule(anyGroup, viewable, readVerbs)),
 		clusterRole("system:kube-scheduler",
 			rule(core, []string{"pods", "nodes", "namespaces"}, readVerbs),

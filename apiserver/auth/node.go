@@ -13,8 +13,9 @@ type NodeFacts interface {
 	// PodNode returns the node a stored pod is bound to ("" if none).
 	PodNode(ctx context.Context, ns, name string) (string, error)
 	// Referenced reports whether a pod bound to node references the
-	// ConfigMap, Secret or PersistentVolumeClaim (kind "configmaps",
-	// "secrets", "persistentvolumeclaims") ns/name, or the
+	// ConfigMap, Secret, PersistentVolumeClaim or ServiceAccount (kind
+	// "configmaps", "secrets", "persistentvolumeclaims",
+	// "serviceaccounts": the pod runs as it) ns/name, or the
 	// PersistentVolume ("persistentvolumes", ns empty) bound to such a claim.
 	Referenced(ctx context.Context, node, kind, ns, name string) (bool, error)
 }
@@ -66,6 +67,21 @@ func AuthorizeNode(ctx context.Context, node string, a Attributes, fieldNode str
 			return false, "pod " + a.Namespace + "/" + a.Name + " is not bound to node " + node
 		}
 		return false, "nodes may only get, list, watch and delete their pods and update their status"
+	case "serviceaccounts":
+		// The kubelet asks for its pods' tokens (the projected
+		// serviceAccountToken volumes); the token request's own check
+		// (nodeMayRequestToken) keeps them bound to its pods.
+		if a.Verb != "create" || a.Subresource != "token" {
+			return false, "nodes may only create tokens of the service accounts their pods run as"
+		}
+		ok, err := facts.Referenced(ctx, node, a.Resource, a.Namespace, a.Name)
+		if err != nil {
+			return false, err.Error()
+		}
+		if ok {
+			return true, ""
+		}
+		return false, "no pod bound to node " + node + " runs as service account " + a.Namespace + "/" + a.Name
 	case "configmaps", "secrets", "persistentvolumeclaims", "persistentvolumes":
 		if a.Verb != "get" {
 			return false, "nodes may only get the " + a.Resource + " their pods use"

@@ -1,6 +1,7 @@
 // Package auth is the apiserver's first check on every request: who sent
 // it (authentication: a client certificate verified against the cluster CA,
-// or a bearer token from the tokens file or from the API) and whether they
+// or a bearer token from the tokens file, from the API, or a service
+// account token: a JWT the apiserver signed, serviceaccount.go) and whether they
 // may do it (authorization: the node authorizer for kubelets, RBAC for
 // everyone else). The server calls Authenticate in an interceptor and
 // Authorize in each handler, once it knows the kind, namespace and name.
@@ -16,7 +17,13 @@ import (
 type User struct {
 	Name   string
 	Groups []string
-	// Method is certificate, token or anonymous.
+	// UID is the user's uid when the authenticator knows one (a service
+	// account's).
+	UID string
+	// Extra is what else the authenticator says (Kubernetes' user extra:
+	// a service account token's pod-name, pod-uid, credential-id, ...).
+	Extra map[string][]string
+	// Method is certificate, token, serviceaccount or anonymous.
 	Method string
 	// Serial is the client certificate's serial (hexadecimal), for
 	// certificate users.

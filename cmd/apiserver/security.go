@@ -20,6 +20,7 @@ type securityFlags struct {
 	tokenFile, encryptionKeyFile, audit string
 	etcdCA, etcdCert, etcdKey           string
 	insecure                            bool
+	serviceAccounts                     serviceAccountFlags
 }
 
 func (f *securityFlags) register(fs *flag.FlagSet) {
@@ -35,6 +36,7 @@ func (f *securityFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.etcdCA, "etcd-cafile", "", "CA of the external etcd's serving certificate (with --pki-dir and https etcd servers: <pki-dir>/etcd/ca.crt)")
 	fs.StringVar(&f.etcdCert, "etcd-certfile", "", "client certificate for the external etcd (with --pki-dir: <pki-dir>/apiserver-etcd-client.crt)")
 	fs.StringVar(&f.etcdKey, "etcd-keyfile", "", "client key for the external etcd (with --pki-dir: <pki-dir>/apiserver-etcd-client.key)")
+	f.serviceAccounts.register(fs)
 	fs.BoolVar(&f.insecure, "insecure", false, "serve plaintext with no authentication or authorization (loopback development only)")
 }
 
@@ -64,6 +66,9 @@ func (f *securityFlags) apply(cfg *apiserver.Config, log *slog.Logger) error {
 		}
 	}
 	if err := f.applyEtcd(cfg, log); err != nil {
+		return err
+	}
+	if err := f.serviceAccounts.apply(cfg, f.pkiDir); err != nil {
 		return err
 	}
 	if f.insecure {

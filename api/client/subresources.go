@@ -1,0 +1,39 @@
+package client
+
+import (
+	"context"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/tugboat/tugboat/api/apierrors"
+	v1 "github.com/tugboat/tugboat/api/v1"
+)
+
+// CreateSubresource posts body to subresource sub of the object kind
+// ns/name (Objects.Create with CreateRequest.subresource) and decodes the
+// answer into out.
+func (c *Client) CreateSubresource(ctx context.Context, kind, ns, name, sub string, body, out proto.Message, dryRun bool) error {
+	a, err := anypb.New(body)
+	if err != nil {
+		return err
+	}
+	res, err := c.objects.Create(ctx, &v1.CreateRequest{Object: a, Kind: kind, Namespace: ns, Name: name, Subresource: sub, DryRun: dryRun})
+	if err != nil {
+		return apierrors.FromGRPC(err)
+	}
+	return res.UnmarshalTo(out)
+}
+
+// CreateToken asks for a token of service account ns/name (the
+// serviceaccounts/token subresource); the answer's status.token is it.
+func (c *Client) CreateToken(ctx context.Context, ns, name string, tr *v1.TokenRequest) (*v1.TokenRequest, error) {
+	if tr == nil {
+		tr = &v1.TokenRequest{}
+	}
+	out := &v1.TokenRequest{}
+	if err := c.CreateSubresource(ctx, "ServiceAccount", ns, name, "token", tr, out, false); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
