@@ -3,16 +3,19 @@ package apiserver
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 
+	"github.com/tugboat/tugboat/api/apierrors"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/apiserver/kubeapi"
 )
@@ -124,3 +127,29 @@ func (s *Server) serveKube(ctx context.Context) error {
 }
 
 func (b kubeBackend) Auth() v1.AuthServer { return &authService{s: b.s} }
+
+// OpenIDConfiguration is the issuer's OpenID Connect discovery document
+// (kubeapi.IssuerDiscovery), as kube-apiserver's: jwks_uri under the
+// issuer.
+func (b kubeBackend) OpenIDConfiguration() ([]byte, error) {
+	t := b.s.saTokens
+	if t == nil {
+		return nil, apierrors.NotFound("", "/.well-known/openid-configuration")
+	}
+	return json.Marshal(map[string]any{
+		"issuer":                                t.Issuer(),
+		"jwks_uri":                              strings.TrimSuffix(t.Issuer(), "/") + "/openid/v1/jwks",
+		"response_types_supported":              []string{"id_token"},
+		"subject_types_supported":               []string{"public"},
+		"id_token_signing_alg_values_supported": t.Algorithms(),
+	})
+}
+
+// JWKS is the service-account verification keys (kubeapi.IssuerDiscovery).
+func (b kubeBackend) JWKS() ([]byte, error) {
+	t := b.s.saTokens
+	if t == nil {
+		return nil, apierrors.NotFound("", "/openid/v1/jwks")
+	}
+	return json.Marshal(t.JWKS())
+}

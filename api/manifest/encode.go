@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v2"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/tugboat/tugboat/api/kinds"
@@ -93,22 +94,29 @@ func ToMap(obj v1.Object) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	j, err := protojson.Marshal(obj)
+	return MessageToMap(obj, k.APIVersion, k.Name)
+}
+
+// MessageToMap is ToMap for a message that is not a stored kind (a
+// subresource's body, kinds.Subresource), with the apiVersion and kind
+// given.
+func MessageToMap(msg proto.Message, apiVersion, kind string) (map[string]any, error) {
+	j, err := protojson.Marshal(msg)
 	if err != nil {
-		return nil, fmt.Errorf("encoding %s: %w", k.Name, err)
+		return nil, fmt.Errorf("encoding %s: %w", kind, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(j))
 	dec.UseNumber()
 	var m map[string]any
 	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("encoding %s: %w", k.Name, err)
+		return nil, fmt.Errorf("encoding %s: %w", kind, err)
 	}
 	if m == nil {
 		m = map[string]any{}
 	}
-	integers(obj.ProtoReflect().Descriptor(), m, "")
-	m["apiVersion"] = k.APIVersion
-	m["kind"] = k.Name
+	integers(msg.ProtoReflect().Descriptor(), m, "")
+	m["apiVersion"] = apiVersion
+	m["kind"] = kind
 	return m, nil
 }
 

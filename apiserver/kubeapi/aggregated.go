@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+
+	"github.com/tugboat/tugboat/api/kinds"
 )
 
 // Aggregated discovery (apidiscovery.k8s.io/v2): /api and /apis answer, in
@@ -126,6 +128,10 @@ func discoveredResourceOf(r *resource) discoveredResource {
 			k = gvk{Group: "policy", Version: "v1", Kind: "Eviction"}
 		case "binding":
 			k.Kind = "Binding"
+		}
+		if cs, ok := kinds.CreateSubresource(r.kind, s); ok {
+			g, v, _ := strings.Cut(cs.APIVersion, "/")
+			k = gvk{Group: g, Version: v, Kind: cs.Kind}
 		}
 		d.Subresources = append(d.Subresources, discoveredSubresource{Subresource: s, ResponseKind: k, Verbs: subs[s]})
 	}

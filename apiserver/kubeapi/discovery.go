@@ -135,6 +135,8 @@ func (h *Handler) resourceList(w http.ResponseWriter, gv string) {
 				sr.Kind = "Binding"
 			case "eviction":
 				sr.Group, sr.Version, sr.Kind = "policy", "v1", "Eviction"
+			case "token":
+				sr.Group, sr.Version, sr.Kind = "authentication.k8s.io", "v1", "TokenRequest"
 			case "exec", "attach", "portforward":
 				sr.Kind = "Pod" + map[string]string{"exec": "ExecOptions", "attach": "AttachOptions", "portforward": "PortForwardOptions"}[s]
 			case "log":

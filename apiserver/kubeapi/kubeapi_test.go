@@ -29,6 +29,7 @@ func TestKubeAPI(t *testing.T) {
 		{"kubectl/delete-cascade", testKubectlDeleteCascade},
 		{"kubectl/discovery-explain", testKubectlDiscovery},
 		{"kubectl/auth", testKubectlAuth},
+		{"kubectl/create-token", testKubectlCreateToken},
 		{"http/bad-input", testBadInput},
 		{"clientgo/scale-rbac", testScaleSubresourceRBAC},
 		{"http/watch-expired", testWatchExpired},

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/tugboat/tugboat/api/apierrors"
+	"github.com/tugboat/tugboat/api/kinds"
 )
 
 // request is a resource request parsed from its path.
@@ -115,6 +116,10 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, q *request) e
 		return h.logs(w, r, q)
 	case "exec", "attach", "portforward":
 		return h.stream(w, r, q)
+	default:
+		if sub, ok := kinds.CreateSubresource(q.res.kind, q.sub); ok {
+			return h.createSubresource(w, r, q, sub)
+		}
 	}
 	switch r.Method {
 	case http.MethodGet:

@@ -29,6 +29,9 @@ func (r *resource) subresources() map[string][]string {
 	if r.scalable {
 		out["scale"] = []string{"get", "patch", "update"}
 	}
+	for _, s := range kinds.CreateSubresources(r.kind) {
+		out[s.Name] = []string{"create"}
+	}
 	if r.kind.Name == "Pod" {
 		out["binding"] = []string{"create"}
 		out["eviction"] = []string{"create"}

@@ -124,8 +124,19 @@ func (h *Handler) whoAmI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u := out.(*v1.UserInfo)
+	info := map[string]any{"username": u.Name, "groups": u.Groups}
+	if u.Uid != "" {
+		info["uid"] = u.Uid
+	}
+	if len(u.Extra) > 0 {
+		extra := map[string][]string{}
+		for k, v := range u.Extra {
+			extra[k] = v.GetValues()
+		}
+		info["extra"] = extra
+	}
 	writeJSON(w, http.StatusCreated, map[string]any{
 		"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview", "metadata": map[string]any{},
-		"status": map[string]any{"userInfo": map[string]any{"username": u.Name, "groups": u.Groups}},
+		"status": map[string]any{"userInfo": info},
 	})
 }

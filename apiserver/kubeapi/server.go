@@ -116,7 +116,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.discovery(rw, r, path)
 	case path == "/openapi/v2" || strings.HasPrefix(path, "/openapi/v3"):
 		h.serveOpenAPI(rw, r, path)
-	case h.review(rw, r, path), h.metricsAPI(rw, r, path):
+	case h.review(rw, r, path), h.metricsAPI(rw, r, path), h.oidc(rw, r, path):
 	case strings.HasPrefix(path, "/api/v1/") || strings.HasPrefix(path, "/apis/"):
 		h.resource(rw, r, path)
 	default:

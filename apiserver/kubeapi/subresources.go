@@ -2,11 +2,17 @@ package kubeapi
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/tugboat/tugboat/api/apierrors"
+	"github.com/tugboat/tugboat/api/kinds"
+	"github.com/tugboat/tugboat/api/manifest"
 	v1 "github.com/tugboat/tugboat/api/v1"
 )
 
@@ -83,5 +89,73 @@ func (h *Handler) evict(w http.ResponseWriter, r *http.Request, q *request) erro
 	st := success(q.target())
 	st.Code = http.StatusCreated
 	writeJSON(w, http.StatusCreated, st)
+	return nil
+}
+
+// createSubresource serves POST of a subresource made with a body of its
+// own (kinds.Subresource: serviceaccounts/NAME/token with a TokenRequest)
+// with Objects.Create: the body is read strictly (an unknown field is
+// refused), and the answer is the body as the server completed it, 201.
+func (h *Handler) createSubresource(w http.ResponseWriter, r *http.Request, q *request, sub *kinds.Subresource) error {
+	if r.Method != http.MethodPost {
+		return methodNotAllowed(r)
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	msg := sub.New()
+	if len(strings.TrimSpace(string(body))) > 0 {
+		var top map[string]json.RawMessage
+		if err := json.Unmarshal(body, &top); err != nil {
+			return apierrors.New(apierrors.ErrBadRequest, "invalid JSON in the body: %v", err)
+		}
+		var apiVersion, kind string
+		_ = json.Unmarshal(top["apiVersion"], &apiVersion)
+		_ = json.Unmarshal(top["kind"], &kind)
+		if apiVersion != "" && apiVersion != sub.APIVersion || kind != "" && kind != sub.Kind {
+			return apierrors.New(apierrors.ErrBadRequest, "the body is a %s (%s), but %s/%s takes a %s (%s)", kind, apiVersion, q.res.kind.Plural, sub.Name, sub.Kind, sub.APIVersion)
+		}
+		delete(top, "apiVersion")
+		delete(top, "kind")
+		rest, _ := json.Marshal(top)
+		if err := protojson.Unmarshal(rest, msg); err != nil {
+			return apierrors.New(apierrors.ErrBadRequest, "the body is not a valid %s: %v", sub.Kind, err)
+		}
+	}
+	dry, err := dryRun(r)
+	if err != nil {
+		return err
+	}
+	a, err := anypb.New(msg)
+	if err != nil {
+		return err
+	}
+	req := &v1.CreateRequest{Object: a, Kind: q.res.kind.Name, Namespace: q.namespace, Name: q.name, Subresource: sub.Name, DryRun: dry}
+	out, err := h.b.Call(r.Context(), objectsService+"Create", req, func(ctx context.Context) (any, error) { return h.b.Objects().Create(ctx, req) })
+	if err != nil {
+		return apierrors.FromGRPC(err)
+	}
+	an, ok := out.(*anypb.Any)
+	if !ok || an == nil {
+		return fmt.Errorf("the backend answered %T, not a %s", out, sub.Kind)
+	}
+	res := sub.New()
+	if err := an.UnmarshalTo(res); err != nil {
+		return err
+	}
+	m, err := manifest.MessageToMap(res, sub.APIVersion, sub.Kind)
+	if err != nil {
+		return err
+	}
+	meta, _ := m["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		m["metadata"] = meta
+	}
+	if _, ok := meta["creationTimestamp"]; !ok {
+		meta["creationTimestamp"] = nil
+	}
+	writeJSON(w, http.StatusCreated, m)
 	return nil
 }
