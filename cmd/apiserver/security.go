@@ -68,7 +68,7 @@ func (f *securityFlags) apply(cfg *apiserver.Config, log *slog.Logger) error {
 	if err := f.applyEtcd(cfg, log); err != nil {
 		return err
 	}
-	if err := f.serviceAccounts.apply(cfg, f.pkiDir); err != nil {
+	if err := f.serviceAccounts.apply(cfg, f.pkiDir, log); err != nil {
 		return err
 	}
 	if f.insecure {

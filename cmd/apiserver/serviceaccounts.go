@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -34,7 +35,7 @@ func (f *serviceAccountFlags) register(fs *flag.FlagSet) {
 }
 
 // apply sets cfg.ServiceAccounts; pkiDir is --pki-dir's value.
-func (f *serviceAccountFlags) apply(cfg *apiserver.Config, pkiDir string) error {
+func (f *serviceAccountFlags) apply(cfg *apiserver.Config, pkiDir string, log *slog.Logger) error {
 	switch {
 	case f.signingKeyFile != "":
 		key, err := pki.LoadSigningKey(f.signingKeyFile)
@@ -44,7 +45,9 @@ func (f *serviceAccountFlags) apply(cfg *apiserver.Config, pkiDir string) error 
 		cfg.ServiceAccounts = &apiserver.ServiceAccountConfig{SigningKey: key}
 	case pkiDir != "":
 		if err := apiserver.ServiceAccountFromDir(cfg, pkiDir); err != nil {
-			return fmt.Errorf("--pki-dir: %w", err)
+			// A read-only folder made before the key existed: the
+			// apiserver runs, and token requests say why they fail.
+			log.Warn("no service account tokens: the service-account key of --pki-dir is missing and cannot be made; run `apiserver pki init` again or give --service-account-signing-key-file", "err", err)
 		}
 	}
 	for _, file := range f.keyFiles {

@@ -149,6 +149,13 @@ func ensurePKI(c pkiConfig) ([]string, error) {
 			}
 			made = append(made, "the etcd CA and certificates")
 		}
+		if _, err := os.Stat(filepath.Join(c.Dir, pki.ServiceAccountKey)); errors.Is(err, fs.ErrNotExist) {
+			// A volume made before service account tokens.
+			if _, err := pki.EnsureServiceAccountKey(c.Dir); err != nil {
+				return made, err
+			}
+			made = append(made, pki.ServiceAccountKey)
+		}
 		var ca *pki.CA
 		for _, n := range c.Nodes {
 			name := "node-" + n

@@ -22,11 +22,12 @@ type createFlags struct {
 func newCreateCommand(o *cli.Options) *cobra.Command {
 	f := &createFlags{}
 	cmd := &cobra.Command{
-		Use:   "create -f FILE|DIR|- | create deployment|service|configmap|secret|namespace NAME ...",
+		Use:   "create -f FILE|DIR|- | create deployment|service|configmap|secret|namespace|serviceaccount|job|token NAME ...",
 		Short: "Create objects from manifests; fails for objects that exist",
 		Example: `  tugctl create -f pod.yaml
   tugctl create namespace web
   tugctl create serviceaccount builder -n ci
+  tugctl create token builder -n ci --duration=1h
   tugctl create deployment web --image=nginx:1.25 --replicas=3 --port=80
   tugctl create service nodeport web --tcp=80:8080
   tugctl create configmap app --from-literal=mode=prod --from-file=app.conf
@@ -42,7 +43,7 @@ func newCreateCommand(o *cli.Options) *cobra.Command {
 	cli.RegisterDryRun(cmd, &f.dryRun)
 	cmd.Flags().StringVarP(&f.output, "output", "o", "", "print the created objects: yaml, json, name or a template")
 	cmd.AddCommand(newCreateDeploymentCommand(o), newCreateServiceCommand(o), newCreateConfigMapCommand(o), newCreateSecretCommand(o),
-		newCreateNamespaceCommand(o), newCreateServiceAccountCommand(o), newCreateJobCommand(o))
+		newCreateNamespaceCommand(o), newCreateServiceAccountCommand(o), newCreateJobCommand(o), newCreateTokenCommand(o))
 	return cmd
 }
 
