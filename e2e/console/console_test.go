@@ -125,6 +125,24 @@ func TestConsole(t *testing.T) {
 		t.FailNow()
 	}
 
+	t.Run("keyboard: an arrow moves to the next chip, Enter opens its flow", func(t *testing.T) {
+		b := b.with(t)
+		var keys []string
+		b.value(`(() => { const cs = [...document.querySelectorAll("#nodes .chip:not([hidden])")]; cs[0].focus(); return cs.slice(0, 2).map((c) => c.dataset.pod); })()`, &keys)
+		if len(keys) < 2 {
+			t.Fatalf("chips %v, want at least two", keys)
+		}
+		b.run("ArrowRight", chromedp.KeyEvent(kb.ArrowRight))
+		b.waitFor("the focus on the second chip", `(() => {
+			const a = document.activeElement;
+			return a?.dataset.pod === `+jsString(keys[1])+` && a.tabIndex === 0 ? "" : "focus on " + (a?.dataset.pod ?? a?.tagName);
+		})()`, pageTimeout)
+		b.run("Enter", chromedp.KeyEvent(kb.Enter))
+		b.waitFor("the flow of "+keys[1], `location.hash === "#/pod/`+keys[1]+`" ? "" : "route " + location.hash`, pageTimeout)
+		b.run("back to the cluster view (key 1)", chromedp.KeyEvent("1"))
+		b.waitFor("the cluster view", `location.hash === "#/cluster" ? "" : "route " + location.hash`, pageTimeout)
+	})
+
 	t.Run("creation flow: every stage lit in order with times", func(t *testing.T) {
 		b := b.with(t)
 		key := "default/" + webPod
