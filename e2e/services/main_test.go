@@ -2,7 +2,7 @@
 // test cluster (e2e/cluster: network-namespace hosts, real containerd, CNI,
 // kubelets, apiserver, scheduler and controller-manager): DNS from pods,
 // ClusterIP balancing across nodes, endpoint removal, NodePort, rejection
-// without endpoints, hairpin, Service deletion, proxy restart and
+// without endpoints, hairpin, an Ingress across nodes, Service deletion, proxy restart and
 // `proxy --cleanup`. The proxy runs as its real binary on every host.
 package services
 

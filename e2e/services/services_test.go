@@ -2,6 +2,7 @@ package services
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -152,6 +153,69 @@ func TestServices(t *testing.T) {
 					client.Status.PodIp, p.Status.PodIp, p.Spec.NodeName, code, out, client.Status.PodIp)
 			}
 		}
+	})
+
+	t.Run("an Ingress served by node3's proxy routes by host and path to web's pods on node1 and node2; no endpoints is 503 with an Event", func(t *testing.T) {
+		if _, err := client.For[*v1.Service](api).Create(ctx, service("nobody", "", map[string]string{"app": "nobody"}, 80, "http")); err != nil {
+			t.Fatal(err)
+		}
+		prefix, exact := "Prefix", "Exact"
+		backend := func(svc string) *v1.IngressBackend {
+			return &v1.IngressBackend{Service: &v1.IngressServiceBackend{Name: svc, Port: &v1.ServiceBackendPort{Number: 80}}}
+		}
+		if _, err := client.For[*v1.Ingress](api).Create(ctx, &v1.Ingress{Metadata: &v1.ObjectMeta{Namespace: "default", Name: "web"},
+			Spec: &v1.IngressSpec{Rules: []*v1.IngressRule{{Host: "web.example.com", Http: &v1.HTTPIngressRuleValue{Paths: []*v1.HTTPIngressPath{
+				{Path: "/", PathType: &prefix, Backend: backend("web")},
+				{Path: "/none", PathType: &exact, Backend: backend("nobody")},
+			}}}}}}); err != nil {
+			t.Fatal(err)
+		}
+		get := func(path string) (int, string, error) {
+			req, _ := http.NewRequest("GET", "http://"+node3.IP.String()+path, nil)
+			req.Host = "web.example.com"
+			resp, err := (&http.Client{Timeout: 3 * time.Second}).Do(req)
+			if err != nil {
+				return 0, "", err
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b), nil
+		}
+		seen := map[string]bool{}
+		wait.Eventually(t, time.Minute, "web.example.com/ through node3 answered by pods on both node1 and node2", func() error {
+			code, body, err := get("/hello")
+			if err != nil {
+				return err
+			}
+			if code != 200 {
+				return fmt.Errorf("%d %q", code, body)
+			}
+			for _, p := range webPods {
+				if strings.Contains(body, "pod="+p.Metadata.Name) {
+					seen[p.Spec.NodeName] = true
+				}
+			}
+			if !seen["node1"] || !seen["node2"] {
+				return fmt.Errorf("answered from nodes %v so far", seen)
+			}
+			return nil
+		})
+		code, body, err := get("/none")
+		if err != nil || code != 503 || !strings.Contains(body, "does not have any active Endpoint") {
+			t.Errorf("/none: %d %q %v", code, body, err)
+		}
+		wait.Eventually(t, 30*time.Second, "a NoEndpoints Event on the Ingress", func() error {
+			evs, _, err := client.For[*v1.Event](api).List(ctx, client.ListOptions{Namespace: "default"})
+			if err != nil {
+				return err
+			}
+			for _, e := range evs {
+				if e.GetInvolvedObject().GetKind() == "Ingress" && e.GetReason() == "NoEndpoints" && strings.Contains(e.GetMessage(), "default/nobody") {
+					return nil
+				}
+			}
+			return errors.New("none yet")
+		})
 	})
 
 	t.Run("dig gets A and SRV records and NXDOMAIN", func(t *testing.T) {
