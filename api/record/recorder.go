@@ -1,25 +1,40 @@
 // Package record writes Events for every component through one recorder.
 //
-// Repeats are aggregated as Kubernetes does: an event with the same involved
-// object, type, reason and message as one recorded earlier bumps that
-// Event's count and lastTimestamp instead of creating a new object. Writes
-// happen on a background goroutine through a bounded queue, so recording
-// never blocks a control loop; when the queue is full the event is dropped
-// and counted.
+// Recording never blocks the caller's loop and keeps up with a burst: an
+// event goes into one of Shards pending queues (chosen by its aggregation
+// key), each written by its own goroutine, so Shards writes are in flight
+// at once over the client's connection while the events of one key stay
+// in order. Repeats are aggregated as Kubernetes does: an event with the
+// same involved object, type, reason, message and source as one recorded
+// earlier bumps that Event's count and lastTimestamp instead of creating
+// a new object — and a repeat of an event still waiting in its queue only
+// bumps the waiting one, so a storm of repeats costs one write. The
+// queues hold at most MaxPending distinct events in all; beyond that an
+// event is dropped and counted (tugboat_events_dropped_total), which is
+// the recorder's only back-pressure.
+//
+// The loop of a shard: take the oldest pending key, write it (update the
+// stored Event this recorder made for the key, with one Update on the
+// version it remembers, or create a new one), remember what was stored,
+// repeat; wait when empty.
 package record
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/kinds"
 	v1 "github.com/tugboat/tugboat/api/v1"
@@ -31,18 +46,35 @@ const (
 	Warning = "Warning"
 )
 
+const (
+	// Shards is the number of queues, and of writes in flight at once.
+	Shards = 16
+	// MaxPending bounds the events waiting to be written, in all queues.
+	MaxPending = 20000
+	// maxSeen bounds the remembered stored Events, per shard.
+	maxSeen = 4096
+)
+
 // Recorder records events for one component.
 type Recorder struct {
 	events    *client.Typed[*v1.Event]
 	component string
 	host      string
 	log       *slog.Logger
-	queue     chan *v1.Event
 	dropped   prometheus.Counter
 	recorded  *prometheus.CounterVec
+	pendingG  prometheus.Gauge
+	unwritten atomic.Int64 // queued or being written
+	shards    [Shards]*shard
+}
 
-	mu   sync.Mutex
-	seen map[string]*v1.Event // aggregation key -> last stored event
+// shard is one queue of pending events and what its writer stored.
+type shard struct {
+	mu      sync.Mutex
+	pending map[string]*v1.Event // aggregation key -> event to write
+	order   []string             // pending keys, oldest first
+	seen    map[string]*v1.Event // aggregation key -> last stored event
+	wake    chan struct{}
 }
 
 // New makes a recorder; call Run to start writing. reg may be nil.
@@ -52,17 +84,23 @@ func New(c *client.Client, component, host string, reg prometheus.Registerer, lo
 	}
 	r := &Recorder{
 		events: client.For[*v1.Event](c), component: component, host: host, log: log,
-		queue: make(chan *v1.Event, 1000), seen: map[string]*v1.Event{},
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tugboat_events_dropped_total", Help: "Events dropped because the recorder queue was full.",
+			Name: "tugboat_events_dropped_total", Help: "Events dropped because the recorder's queues held MaxPending events.",
 		}),
 		recorded: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tugboat_events_recorded_total", Help: "Events recorded by type and reason.",
 		}, []string{"type", "reason"}),
+		pendingG: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tugboat_events_pending", Help: "Events waiting in the recorder's queues.",
+		}),
+	}
+	for i := range r.shards {
+		r.shards[i] = &shard{pending: map[string]*v1.Event{}, seen: map[string]*v1.Event{}, wake: make(chan struct{}, 1)}
 	}
 	if reg != nil {
 		r.dropped = register(reg, r.dropped)
 		r.recorded = register(reg, r.recorded)
+		r.pendingG = register(reg, r.pendingG)
 	}
 	return r
 }
@@ -81,7 +119,7 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 	return c
 }
 
-// Eventf records an event about obj.
+// Eventf records an event about obj. It never blocks on the API.
 func (r *Recorder) Eventf(obj v1.Object, typ, reason, format string, args ...any) {
 	m := obj.GetMetadata()
 	kindName := ""
@@ -104,21 +142,84 @@ func (r *Recorder) Eventf(obj v1.Object, typ, reason, format string, args ...any
 		ReportingComponent: r.component, ReportingInstance: r.host,
 	}
 	r.recorded.WithLabelValues(typ, reason).Inc()
-	select {
-	case r.queue <- ev:
-	default:
+	r.enqueue(ev)
+}
+
+func (r *Recorder) enqueue(ev *v1.Event) {
+	key := aggregationKey(ev)
+	s := r.shardOf(key)
+	s.mu.Lock()
+	if p := s.pending[key]; p != nil {
+		p.Count++
+		p.LastTimestamp = ev.LastTimestamp
+		s.mu.Unlock()
+		return
+	}
+	if len(s.pending) >= MaxPending/Shards {
+		s.mu.Unlock()
 		r.dropped.Inc()
+		return
+	}
+	s.pending[key] = ev
+	s.order = append(s.order, key)
+	s.mu.Unlock()
+	r.unwritten.Add(1)
+	r.pendingG.Inc()
+	select {
+	case s.wake <- struct{}{}:
+	default:
 	}
 }
 
+func (r *Recorder) shardOf(key string) *shard {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	return r.shards[h.Sum32()%Shards]
+}
+
+// Dropped counts the events dropped because the queues were full.
+func (r *Recorder) Dropped() prometheus.Counter { return r.dropped }
+
+// Pending is the number of events queued or being written.
+func (r *Recorder) Pending() int { return int(r.unwritten.Load()) }
+
 // Run writes queued events until ctx ends.
 func (r *Recorder) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, s := range r.shards {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.runShard(ctx, s) }()
+	}
+	wg.Wait()
+}
+
+func (r *Recorder) runShard(ctx context.Context, s *shard) {
 	for {
-		select {
-		case <-ctx.Done():
+		s.mu.Lock()
+		var key string
+		var ev *v1.Event
+		if len(s.order) > 0 {
+			key, s.order = s.order[0], s.order[1:]
+			ev = s.pending[key]
+			delete(s.pending, key)
+			if len(s.order) == 0 {
+				s.order = nil // let the backing array go after a burst
+			}
+		}
+		s.mu.Unlock()
+		if ev == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.wake:
+				continue
+			}
+		}
+		r.write(ctx, s, key, ev)
+		r.unwritten.Add(-1)
+		r.pendingG.Dec()
+		if ctx.Err() != nil {
 			return
-		case ev := <-r.queue:
-			r.write(ctx, ev)
 		}
 	}
 }
@@ -128,19 +229,27 @@ func aggregationKey(ev *v1.Event) string {
 	return strings.Join([]string{o.Kind, o.Namespace, o.Name, o.Uid, ev.Type, ev.Reason, ev.Message, ev.Source.Component}, "\x00")
 }
 
-func (r *Recorder) write(ctx context.Context, ev *v1.Event) {
-	key := aggregationKey(ev)
-	r.mu.Lock()
-	prev := r.seen[key]
-	r.mu.Unlock()
+// write stores ev: as more occurrences of the Event this shard stored for
+// key, or as a new Event.
+func (r *Recorder) write(ctx context.Context, s *shard, key string, ev *v1.Event) {
+	s.mu.Lock()
+	prev := s.seen[key]
+	s.mu.Unlock()
 	if prev != nil {
-		out, err := r.events.Mutate(ctx, prev.Metadata.Namespace, prev.Metadata.Name, false, func(e *v1.Event) error {
-			e.Count++
-			e.LastTimestamp = ev.LastTimestamp
-			return nil
-		})
+		next := proto.Clone(prev).(*v1.Event)
+		next.Count += ev.Count
+		next.LastTimestamp = ev.LastTimestamp
+		out, err := r.events.Update(ctx, next)
+		if apierrors.IsConflict(err) {
+			// Someone else changed it: add to what is stored now.
+			out, err = r.events.Mutate(ctx, prev.Metadata.Namespace, prev.Metadata.Name, false, func(e *v1.Event) error {
+				e.Count += ev.Count
+				e.LastTimestamp = ev.LastTimestamp
+				return nil
+			})
+		}
 		if err == nil {
-			r.remember(key, out)
+			s.remember(key, out)
 			return
 		}
 		// The event may have expired: create it again below.
@@ -149,20 +258,27 @@ func (r *Recorder) write(ctx context.Context, ev *v1.Event) {
 	if len(name) > 200 {
 		name = name[:200]
 	}
-	ev.Metadata.Name = fmt.Sprintf("%s.%x", strings.ToLower(strings.ReplaceAll(name, "_", "-")), time.Now().UnixNano())
-	out, err := r.events.Create(ctx, ev)
+	base := strings.ToLower(strings.ReplaceAll(name, "_", "-"))
+	var out *v1.Event
+	var err error
+	for range 3 { // a name is the time in ns: shards writing at once may meet
+		ev.Metadata.Name = fmt.Sprintf("%s.%x", base, time.Now().UnixNano())
+		if out, err = r.events.Create(ctx, ev); !apierrors.IsAlreadyExists(err) {
+			break
+		}
+	}
 	if err != nil {
 		r.log.Debug("recording event failed", "reason", ev.Reason, "object", ev.InvolvedObject.Name, "err", err)
 		return
 	}
-	r.remember(key, out)
+	s.remember(key, out)
 }
 
-func (r *Recorder) remember(key string, ev *v1.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.seen) > 4096 {
-		r.seen = map[string]*v1.Event{}
+func (s *shard) remember(key string, ev *v1.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.seen) >= maxSeen {
+		s.seen = map[string]*v1.Event{}
 	}
-	r.seen[key] = ev
+	s.seen[key] = ev
 }
