@@ -169,7 +169,8 @@ func (f nodeFacts) Referenced(ctx context.Context, node, kind, ns, name string) 
 	return false, nil
 }
 
-// podReferences reports whether a pod uses ConfigMap or Secret name.
+// podReferences reports whether a pod uses ConfigMap or Secret name
+// (volumes, projected volumes' sources, env), or claim name.
 func podReferences(p *v1.Pod, kind, name string) bool {
 	if kind == "serviceaccounts" {
 		return p.GetSpec().GetServiceAccountName() == name
@@ -186,6 +187,11 @@ func podReferences(p *v1.Pod, kind, name string) bool {
 	for _, v := range p.GetSpec().GetVolumes() {
 		if cm && v.ConfigMap != nil && v.ConfigMap.Name == name || !cm && v.Secret != nil && v.Secret.SecretName == name {
 			return true
+		}
+		for _, src := range v.GetProjected().GetSources() {
+			if cm && src.ConfigMap != nil && src.ConfigMap.Name == name || !cm && src.Secret != nil && src.Secret.Name == name {
+				return true
+			}
 		}
 	}
 	for _, c := range append(append([]*v1.Container(nil), p.GetSpec().GetInitContainers()...), p.GetSpec().GetContainers()...) {

@@ -149,7 +149,11 @@ func TestNodeRestriction(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := newPod(c.pod, nil)
-		p.Spec.Volumes = []*v1.Volume{{Name: "s", Secret: &v1.SecretVolumeSource{SecretName: c.secret}}}
+		if _, err := client.For[*v1.ConfigMap](admin).Create(ctx, &v1.ConfigMap{Metadata: &v1.ObjectMeta{Name: "cm-" + c.pod}}); err != nil {
+			t.Fatal(err)
+		}
+		p.Spec.Volumes = []*v1.Volume{{Name: "s", Secret: &v1.SecretVolumeSource{SecretName: c.secret}},
+			{Name: "p", Projected: &v1.ProjectedVolumeSource{Sources: []*v1.VolumeProjection{{ConfigMap: &v1.ConfigMapProjection{Name: "cm-" + c.pod}}}}}}
 		if _, err := client.For[*v1.Pod](admin).Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
@@ -188,6 +192,14 @@ func TestNodeRestriction(t *testing.T) {
 	}
 	if _, err := secrets.Get(ctx, "default", "s2"); !isForbidden(err) {
 		t.Fatalf("other node's secret: %v", err)
+	}
+	// ConfigMaps too, as projected volumes' sources.
+	cms := client.For[*v1.ConfigMap](n1)
+	if _, err := cms.Get(ctx, "default", "cm-p1"); err != nil {
+		t.Fatalf("own pod's projected configmap: %v", err)
+	}
+	if _, err := cms.Get(ctx, "default", "cm-p2"); !isForbidden(err) {
+		t.Fatalf("other node's projected configmap: %v", err)
 	}
 	// Nodes: only its own.
 	nodes := client.For[*v1.Node](n1)

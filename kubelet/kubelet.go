@@ -131,6 +131,10 @@ func Run(ctx context.Context, cfg Config) error {
 	// Every Service, for the pods' Service environment variables.
 	serviceInformer := informer.New(client.For[*v1.Service](c), informer.Options{Logger: log})
 	var pods *pod.Manager
+	var agent *nodestatus.Agent
+	// resourceFieldRef to a limit a container does not set: the node's
+	// allocatable (agent is set below, before any pod runs).
+	pcfg.Allocatable = func() map[string]string { return agent.Node().GetStatus().GetAllocatable() }
 	probes := prober.New(prober.Config{
 		Exec: rt, Recorder: rec, Logger: log, Registry: reg,
 		OnChange: func(uid string) { pods.Wake(uid) },
@@ -156,7 +160,6 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	var agent *nodestatus.Agent
 	evictions, err := eviction.New(eviction.Config{
 		Thresholds: thresholds, RootDir: cfg.RootDir, ImageFSDir: cfg.ImageFSDir,
 		Interval: min(eviction.DefaultInterval, cfg.NodeStatusInterval),

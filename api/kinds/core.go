@@ -89,6 +89,62 @@ func DefaultPodSpec(s *v1.PodSpec) {
 			t.Operator = "Equal"
 		}
 	}
+	for _, v := range s.Volumes {
+		defaultVolume(v)
+	}
+	for _, list := range [][]*v1.Container{s.InitContainers, s.Containers} {
+		for _, c := range list {
+			for _, e := range c.Env {
+				defaultFieldSelector(e.GetValueFrom().GetFieldRef())
+			}
+		}
+	}
+}
+
+// DefaultVolumeMode is the mode of the files of configMap, secret,
+// downwardAPI and projected volumes that set none (Kubernetes' 0644).
+const DefaultVolumeMode = 0o644
+
+// defaultVolume fills what Kubernetes fills in volume sources: the file
+// modes, a token's lifetime, the field selectors' apiVersion (a
+// resourceFieldRef's divisor stays unset: it means 1, as Kubernetes' zero
+// Quantity does).
+func defaultVolume(v *v1.Volume) {
+	mode := func(m **int32) {
+		if *m == nil {
+			*m = proto.Int32(DefaultVolumeMode)
+		}
+	}
+	downward := func(items []*v1.DownwardAPIVolumeFile) {
+		for _, it := range items {
+			defaultFieldSelector(it.FieldRef)
+		}
+	}
+	switch {
+	case v.ConfigMap != nil:
+		mode(&v.ConfigMap.DefaultMode)
+	case v.Secret != nil:
+		mode(&v.Secret.DefaultMode)
+	case v.DownwardApi != nil:
+		mode(&v.DownwardApi.DefaultMode)
+		downward(v.DownwardApi.Items)
+	case v.Projected != nil:
+		mode(&v.Projected.DefaultMode)
+		for _, src := range v.Projected.Sources {
+			if t := src.ServiceAccountToken; t != nil && t.ExpirationSeconds == nil {
+				t.ExpirationSeconds = proto.Int64(DefaultTokenExpirationSeconds)
+			}
+			if d := src.DownwardApi; d != nil {
+				downward(d.Items)
+			}
+		}
+	}
+}
+
+func defaultFieldSelector(f *v1.ObjectFieldSelector) {
+	if f != nil && f.ApiVersion == "" {
+		f.ApiVersion = "v1"
+	}
 }
 
 func defaultContainer(c *v1.Container) {

@@ -2215,12 +2215,13 @@ func (x *EnvVar) GetValueFrom() *EnvVarSource {
 }
 
 type EnvVarSource struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	ConfigMapKeyRef *KeySelector           `protobuf:"bytes,1,opt,name=config_map_key_ref,json=configMapKeyRef,proto3" json:"config_map_key_ref,omitempty"`
-	SecretKeyRef    *KeySelector           `protobuf:"bytes,2,opt,name=secret_key_ref,json=secretKeyRef,proto3" json:"secret_key_ref,omitempty"`
-	FieldRef        *ObjectFieldSelector   `protobuf:"bytes,3,opt,name=field_ref,json=fieldRef,proto3" json:"field_ref,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	ConfigMapKeyRef  *KeySelector           `protobuf:"bytes,1,opt,name=config_map_key_ref,json=configMapKeyRef,proto3" json:"config_map_key_ref,omitempty"`
+	SecretKeyRef     *KeySelector           `protobuf:"bytes,2,opt,name=secret_key_ref,json=secretKeyRef,proto3" json:"secret_key_ref,omitempty"`
+	FieldRef         *ObjectFieldSelector   `protobuf:"bytes,3,opt,name=field_ref,json=fieldRef,proto3" json:"field_ref,omitempty"`
+	ResourceFieldRef *ResourceFieldSelector `protobuf:"bytes,4,opt,name=resource_field_ref,json=resourceFieldRef,proto3" json:"resource_field_ref,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *EnvVarSource) Reset() {
@@ -2270,6 +2271,13 @@ func (x *EnvVarSource) GetSecretKeyRef() *KeySelector {
 func (x *EnvVarSource) GetFieldRef() *ObjectFieldSelector {
 	if x != nil {
 		return x.FieldRef
+	}
+	return nil
+}
+
+func (x *EnvVarSource) GetResourceFieldRef() *ResourceFieldSelector {
+	if x != nil {
+		return x.ResourceFieldRef
 	}
 	return nil
 }
@@ -2335,8 +2343,10 @@ func (x *KeySelector) GetOptional() bool {
 }
 
 type ObjectFieldSelector struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	FieldPath     string                 `protobuf:"bytes,1,opt,name=field_path,json=fieldPath,proto3" json:"field_path,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	FieldPath string                 `protobuf:"bytes,1,opt,name=field_path,json=fieldPath,proto3" json:"field_path,omitempty"`
+	// Only "v1" (the default).
+	ApiVersion    string `protobuf:"bytes,2,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2374,6 +2384,13 @@ func (*ObjectFieldSelector) Descriptor() ([]byte, []int) {
 func (x *ObjectFieldSelector) GetFieldPath() string {
 	if x != nil {
 		return x.FieldPath
+	}
+	return ""
+}
+
+func (x *ObjectFieldSelector) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
 	}
 	return ""
 }
@@ -3789,8 +3806,14 @@ type Volume struct {
 	// A PersistentVolumeClaim of the pod's namespace: the kubelet mounts the
 	// volume bound to it (workloads issue; other sources are podspec's).
 	PersistentVolumeClaim *PersistentVolumeClaimVolumeSource `protobuf:"bytes,6,opt,name=persistent_volume_claim,json=persistentVolumeClaim,proto3" json:"persistent_volume_claim,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// Files of the pod's own fields (labels, annotations, name, namespace,
+	// uid) and its containers' resources, rewritten when they change.
+	DownwardApi *DownwardAPIVolumeSource `protobuf:"bytes,7,opt,name=downward_api,json=downwardAPI,proto3" json:"downward_api,omitempty"`
+	// Several sources (configMap, secret, downwardAPI, serviceAccountToken)
+	// in one directory.
+	Projected     *ProjectedVolumeSource `protobuf:"bytes,8,opt,name=projected,proto3" json:"projected,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Volume) Reset() {
@@ -3865,6 +3888,564 @@ func (x *Volume) GetPersistentVolumeClaim() *PersistentVolumeClaimVolumeSource {
 	return nil
 }
 
+func (x *Volume) GetDownwardApi() *DownwardAPIVolumeSource {
+	if x != nil {
+		return x.DownwardApi
+	}
+	return nil
+}
+
+func (x *Volume) GetProjected() *ProjectedVolumeSource {
+	if x != nil {
+		return x.Projected
+	}
+	return nil
+}
+
+type DownwardAPIVolumeSource struct {
+	state protoimpl.MessageState   `protogen:"open.v1"`
+	Items []*DownwardAPIVolumeFile `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	// Mode of the files without their own (default 0644).
+	DefaultMode   *int32 `protobuf:"varint,2,opt,name=default_mode,json=defaultMode,proto3,oneof" json:"default_mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DownwardAPIVolumeSource) Reset() {
+	*x = DownwardAPIVolumeSource{}
+	mi := &file_api_v1_core_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DownwardAPIVolumeSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DownwardAPIVolumeSource) ProtoMessage() {}
+
+func (x *DownwardAPIVolumeSource) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DownwardAPIVolumeSource.ProtoReflect.Descriptor instead.
+func (*DownwardAPIVolumeSource) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *DownwardAPIVolumeSource) GetItems() []*DownwardAPIVolumeFile {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *DownwardAPIVolumeSource) GetDefaultMode() int32 {
+	if x != nil && x.DefaultMode != nil {
+		return *x.DefaultMode
+	}
+	return 0
+}
+
+// DownwardAPIVolumeFile is one file: exactly one of fieldRef or
+// resourceFieldRef.
+type DownwardAPIVolumeFile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Relative path of the file in the volume (no "..").
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// metadata.name, metadata.namespace, metadata.uid, metadata.labels,
+	// metadata.annotations (or one key of them: metadata.labels['k']).
+	FieldRef *ObjectFieldSelector `protobuf:"bytes,2,opt,name=field_ref,json=fieldRef,proto3" json:"field_ref,omitempty"`
+	// A container's limits.cpu, limits.memory, limits.ephemeral-storage,
+	// requests.cpu, requests.memory or requests.ephemeral-storage.
+	ResourceFieldRef *ResourceFieldSelector `protobuf:"bytes,3,opt,name=resource_field_ref,json=resourceFieldRef,proto3" json:"resource_field_ref,omitempty"`
+	Mode             *int32                 `protobuf:"varint,4,opt,name=mode,proto3,oneof" json:"mode,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *DownwardAPIVolumeFile) Reset() {
+	*x = DownwardAPIVolumeFile{}
+	mi := &file_api_v1_core_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DownwardAPIVolumeFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DownwardAPIVolumeFile) ProtoMessage() {}
+
+func (x *DownwardAPIVolumeFile) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DownwardAPIVolumeFile.ProtoReflect.Descriptor instead.
+func (*DownwardAPIVolumeFile) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *DownwardAPIVolumeFile) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *DownwardAPIVolumeFile) GetFieldRef() *ObjectFieldSelector {
+	if x != nil {
+		return x.FieldRef
+	}
+	return nil
+}
+
+func (x *DownwardAPIVolumeFile) GetResourceFieldRef() *ResourceFieldSelector {
+	if x != nil {
+		return x.ResourceFieldRef
+	}
+	return nil
+}
+
+func (x *DownwardAPIVolumeFile) GetMode() int32 {
+	if x != nil && x.Mode != nil {
+		return *x.Mode
+	}
+	return 0
+}
+
+// ResourceFieldSelector names a container's resource, its value divided
+// (rounded up) by divisor.
+type ResourceFieldSelector struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required in volumes; in env, the container itself.
+	ContainerName string `protobuf:"bytes,1,opt,name=container_name,json=containerName,proto3" json:"container_name,omitempty"`
+	Resource      string `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
+	// A quantity: "1" (default), "1m" for cpu, "1Mi"... for memory.
+	Divisor       string `protobuf:"bytes,3,opt,name=divisor,proto3" json:"divisor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceFieldSelector) Reset() {
+	*x = ResourceFieldSelector{}
+	mi := &file_api_v1_core_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceFieldSelector) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceFieldSelector) ProtoMessage() {}
+
+func (x *ResourceFieldSelector) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceFieldSelector.ProtoReflect.Descriptor instead.
+func (*ResourceFieldSelector) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *ResourceFieldSelector) GetContainerName() string {
+	if x != nil {
+		return x.ContainerName
+	}
+	return ""
+}
+
+func (x *ResourceFieldSelector) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *ResourceFieldSelector) GetDivisor() string {
+	if x != nil {
+		return x.Divisor
+	}
+	return ""
+}
+
+type ProjectedVolumeSource struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Sources []*VolumeProjection    `protobuf:"bytes,1,rep,name=sources,proto3" json:"sources,omitempty"`
+	// Mode of the files without their own (default 0644).
+	DefaultMode   *int32 `protobuf:"varint,2,opt,name=default_mode,json=defaultMode,proto3,oneof" json:"default_mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProjectedVolumeSource) Reset() {
+	*x = ProjectedVolumeSource{}
+	mi := &file_api_v1_core_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProjectedVolumeSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProjectedVolumeSource) ProtoMessage() {}
+
+func (x *ProjectedVolumeSource) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProjectedVolumeSource.ProtoReflect.Descriptor instead.
+func (*ProjectedVolumeSource) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *ProjectedVolumeSource) GetSources() []*VolumeProjection {
+	if x != nil {
+		return x.Sources
+	}
+	return nil
+}
+
+func (x *ProjectedVolumeSource) GetDefaultMode() int32 {
+	if x != nil && x.DefaultMode != nil {
+		return *x.DefaultMode
+	}
+	return 0
+}
+
+// VolumeProjection is one source of a projected volume: exactly one of
+// its fields.
+type VolumeProjection struct {
+	state               protoimpl.MessageState         `protogen:"open.v1"`
+	Secret              *SecretProjection              `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	DownwardApi         *DownwardAPIProjection         `protobuf:"bytes,2,opt,name=downward_api,json=downwardAPI,proto3" json:"downward_api,omitempty"`
+	ConfigMap           *ConfigMapProjection           `protobuf:"bytes,3,opt,name=config_map,json=configMap,proto3" json:"config_map,omitempty"`
+	ServiceAccountToken *ServiceAccountTokenProjection `protobuf:"bytes,4,opt,name=service_account_token,json=serviceAccountToken,proto3" json:"service_account_token,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *VolumeProjection) Reset() {
+	*x = VolumeProjection{}
+	mi := &file_api_v1_core_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeProjection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeProjection) ProtoMessage() {}
+
+func (x *VolumeProjection) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeProjection.ProtoReflect.Descriptor instead.
+func (*VolumeProjection) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *VolumeProjection) GetSecret() *SecretProjection {
+	if x != nil {
+		return x.Secret
+	}
+	return nil
+}
+
+func (x *VolumeProjection) GetDownwardApi() *DownwardAPIProjection {
+	if x != nil {
+		return x.DownwardApi
+	}
+	return nil
+}
+
+func (x *VolumeProjection) GetConfigMap() *ConfigMapProjection {
+	if x != nil {
+		return x.ConfigMap
+	}
+	return nil
+}
+
+func (x *VolumeProjection) GetServiceAccountToken() *ServiceAccountTokenProjection {
+	if x != nil {
+		return x.ServiceAccountToken
+	}
+	return nil
+}
+
+type SecretProjection struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Items         []*KeyToPath           `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
+	Optional      bool                   `protobuf:"varint,3,opt,name=optional,proto3" json:"optional,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SecretProjection) Reset() {
+	*x = SecretProjection{}
+	mi := &file_api_v1_core_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SecretProjection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SecretProjection) ProtoMessage() {}
+
+func (x *SecretProjection) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SecretProjection.ProtoReflect.Descriptor instead.
+func (*SecretProjection) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *SecretProjection) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SecretProjection) GetItems() []*KeyToPath {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *SecretProjection) GetOptional() bool {
+	if x != nil {
+		return x.Optional
+	}
+	return false
+}
+
+type ConfigMapProjection struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Items         []*KeyToPath           `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
+	Optional      bool                   `protobuf:"varint,3,opt,name=optional,proto3" json:"optional,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfigMapProjection) Reset() {
+	*x = ConfigMapProjection{}
+	mi := &file_api_v1_core_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfigMapProjection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfigMapProjection) ProtoMessage() {}
+
+func (x *ConfigMapProjection) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfigMapProjection.ProtoReflect.Descriptor instead.
+func (*ConfigMapProjection) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *ConfigMapProjection) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ConfigMapProjection) GetItems() []*KeyToPath {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *ConfigMapProjection) GetOptional() bool {
+	if x != nil {
+		return x.Optional
+	}
+	return false
+}
+
+type DownwardAPIProjection struct {
+	state         protoimpl.MessageState   `protogen:"open.v1"`
+	Items         []*DownwardAPIVolumeFile `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DownwardAPIProjection) Reset() {
+	*x = DownwardAPIProjection{}
+	mi := &file_api_v1_core_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DownwardAPIProjection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DownwardAPIProjection) ProtoMessage() {}
+
+func (x *DownwardAPIProjection) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DownwardAPIProjection.ProtoReflect.Descriptor instead.
+func (*DownwardAPIProjection) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *DownwardAPIProjection) GetItems() []*DownwardAPIVolumeFile {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// ServiceAccountTokenProjection is a token of the pod's service account,
+// bound to the pod, that the kubelet requests (TokenRequest) and rotates.
+type ServiceAccountTokenProjection struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The token's audience (empty: the apiserver's).
+	Audience string `protobuf:"bytes,1,opt,name=audience,proto3" json:"audience,omitempty"`
+	// Requested lifetime, at least 600 (default 3600).
+	ExpirationSeconds *int64 `protobuf:"varint,2,opt,name=expiration_seconds,json=expirationSeconds,proto3,oneof" json:"expiration_seconds,omitempty"`
+	// Relative path of the token file.
+	Path          string `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServiceAccountTokenProjection) Reset() {
+	*x = ServiceAccountTokenProjection{}
+	mi := &file_api_v1_core_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServiceAccountTokenProjection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServiceAccountTokenProjection) ProtoMessage() {}
+
+func (x *ServiceAccountTokenProjection) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServiceAccountTokenProjection.ProtoReflect.Descriptor instead.
+func (*ServiceAccountTokenProjection) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *ServiceAccountTokenProjection) GetAudience() string {
+	if x != nil {
+		return x.Audience
+	}
+	return ""
+}
+
+func (x *ServiceAccountTokenProjection) GetExpirationSeconds() int64 {
+	if x != nil && x.ExpirationSeconds != nil {
+		return *x.ExpirationSeconds
+	}
+	return 0
+}
+
+func (x *ServiceAccountTokenProjection) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
 type PersistentVolumeClaimVolumeSource struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ClaimName     string                 `protobuf:"bytes,1,opt,name=claim_name,json=claimName,proto3" json:"claim_name,omitempty"`
@@ -3875,7 +4456,7 @@ type PersistentVolumeClaimVolumeSource struct {
 
 func (x *PersistentVolumeClaimVolumeSource) Reset() {
 	*x = PersistentVolumeClaimVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[54]
+	mi := &file_api_v1_core_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3887,7 +4468,7 @@ func (x *PersistentVolumeClaimVolumeSource) String() string {
 func (*PersistentVolumeClaimVolumeSource) ProtoMessage() {}
 
 func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[54]
+	mi := &file_api_v1_core_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3900,7 +4481,7 @@ func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use PersistentVolumeClaimVolumeSource.ProtoReflect.Descriptor instead.
 func (*PersistentVolumeClaimVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{54}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *PersistentVolumeClaimVolumeSource) GetClaimName() string {
@@ -3927,7 +4508,7 @@ type EmptyDirVolumeSource struct {
 
 func (x *EmptyDirVolumeSource) Reset() {
 	*x = EmptyDirVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[55]
+	mi := &file_api_v1_core_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3939,7 +4520,7 @@ func (x *EmptyDirVolumeSource) String() string {
 func (*EmptyDirVolumeSource) ProtoMessage() {}
 
 func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[55]
+	mi := &file_api_v1_core_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3952,7 +4533,7 @@ func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmptyDirVolumeSource.ProtoReflect.Descriptor instead.
 func (*EmptyDirVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{55}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *EmptyDirVolumeSource) GetMedium() string {
@@ -3979,7 +4560,7 @@ type HostPathVolumeSource struct {
 
 func (x *HostPathVolumeSource) Reset() {
 	*x = HostPathVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[56]
+	mi := &file_api_v1_core_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3991,7 +4572,7 @@ func (x *HostPathVolumeSource) String() string {
 func (*HostPathVolumeSource) ProtoMessage() {}
 
 func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[56]
+	mi := &file_api_v1_core_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4004,7 +4585,7 @@ func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostPathVolumeSource.ProtoReflect.Descriptor instead.
 func (*HostPathVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{56}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *HostPathVolumeSource) GetPath() string {
@@ -4032,7 +4613,7 @@ type KeyToPath struct {
 
 func (x *KeyToPath) Reset() {
 	*x = KeyToPath{}
-	mi := &file_api_v1_core_proto_msgTypes[57]
+	mi := &file_api_v1_core_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4044,7 +4625,7 @@ func (x *KeyToPath) String() string {
 func (*KeyToPath) ProtoMessage() {}
 
 func (x *KeyToPath) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[57]
+	mi := &file_api_v1_core_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4057,7 +4638,7 @@ func (x *KeyToPath) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyToPath.ProtoReflect.Descriptor instead.
 func (*KeyToPath) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{57}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *KeyToPath) GetKey() string {
@@ -4093,7 +4674,7 @@ type ConfigMapVolumeSource struct {
 
 func (x *ConfigMapVolumeSource) Reset() {
 	*x = ConfigMapVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[58]
+	mi := &file_api_v1_core_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4105,7 +4686,7 @@ func (x *ConfigMapVolumeSource) String() string {
 func (*ConfigMapVolumeSource) ProtoMessage() {}
 
 func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[58]
+	mi := &file_api_v1_core_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4118,7 +4699,7 @@ func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapVolumeSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{58}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ConfigMapVolumeSource) GetName() string {
@@ -4161,7 +4742,7 @@ type SecretVolumeSource struct {
 
 func (x *SecretVolumeSource) Reset() {
 	*x = SecretVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[59]
+	mi := &file_api_v1_core_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4173,7 +4754,7 @@ func (x *SecretVolumeSource) String() string {
 func (*SecretVolumeSource) ProtoMessage() {}
 
 func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[59]
+	mi := &file_api_v1_core_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4186,7 +4767,7 @@ func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretVolumeSource.ProtoReflect.Descriptor instead.
 func (*SecretVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{59}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *SecretVolumeSource) GetSecretName() string {
@@ -4237,7 +4818,7 @@ type PodStatus struct {
 
 func (x *PodStatus) Reset() {
 	*x = PodStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[60]
+	mi := &file_api_v1_core_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4249,7 +4830,7 @@ func (x *PodStatus) String() string {
 func (*PodStatus) ProtoMessage() {}
 
 func (x *PodStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[60]
+	mi := &file_api_v1_core_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4262,7 +4843,7 @@ func (x *PodStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStatus.ProtoReflect.Descriptor instead.
 func (*PodStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{60}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *PodStatus) GetPhase() string {
@@ -4359,7 +4940,7 @@ type ContainerStatus struct {
 
 func (x *ContainerStatus) Reset() {
 	*x = ContainerStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[61]
+	mi := &file_api_v1_core_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4371,7 +4952,7 @@ func (x *ContainerStatus) String() string {
 func (*ContainerStatus) ProtoMessage() {}
 
 func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[61]
+	mi := &file_api_v1_core_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4384,7 +4965,7 @@ func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStatus.ProtoReflect.Descriptor instead.
 func (*ContainerStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{61}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ContainerStatus) GetName() string {
@@ -4462,7 +5043,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_api_v1_core_proto_msgTypes[62]
+	mi := &file_api_v1_core_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4474,7 +5055,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[62]
+	mi := &file_api_v1_core_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4487,7 +5068,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{62}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ContainerState) GetWaiting() *ContainerStateWaiting {
@@ -4521,7 +5102,7 @@ type ContainerStateWaiting struct {
 
 func (x *ContainerStateWaiting) Reset() {
 	*x = ContainerStateWaiting{}
-	mi := &file_api_v1_core_proto_msgTypes[63]
+	mi := &file_api_v1_core_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4533,7 +5114,7 @@ func (x *ContainerStateWaiting) String() string {
 func (*ContainerStateWaiting) ProtoMessage() {}
 
 func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[63]
+	mi := &file_api_v1_core_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4546,7 +5127,7 @@ func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateWaiting.ProtoReflect.Descriptor instead.
 func (*ContainerStateWaiting) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{63}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ContainerStateWaiting) GetReason() string {
@@ -4572,7 +5153,7 @@ type ContainerStateRunning struct {
 
 func (x *ContainerStateRunning) Reset() {
 	*x = ContainerStateRunning{}
-	mi := &file_api_v1_core_proto_msgTypes[64]
+	mi := &file_api_v1_core_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4584,7 +5165,7 @@ func (x *ContainerStateRunning) String() string {
 func (*ContainerStateRunning) ProtoMessage() {}
 
 func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[64]
+	mi := &file_api_v1_core_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4597,7 +5178,7 @@ func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateRunning.ProtoReflect.Descriptor instead.
 func (*ContainerStateRunning) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{64}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ContainerStateRunning) GetStartedAt() *timestamppb.Timestamp {
@@ -4622,7 +5203,7 @@ type ContainerStateTerminated struct {
 
 func (x *ContainerStateTerminated) Reset() {
 	*x = ContainerStateTerminated{}
-	mi := &file_api_v1_core_proto_msgTypes[65]
+	mi := &file_api_v1_core_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4634,7 +5215,7 @@ func (x *ContainerStateTerminated) String() string {
 func (*ContainerStateTerminated) ProtoMessage() {}
 
 func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[65]
+	mi := &file_api_v1_core_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4647,7 +5228,7 @@ func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateTerminated.ProtoReflect.Descriptor instead.
 func (*ContainerStateTerminated) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{65}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ContainerStateTerminated) GetExitCode() int32 {
@@ -4721,7 +5302,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_api_v1_core_proto_msgTypes[66]
+	mi := &file_api_v1_core_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4733,7 +5314,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[66]
+	mi := &file_api_v1_core_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4746,7 +5327,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{66}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *Event) GetMetadata() *ObjectMeta {
@@ -4841,7 +5422,7 @@ type ObjectReference struct {
 
 func (x *ObjectReference) Reset() {
 	*x = ObjectReference{}
-	mi := &file_api_v1_core_proto_msgTypes[67]
+	mi := &file_api_v1_core_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4853,7 +5434,7 @@ func (x *ObjectReference) String() string {
 func (*ObjectReference) ProtoMessage() {}
 
 func (x *ObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[67]
+	mi := &file_api_v1_core_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4866,7 +5447,7 @@ func (x *ObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectReference.ProtoReflect.Descriptor instead.
 func (*ObjectReference) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{67}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ObjectReference) GetKind() string {
@@ -4928,7 +5509,7 @@ type EventSource struct {
 
 func (x *EventSource) Reset() {
 	*x = EventSource{}
-	mi := &file_api_v1_core_proto_msgTypes[68]
+	mi := &file_api_v1_core_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4940,7 +5521,7 @@ func (x *EventSource) String() string {
 func (*EventSource) ProtoMessage() {}
 
 func (x *EventSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[68]
+	mi := &file_api_v1_core_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4953,7 +5534,7 @@ func (x *EventSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventSource.ProtoReflect.Descriptor instead.
 func (*EventSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{68}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *EventSource) GetComponent() string {
@@ -4980,7 +5561,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_api_v1_core_proto_msgTypes[69]
+	mi := &file_api_v1_core_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4992,7 +5573,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[69]
+	mi := &file_api_v1_core_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5005,7 +5586,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{69}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *Lease) GetMetadata() *ObjectMeta {
@@ -5035,7 +5616,7 @@ type LeaseSpec struct {
 
 func (x *LeaseSpec) Reset() {
 	*x = LeaseSpec{}
-	mi := &file_api_v1_core_proto_msgTypes[70]
+	mi := &file_api_v1_core_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5047,7 +5628,7 @@ func (x *LeaseSpec) String() string {
 func (*LeaseSpec) ProtoMessage() {}
 
 func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[70]
+	mi := &file_api_v1_core_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5060,7 +5641,7 @@ func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseSpec.ProtoReflect.Descriptor instead.
 func (*LeaseSpec) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{70}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *LeaseSpec) GetHolderIdentity() string {
@@ -5110,7 +5691,7 @@ type ConfigMap struct {
 
 func (x *ConfigMap) Reset() {
 	*x = ConfigMap{}
-	mi := &file_api_v1_core_proto_msgTypes[71]
+	mi := &file_api_v1_core_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5122,7 +5703,7 @@ func (x *ConfigMap) String() string {
 func (*ConfigMap) ProtoMessage() {}
 
 func (x *ConfigMap) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[71]
+	mi := &file_api_v1_core_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5135,7 +5716,7 @@ func (x *ConfigMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMap.ProtoReflect.Descriptor instead.
 func (*ConfigMap) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{71}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ConfigMap) GetMetadata() *ObjectMeta {
@@ -5181,7 +5762,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_api_v1_core_proto_msgTypes[72]
+	mi := &file_api_v1_core_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5193,7 +5774,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[72]
+	mi := &file_api_v1_core_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5206,7 +5787,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{72}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *Secret) GetMetadata() *ObjectMeta {
@@ -5255,7 +5836,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_api_v1_core_proto_msgTypes[73]
+	mi := &file_api_v1_core_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5267,7 +5848,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[73]
+	mi := &file_api_v1_core_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5280,7 +5861,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{73}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *Service) GetMetadata() *ObjectMeta {
@@ -5358,7 +5939,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_api_v1_core_proto_msgTypes[74]
+	mi := &file_api_v1_core_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5370,7 +5951,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[74]
+	mi := &file_api_v1_core_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5383,7 +5964,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{74}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ServiceSpec) GetType() string {
@@ -5524,7 +6105,7 @@ type ServicePort struct {
 
 func (x *ServicePort) Reset() {
 	*x = ServicePort{}
-	mi := &file_api_v1_core_proto_msgTypes[75]
+	mi := &file_api_v1_core_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5536,7 +6117,7 @@ func (x *ServicePort) String() string {
 func (*ServicePort) ProtoMessage() {}
 
 func (x *ServicePort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[75]
+	mi := &file_api_v1_core_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5549,7 +6130,7 @@ func (x *ServicePort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServicePort.ProtoReflect.Descriptor instead.
 func (*ServicePort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{75}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ServicePort) GetName() string {
@@ -5606,7 +6187,7 @@ type ServiceStatus struct {
 
 func (x *ServiceStatus) Reset() {
 	*x = ServiceStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[76]
+	mi := &file_api_v1_core_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5618,7 +6199,7 @@ func (x *ServiceStatus) String() string {
 func (*ServiceStatus) ProtoMessage() {}
 
 func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[76]
+	mi := &file_api_v1_core_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5631,7 +6212,7 @@ func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceStatus.ProtoReflect.Descriptor instead.
 func (*ServiceStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{76}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ServiceStatus) GetConditions() []*Condition {
@@ -5657,7 +6238,7 @@ type LoadBalancerStatus struct {
 
 func (x *LoadBalancerStatus) Reset() {
 	*x = LoadBalancerStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[77]
+	mi := &file_api_v1_core_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5669,7 +6250,7 @@ func (x *LoadBalancerStatus) String() string {
 func (*LoadBalancerStatus) ProtoMessage() {}
 
 func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[77]
+	mi := &file_api_v1_core_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5682,7 +6263,7 @@ func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerStatus.ProtoReflect.Descriptor instead.
 func (*LoadBalancerStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{77}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *LoadBalancerStatus) GetIngress() []*LoadBalancerIngress {
@@ -5705,7 +6286,7 @@ type LoadBalancerIngress struct {
 
 func (x *LoadBalancerIngress) Reset() {
 	*x = LoadBalancerIngress{}
-	mi := &file_api_v1_core_proto_msgTypes[78]
+	mi := &file_api_v1_core_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5717,7 +6298,7 @@ func (x *LoadBalancerIngress) String() string {
 func (*LoadBalancerIngress) ProtoMessage() {}
 
 func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[78]
+	mi := &file_api_v1_core_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5730,7 +6311,7 @@ func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerIngress.ProtoReflect.Descriptor instead.
 func (*LoadBalancerIngress) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{78}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *LoadBalancerIngress) GetIp() string {
@@ -5772,7 +6353,7 @@ type PortStatus struct {
 
 func (x *PortStatus) Reset() {
 	*x = PortStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[79]
+	mi := &file_api_v1_core_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5784,7 +6365,7 @@ func (x *PortStatus) String() string {
 func (*PortStatus) ProtoMessage() {}
 
 func (x *PortStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[79]
+	mi := &file_api_v1_core_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5797,7 +6378,7 @@ func (x *PortStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortStatus.ProtoReflect.Descriptor instead.
 func (*PortStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{79}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *PortStatus) GetPort() int32 {
@@ -5831,7 +6412,7 @@ type Endpoints struct {
 
 func (x *Endpoints) Reset() {
 	*x = Endpoints{}
-	mi := &file_api_v1_core_proto_msgTypes[80]
+	mi := &file_api_v1_core_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5843,7 +6424,7 @@ func (x *Endpoints) String() string {
 func (*Endpoints) ProtoMessage() {}
 
 func (x *Endpoints) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[80]
+	mi := &file_api_v1_core_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5856,7 +6437,7 @@ func (x *Endpoints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoints.ProtoReflect.Descriptor instead.
 func (*Endpoints) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{80}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *Endpoints) GetMetadata() *ObjectMeta {
@@ -5884,7 +6465,7 @@ type EndpointSubset struct {
 
 func (x *EndpointSubset) Reset() {
 	*x = EndpointSubset{}
-	mi := &file_api_v1_core_proto_msgTypes[81]
+	mi := &file_api_v1_core_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5896,7 +6477,7 @@ func (x *EndpointSubset) String() string {
 func (*EndpointSubset) ProtoMessage() {}
 
 func (x *EndpointSubset) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[81]
+	mi := &file_api_v1_core_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5909,7 +6490,7 @@ func (x *EndpointSubset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointSubset.ProtoReflect.Descriptor instead.
 func (*EndpointSubset) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{81}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *EndpointSubset) GetAddresses() []*EndpointAddress {
@@ -5945,7 +6526,7 @@ type EndpointAddress struct {
 
 func (x *EndpointAddress) Reset() {
 	*x = EndpointAddress{}
-	mi := &file_api_v1_core_proto_msgTypes[82]
+	mi := &file_api_v1_core_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5957,7 +6538,7 @@ func (x *EndpointAddress) String() string {
 func (*EndpointAddress) ProtoMessage() {}
 
 func (x *EndpointAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[82]
+	mi := &file_api_v1_core_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5970,7 +6551,7 @@ func (x *EndpointAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointAddress.ProtoReflect.Descriptor instead.
 func (*EndpointAddress) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{82}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *EndpointAddress) GetIp() string {
@@ -6012,7 +6593,7 @@ type EndpointPort struct {
 
 func (x *EndpointPort) Reset() {
 	*x = EndpointPort{}
-	mi := &file_api_v1_core_proto_msgTypes[83]
+	mi := &file_api_v1_core_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6024,7 +6605,7 @@ func (x *EndpointPort) String() string {
 func (*EndpointPort) ProtoMessage() {}
 
 func (x *EndpointPort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[83]
+	mi := &file_api_v1_core_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6037,7 +6618,7 @@ func (x *EndpointPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointPort.ProtoReflect.Descriptor instead.
 func (*EndpointPort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{83}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *EndpointPort) GetName() string {
@@ -6285,18 +6866,21 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12;\n" +
 	"\n" +
-	"value_from\x18\x03 \x01(\v2\x1c.tugboat.api.v1.EnvVarSourceR\tvalueFrom\"\xdd\x01\n" +
+	"value_from\x18\x03 \x01(\v2\x1c.tugboat.api.v1.EnvVarSourceR\tvalueFrom\"\xb2\x02\n" +
 	"\fEnvVarSource\x12H\n" +
 	"\x12config_map_key_ref\x18\x01 \x01(\v2\x1b.tugboat.api.v1.KeySelectorR\x0fconfigMapKeyRef\x12A\n" +
 	"\x0esecret_key_ref\x18\x02 \x01(\v2\x1b.tugboat.api.v1.KeySelectorR\fsecretKeyRef\x12@\n" +
-	"\tfield_ref\x18\x03 \x01(\v2#.tugboat.api.v1.ObjectFieldSelectorR\bfieldRef\"O\n" +
+	"\tfield_ref\x18\x03 \x01(\v2#.tugboat.api.v1.ObjectFieldSelectorR\bfieldRef\x12S\n" +
+	"\x12resource_field_ref\x18\x04 \x01(\v2%.tugboat.api.v1.ResourceFieldSelectorR\x10resourceFieldRef\"O\n" +
 	"\vKeySelector\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x1a\n" +
-	"\boptional\x18\x03 \x01(\bR\boptional\"4\n" +
+	"\boptional\x18\x03 \x01(\bR\boptional\"U\n" +
 	"\x13ObjectFieldSelector\x12\x1d\n" +
 	"\n" +
-	"field_path\x18\x01 \x01(\tR\tfieldPath\"\xb8\x01\n" +
+	"field_path\x18\x01 \x01(\tR\tfieldPath\x12\x1f\n" +
+	"\vapi_version\x18\x02 \x01(\tR\n" +
+	"apiVersion\"\xb8\x01\n" +
 	"\rEnvFromSource\x12\x16\n" +
 	"\x06prefix\x18\x01 \x01(\tR\x06prefix\x12J\n" +
 	"\x0econfig_map_ref\x18\x02 \x01(\v2$.tugboat.api.v1.LocalObjectReferenceR\fconfigMapRef\x12C\n" +
@@ -6416,7 +7000,7 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x13node_selector_terms\x18\x01 \x03(\v2 .tugboat.api.v1.NodeSelectorTermR\x11nodeSelectorTerms\"\xb6\x01\n" +
 	"\x10NodeSelectorTerm\x12U\n" +
 	"\x11match_expressions\x18\x01 \x03(\v2(.tugboat.api.v1.LabelSelectorRequirementR\x10matchExpressions\x12K\n" +
-	"\fmatch_fields\x18\x02 \x03(\v2(.tugboat.api.v1.LabelSelectorRequirementR\vmatchFields\"\x8f\x03\n" +
+	"\fmatch_fields\x18\x02 \x03(\v2(.tugboat.api.v1.LabelSelectorRequirementR\vmatchFields\"\xa0\x04\n" +
 	"\x06Volume\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12A\n" +
 	"\tempty_dir\x18\x02 \x01(\v2$.tugboat.api.v1.EmptyDirVolumeSourceR\bemptyDir\x12A\n" +
@@ -6424,7 +7008,48 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\n" +
 	"config_map\x18\x04 \x01(\v2%.tugboat.api.v1.ConfigMapVolumeSourceR\tconfigMap\x12:\n" +
 	"\x06secret\x18\x05 \x01(\v2\".tugboat.api.v1.SecretVolumeSourceR\x06secret\x12i\n" +
-	"\x17persistent_volume_claim\x18\x06 \x01(\v21.tugboat.api.v1.PersistentVolumeClaimVolumeSourceR\x15persistentVolumeClaim\"_\n" +
+	"\x17persistent_volume_claim\x18\x06 \x01(\v21.tugboat.api.v1.PersistentVolumeClaimVolumeSourceR\x15persistentVolumeClaim\x12J\n" +
+	"\fdownward_api\x18\a \x01(\v2'.tugboat.api.v1.DownwardAPIVolumeSourceR\vdownwardAPI\x12C\n" +
+	"\tprojected\x18\b \x01(\v2%.tugboat.api.v1.ProjectedVolumeSourceR\tprojected\"\x8f\x01\n" +
+	"\x17DownwardAPIVolumeSource\x12;\n" +
+	"\x05items\x18\x01 \x03(\v2%.tugboat.api.v1.DownwardAPIVolumeFileR\x05items\x12&\n" +
+	"\fdefault_mode\x18\x02 \x01(\x05H\x00R\vdefaultMode\x88\x01\x01B\x0f\n" +
+	"\r_default_mode\"\xe4\x01\n" +
+	"\x15DownwardAPIVolumeFile\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12@\n" +
+	"\tfield_ref\x18\x02 \x01(\v2#.tugboat.api.v1.ObjectFieldSelectorR\bfieldRef\x12S\n" +
+	"\x12resource_field_ref\x18\x03 \x01(\v2%.tugboat.api.v1.ResourceFieldSelectorR\x10resourceFieldRef\x12\x17\n" +
+	"\x04mode\x18\x04 \x01(\x05H\x00R\x04mode\x88\x01\x01B\a\n" +
+	"\x05_mode\"t\n" +
+	"\x15ResourceFieldSelector\x12%\n" +
+	"\x0econtainer_name\x18\x01 \x01(\tR\rcontainerName\x12\x1a\n" +
+	"\bresource\x18\x02 \x01(\tR\bresource\x12\x18\n" +
+	"\adivisor\x18\x03 \x01(\tR\adivisor\"\x8c\x01\n" +
+	"\x15ProjectedVolumeSource\x12:\n" +
+	"\asources\x18\x01 \x03(\v2 .tugboat.api.v1.VolumeProjectionR\asources\x12&\n" +
+	"\fdefault_mode\x18\x02 \x01(\x05H\x00R\vdefaultMode\x88\x01\x01B\x0f\n" +
+	"\r_default_mode\"\xbd\x02\n" +
+	"\x10VolumeProjection\x128\n" +
+	"\x06secret\x18\x01 \x01(\v2 .tugboat.api.v1.SecretProjectionR\x06secret\x12H\n" +
+	"\fdownward_api\x18\x02 \x01(\v2%.tugboat.api.v1.DownwardAPIProjectionR\vdownwardAPI\x12B\n" +
+	"\n" +
+	"config_map\x18\x03 \x01(\v2#.tugboat.api.v1.ConfigMapProjectionR\tconfigMap\x12a\n" +
+	"\x15service_account_token\x18\x04 \x01(\v2-.tugboat.api.v1.ServiceAccountTokenProjectionR\x13serviceAccountToken\"s\n" +
+	"\x10SecretProjection\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12/\n" +
+	"\x05items\x18\x02 \x03(\v2\x19.tugboat.api.v1.KeyToPathR\x05items\x12\x1a\n" +
+	"\boptional\x18\x03 \x01(\bR\boptional\"v\n" +
+	"\x13ConfigMapProjection\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12/\n" +
+	"\x05items\x18\x02 \x03(\v2\x19.tugboat.api.v1.KeyToPathR\x05items\x12\x1a\n" +
+	"\boptional\x18\x03 \x01(\bR\boptional\"T\n" +
+	"\x15DownwardAPIProjection\x12;\n" +
+	"\x05items\x18\x01 \x03(\v2%.tugboat.api.v1.DownwardAPIVolumeFileR\x05items\"\x9a\x01\n" +
+	"\x1dServiceAccountTokenProjection\x12\x1a\n" +
+	"\baudience\x18\x01 \x01(\tR\baudience\x122\n" +
+	"\x12expiration_seconds\x18\x02 \x01(\x03H\x00R\x11expirationSeconds\x88\x01\x01\x12\x12\n" +
+	"\x04path\x18\x03 \x01(\tR\x04pathB\x15\n" +
+	"\x13_expiration_seconds\"_\n" +
 	"!PersistentVolumeClaimVolumeSource\x12\x1d\n" +
 	"\n" +
 	"claim_name\x18\x01 \x01(\tR\tclaimName\x12\x1b\n" +
@@ -6649,7 +7274,7 @@ func file_api_v1_core_proto_rawDescGZIP() []byte {
 	return file_api_v1_core_proto_rawDescData
 }
 
-var file_api_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 94)
+var file_api_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 103)
 var file_api_v1_core_proto_goTypes = []any{
 	(*Namespace)(nil),                         // 0: tugboat.api.v1.Namespace
 	(*NamespaceSpec)(nil),                     // 1: tugboat.api.v1.NamespaceSpec
@@ -6705,75 +7330,84 @@ var file_api_v1_core_proto_goTypes = []any{
 	(*NodeSelector)(nil),                      // 51: tugboat.api.v1.NodeSelector
 	(*NodeSelectorTerm)(nil),                  // 52: tugboat.api.v1.NodeSelectorTerm
 	(*Volume)(nil),                            // 53: tugboat.api.v1.Volume
-	(*PersistentVolumeClaimVolumeSource)(nil), // 54: tugboat.api.v1.PersistentVolumeClaimVolumeSource
-	(*EmptyDirVolumeSource)(nil),              // 55: tugboat.api.v1.EmptyDirVolumeSource
-	(*HostPathVolumeSource)(nil),              // 56: tugboat.api.v1.HostPathVolumeSource
-	(*KeyToPath)(nil),                         // 57: tugboat.api.v1.KeyToPath
-	(*ConfigMapVolumeSource)(nil),             // 58: tugboat.api.v1.ConfigMapVolumeSource
-	(*SecretVolumeSource)(nil),                // 59: tugboat.api.v1.SecretVolumeSource
-	(*PodStatus)(nil),                         // 60: tugboat.api.v1.PodStatus
-	(*ContainerStatus)(nil),                   // 61: tugboat.api.v1.ContainerStatus
-	(*ContainerState)(nil),                    // 62: tugboat.api.v1.ContainerState
-	(*ContainerStateWaiting)(nil),             // 63: tugboat.api.v1.ContainerStateWaiting
-	(*ContainerStateRunning)(nil),             // 64: tugboat.api.v1.ContainerStateRunning
-	(*ContainerStateTerminated)(nil),          // 65: tugboat.api.v1.ContainerStateTerminated
-	(*Event)(nil),                             // 66: tugboat.api.v1.Event
-	(*ObjectReference)(nil),                   // 67: tugboat.api.v1.ObjectReference
-	(*EventSource)(nil),                       // 68: tugboat.api.v1.EventSource
-	(*Lease)(nil),                             // 69: tugboat.api.v1.Lease
-	(*LeaseSpec)(nil),                         // 70: tugboat.api.v1.LeaseSpec
-	(*ConfigMap)(nil),                         // 71: tugboat.api.v1.ConfigMap
-	(*Secret)(nil),                            // 72: tugboat.api.v1.Secret
-	(*Service)(nil),                           // 73: tugboat.api.v1.Service
-	(*ServiceSpec)(nil),                       // 74: tugboat.api.v1.ServiceSpec
-	(*ServicePort)(nil),                       // 75: tugboat.api.v1.ServicePort
-	(*ServiceStatus)(nil),                     // 76: tugboat.api.v1.ServiceStatus
-	(*LoadBalancerStatus)(nil),                // 77: tugboat.api.v1.LoadBalancerStatus
-	(*LoadBalancerIngress)(nil),               // 78: tugboat.api.v1.LoadBalancerIngress
-	(*PortStatus)(nil),                        // 79: tugboat.api.v1.PortStatus
-	(*Endpoints)(nil),                         // 80: tugboat.api.v1.Endpoints
-	(*EndpointSubset)(nil),                    // 81: tugboat.api.v1.EndpointSubset
-	(*EndpointAddress)(nil),                   // 82: tugboat.api.v1.EndpointAddress
-	(*EndpointPort)(nil),                      // 83: tugboat.api.v1.EndpointPort
-	nil,                                       // 84: tugboat.api.v1.NodeStatus.CapacityEntry
-	nil,                                       // 85: tugboat.api.v1.NodeStatus.AllocatableEntry
-	nil,                                       // 86: tugboat.api.v1.PodSpec.NodeSelectorEntry
-	nil,                                       // 87: tugboat.api.v1.ResourceRequirements.RequestsEntry
-	nil,                                       // 88: tugboat.api.v1.ResourceRequirements.LimitsEntry
-	nil,                                       // 89: tugboat.api.v1.ConfigMap.DataEntry
-	nil,                                       // 90: tugboat.api.v1.ConfigMap.BinaryDataEntry
-	nil,                                       // 91: tugboat.api.v1.Secret.DataEntry
-	nil,                                       // 92: tugboat.api.v1.Secret.StringDataEntry
-	nil,                                       // 93: tugboat.api.v1.ServiceSpec.SelectorEntry
-	(*ObjectMeta)(nil),                        // 94: tugboat.api.v1.ObjectMeta
-	(*timestamppb.Timestamp)(nil),             // 95: google.protobuf.Timestamp
-	(*Condition)(nil),                         // 96: tugboat.api.v1.Condition
-	(*LabelSelector)(nil),                     // 97: tugboat.api.v1.LabelSelector
-	(*LabelSelectorRequirement)(nil),          // 98: tugboat.api.v1.LabelSelectorRequirement
+	(*DownwardAPIVolumeSource)(nil),           // 54: tugboat.api.v1.DownwardAPIVolumeSource
+	(*DownwardAPIVolumeFile)(nil),             // 55: tugboat.api.v1.DownwardAPIVolumeFile
+	(*ResourceFieldSelector)(nil),             // 56: tugboat.api.v1.ResourceFieldSelector
+	(*ProjectedVolumeSource)(nil),             // 57: tugboat.api.v1.ProjectedVolumeSource
+	(*VolumeProjection)(nil),                  // 58: tugboat.api.v1.VolumeProjection
+	(*SecretProjection)(nil),                  // 59: tugboat.api.v1.SecretProjection
+	(*ConfigMapProjection)(nil),               // 60: tugboat.api.v1.ConfigMapProjection
+	(*DownwardAPIProjection)(nil),             // 61: tugboat.api.v1.DownwardAPIProjection
+	(*ServiceAccountTokenProjection)(nil),     // 62: tugboat.api.v1.ServiceAccountTokenProjection
+	(*PersistentVolumeClaimVolumeSource)(nil), // 63: tugboat.api.v1.PersistentVolumeClaimVolumeSource
+	(*EmptyDirVolumeSource)(nil),              // 64: tugboat.api.v1.EmptyDirVolumeSource
+	(*HostPathVolumeSource)(nil),              // 65: tugboat.api.v1.HostPathVolumeSource
+	(*KeyToPath)(nil),                         // 66: tugboat.api.v1.KeyToPath
+	(*ConfigMapVolumeSource)(nil),             // 67: tugboat.api.v1.ConfigMapVolumeSource
+	(*SecretVolumeSource)(nil),                // 68: tugboat.api.v1.SecretVolumeSource
+	(*PodStatus)(nil),                         // 69: tugboat.api.v1.PodStatus
+	(*ContainerStatus)(nil),                   // 70: tugboat.api.v1.ContainerStatus
+	(*ContainerState)(nil),                    // 71: tugboat.api.v1.ContainerState
+	(*ContainerStateWaiting)(nil),             // 72: tugboat.api.v1.ContainerStateWaiting
+	(*ContainerStateRunning)(nil),             // 73: tugboat.api.v1.ContainerStateRunning
+	(*ContainerStateTerminated)(nil),          // 74: tugboat.api.v1.ContainerStateTerminated
+	(*Event)(nil),                             // 75: tugboat.api.v1.Event
+	(*ObjectReference)(nil),                   // 76: tugboat.api.v1.ObjectReference
+	(*EventSource)(nil),                       // 77: tugboat.api.v1.EventSource
+	(*Lease)(nil),                             // 78: tugboat.api.v1.Lease
+	(*LeaseSpec)(nil),                         // 79: tugboat.api.v1.LeaseSpec
+	(*ConfigMap)(nil),                         // 80: tugboat.api.v1.ConfigMap
+	(*Secret)(nil),                            // 81: tugboat.api.v1.Secret
+	(*Service)(nil),                           // 82: tugboat.api.v1.Service
+	(*ServiceSpec)(nil),                       // 83: tugboat.api.v1.ServiceSpec
+	(*ServicePort)(nil),                       // 84: tugboat.api.v1.ServicePort
+	(*ServiceStatus)(nil),                     // 85: tugboat.api.v1.ServiceStatus
+	(*LoadBalancerStatus)(nil),                // 86: tugboat.api.v1.LoadBalancerStatus
+	(*LoadBalancerIngress)(nil),               // 87: tugboat.api.v1.LoadBalancerIngress
+	(*PortStatus)(nil),                        // 88: tugboat.api.v1.PortStatus
+	(*Endpoints)(nil),                         // 89: tugboat.api.v1.Endpoints
+	(*EndpointSubset)(nil),                    // 90: tugboat.api.v1.EndpointSubset
+	(*EndpointAddress)(nil),                   // 91: tugboat.api.v1.EndpointAddress
+	(*EndpointPort)(nil),                      // 92: tugboat.api.v1.EndpointPort
+	nil,                                       // 93: tugboat.api.v1.NodeStatus.CapacityEntry
+	nil,                                       // 94: tugboat.api.v1.NodeStatus.AllocatableEntry
+	nil,                                       // 95: tugboat.api.v1.PodSpec.NodeSelectorEntry
+	nil,                                       // 96: tugboat.api.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 97: tugboat.api.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 98: tugboat.api.v1.ConfigMap.DataEntry
+	nil,                                       // 99: tugboat.api.v1.ConfigMap.BinaryDataEntry
+	nil,                                       // 100: tugboat.api.v1.Secret.DataEntry
+	nil,                                       // 101: tugboat.api.v1.Secret.StringDataEntry
+	nil,                                       // 102: tugboat.api.v1.ServiceSpec.SelectorEntry
+	(*ObjectMeta)(nil),                        // 103: tugboat.api.v1.ObjectMeta
+	(*timestamppb.Timestamp)(nil),             // 104: google.protobuf.Timestamp
+	(*Condition)(nil),                         // 105: tugboat.api.v1.Condition
+	(*LabelSelector)(nil),                     // 106: tugboat.api.v1.LabelSelector
+	(*LabelSelectorRequirement)(nil),          // 107: tugboat.api.v1.LabelSelectorRequirement
 }
 var file_api_v1_core_proto_depIdxs = []int32{
-	94,  // 0: tugboat.api.v1.Namespace.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	103, // 0: tugboat.api.v1.Namespace.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	1,   // 1: tugboat.api.v1.Namespace.spec:type_name -> tugboat.api.v1.NamespaceSpec
 	2,   // 2: tugboat.api.v1.Namespace.status:type_name -> tugboat.api.v1.NamespaceStatus
-	94,  // 3: tugboat.api.v1.Node.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	103, // 3: tugboat.api.v1.Node.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	4,   // 4: tugboat.api.v1.Node.spec:type_name -> tugboat.api.v1.NodeSpec
 	6,   // 5: tugboat.api.v1.Node.status:type_name -> tugboat.api.v1.NodeStatus
 	5,   // 6: tugboat.api.v1.NodeSpec.taints:type_name -> tugboat.api.v1.Taint
-	95,  // 7: tugboat.api.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
-	84,  // 8: tugboat.api.v1.NodeStatus.capacity:type_name -> tugboat.api.v1.NodeStatus.CapacityEntry
-	85,  // 9: tugboat.api.v1.NodeStatus.allocatable:type_name -> tugboat.api.v1.NodeStatus.AllocatableEntry
-	96,  // 10: tugboat.api.v1.NodeStatus.conditions:type_name -> tugboat.api.v1.Condition
+	104, // 7: tugboat.api.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
+	93,  // 8: tugboat.api.v1.NodeStatus.capacity:type_name -> tugboat.api.v1.NodeStatus.CapacityEntry
+	94,  // 9: tugboat.api.v1.NodeStatus.allocatable:type_name -> tugboat.api.v1.NodeStatus.AllocatableEntry
+	105, // 10: tugboat.api.v1.NodeStatus.conditions:type_name -> tugboat.api.v1.Condition
 	7,   // 11: tugboat.api.v1.NodeStatus.addresses:type_name -> tugboat.api.v1.NodeAddress
 	8,   // 12: tugboat.api.v1.NodeStatus.node_info:type_name -> tugboat.api.v1.NodeSystemInfo
 	9,   // 13: tugboat.api.v1.NodeStatus.images:type_name -> tugboat.api.v1.ContainerImage
-	94,  // 14: tugboat.api.v1.Pod.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	103, // 14: tugboat.api.v1.Pod.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	12,  // 15: tugboat.api.v1.Pod.spec:type_name -> tugboat.api.v1.PodSpec
-	60,  // 16: tugboat.api.v1.Pod.status:type_name -> tugboat.api.v1.PodStatus
-	94,  // 17: tugboat.api.v1.PodTemplateSpec.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	69,  // 16: tugboat.api.v1.Pod.status:type_name -> tugboat.api.v1.PodStatus
+	103, // 17: tugboat.api.v1.PodTemplateSpec.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	12,  // 18: tugboat.api.v1.PodTemplateSpec.spec:type_name -> tugboat.api.v1.PodSpec
 	23,  // 19: tugboat.api.v1.PodSpec.containers:type_name -> tugboat.api.v1.Container
 	23,  // 20: tugboat.api.v1.PodSpec.init_containers:type_name -> tugboat.api.v1.Container
-	86,  // 21: tugboat.api.v1.PodSpec.node_selector:type_name -> tugboat.api.v1.PodSpec.NodeSelectorEntry
+	95,  // 21: tugboat.api.v1.PodSpec.node_selector:type_name -> tugboat.api.v1.PodSpec.NodeSelectorEntry
 	42,  // 22: tugboat.api.v1.PodSpec.tolerations:type_name -> tugboat.api.v1.Toleration
 	53,  // 23: tugboat.api.v1.PodSpec.volumes:type_name -> tugboat.api.v1.Volume
 	43,  // 24: tugboat.api.v1.PodSpec.affinity:type_name -> tugboat.api.v1.Affinity
@@ -6810,86 +7444,100 @@ var file_api_v1_core_proto_depIdxs = []int32{
 	29,  // 55: tugboat.api.v1.EnvVarSource.config_map_key_ref:type_name -> tugboat.api.v1.KeySelector
 	29,  // 56: tugboat.api.v1.EnvVarSource.secret_key_ref:type_name -> tugboat.api.v1.KeySelector
 	30,  // 57: tugboat.api.v1.EnvVarSource.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
-	32,  // 58: tugboat.api.v1.EnvFromSource.config_map_ref:type_name -> tugboat.api.v1.LocalObjectReference
-	32,  // 59: tugboat.api.v1.EnvFromSource.secret_ref:type_name -> tugboat.api.v1.LocalObjectReference
-	87,  // 60: tugboat.api.v1.ResourceRequirements.requests:type_name -> tugboat.api.v1.ResourceRequirements.RequestsEntry
-	88,  // 61: tugboat.api.v1.ResourceRequirements.limits:type_name -> tugboat.api.v1.ResourceRequirements.LimitsEntry
-	38,  // 62: tugboat.api.v1.Probe.exec:type_name -> tugboat.api.v1.ExecAction
-	39,  // 63: tugboat.api.v1.Probe.http_get:type_name -> tugboat.api.v1.HTTPGetAction
-	41,  // 64: tugboat.api.v1.Probe.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
-	37,  // 65: tugboat.api.v1.Probe.grpc:type_name -> tugboat.api.v1.GRPCAction
-	40,  // 66: tugboat.api.v1.HTTPGetAction.http_headers:type_name -> tugboat.api.v1.HTTPHeader
-	44,  // 67: tugboat.api.v1.Affinity.node_affinity:type_name -> tugboat.api.v1.NodeAffinity
-	46,  // 68: tugboat.api.v1.Affinity.pod_affinity:type_name -> tugboat.api.v1.PodAffinity
-	47,  // 69: tugboat.api.v1.Affinity.pod_anti_affinity:type_name -> tugboat.api.v1.PodAntiAffinity
-	51,  // 70: tugboat.api.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.NodeSelector
-	45,  // 71: tugboat.api.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PreferredSchedulingTerm
-	52,  // 72: tugboat.api.v1.PreferredSchedulingTerm.preference:type_name -> tugboat.api.v1.NodeSelectorTerm
-	48,  // 73: tugboat.api.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
-	49,  // 74: tugboat.api.v1.PodAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
-	48,  // 75: tugboat.api.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
-	49,  // 76: tugboat.api.v1.PodAntiAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
-	97,  // 77: tugboat.api.v1.PodAffinityTerm.label_selector:type_name -> tugboat.api.v1.LabelSelector
-	97,  // 78: tugboat.api.v1.PodAffinityTerm.namespace_selector:type_name -> tugboat.api.v1.LabelSelector
-	48,  // 79: tugboat.api.v1.WeightedPodAffinityTerm.pod_affinity_term:type_name -> tugboat.api.v1.PodAffinityTerm
-	97,  // 80: tugboat.api.v1.TopologySpreadConstraint.label_selector:type_name -> tugboat.api.v1.LabelSelector
-	52,  // 81: tugboat.api.v1.NodeSelector.node_selector_terms:type_name -> tugboat.api.v1.NodeSelectorTerm
-	98,  // 82: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
-	98,  // 83: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
-	55,  // 84: tugboat.api.v1.Volume.empty_dir:type_name -> tugboat.api.v1.EmptyDirVolumeSource
-	56,  // 85: tugboat.api.v1.Volume.host_path:type_name -> tugboat.api.v1.HostPathVolumeSource
-	58,  // 86: tugboat.api.v1.Volume.config_map:type_name -> tugboat.api.v1.ConfigMapVolumeSource
-	59,  // 87: tugboat.api.v1.Volume.secret:type_name -> tugboat.api.v1.SecretVolumeSource
-	54,  // 88: tugboat.api.v1.Volume.persistent_volume_claim:type_name -> tugboat.api.v1.PersistentVolumeClaimVolumeSource
-	57,  // 89: tugboat.api.v1.ConfigMapVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
-	57,  // 90: tugboat.api.v1.SecretVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
-	96,  // 91: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
-	95,  // 92: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	61,  // 93: tugboat.api.v1.PodStatus.container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	61,  // 94: tugboat.api.v1.PodStatus.init_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	62,  // 95: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
-	62,  // 96: tugboat.api.v1.ContainerStatus.last_state:type_name -> tugboat.api.v1.ContainerState
-	63,  // 97: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
-	64,  // 98: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
-	65,  // 99: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
-	95,  // 100: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	95,  // 101: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	95,  // 102: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	94,  // 103: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	67,  // 104: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
-	68,  // 105: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
-	95,  // 106: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
-	95,  // 107: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
-	94,  // 108: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	70,  // 109: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
-	95,  // 110: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
-	95,  // 111: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
-	94,  // 112: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	89,  // 113: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
-	90,  // 114: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
-	94,  // 115: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	91,  // 116: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
-	92,  // 117: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
-	94,  // 118: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	74,  // 119: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
-	76,  // 120: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
-	93,  // 121: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
-	75,  // 122: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
-	96,  // 123: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
-	77,  // 124: tugboat.api.v1.ServiceStatus.load_balancer:type_name -> tugboat.api.v1.LoadBalancerStatus
-	78,  // 125: tugboat.api.v1.LoadBalancerStatus.ingress:type_name -> tugboat.api.v1.LoadBalancerIngress
-	79,  // 126: tugboat.api.v1.LoadBalancerIngress.ports:type_name -> tugboat.api.v1.PortStatus
-	94,  // 127: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	81,  // 128: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
-	82,  // 129: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
-	82,  // 130: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
-	83,  // 131: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
-	67,  // 132: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
-	133, // [133:133] is the sub-list for method output_type
-	133, // [133:133] is the sub-list for method input_type
-	133, // [133:133] is the sub-list for extension type_name
-	133, // [133:133] is the sub-list for extension extendee
-	0,   // [0:133] is the sub-list for field type_name
+	56,  // 58: tugboat.api.v1.EnvVarSource.resource_field_ref:type_name -> tugboat.api.v1.ResourceFieldSelector
+	32,  // 59: tugboat.api.v1.EnvFromSource.config_map_ref:type_name -> tugboat.api.v1.LocalObjectReference
+	32,  // 60: tugboat.api.v1.EnvFromSource.secret_ref:type_name -> tugboat.api.v1.LocalObjectReference
+	96,  // 61: tugboat.api.v1.ResourceRequirements.requests:type_name -> tugboat.api.v1.ResourceRequirements.RequestsEntry
+	97,  // 62: tugboat.api.v1.ResourceRequirements.limits:type_name -> tugboat.api.v1.ResourceRequirements.LimitsEntry
+	38,  // 63: tugboat.api.v1.Probe.exec:type_name -> tugboat.api.v1.ExecAction
+	39,  // 64: tugboat.api.v1.Probe.http_get:type_name -> tugboat.api.v1.HTTPGetAction
+	41,  // 65: tugboat.api.v1.Probe.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
+	37,  // 66: tugboat.api.v1.Probe.grpc:type_name -> tugboat.api.v1.GRPCAction
+	40,  // 67: tugboat.api.v1.HTTPGetAction.http_headers:type_name -> tugboat.api.v1.HTTPHeader
+	44,  // 68: tugboat.api.v1.Affinity.node_affinity:type_name -> tugboat.api.v1.NodeAffinity
+	46,  // 69: tugboat.api.v1.Affinity.pod_affinity:type_name -> tugboat.api.v1.PodAffinity
+	47,  // 70: tugboat.api.v1.Affinity.pod_anti_affinity:type_name -> tugboat.api.v1.PodAntiAffinity
+	51,  // 71: tugboat.api.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.NodeSelector
+	45,  // 72: tugboat.api.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PreferredSchedulingTerm
+	52,  // 73: tugboat.api.v1.PreferredSchedulingTerm.preference:type_name -> tugboat.api.v1.NodeSelectorTerm
+	48,  // 74: tugboat.api.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
+	49,  // 75: tugboat.api.v1.PodAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
+	48,  // 76: tugboat.api.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
+	49,  // 77: tugboat.api.v1.PodAntiAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
+	106, // 78: tugboat.api.v1.PodAffinityTerm.label_selector:type_name -> tugboat.api.v1.LabelSelector
+	106, // 79: tugboat.api.v1.PodAffinityTerm.namespace_selector:type_name -> tugboat.api.v1.LabelSelector
+	48,  // 80: tugboat.api.v1.WeightedPodAffinityTerm.pod_affinity_term:type_name -> tugboat.api.v1.PodAffinityTerm
+	106, // 81: tugboat.api.v1.TopologySpreadConstraint.label_selector:type_name -> tugboat.api.v1.LabelSelector
+	52,  // 82: tugboat.api.v1.NodeSelector.node_selector_terms:type_name -> tugboat.api.v1.NodeSelectorTerm
+	107, // 83: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	107, // 84: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	64,  // 85: tugboat.api.v1.Volume.empty_dir:type_name -> tugboat.api.v1.EmptyDirVolumeSource
+	65,  // 86: tugboat.api.v1.Volume.host_path:type_name -> tugboat.api.v1.HostPathVolumeSource
+	67,  // 87: tugboat.api.v1.Volume.config_map:type_name -> tugboat.api.v1.ConfigMapVolumeSource
+	68,  // 88: tugboat.api.v1.Volume.secret:type_name -> tugboat.api.v1.SecretVolumeSource
+	63,  // 89: tugboat.api.v1.Volume.persistent_volume_claim:type_name -> tugboat.api.v1.PersistentVolumeClaimVolumeSource
+	54,  // 90: tugboat.api.v1.Volume.downward_api:type_name -> tugboat.api.v1.DownwardAPIVolumeSource
+	57,  // 91: tugboat.api.v1.Volume.projected:type_name -> tugboat.api.v1.ProjectedVolumeSource
+	55,  // 92: tugboat.api.v1.DownwardAPIVolumeSource.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
+	30,  // 93: tugboat.api.v1.DownwardAPIVolumeFile.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
+	56,  // 94: tugboat.api.v1.DownwardAPIVolumeFile.resource_field_ref:type_name -> tugboat.api.v1.ResourceFieldSelector
+	58,  // 95: tugboat.api.v1.ProjectedVolumeSource.sources:type_name -> tugboat.api.v1.VolumeProjection
+	59,  // 96: tugboat.api.v1.VolumeProjection.secret:type_name -> tugboat.api.v1.SecretProjection
+	61,  // 97: tugboat.api.v1.VolumeProjection.downward_api:type_name -> tugboat.api.v1.DownwardAPIProjection
+	60,  // 98: tugboat.api.v1.VolumeProjection.config_map:type_name -> tugboat.api.v1.ConfigMapProjection
+	62,  // 99: tugboat.api.v1.VolumeProjection.service_account_token:type_name -> tugboat.api.v1.ServiceAccountTokenProjection
+	66,  // 100: tugboat.api.v1.SecretProjection.items:type_name -> tugboat.api.v1.KeyToPath
+	66,  // 101: tugboat.api.v1.ConfigMapProjection.items:type_name -> tugboat.api.v1.KeyToPath
+	55,  // 102: tugboat.api.v1.DownwardAPIProjection.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
+	66,  // 103: tugboat.api.v1.ConfigMapVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
+	66,  // 104: tugboat.api.v1.SecretVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
+	105, // 105: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
+	104, // 106: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	70,  // 107: tugboat.api.v1.PodStatus.container_statuses:type_name -> tugboat.api.v1.ContainerStatus
+	70,  // 108: tugboat.api.v1.PodStatus.init_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
+	71,  // 109: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
+	71,  // 110: tugboat.api.v1.ContainerStatus.last_state:type_name -> tugboat.api.v1.ContainerState
+	72,  // 111: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
+	73,  // 112: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
+	74,  // 113: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
+	104, // 114: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	104, // 115: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	104, // 116: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	103, // 117: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	76,  // 118: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
+	77,  // 119: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
+	104, // 120: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
+	104, // 121: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
+	103, // 122: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	79,  // 123: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
+	104, // 124: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
+	104, // 125: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
+	103, // 126: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	98,  // 127: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
+	99,  // 128: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
+	103, // 129: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	100, // 130: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
+	101, // 131: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
+	103, // 132: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	83,  // 133: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
+	85,  // 134: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
+	102, // 135: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
+	84,  // 136: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
+	105, // 137: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
+	86,  // 138: tugboat.api.v1.ServiceStatus.load_balancer:type_name -> tugboat.api.v1.LoadBalancerStatus
+	87,  // 139: tugboat.api.v1.LoadBalancerStatus.ingress:type_name -> tugboat.api.v1.LoadBalancerIngress
+	88,  // 140: tugboat.api.v1.LoadBalancerIngress.ports:type_name -> tugboat.api.v1.PortStatus
+	103, // 141: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	90,  // 142: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
+	91,  // 143: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
+	91,  // 144: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
+	92,  // 145: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
+	76,  // 146: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
+	147, // [147:147] is the sub-list for method output_type
+	147, // [147:147] is the sub-list for method input_type
+	147, // [147:147] is the sub-list for extension type_name
+	147, // [147:147] is the sub-list for extension extendee
+	0,   // [0:147] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_core_proto_init() }
@@ -6909,17 +7557,21 @@ func file_api_v1_core_proto_init() {
 	file_api_v1_core_proto_msgTypes[37].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[42].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[50].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[54].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[55].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[57].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[58].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[59].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[74].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[62].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[66].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[67].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[68].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[83].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_core_proto_rawDesc), len(file_api_v1_core_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   94,
+			NumMessages:   103,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

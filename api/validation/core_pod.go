@@ -131,47 +131,6 @@ func PodSpec(errs *Errs, path string, s *v1.PodSpec) {
 	podScheduling(errs, path, s)
 }
 
-func volume(errs *Errs, path string, v *v1.Volume, seen map[string]bool) {
-	DNSLabel(errs, path+".name", v.Name)
-	if seen[v.Name] {
-		errs.Add(path+".name", "%q is duplicated", v.Name)
-	}
-	seen[v.Name] = true
-	n := 0
-	if v.EmptyDir != nil {
-		n++
-		if v.EmptyDir.SizeLimit != "" {
-			if _, err := resource.Parse(v.EmptyDir.SizeLimit); err != nil {
-				errs.Add(path+".emptyDir.sizeLimit", "%v", err)
-			}
-		}
-	}
-	if v.HostPath != nil {
-		n++
-		if v.HostPath.Path == "" || v.HostPath.Path[0] != '/' {
-			errs.Add(path+".hostPath.path", "must be an absolute path")
-		}
-	}
-	if v.ConfigMap != nil {
-		n++
-		DNSSubdomain(errs, path+".configMap.name", v.ConfigMap.Name)
-	}
-	if v.Secret != nil {
-		n++
-		DNSSubdomain(errs, path+".secret.secretName", v.Secret.SecretName)
-	}
-	if v.PersistentVolumeClaim != nil {
-		n++
-		DNSSubdomain(errs, path+".persistentVolumeClaim.claimName", v.PersistentVolumeClaim.ClaimName)
-		if v.PersistentVolumeClaim.ReadOnly {
-			errs.Add(path+".persistentVolumeClaim.readOnly", "not supported: mount it with volumeMounts[].readOnly")
-		}
-	}
-	if n != 1 {
-		errs.Add(path, "exactly one of emptyDir, hostPath, configMap, secret or persistentVolumeClaim must be set (found %d)", n)
-	}
-}
-
 func container(errs *Errs, path string, c *v1.Container, kind containerKind, grace *int64, names, vols, hostPorts map[string]bool) {
 	DNSLabel(errs, path+".name", c.Name)
 	if names[c.Name] {
@@ -205,11 +164,16 @@ func container(errs *Errs, path string, c *v1.Container, kind containerKind, gra
 			}
 			if r := e.ValueFrom.FieldRef; r != nil {
 				n++
+				apiVersion(errs, ep+".valueFrom.fieldRef.apiVersion", r.ApiVersion)
 				OneOf(errs, ep+".valueFrom.fieldRef.fieldPath", r.FieldPath,
 					"metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "status.podIP", "status.hostIP", "spec.serviceAccountName")
 			}
+			if r := e.ValueFrom.ResourceFieldRef; r != nil {
+				n++
+				resourceFieldRef(errs, ep+".valueFrom.resourceFieldRef", r, false)
+			}
 			if n != 1 {
-				errs.Add(ep+".valueFrom", "exactly one of configMapKeyRef, secretKeyRef or fieldRef must be set")
+				errs.Add(ep+".valueFrom", "exactly one of configMapKeyRef, secretKeyRef, fieldRef or resourceFieldRef must be set")
 			}
 			if e.Value != "" {
 				errs.Add(ep+".value", "must be empty when valueFrom is set")

@@ -65,7 +65,7 @@ func TestCoreValidation(t *testing.T) {
 			p := pod()
 			p.Spec.Volumes = []*v1.Volume{{Name: "v", EmptyDir: &v1.EmptyDirVolumeSource{}, HostPath: &v1.HostPathVolumeSource{Path: "/x"}}}
 			return p
-		}, []string{"spec.volumes[0]", "exactly one"}},
+		}, []string{"spec.volumes[0]", "may not specify more than 1 volume type"}},
 		{"bad restart policy", func() v1.Object { p := pod(); p.Spec.RestartPolicy = "Sometimes"; return p }, []string{"spec.restartPolicy"}},
 		{"toleration seconds without NoExecute", func() v1.Object {
 			p := pod()

@@ -77,6 +77,9 @@ func DefaultPolicy() []v1.Object {
 				"poddisruptionbudgets", "horizontalpodautoscalers", "endpoints", "services", "configmaps", "namespaces", "nodes", "leases",
 				"statefulsets", "persistentvolumes", "persistentvolumeclaims", "storageclasses", "endpointslices"}, gcVerbs),
 			rule(anyGroup, []string{"pods", "replicasets", "jobs", "controllerrevisions", "endpoints", "endpointslices", "persistentvolumes", "persistentvolumeclaims"}, []string{"create"}),
+			// The root CA publisher makes kube-root-ca.crt in every
+			// namespace (and updates it: gcVerbs).
+			rule(core, []string{"configmaps"}, []string{"create", "update"}),
 			rule(anyGroup, []string{"pods/status", "services/status", "replicasets/status", "deployments/status", "jobs/status", "cronjobs/status",
 				"daemonsets/status", "poddisruptionbudgets/status", "horizontalpodautoscalers/status", "nodes/status",
 				"replicasets/scale", "deployments/scale", "statefulsets/status", "statefulsets/scale",

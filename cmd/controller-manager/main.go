@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -61,6 +62,7 @@ func main() {
 
 	fs.StringVar(&cfg.NodeIPAM.ClusterCIDR, "cluster-cidr", "10.244.0.0/16", "CIDR split into node pod CIDRs")
 	fs.IntVar(&cfg.NodeIPAM.NodeCIDRMaskSize, "node-cidr-mask-size", 24, "prefix length of each node's pod CIDR")
+	rootCA := fs.String("root-ca-file", "", "CA bundle published as the ConfigMap kube-root-ca.crt (key ca.crt) in every namespace, for pods to verify the apiserver; empty: --ca-file")
 	lbPool := fs.String("lb-pool", "", "comma-separated IPv4 CIDRs or first-last ranges the load-balancer controller gives LoadBalancer Services; empty: the nodes' InternalIPs")
 	_ = fs.Parse(os.Args[1:])
 	cfg.Controllers = strings.Split(list, ",")
@@ -72,6 +74,14 @@ func main() {
 		log, err := logs.Logger("controller-manager")
 		if err != nil {
 			return err
+		}
+		if f := *rootCA; f != "" || cf.CAFile != "" {
+			if f == "" {
+				f = cf.CAFile
+			}
+			if cfg.RootCACertPublisher.RootCA, err = os.ReadFile(f); err != nil {
+				return fmt.Errorf("--root-ca-file: %w", err)
+			}
 		}
 		c, err := cf.Client("controller-manager")
 		if err != nil {

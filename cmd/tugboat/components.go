@@ -100,6 +100,11 @@ func parts(cfg Config) []part {
 		{"controller-manager", withClient(cfg, "controller-manager", func(ctx context.Context, c *client.Client) error {
 			mc := manager.Config{Client: c, MetricsListen: "127.0.0.1:10257", Logger: log.With("component", "controller-manager")}
 			mc.NodeIPAM.ClusterCIDR = cfg.ClusterCIDR
+			ca, err := os.ReadFile(filepath.Join(cfg.pkiDir(), "ca.crt"))
+			if err != nil {
+				return err
+			}
+			mc.RootCACertPublisher.RootCA = ca
 			return manager.Run(ctx, mc)
 		})},
 		{"kubelet", func(ctx context.Context) error {

@@ -42,6 +42,7 @@ import (
 	"github.com/tugboat/tugboat/controllers/podautoscaler"
 	"github.com/tugboat/tugboat/controllers/replicaset"
 	"github.com/tugboat/tugboat/controllers/resourcequota"
+	"github.com/tugboat/tugboat/controllers/rootcacertpublisher"
 	"github.com/tugboat/tugboat/controllers/statefulset"
 	"github.com/tugboat/tugboat/controllers/volume"
 )
@@ -85,6 +86,9 @@ func controllers() []entry {
 		}},
 		{"resourcequota", func(d controller.Deps, c *Config) (controller.Runner, error) {
 			return resourcequota.New(d, c.ResourceQuota)
+		}},
+		{"root-ca-cert-publisher", func(d controller.Deps, c *Config) (controller.Runner, error) {
+			return rootcacertpublisher.New(d, c.RootCACertPublisher)
 		}},
 	}
 }

@@ -70,6 +70,11 @@ type Config struct {
 	// (DefaultHousekeepingInterval).
 	HousekeepingInterval time.Duration
 
+	// Allocatable, if set, is the node's allocatable resources now: a
+	// downward API resourceFieldRef to a limit a container does not set
+	// shows it, as in Kubernetes.
+	Allocatable func() map[string]string
+
 	Logger *slog.Logger
 	// Registry, if set, gets the pod metrics.
 	Registry prometheus.Registerer
@@ -130,6 +135,13 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+}
+
+func (c Config) allocatable() map[string]string {
+	if c.Allocatable == nil {
+		return nil
+	}
+	return c.Allocatable()
 }
 
 // Paths under the root dir.

@@ -25,6 +25,8 @@ func configErrorf(format string, args ...any) error {
 // podFields are the values the downward API (env fieldRef) exposes.
 type podFields struct {
 	podIP, hostIP string
+	// allocatable is the node's (resourceFieldRef to an unset limit).
+	allocatable map[string]string
 }
 
 var envNameRE = regexp.MustCompile(`^[-._a-zA-Z][-._a-zA-Z0-9]*$`)
@@ -77,7 +79,7 @@ func containerEnv(ctx context.Context, src Sources, pod *v1.Pod, c *v1.Container
 			set(e.Name, expand(e.Value, lookup))
 			continue
 		}
-		v, ok, err := envValueFrom(ctx, src, pod, e, f)
+		v, ok, err := envValueFrom(ctx, src, pod, c, e, f)
 		if err != nil {
 			return nil, err
 		}
@@ -135,12 +137,18 @@ func sourceError(kind, ns, name string, err error) error {
 
 // envValueFrom resolves one valueFrom; ok is false for an optional key
 // that is missing.
-func envValueFrom(ctx context.Context, src Sources, pod *v1.Pod, e *v1.EnvVar, f podFields) (string, bool, error) {
+func envValueFrom(ctx context.Context, src Sources, pod *v1.Pod, c *v1.Container, e *v1.EnvVar, f podFields) (string, bool, error) {
 	ns := pod.GetMetadata().GetNamespace()
 	vf := e.ValueFrom
 	switch {
 	case vf.FieldRef != nil:
 		v, err := fieldValue(pod, vf.FieldRef.FieldPath, f)
+		if err != nil {
+			return "", false, configErrorf("env %s: %v", e.Name, err)
+		}
+		return v, true, nil
+	case vf.ResourceFieldRef != nil:
+		v, err := resourceFieldValue(pod, vf.ResourceFieldRef, c.Name, f.allocatable)
 		if err != nil {
 			return "", false, configErrorf("env %s: %v", e.Name, err)
 		}

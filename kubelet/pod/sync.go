@@ -207,16 +207,19 @@ func needsFollowUp(pod *v1.Pod, st *podState, sandboxID string, waiting map[stri
 }
 
 // podVolumes prepares the pod's volumes, again after volumeRefresh (so
-// configMap and secret contents follow their objects).
+// configMap and secret contents follow their objects, and tokens are
+// renewed) and at once when the pod's labels or annotations change (its
+// downward API files).
 func (w *worker) podVolumes(ctx context.Context, pod *v1.Pod) (map[string]string, error) {
-	if w.volumes != nil && w.m.now().Sub(w.volumesAt) < volumeRefresh {
+	meta := formatMap(pod.GetMetadata().GetLabels()) + "\x00" + formatMap(pod.GetMetadata().GetAnnotations())
+	if w.volumes != nil && w.m.now().Sub(w.volumesAt) < volumeRefresh && meta == w.volumesMeta {
 		return w.volumes, nil
 	}
 	vols, err := prepareVolumes(ctx, w.m.cfg, w.m.src, pod)
 	if err != nil {
 		return w.volumes, err
 	}
-	w.volumes, w.volumesAt = vols, w.m.now()
+	w.volumes, w.volumesAt, w.volumesMeta = vols, w.m.now(), meta
 	return vols, nil
 }
 

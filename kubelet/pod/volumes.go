@@ -1,7 +1,6 @@
 package pod
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,7 +16,6 @@ import (
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/resource"
 	v1 "github.com/tugboat/tugboat/api/v1"
-	"github.com/tugboat/tugboat/internal/atomicfile"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 )
 
@@ -31,10 +29,12 @@ import (
 //     (a local or hostPath volume, made with mode 0777 if missing: the
 //     local-path provisioner's volumes are made here on first use); the
 //     pod waits (retried) while the claim is not bound;
-//   - configMap and secret: one file per key (or per item), rewritten when
-//     the object changes (files are replaced atomically; a key that
-//     disappears is removed). Secrets are files on the node's disk, not a
-//     tmpfs as in Kubernetes.
+//   - configMap, secret, downwardAPI and projected: files (volume_files.go)
+//     written as Kubernetes' AtomicWriter does (atomic_writer.go: a
+//     timestamped directory behind the "..data" symlink, swapped in one
+//     rename), rewritten when the objects change (every volumeRefresh)
+//     or the pod's labels or annotations do (at once). Secrets and tokens
+//     are files on the node's disk, not a tmpfs as in Kubernetes.
 
 // prepareVolumes makes every volume of the pod ready and returns the host
 // path of each, by name.
@@ -59,16 +59,16 @@ func prepareVolumes(ctx context.Context, cfg Config, src Sources, pod *v1.Pod) (
 		case v.HostPath != nil:
 			p, err = hostPath(v.HostPath)
 			owned = false // Kubernetes leaves a hostPath's ownership alone
-		case v.ConfigMap != nil:
-			p, readOnly = cfg.volumeDir(uid, "configmap", v.Name), true
-			err = configMapVolume(ctx, src, ns, p, v.ConfigMap, groupRead)
-		case v.Secret != nil:
-			p, readOnly = cfg.volumeDir(uid, "secret", v.Name), true
-			err = secretVolume(ctx, src, ns, p, v.Secret, groupRead)
+		case v.ConfigMap != nil, v.Secret != nil, v.DownwardApi != nil, v.Projected != nil:
+			p, readOnly = cfg.volumeDir(uid, fileVolumeKind(v), v.Name), true
+			var files map[string]fileSpec
+			if files, err = volumeFiles(ctx, cfg, src, pod, v, groupRead); err == nil {
+				_, err = writeVolumeFiles(p, files)
+			}
 		case v.PersistentVolumeClaim != nil:
 			p, err = claimVolume(ctx, src, ns, v.PersistentVolumeClaim)
 		default:
-			err = configErrorf("volume %q: no supported source (emptyDir, hostPath, configMap, secret, persistentVolumeClaim)", v.Name)
+			err = configErrorf("volume %q: no supported source (emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim)", v.Name)
 		}
 		if err != nil {
 			var ce *configError
@@ -175,95 +175,18 @@ func hostPath(h *v1.HostPathVolumeSource) (string, error) {
 	return "", configErrorf("hostPath %s: unknown type %q", p, h.Type)
 }
 
-func configMapVolume(ctx context.Context, src Sources, ns, dir string, c *v1.ConfigMapVolumeSource, extra fs.FileMode) error {
-	cm, err := src.ConfigMap(ctx, ns, c.Name)
-	if err != nil {
-		if c.Optional && apierrors.IsNotFound(err) {
-			return writeKeyFiles(dir, nil, nil, 0o644, extra)
-		}
-		return sourceError("configmap", ns, c.Name, err)
+// fileVolumeKind is the folder of a file volume's kind (Kubernetes'
+// plugin names: kubernetes.io~configmap...).
+func fileVolumeKind(v *v1.Volume) string {
+	switch {
+	case v.ConfigMap != nil:
+		return "configmap"
+	case v.Secret != nil:
+		return "secret"
+	case v.DownwardApi != nil:
+		return "downward-api"
 	}
-	data := map[string][]byte{}
-	for k, v := range cm.Data {
-		data[k] = []byte(v)
-	}
-	for k, v := range cm.BinaryData {
-		data[k] = v
-	}
-	return writeKeyFiles(dir, data, c.Items, modeOr(c.DefaultMode, 0o644), extra)
-}
-
-func secretVolume(ctx context.Context, src Sources, ns, dir string, s *v1.SecretVolumeSource, extra fs.FileMode) error {
-	sec, err := src.Secret(ctx, ns, s.SecretName)
-	if err != nil {
-		if s.Optional && apierrors.IsNotFound(err) {
-			return writeKeyFiles(dir, nil, nil, 0o644, extra)
-		}
-		return sourceError("secret", ns, s.SecretName, err)
-	}
-	return writeKeyFiles(dir, sec.Data, s.Items, modeOr(s.DefaultMode, 0o644), extra)
-}
-
-func modeOr(m *int32, def fs.FileMode) fs.FileMode {
-	if m == nil {
-		return def
-	}
-	return fs.FileMode(*m) & 0o777
-}
-
-// writeKeyFiles makes dir hold exactly one file per key (or per item),
-// rewriting only what changed. extra is or-ed into every file's mode.
-func writeKeyFiles(dir string, data map[string][]byte, items []*v1.KeyToPath, mode, extra fs.FileMode) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	want := map[string]fileSpec{}
-	if len(items) == 0 {
-		for k, v := range data {
-			want[k] = fileSpec{v, mode | extra}
-		}
-	} else {
-		for _, it := range items {
-			v, ok := data[it.Key]
-			if !ok {
-				return configErrorf("key %q not found", it.Key)
-			}
-			m := mode
-			if it.Mode != nil {
-				m = fs.FileMode(*it.Mode) & 0o777
-			}
-			want[it.Path] = fileSpec{v, m | extra}
-		}
-	}
-	for rel, f := range want {
-		clean := path.Clean(rel)
-		if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
-			return configErrorf("file path %q: must be relative and stay inside the volume", rel)
-		}
-		p := filepath.Join(dir, filepath.FromSlash(clean))
-		if have, err := os.ReadFile(p); err == nil && bytes.Equal(have, f.data) {
-			if fi, err := os.Stat(p); err == nil && fi.Mode().Perm() == f.mode {
-				continue
-			}
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		if err := atomicfile.Write(p, bytes.NewReader(f.data), f.mode); err != nil {
-			return err
-		}
-	}
-	// Remove files of keys that are gone.
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if _, ok := want[filepath.ToSlash(rel)]; !ok {
-			return os.Remove(p)
-		}
-		return nil
-	})
+	return "projected"
 }
 
 type fileSpec struct {
@@ -284,7 +207,17 @@ func containerMounts(c *v1.Container, vols map[string]string) ([]runtime.Mount, 
 			if path.IsAbs(sub) || sub == ".." || strings.HasPrefix(sub, "../") {
 				return nil, configErrorf("volumeMount %q: subPath %q must stay inside the volume", vm.Name, vm.SubPath)
 			}
+			root := src
 			src = filepath.Join(src, filepath.FromSlash(sub))
+			// A file volume's paths are symlinks into ..data: mount what
+			// they point at (it must stay inside the volume).
+			if real, err := filepath.EvalSymlinks(src); err == nil {
+				rootReal, _ := filepath.EvalSymlinks(root)
+				if rel, err := filepath.Rel(rootReal, real); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+					return nil, configErrorf("volumeMount %q: subPath %q leads outside the volume", vm.Name, vm.SubPath)
+				}
+				src = real
+			}
 			if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
 				if err := os.MkdirAll(src, 0o777); err != nil {
 					return nil, err

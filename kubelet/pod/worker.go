@@ -49,6 +49,9 @@ type worker struct {
 	// volumeRefresh).
 	volumes   map[string]string
 	volumesAt time.Time
+	// volumesMeta are the labels and annotations the volumes were
+	// prepared with (formatMap, NUL-separated).
+	volumesMeta string
 	// startTimed: the pod start latency was observed.
 	startTimed bool
 	// messages are the exited containers' termination messages by

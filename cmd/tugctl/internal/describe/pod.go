@@ -272,6 +272,43 @@ func (d *describer) volumes(vols []*v1.Volume) {
 			d.kv(2, "Type", "Secret (a volume populated by a Secret)")
 			d.kv(2, "SecretName", v.Secret.SecretName)
 			d.kv(2, "Optional", v.Secret.Optional)
+		case v.PersistentVolumeClaim != nil:
+			d.kv(2, "Type", "PersistentVolumeClaim (a reference to a PersistentVolumeClaim in the same namespace)")
+			d.kv(2, "ClaimName", v.PersistentVolumeClaim.ClaimName)
+			d.kv(2, "ReadOnly", v.PersistentVolumeClaim.ReadOnly)
+		case v.DownwardApi != nil:
+			d.kv(2, "Type", "DownwardAPI (a volume populated by information about the pod)")
+			d.text(2, "Items:")
+			d.downwardItems(v.DownwardApi.Items)
+		case v.Projected != nil:
+			// As kubectl: one line (or two) per source.
+			d.kv(2, "Type", "Projected (a volume that contains injected data from multiple sources)")
+			for _, src := range v.Projected.Sources {
+				switch {
+				case src.Secret != nil:
+					d.kv(2, "SecretName", src.Secret.Name)
+					d.kv(2, "SecretOptionalName", src.Secret.Optional)
+				case src.DownwardApi != nil:
+					d.kv(2, "DownwardAPI", true)
+				case src.ConfigMap != nil:
+					d.kv(2, "ConfigMapName", src.ConfigMap.Name)
+					d.kv(2, "ConfigMapOptional", src.ConfigMap.Optional)
+				case src.ServiceAccountToken != nil:
+					d.kv(2, "TokenExpirationSeconds", src.ServiceAccountToken.GetExpirationSeconds())
+				}
+			}
+		}
+	}
+}
+
+// downwardItems lists "fieldPath -> path" as kubectl does.
+func (d *describer) downwardItems(items []*v1.DownwardAPIVolumeFile) {
+	for _, it := range items {
+		if it.FieldRef != nil {
+			d.text(3, "%s -> %s", it.FieldRef.FieldPath, it.Path)
+		}
+		if it.ResourceFieldRef != nil {
+			d.text(3, "%s -> %s", it.ResourceFieldRef.Resource, it.Path)
 		}
 	}
 }

@@ -1,0 +1,91 @@
+package kubelet_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tugboat/tugboat/api/client"
+	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
+)
+
+// A projected volume (a configMap key, the downward API's labels, the
+// namespace's kube-root-ca.crt) and a downwardAPI volume (a resource)
+// show their files at the right paths with the right modes, behind the
+// atomic writer's ..data symlink, and a label change reaches the file.
+func TestProjectedAndDownwardAPIVolumes(t *testing.T) {
+	c := sharedCluster(t)
+	t.Parallel()
+	ctx := ctxFor(t, 3*time.Minute)
+	const ns = "projected"
+	ensureNamespace(t, c.Client, ns)
+	if _, err := client.For[*v1.ConfigMap](c.Client).Create(ctx, &v1.ConfigMap{
+		Metadata: &v1.ObjectMeta{Namespace: ns, Name: "cfg"}, Data: map[string]string{"greeting": "hello", "unused": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	pod := busyboxPod(ns, "info", "node1", "exec sleep 3600")
+	pod.Metadata.Labels = map[string]string{"tier": "front", "rev": "1"}
+	pod.Spec.Containers[0].Resources = &v1.ResourceRequirements{Limits: map[string]string{"memory": "96Mi", "cpu": "250m"}}
+	pod.Spec.Volumes = []*v1.Volume{
+		{Name: "all", Projected: &v1.ProjectedVolumeSource{DefaultMode: proto.Int32(0o440), Sources: []*v1.VolumeProjection{
+			{ConfigMap: &v1.ConfigMapProjection{Name: "cfg", Items: []*v1.KeyToPath{{Key: "greeting", Path: "conf/greeting", Mode: proto.Int32(0o400)}}}},
+			{ConfigMap: &v1.ConfigMapProjection{Name: "kube-root-ca.crt", Items: []*v1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+			{DownwardApi: &v1.DownwardAPIProjection{Items: []*v1.DownwardAPIVolumeFile{
+				{Path: "labels", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels"}},
+				{Path: "namespace", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.namespace"}, Mode: proto.Int32(0o644)},
+			}}},
+		}}},
+		{Name: "res", DownwardApi: &v1.DownwardAPIVolumeSource{Items: []*v1.DownwardAPIVolumeFile{
+			{Path: "mem", ResourceFieldRef: &v1.ResourceFieldSelector{ContainerName: "main", Resource: "limits.memory", Divisor: "1Mi"}},
+			{Path: "cpu", ResourceFieldRef: &v1.ResourceFieldSelector{ContainerName: "main", Resource: "limits.cpu", Divisor: "1m"}},
+		}}},
+	}
+	pod.Spec.Containers[0].VolumeMounts = []*v1.VolumeMount{{Name: "all", MountPath: "/etc/all"}, {Name: "res", MountPath: "/etc/res"}}
+	createPod(t, c.Client, pod)
+	waitPod(t, c.Client, ns, "info", 90*time.Second, "Running", running)
+
+	out, code := execIn(t, c.Client, ns, "info", "stat", "-L", "-c", "%a %n", "/etc/all/conf/greeting", "/etc/all/ca.crt", "/etc/all/labels", "/etc/all/namespace", "/etc/res/mem")
+	want := "400 /etc/all/conf/greeting\n440 /etc/all/ca.crt\n440 /etc/all/labels\n644 /etc/all/namespace\n644 /etc/res/mem\n"
+	if code != 0 || out != want {
+		t.Errorf("modes (exit %d):\n%s\nwant\n%s", code, out, want)
+	}
+	for file, want := range map[string]string{
+		"/etc/all/conf/greeting": "hello",
+		"/etc/all/labels":        "rev=\"1\"\ntier=\"front\"",
+		"/etc/all/namespace":     ns,
+		"/etc/res/mem":           "96",
+		"/etc/res/cpu":           "250",
+	} {
+		if out, code := execIn(t, c.Client, ns, "info", "cat", file); code != 0 || out != want {
+			t.Errorf("%s: %q (exit %d), want %q", file, out, code, want)
+		}
+	}
+	if out, _ := execIn(t, c.Client, ns, "info", "cat", "/etc/all/ca.crt"); !strings.HasPrefix(out, "-----BEGIN CERTIFICATE-----") {
+		t.Errorf("ca.crt is not the cluster CA: %q", out)
+	}
+	// The atomic writer's layout: visible names are symlinks into ..data.
+	if out, code := execIn(t, c.Client, ns, "info", "sh", "-c", "readlink /etc/all/conf; readlink /etc/all/..data"); code != 0 || !strings.HasPrefix(out, "..data/conf\n..2") {
+		t.Errorf("layout: %q (exit %d), want conf -> ..data/conf and ..data -> a timestamped directory", out, code)
+	}
+
+	// A label change is seen in the file without a restart.
+	if _, err := client.For[*v1.Pod](c.Client).Mutate(ctx, ns, "info", false, func(p *v1.Pod) error {
+		p.Metadata.Labels["rev"] = "2"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wait.Eventually(t, 30*time.Second, "the new label in /etc/all/labels", func() error {
+		if out, _ := execIn(t, c.Client, ns, "info", "cat", "/etc/all/labels"); out != "rev=\"2\"\ntier=\"front\"" {
+			return fmt.Errorf("labels file %q", out)
+		}
+		return nil
+	})
+	if p, _ := client.For[*v1.Pod](c.Client).Get(ctx, ns, "info"); containerStatus(p, "main").GetRestartCount() != 0 {
+		t.Errorf("the container restarted: %v", containerStatus(p, "main"))
+	}
+}
