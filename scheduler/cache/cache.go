@@ -61,6 +61,9 @@ type Cache struct {
 	// affinityGroups those with pod affinity terms (topology.go).
 	groups         map[string]*podGroup
 	affinityGroups map[*podGroup]struct{}
+	// keyIndex counts nodes per value of the label keys spread
+	// constraints use (topology.go).
+	keyIndex map[string]map[string]int
 }
 
 // item is a node in the recency list.
@@ -92,7 +95,8 @@ func New(cfg Config) *Cache {
 		cfg.Now = time.Now
 	}
 	return &Cache{ttl: cfg.AssumedTTL, log: cfg.Logger, now: cfg.Now, nodes: map[string]*item{}, pods: map[string]*podState{},
-		groups: map[string]*podGroup{}, affinityGroups: map[*podGroup]struct{}{}}
+		groups: map[string]*podGroup{}, affinityGroups: map[*podGroup]struct{}{},
+		keyIndex: map[string]map[string]int{}}
 }
 
 // touch marks it changed: a new generation, moved to the list's head.
@@ -151,6 +155,7 @@ func (c *Cache) AddNode(n *v1.Node) (prev, cur *framework.Node) {
 	it := c.nodeItem(cur.Name)
 	prev = it.info.Node
 	it.info.Node = cur
+	c.indexNode(prev, cur)
 	if prev == nil {
 		c.nodeSetGen++
 		c.numNodes++
@@ -168,6 +173,7 @@ func (c *Cache) RemoveNode(name string) {
 	if it == nil || it.info.Node == nil {
 		return
 	}
+	c.indexNode(it.info.Node, nil)
 	it.info.Node = nil
 	c.nodeSetGen++
 	c.numNodes--

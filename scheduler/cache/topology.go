@@ -250,13 +250,29 @@ func (c *Cache) spread(st *framework.TopologyState, pi *framework.PodInfo) {
 		sc := &pi.Spread[i]
 		ss := &st.Spread[i]
 		ss.Counts = map[string]int64{}
-		for it := c.head; it != nil; it = it.next {
-			if it.info.Node == nil {
-				continue
+		// Fast path: every node with the key counts (no policy narrows it,
+		// no other constraint of its kind needs another key): the domains
+		// are the key's values, from the index the cache keeps, and only
+		// domains with matching pods go into Counts.
+		fast := !sc.HonorTaints && (!sc.HonorAffinity || (pi.NodeSelector.Empty() && pi.Affinity == nil && pi.AffinityErr == nil))
+		for j := range pi.Spread {
+			if o := &pi.Spread[j]; o.Hard == sc.Hard && o.TopologyKey != sc.TopologyKey {
+				fast = false
 			}
-			if v, ok := counts(it.info.Node, sc); ok {
-				ss.Counts[v] += 0
+		}
+		domains := 0
+		if fast {
+			domains = len(c.keyValues(sc.TopologyKey))
+		} else {
+			for it := c.head; it != nil; it = it.next {
+				if it.info.Node == nil {
+					continue
+				}
+				if v, ok := counts(it.info.Node, sc); ok {
+					ss.Counts[v] += 0
+				}
 			}
+			domains = len(ss.Counts)
 		}
 		for _, g := range c.groups {
 			if g.terminating || g.namespace != pi.Namespace || !sc.Selector.Matches(g.labels) {
@@ -267,18 +283,61 @@ func (c *Cache) spread(st *framework.TopologyState, pi *framework.PodInfo) {
 				if it == nil || it.info.Node == nil {
 					continue
 				}
-				if v, ok := counts(it.info.Node, sc); ok {
+				if fast {
+					if v, ok := it.info.Node.Labels[sc.TopologyKey]; ok {
+						ss.Counts[v] += int64(n)
+					}
+				} else if v, ok := counts(it.info.Node, sc); ok {
 					ss.Counts[v] += int64(n)
 				}
 			}
 		}
+		ss.Domains = domains
 		ss.Min = math.MaxInt64
 		for _, n := range ss.Counts {
 			ss.Min = min(ss.Min, n)
 		}
-		if len(ss.Counts) == 0 || int64(len(ss.Counts)) < sc.MinDomains {
-			ss.Min = 0
+		if len(ss.Counts) < domains || domains == 0 || int64(domains) < sc.MinDomains {
+			ss.Min = 0 // a domain without matching pods, or too few domains
 		}
-		ss.Weight = math.Log(float64(len(ss.Counts) + 2))
+		ss.Weight = math.Log(float64(domains + 2))
+	}
+}
+
+// keyValues is how many nodes have each value of a label key. The cache
+// keeps it for the keys spread constraints have asked about, up to date as
+// nodes come, change and go.
+func (c *Cache) keyValues(key string) map[string]int {
+	if m, ok := c.keyIndex[key]; ok {
+		return m
+	}
+	m := map[string]int{}
+	for it := c.head; it != nil; it = it.next {
+		if it.info.Node != nil {
+			if v, ok := it.info.Node.Labels[key]; ok {
+				m[v]++
+			}
+		}
+	}
+	c.keyIndex[key] = m
+	return m
+}
+
+// indexNode moves a node's label values in the key index from prev to cur
+// (either may be nil).
+func (c *Cache) indexNode(prev, cur *framework.Node) {
+	for key, m := range c.keyIndex {
+		if prev != nil {
+			if v, ok := prev.Labels[key]; ok {
+				if m[v]--; m[v] <= 0 {
+					delete(m, v)
+				}
+			}
+		}
+		if cur != nil {
+			if v, ok := cur.Labels[key]; ok {
+				m[v]++
+			}
+		}
 	}
 }

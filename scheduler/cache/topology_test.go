@@ -69,8 +69,16 @@ func TestGroupsFollowPods(t *testing.T) {
 	if len(c.groups) != 0 || len(c.affinityGroups) != 0 {
 		t.Errorf("%d groups left after every pod is gone", len(c.groups))
 	}
-	if got := spreadCounts(c); got["a"] != 0 || got["b"] != 0 || len(got) != 2 {
-		t.Errorf("empty cluster counts %v, want a:0 b:0", got)
+	if got := spreadCounts(c); len(got) != 0 {
+		t.Errorf("empty cluster counts %v, want none", got)
+	}
+	// The zone index follows the nodes: relabelled, removed, added.
+	moved := zonedNode("a2", "b")
+	c.AddNode(moved)
+	c.RemoveNode("a1")
+	c.AddNode(zonedNode("c1", "c"))
+	if got := c.keyValues("zone"); len(got) != 2 || got["b"] != 2 || got["c"] != 1 {
+		t.Errorf("zone index %v, want b:2 c:1", got)
 	}
 }
 

@@ -167,7 +167,10 @@ type TopologyState struct {
 // SpreadState is one constraint's matching pods per domain of its key
 // over the eligible nodes.
 type SpreadState struct {
+	// Counts has the domains with matching pods (a domain missing has 0).
 	Counts map[string]int64
+	// Domains is how many domains the eligible nodes make.
+	Domains int
 	// Min is the smallest count (0 when there are fewer domains than
 	// minDomains).
 	Min int64
