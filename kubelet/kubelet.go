@@ -65,6 +65,7 @@ import (
 	"github.com/tugboat/tugboat/kubelet/prober"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 	"github.com/tugboat/tugboat/kubelet/server"
+	"github.com/tugboat/tugboat/kubelet/token"
 )
 
 // Run runs the kubelet until ctx ends. It returns an error only for a bad
@@ -141,7 +142,7 @@ func Run(ctx context.Context, cfg Config) error {
 	})
 	pods, err = pod.NewManager(pcfg, pod.Deps{
 		Runtime: rt, Network: net, Prober: probes, Recorder: rec,
-		API: client.For[*v1.Pod](c), Sources: apiSources{c: c, services: serviceInformer},
+		API: client.For[*v1.Pod](c), Sources: apiSources{c: c, services: serviceInformer, tokens: token.New(c.CreateToken, nil)},
 	})
 	if err != nil {
 		return err
@@ -348,6 +349,13 @@ func resolveNodeIP(flag string) (netip.Addr, error) {
 type apiSources struct {
 	c        *client.Client
 	services *informer.Informer[*v1.Service]
+	// tokens serves serviceAccountToken projections (pod.TokenSource).
+	tokens *token.Manager
+}
+
+// ServiceAccountToken implements pod.TokenSource.
+func (s apiSources) ServiceAccountToken(ctx context.Context, p *v1.Pod, audience string, expirationSeconds int64) ([]byte, error) {
+	return s.tokens.ServiceAccountToken(ctx, p, audience, expirationSeconds)
 }
 
 // errServicesNotRead: a container waits (CreateContainerConfigError) until

@@ -105,7 +105,6 @@ func projected(errs *Errs, path string, p *v1.ProjectedVolumeSource) {
 		if t := src.ServiceAccountToken; t != nil {
 			n++
 			tp := sp + ".serviceAccountToken"
-			errs.Add(tp, "not supported yet: the kubelet does not request service account tokens (TokenRequest)")
 			if e := t.GetExpirationSeconds(); e < MinTokenExpirationSeconds {
 				errs.Add(tp+".expirationSeconds", "Invalid value: %d: may not specify a duration less than 10 minutes", e)
 			} else if e > MaxTokenExpirationSeconds {

@@ -131,6 +131,9 @@ func TestPodVolumeValidation(t *testing.T) {
 		{"projected defaultMode", `
 - name: p
   projected: {defaultMode: 0x1ff0, sources: [{configMap: {name: a}}]}`, []string{v0 + ".projected.defaultMode: Invalid value: 8176: must be a number between 0 and 0777"}},
+		{"token", `
+- name: p
+  projected: {sources: [{serviceAccountToken: {path: token, audience: vault, expirationSeconds: 600}}, {serviceAccountToken: {path: other}}]}`, nil},
 		{"token too short", `
 - name: p
   projected: {sources: [{serviceAccountToken: {path: token, expirationSeconds: 599}}]}`, []string{v0 + ".projected.sources[0].serviceAccountToken.expirationSeconds: Invalid value: 599: may not specify a duration less than 10 minutes"}},

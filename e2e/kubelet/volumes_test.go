@@ -2,6 +2,7 @@ package kubelet_test
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -88,4 +89,52 @@ func TestProjectedAndDownwardAPIVolumes(t *testing.T) {
 	if p, _ := client.For[*v1.Pod](c.Client).Get(ctx, ns, "info"); containerStatus(p, "main").GetRestartCount() != 0 {
 		t.Errorf("the container restarted: %v", containerStatus(p, "main"))
 	}
+}
+
+// A serviceAccountToken projection: the kubelet requests a token bound to
+// the pod; read from the container it authenticates as the pod's service
+// account, and stops authenticating once the pod is deleted.
+func TestServiceAccountTokenProjection(t *testing.T) {
+	c := sharedCluster(t)
+	t.Parallel()
+	ctx := ctxFor(t, 3*time.Minute)
+	const ns = "satoken"
+	pod := busyboxPod(ns, "tok", "node2", "exec sleep 3600")
+	pod.Spec.Volumes = []*v1.Volume{{Name: "sa", Projected: &v1.ProjectedVolumeSource{Sources: []*v1.VolumeProjection{
+		{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: proto.Int64(3607)}},
+		{DownwardApi: &v1.DownwardAPIProjection{Items: []*v1.DownwardAPIVolumeFile{{Path: "namespace", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}}},
+	}}}}
+	pod.Spec.Containers[0].VolumeMounts = []*v1.VolumeMount{{Name: "sa", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}}
+	createPod(t, c.Client, pod)
+	waitPod(t, c.Client, ns, "tok", 90*time.Second, "Running", running)
+	tok, code := execIn(t, c.Client, ns, "tok", "cat", "/var/run/secrets/kubernetes.io/serviceaccount/token")
+	if code != 0 || strings.Count(tok, ".") != 2 {
+		t.Fatalf("token file: %q (exit %d), want a JWT", tok, code)
+	}
+	if out, _ := execIn(t, c.Client, ns, "tok", "stat", "-L", "-c", "%a", "/var/run/secrets/kubernetes.io/serviceaccount/token"); out != "644\n" {
+		t.Errorf("token mode %q, want 644 (the projected default)", out)
+	}
+	tlsCfg, err := client.TLSFromFiles(filepath.Join(c.PKIDir(), "ca.crt"), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := client.New(client.Config{Server: c.Server, TLS: tlsCfg, Token: tok, UserAgent: "e2e-pod-token"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sa.Close()
+	who, err := v1.NewAuthClient(sa.Conn()).WhoAmI(ctx, &v1.WhoAmIRequest{})
+	if err != nil || who.Name != "system:serviceaccount:"+ns+":default" {
+		t.Fatalf("the pod's token: %v, %v; want system:serviceaccount:%s:default", who, err, ns)
+	}
+	if _, err := client.For[*v1.Pod](c.Client).Delete(ctx, ns, "tok", client.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, c.Client, ns, "tok", 60*time.Second)
+	wait.Eventually(t, 30*time.Second, "the deleted pod's token refused", func() error {
+		if who, err := v1.NewAuthClient(sa.Conn()).WhoAmI(ctx, &v1.WhoAmIRequest{}); err == nil {
+			return fmt.Errorf("still authenticates as %s", who.Name)
+		}
+		return nil
+	})
 }
