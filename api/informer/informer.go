@@ -12,7 +12,11 @@
 //
 // Contract: handlers run on the informer's goroutine, one at a time, and must
 // not block (enqueue a key and return). Objects handed out are shared with
-// the cache: never mutate them; proto.Clone first.
+// the cache: never mutate them; proto.Clone first. Cached objects have no
+// metadata.managedFields (unless Options.KeepManagedFields): no component
+// reads them, they are often the largest part of an object, and an update
+// that leaves them out keeps the stored ones — as Kubernetes' scheduler and
+// controller-manager trim them with an informer transform.
 package informer
 
 import (
@@ -46,6 +50,8 @@ type Options struct {
 	// ResyncPeriod, if > 0, replays every object to OnUpdate at that interval.
 	ResyncPeriod time.Duration
 	Logger       *slog.Logger
+	// KeepManagedFields caches metadata.managedFields too.
+	KeepManagedFields bool
 }
 
 // IndexFunc returns the index values of an object.
@@ -204,6 +210,7 @@ func (i *Informer[T]) list(ctx context.Context) error {
 func (i *Informer[T]) replace(items []T, rv int64) {
 	fresh := make(map[string]T, len(items))
 	for _, o := range items {
+		i.trim(o)
 		fresh[v1.Key(o)] = o
 	}
 	i.mu.Lock()
@@ -315,6 +322,7 @@ func (i *Informer[T]) apply(ev client.Event[T]) {
 		i.mu.Unlock()
 		return
 	}
+	i.trim(ev.Object)
 	key := v1.Key(ev.Object)
 	prev, had := i.items[key]
 	if ev.Type == "DELETED" {
@@ -339,6 +347,14 @@ func (i *Informer[T]) apply(ev client.Event[T]) {
 				h.OnAdd(ev.Object)
 			}
 		}
+	}
+}
+
+// trim drops what the cache does not keep from an object just decoded
+// (not yet shared).
+func (i *Informer[T]) trim(o T) {
+	if m := o.GetMetadata(); m != nil && !i.opts.KeepManagedFields {
+		m.ManagedFields = nil
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/informer"
 	v1 "github.com/tugboat/tugboat/api/v1"
@@ -121,5 +123,53 @@ func TestInformerAcrossApiserverRestart(t *testing.T) {
 	}
 	if total != 100 {
 		t.Errorf("handlers saw %d changes, want 100 (one per write)", total)
+	}
+}
+
+// The cache keeps no managedFields (unless asked), and a controller's
+// update of a cached object keeps the stored ones.
+func TestInformerTrimsManagedFields(t *testing.T) {
+	s := apiservertest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cms := client.For[*v1.ConfigMap](s.Client)
+	if _, err := cms.Create(ctx, &v1.ConfigMap{Metadata: &v1.ObjectMeta{Name: "listed", Namespace: "default"}, Data: map[string]string{"a": "1"}}); err != nil {
+		t.Fatal(err)
+	}
+	trimmed := informer.New(cms, informer.Options{})
+	kept := informer.New(cms, informer.Options{KeepManagedFields: true})
+	go func() { _ = trimmed.Run(ctx) }()
+	go func() { _ = kept.Run(ctx) }()
+	if _, err := cms.Create(ctx, &v1.ConfigMap{Metadata: &v1.ObjectMeta{Name: "watched", Namespace: "default"}, Data: map[string]string{"a": "1"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"listed", "watched"} {
+		wait.Eventually(t, 30*time.Second, "both informers have "+name, func() error {
+			a, ok1 := trimmed.Get("default/" + name)
+			b, ok2 := kept.Get("default/" + name)
+			if !ok1 || !ok2 {
+				return fmt.Errorf("not cached yet")
+			}
+			if len(a.Metadata.ManagedFields) != 0 {
+				t.Fatalf("%s cached with managedFields %v", name, a.Metadata.ManagedFields)
+			}
+			if len(b.Metadata.ManagedFields) == 0 {
+				return fmt.Errorf("KeepManagedFields: %s has none", name)
+			}
+			return nil
+		})
+	}
+	c, _ := trimmed.Get("default/watched")
+	up := proto.Clone(c).(*v1.ConfigMap)
+	up.Data["b"] = "2"
+	if _, err := cms.Update(ctx, up); err != nil {
+		t.Fatal(err)
+	}
+	got, err := cms.Get(ctx, "default", "watched")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Metadata.ManagedFields) == 0 {
+		t.Errorf("an update of a trimmed cached object lost the stored managedFields")
 	}
 }

@@ -203,7 +203,18 @@ func imageTag(image string) string {
 	return "latest"
 }
 
+// NamespaceNameLabel is the label every namespace has, its name (set by
+// the apiserver as Kubernetes', so a namespaceSelector can pick a
+// namespace by name).
+const NamespaceNameLabel = "kubernetes.io/metadata.name"
+
 func defaultNamespace(n *v1.Namespace) {
+	if m := v1.Meta(n); m.Name != "" {
+		if m.Labels == nil {
+			m.Labels = map[string]string{}
+		}
+		m.Labels[NamespaceNameLabel] = m.Name
+	}
 	if n.Status == nil {
 		n.Status = &v1.NamespaceStatus{}
 	}
