@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tugboat/tugboat/api/wait"
+	"github.com/tugboat/tugboat/e2e/cluster"
 )
 
 // nodeCrictl runs crictl inside a node container, as a user would
@@ -22,26 +23,6 @@ func nodeCrictl(ctx context.Context, container string, args ...string) (string, 
 		return "", fmt.Errorf("docker exec %s crictl %s: %v: %s", container, strings.Join(args, " "), err, out)
 	}
 	return string(out), nil
-}
-
-type crictlPods struct {
-	Items []struct {
-		ID       string `json:"id"`
-		State    string `json:"state"`
-		Metadata struct {
-			Name, Namespace, UID string
-			Attempt              int
-		} `json:"metadata"`
-		Labels map[string]string `json:"labels"`
-	} `json:"items"`
-}
-
-type crictlContainers struct {
-	Containers []struct {
-		ID       string            `json:"id"`
-		Labels   map[string]string `json:"labels"`
-		Metadata struct{ Name string }
-	} `json:"containers"`
 }
 
 // checkCrictl: on a compose node the kubelet's runtime is containerd's
@@ -57,7 +38,7 @@ func checkCrictl(t *testing.T, ctx context.Context, e *env, pod, node string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pods crictlPods
+	var pods cluster.CrictlPods
 	if err := json.Unmarshal([]byte(out), &pods); err != nil {
 		t.Fatalf("crictl pods: %v\n%s", err, out)
 	}
@@ -80,7 +61,7 @@ func checkCrictl(t *testing.T, ctx context.Context, e *env, pod, node string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cs crictlContainers
+	var cs cluster.CrictlContainers
 	if err := json.Unmarshal([]byte(out), &cs); err != nil {
 		t.Fatalf("crictl ps: %v\n%s", err, out)
 	}
@@ -123,7 +104,7 @@ func checkCrictl(t *testing.T, ctx context.Context, e *env, pod, node string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var now crictlPods
+	var now cluster.CrictlPods
 	if err := json.Unmarshal([]byte(out), &now); err != nil || len(now.Items) != 1 || now.Items[0].ID == sb.ID || now.Items[0].Metadata.Attempt < 1 {
 		t.Errorf("after crictl stopp %.12s: ready sandboxes (%v):\n%s", sb.ID, err, out)
 	}

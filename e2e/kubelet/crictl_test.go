@@ -35,27 +35,6 @@ func crictlErr(n *cluster.Node, args ...string) (string, error) {
 	return string(out), nil
 }
 
-type crictlPods struct {
-	Items []struct {
-		ID       string `json:"id"`
-		State    string `json:"state"`
-		Metadata struct {
-			Name, Namespace, UID string
-			Attempt              int
-		} `json:"metadata"`
-		Labels map[string]string `json:"labels"`
-	} `json:"items"`
-}
-
-type crictlContainers struct {
-	Containers []struct {
-		ID       string            `json:"id"`
-		State    string            `json:"state"`
-		Labels   map[string]string `json:"labels"`
-		Metadata struct{ Name string }
-	} `json:"containers"`
-}
-
 // TestCrictlShowsPods: on a CRI node, crictl (the runtime layer's own
 // tool) shows the kubelet's pods with their Kubernetes names, namespaces
 // and labels (pods, inspectp, ps, logs); a sandbox stopped behind the
@@ -77,7 +56,7 @@ func TestCrictlShowsPods(t *testing.T) {
 	createPod(t, c.Client, p)
 	before := waitPod(t, c.Client, ns, name, 60*time.Second, "Running", running)
 
-	var pods crictlPods
+	var pods cluster.CrictlPods
 	if err := json.Unmarshal([]byte(crictl(t, n, "pods", "--namespace", ns, "--name", name, "--label", "tier=front", "-o", "json")), &pods); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +72,7 @@ func TestCrictlShowsPods(t *testing.T) {
 		t.Errorf("crictl inspectp %s lacks the pod's name or its IP %s:\n%s", sb.ID, before.Status.PodIp, inspect)
 	}
 
-	var cs crictlContainers
+	var cs cluster.CrictlContainers
 	if err := json.Unmarshal([]byte(crictl(t, n, "ps", "--pod", sb.ID, "-o", "json")), &cs); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +94,7 @@ func TestCrictlShowsPods(t *testing.T) {
 		return running(p) && cs.GetRestartCount() >= 1 && cs.GetContainerId() != containerStatus(before, "main").GetContainerId()
 	})
 	wait.Eventually(t, 30*time.Second, "one Ready sandbox of the pod, not the stopped one", func() error {
-		var now crictlPods
+		var now cluster.CrictlPods
 		out, err := crictlErr(n, "pods", "--namespace", ns, "--name", name, "--state", "ready", "-o", "json")
 		if err != nil {
 			return err
