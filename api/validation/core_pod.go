@@ -165,8 +165,7 @@ func container(errs *Errs, path string, c *v1.Container, kind containerKind, gra
 			if r := e.ValueFrom.FieldRef; r != nil {
 				n++
 				apiVersion(errs, ep+".valueFrom.fieldRef.apiVersion", r.ApiVersion)
-				OneOf(errs, ep+".valueFrom.fieldRef.fieldPath", r.FieldPath,
-					"metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "status.podIP", "status.hostIP", "spec.serviceAccountName")
+				fieldPath(errs, ep+".valueFrom.fieldRef.fieldPath", r.FieldPath, envFieldPaths)
 			}
 			if r := e.ValueFrom.ResourceFieldRef; r != nil {
 				n++

@@ -171,25 +171,37 @@ func downwardAPIFiles(errs *Errs, path string, items []*v1.DownwardAPIVolumeFile
 // (Kubernetes' validVolumeDownwardAPIFieldPathExpressions).
 var volumeFieldPaths = []string{"metadata.name", "metadata.namespace", "metadata.labels", "metadata.annotations", "metadata.uid"}
 
-func volumeFieldPath(errs *Errs, path, fp string) {
+func volumeFieldPath(errs *Errs, path, fp string) { fieldPath(errs, path, fp, volumeFieldPaths) }
+
+// envFieldPaths are the pod fields an env var's fieldRef may name besides
+// one label or annotation (Kubernetes' validEnvDownwardAPIFieldPathExpressions).
+var envFieldPaths = []string{"metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "spec.serviceAccountName",
+	"status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs"}
+
+// fieldPath checks a downward API fieldPath: one of allowed, or one label
+// or annotation as metadata.labels['<key>'] with a valid key.
+func fieldPath(errs *Errs, path, fp string, allowed []string) {
 	if fp == "" {
 		errs.Add(path, "Required value")
 		return
 	}
 	for _, prefix := range []string{"metadata.labels", "metadata.annotations"} {
 		if strings.HasPrefix(fp, prefix+"[") {
-			if _, ok := SubscriptKey(fp, prefix); !ok {
+			key, ok := SubscriptKey(fp, prefix)
+			if !ok {
 				errs.Add(path, "Invalid value: %q: must be %s['<key>']", fp, prefix)
+				return
 			}
+			QualifiedName(errs, path, key)
 			return
 		}
 	}
-	for _, ok := range volumeFieldPaths {
+	for _, ok := range allowed {
 		if fp == ok {
 			return
 		}
 	}
-	errs.Add(path, "Unsupported value: %q: supported values: %q", fp, volumeFieldPaths)
+	errs.Add(path, "Unsupported value: %q: supported values: %q", fp, allowed)
 }
 
 // SubscriptKey parses `prefix['key']` (or double quotes) and returns key.

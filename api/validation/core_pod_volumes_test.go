@@ -181,10 +181,20 @@ func TestEnvResourceFieldRefValidation(t *testing.T) {
 	ref := func(r *v1.ResourceFieldSelector) *v1.EnvVar {
 		return &v1.EnvVar{Name: "X", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: r}}
 	}
+	field := func(fp string) *v1.EnvVar {
+		return &v1.EnvVar{Name: "X", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: fp}}}
+	}
 	const e0 = "spec.containers[0].env[0].valueFrom"
 	runValidation(t, []validationCase{
 		{"own container", withEnv(ref(&v1.ResourceFieldSelector{Resource: "limits.memory", Divisor: "1Mi"})), nil},
 		{"bad resource", withEnv(ref(&v1.ResourceFieldSelector{Resource: "limits.gpu"})), []string{e0 + `.resourceFieldRef.resource: Unsupported value: "limits.gpu"`}},
+		{"fieldRef label", withEnv(field("metadata.labels['app.kubernetes.io/name']")), nil},
+		{"fieldRef annotation", withEnv(field(`metadata.annotations["note"]`)), nil},
+		{"fieldRef podIPs", withEnv(field("status.podIPs")), nil},
+		{"fieldRef every label", withEnv(field("metadata.labels")), []string{e0 + `.fieldRef.fieldPath: Unsupported value: "metadata.labels": supported values:`}},
+		{"fieldRef unquoted key", withEnv(field("metadata.labels[app]")), []string{e0 + `.fieldRef.fieldPath: Invalid value: "metadata.labels[app]": must be metadata.labels['<key>']`}},
+		{"fieldRef bad key", withEnv(field("metadata.labels['-bad']")), []string{e0 + `.fieldRef.fieldPath: "-bad": name part must be`}},
+		{"fieldRef unknown", withEnv(field("spec.hostname")), []string{e0 + `.fieldRef.fieldPath: Unsupported value: "spec.hostname"`}},
 		{"two sources", withEnv(&v1.EnvVar{Name: "X", ValueFrom: &v1.EnvVarSource{
 			ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.cpu"}, FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}),
 			[]string{e0 + ": exactly one of configMapKeyRef, secretKeyRef, fieldRef or resourceFieldRef must be set"}},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/apierrors"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/validation"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 )
 
@@ -194,10 +195,10 @@ func envValueFrom(ctx context.Context, src Sources, pod *v1.Pod, c *v1.Container
 // fieldValue implements the downward API's field paths.
 func fieldValue(pod *v1.Pod, path string, f podFields) (string, error) {
 	m := pod.GetMetadata()
-	if k, ok := bracketKey(path, "metadata.labels"); ok {
+	if k, ok := validation.SubscriptKey(path, "metadata.labels"); ok {
 		return m.GetLabels()[k], nil
 	}
-	if k, ok := bracketKey(path, "metadata.annotations"); ok {
+	if k, ok := validation.SubscriptKey(path, "metadata.annotations"); ok {
 		return m.GetAnnotations()[k], nil
 	}
 	switch path {
@@ -217,19 +218,6 @@ func fieldValue(pod *v1.Pod, path string, f podFields) (string, error) {
 		return f.hostIP, nil
 	}
 	return "", fmt.Errorf("fieldRef %q: unsupported field path", path)
-}
-
-// bracketKey parses `prefix['key']` (or double quotes).
-func bracketKey(path, prefix string) (string, bool) {
-	rest, ok := strings.CutPrefix(path, prefix+"[")
-	if !ok || !strings.HasSuffix(rest, "]") {
-		return "", false
-	}
-	rest = strings.TrimSuffix(rest, "]")
-	if len(rest) >= 2 && (rest[0] == '\'' || rest[0] == '"') && rest[len(rest)-1] == rest[0] {
-		return rest[1 : len(rest)-1], true
-	}
-	return "", false
 }
 
 // expand replaces $(NAME) with NAME's value when lookup knows it, leaves

@@ -178,3 +178,28 @@ func TestDownwardVolumeFollowsLabels(t *testing.T) {
 		t.Errorf("labels after the change %q", got)
 	}
 }
+
+// An env var's fieldRef reads one label or annotation, the pod's names and
+// addresses (podIPs and hostIPs are the one IP of a single-stack node).
+func TestEnvFieldValues(t *testing.T) {
+	pod := newPod("web", "app")
+	pod.Metadata.Labels = map[string]string{"app.kubernetes.io/name": "web"}
+	pod.Metadata.Annotations = map[string]string{"note": "hi"}
+	pod.Spec.NodeName, pod.Spec.ServiceAccountName = "node1", "default"
+	f := podFields{podIP: "10.244.1.5", hostIP: "10.123.0.11"}
+	for fp, want := range map[string]string{
+		"metadata.labels['app.kubernetes.io/name']": "web",
+		`metadata.annotations["note"]`:              "hi",
+		"metadata.labels['missing']":                "",
+		"metadata.uid":                              "uid-web",
+		"spec.nodeName":                             "node1",
+		"spec.serviceAccountName":                   "default",
+		"status.podIP":                              "10.244.1.5",
+		"status.podIPs":                             "10.244.1.5",
+		"status.hostIPs":                            "10.123.0.11",
+	} {
+		if got, err := fieldValue(pod, fp, f); err != nil || got != want {
+			t.Errorf("%s: got %q (%v), want %q", fp, got, err, want)
+		}
+	}
+}
