@@ -190,3 +190,50 @@ func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// clickChip clicks pod key's chip in the cluster view with the mouse,
+// once the view is shown and nothing waits to be drawn, and waits for
+// the pod's route. chromedp reads the chip's box and then clicks there:
+// a batch drawn in between (a chip's status word growing or shrinking)
+// can move the chip from under the click, so a click that opened
+// nothing is tried again, at most three times, each logged.
+func (b *browser) clickChip(key string) {
+	b.t.Helper()
+	sel := `#nodes .chip[data-pod=` + jsString(key) + `]`
+	for try := 1; ; try++ {
+		b.waitFor("the chip of "+key+" shown and the page idle", `(() => {
+			if (location.hash !== "#/cluster" || document.querySelector("#view-cluster").hidden) return "route " + location.hash;
+			const c = document.querySelector(`+jsString(sel)+`);
+			if (!c || c.hidden) return "no chip shown";
+			return window.__console.idle() ? "" : "a render is queued";
+		})()`, pageTimeout)
+		b.run("click the chip of "+key, chromedp.Click(chromedp.CSS(sel)))
+		got, err := b.waitRoute("#/pod/"+key, 10*time.Second)
+		if err == nil {
+			return
+		}
+		if try == 3 {
+			b.screenshot("click-missed")
+			b.t.Fatalf("three clicks on the chip of %s opened nothing: %v", key, err)
+		}
+		b.t.Logf("click %d on the chip of %s opened nothing (route %s); clicking again", try, key, got)
+	}
+}
+
+// waitRoute waits up to timeout for the page's route to be hash.
+func (b *browser) waitRoute(hash string, timeout time.Duration) (string, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		got, err := b.eval(`location.hash`)
+		if err == nil && got == hash {
+			return got, nil
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				err = fmt.Errorf("route %s, want %s", got, hash)
+			}
+			return got, err
+		}
+		time.Sleep(pollEvery)
+	}
+}

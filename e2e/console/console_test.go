@@ -140,13 +140,13 @@ func TestConsole(t *testing.T) {
 		b.run("Enter", chromedp.KeyEvent(kb.Enter))
 		b.waitFor("the flow of "+keys[1], `location.hash === "#/pod/`+keys[1]+`" ? "" : "route " + location.hash`, pageTimeout)
 		b.run("back to the cluster view (key 1)", chromedp.KeyEvent("1"))
-		b.waitFor("the cluster view", `location.hash === "#/cluster" ? "" : "route " + location.hash`, pageTimeout)
+		b.waitFor("the cluster view", `location.hash === "#/cluster" && !document.querySelector("#view-cluster").hidden ? "" : "route " + location.hash`, pageTimeout)
 	})
 
 	t.Run("creation flow: every stage lit in order with times", func(t *testing.T) {
 		b := b.with(t)
 		key := "default/" + webPod
-		b.run("click the chip of "+key, chromedp.Click(chromedp.CSS(`#nodes .chip[data-pod=`+jsString(key)+`]`)))
+		b.clickChip(key)
 		b.waitFor("the creation flow of "+key+" done", `(() => {
 			if (location.hash !== "#/pod/`+key+`") return "route " + location.hash;
 			const st = [...document.querySelectorAll("#pod-flow g.stage")];
@@ -195,7 +195,7 @@ spec:
 			return c ? "" : "unscheduled panel: " + (document.querySelector('#nodes section.node[data-node=""]')?.textContent ?? "none");
 		})()`, pageTimeout)
 		b.screenshot("unscheduled-chip")
-		b.run("click the stuck chip", chromedp.Click(chromedp.CSS(`#nodes .chip[data-pod="default/stuck"]`)))
+		b.clickChip("default/stuck")
 		b.waitFor("the flow stopped at the scheduler", `(() => {
 			const g = document.querySelector('#pod-flow g.stage[data-stage="scheduler"]');
 			if (!g) return "no scheduler stage yet: " + location.hash;
@@ -222,7 +222,7 @@ spec:
 			if (!c) return "no chip";
 			return c.dataset.node && c.classList.contains("s-bad") && /ErrImagePull|ImagePullBackOff|ErrImageNeverPull/.test(c.dataset.status) && c.textContent.startsWith("✗") ? "" : "chip: " + c.textContent + " on " + c.dataset.node;
 		})()`, podTimeout)
-		b.run("open noimage's flow from its chip", chromedp.Click(chromedp.CSS(`#nodes .chip[data-pod="default/noimage"]`)))
+		b.clickChip("default/noimage")
 		b.waitFor("the flow stopped at the runtime", `(() => {
 			const g = document.querySelector('#pod-flow g.stage[data-stage="runtime"]');
 			if (!g) return "no runtime stage yet: " + location.hash;
