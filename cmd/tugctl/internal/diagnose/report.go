@@ -4,14 +4,16 @@
 // kubelet, sandbox and IP, images, started, running, ready, in its
 // Services' endpoints) and a Service's communication path (tried from
 // every Ready node: its DNS name, its ClusterIP ports and a few endpoints
-// directly; then its ready endpoints), each as a
+// directly; then its ready endpoints) and an Ingress's (its class and
+// controller, address, TLS Secrets, each rule's Service, EndpointSlices
+// and pods on their nodes, the proxies' Events: ingress.go), each as a
 // Report of hops with a Finding for the first hop that is not done: the
 // layer (scheduler, kubelet+runtime, CNI, DNS, proxy, endpoints), the
 // component to look at, the reason, a message, and the next command to
 // run. ServiceBackends says why a Service has no ready endpoint; Events
 // are an object's events.
 //
-// The loop is read, then decide: TracePod and TraceService read what they
+// The loop is read, then decide: TracePod, TraceService and TraceIngress read what they
 // need through the API (and the nodes' CheckService through the
 // apiserver's relay), then build the report from those objects alone, a
 // pure function the tests drive with fixtures. The package never writes

@@ -23,8 +23,8 @@ type traceFlags struct {
 func newTraceCommand(o *cli.Options) *cobra.Command {
 	f := &traceFlags{}
 	cmd := &cobra.Command{
-		Use:   "trace (pod|service) NAME | KIND/NAME",
-		Short: "Follow a pod's journey or a Service's path, and name the layer where it stops",
+		Use:   "trace (pod|service|ingress) NAME | KIND/NAME",
+		Short: "Follow a pod's journey, a Service's or an Ingress's path, and name the layer where it stops",
 		Long: `Follow a pod's journey through the components, one hop per line with its
 time and the time since the previous hop: accepted and stored (apiserver),
 scheduled (scheduler), seen by the kubelet, sandbox and IP (CNI), images
@@ -39,13 +39,22 @@ each ClusterIP port and to a few of its endpoints directly (made by the
 node's kubelet from a pod's network namespace), and its ready endpoints.
 A NAME may be a Service's DNS name (web.shop.svc.cluster.local).
 
+For an Ingress, follow a request as the proxies' ingress datapath takes it:
+its IngressClass and controller, the address the proxies wrote, each TLS
+Secret (present, kubernetes.io/tls, in date, covering its hosts), each
+rule's host and path (not claimed by an older Ingress) to its backend
+Service and port, the Service's ready endpoints in its EndpointSlices (or
+why it has none), their pods on Ready nodes, and the proxies' own recent
+Warning Events on the Ingress (the reasons a request gets 503).
+
 -o json prints a stable schema (see the README): kind, namespace, name,
 node, ok, hops[] (hop, title, layer, component, node, status, time,
 since_previous_seconds, reason, message), stuck_at, layer, component,
 reason, message, hint.`,
 		Example: `  tugctl trace pod web-5d7f8c-x2x9q
   tugctl trace svc/web -o json
-  tugctl trace service web.shop.svc.cluster.local`,
+  tugctl trace service web.shop.svc.cluster.local
+  tugctl trace ingress web`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runTrace(cmd.Context(), o, args, f)
 		},
@@ -59,12 +68,12 @@ func runTrace(ctx context.Context, o *cli.Options, args []string, f *traceFlags)
 	if f.output != "" && f.output != printers.JSON {
 		return fmt.Errorf("--output %q: want json, or nothing for a table", f.output)
 	}
-	refs, err := cli.SingleRefs(args, "Pod", "Service")
+	refs, err := cli.SingleRefs(args, "Pod", "Service", "Ingress")
 	if err != nil {
 		return err
 	}
 	if len(refs) != 1 {
-		return fmt.Errorf("trace takes one object: pod NAME or service NAME")
+		return fmt.Errorf("trace takes one object: pod NAME, service NAME or ingress NAME")
 	}
 	c, err := o.Client()
 	if err != nil {
@@ -78,6 +87,8 @@ func runTrace(ctx context.Context, o *cli.Options, args []string, f *traceFlags)
 	switch refs[0].Kind.Name {
 	case "Pod":
 		r, err = diagnose.TracePod(ctx, c, ns, refs[0].Name, time.Now())
+	case "Ingress":
+		r, err = diagnose.TraceIngress(ctx, c, ns, refs[0].Name, time.Now())
 	default:
 		r, err = diagnose.TraceService(ctx, c, ns, refs[0].Name, f.clusterDomain)
 	}
