@@ -77,6 +77,21 @@ func DecodeReader(file string, r io.Reader) ([]Object, error) {
 // ("web.yaml", "<stdin>"). On error it returns no objects and an error that
 // joins one *Error per problem found, in document order.
 func Decode(file string, data []byte) ([]Object, error) {
+	out, err := DecodeEach(file, data)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DecodeEach decodes every document in data as Decode does, but returns
+// the objects of the documents that decode beside the error that joins
+// one *Error per problem in the others (a document with a problem gives no
+// object; a List item with one gives none, its good siblings do), as
+// kubectl apply goes on past a document it cannot read. Input that cannot
+// be cut into documents at all (a JSON stream broken midway) gives no
+// objects.
+func DecodeEach(file string, data []byte) ([]Object, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	docs, err := split(file, data)
 	if err != nil {
@@ -110,10 +125,7 @@ func Decode(file string, data []byte) ([]Object, error) {
 		out = append(out, objs...)
 		errs = append(errs, derrs...)
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return out, nil
+	return out, errors.Join(errs...)
 }
 
 // document is one chunk of input: YAML text starting at line, or an already

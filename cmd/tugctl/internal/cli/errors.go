@@ -26,3 +26,20 @@ func ExactArgs(n int, what string) cobra.PositionalArgs {
 		return nil
 	}
 }
+
+// ReportEach prints each error joined in err (errors.Join, nested) on
+// o.ErrOut as its own "error: ..." line, as kubectl reports each refused
+// document, and says whether there was one.
+func (o *Options) ReportEach(err error) bool {
+	if err == nil {
+		return false
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			o.ReportEach(e)
+		}
+		return true
+	}
+	fmt.Fprintf(o.ErrOut, "error: %v\n", err)
+	return true
+}

@@ -43,10 +43,22 @@ func (f *FileFlags) RegisterKustomize(cmd *cobra.Command, what string) {
 
 // ReadInput reads the objects of -f or -k (one of them). A kustomization's
 // objects are decoded as manifests are: the same errors, naming the
-// kustomization and the document.
+// kustomization and the document. Any decoding error gives no objects
+// (ReadManifests).
 func (o *Options) ReadInput(f FileFlags) ([]manifest.Object, error) {
+	objs, err := o.ReadInputEach(f)
+	if err != nil {
+		return nil, err
+	}
+	return objs, nil
+}
+
+// ReadInputEach reads as ReadInput does, but returns the objects of the
+// documents that decode beside the errors of those that do not
+// (ReadManifestsEach): apply and create act on each valid document.
+func (o *Options) ReadInputEach(f FileFlags) ([]manifest.Object, error) {
 	if f.Kustomize == "" {
-		return o.ReadManifests(f.Files, f.Recursive)
+		return o.ReadManifestsEach(f.Files, f.Recursive)
 	}
 	if len(f.Files) > 0 {
 		return nil, fmt.Errorf("-f and -k do not go together: give one of them")
@@ -55,12 +67,9 @@ func (o *Options) ReadInput(f FileFlags) ([]manifest.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	objs, err := manifest.Decode("kustomization "+f.Kustomize, y)
-	if err != nil {
-		return nil, err
-	}
-	if len(objs) == 0 {
+	objs, err := manifest.DecodeEach("kustomization "+f.Kustomize, y)
+	if len(objs) == 0 && err == nil {
 		return nil, fmt.Errorf("-k %s: the kustomization builds no objects", f.Kustomize)
 	}
-	return objs, nil
+	return objs, err
 }

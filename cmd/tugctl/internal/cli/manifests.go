@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -32,8 +33,23 @@ func (f *FileFlags) Register(cmd *cobra.Command, what string) {
 // ReadManifests decodes every -f source: a file, a directory (its .yaml,
 // .yml and .json files in name order, recursively with -R) or "-" for
 // standard input. All decoding errors are returned together, and then no
-// objects: nothing is applied from input with a mistake in it.
+// objects: a command that reads objects to name them (delete, diff, label
+// -f) acts on none from input with a mistake in it.
 func (o *Options) ReadManifests(paths []string, recursive bool) ([]manifest.Object, error) {
+	out, err := o.ReadManifestsEach(paths, recursive)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ReadManifestsEach reads as ReadManifests does, but a document that does
+// not decode costs only itself: the objects of the others are returned
+// beside the joined errors of the refused ones (each naming file,
+// document, kind/name and field), as kubectl apply and create go on past
+// them. A path that cannot be read, or input with no objects at all, is an
+// error with no objects.
+func (o *Options) ReadManifestsEach(paths []string, recursive bool) ([]manifest.Object, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("-f: required (a file, a directory or - for standard input)")
 	}
@@ -65,28 +81,30 @@ func (o *Options) ReadManifests(paths []string, recursive bool) ([]manifest.Obje
 	for _, f := range files {
 		var objs []manifest.Object
 		var err error
+		var data []byte
+		name := f
 		if f == "-" {
-			objs, err = manifest.DecodeReader("<stdin>", o.In)
+			name = "<stdin>"
+			data, err = io.ReadAll(o.In)
 		} else {
-			var data []byte
 			data, err = os.ReadFile(f)
-			if err == nil {
-				objs, err = manifest.Decode(f, data)
-			}
 		}
 		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		objs, err = manifest.DecodeEach(name, data)
+		if err != nil {
 			errs = append(errs, err)
-			continue
 		}
 		out = append(out, objs...)
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	if len(out) == 0 {
+	if len(out) == 0 && len(errs) == 0 {
 		return nil, fmt.Errorf("-f %s: no objects found", strings.Join(paths, ", "))
 	}
-	return out, nil
+	if len(out) == 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, errors.Join(errs...)
 }
 
 func manifestFiles(dir string, recursive bool) ([]string, error) {

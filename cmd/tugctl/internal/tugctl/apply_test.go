@@ -117,12 +117,14 @@ func TestApplyDeploymentMergesMetadata(t *testing.T) {
 	}
 }
 
-// A mistake anywhere in the input applies nothing and names file,
-// document and field.
-func TestApplyBadManifestAppliesNothing(t *testing.T) {
+// A document with a mistake is refused, named by file, document, object
+// and field, and costs only itself: the other documents, in the same file
+// and in others, are applied, the exit status is 1 — as kubectl apply.
+// A document whose first character is "{" is YAML too (a flow mapping).
+func TestApplyRefusesEachBadDocument(t *testing.T) {
 	e := newEnv(t)
 	dir := t.TempDir()
-	writeFile(t, dir, "a-good.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: good}\ndata: {a: b}\n")
+	writeFile(t, dir, "a-good.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: good, labels: {app: x}}\ndata: {a: b}\n")
 	bad := writeFile(t, dir, "b-bad.yaml", `apiVersion: v1
 kind: Namespace
 metadata: {name: ns1}
@@ -139,14 +141,42 @@ spec:
       - name: web
         image: web:1
         imagePullPolicyy: Always
+---
+{apiVersion: v1, kind: ConfigMap, metadata: {name: flow}, data: {port: 8080}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {generateName: x-}
 `)
-	mustFail(t, e.run("apply", "-f", dir), bad+`: document 2 (Deployment web): spec.template.spec.containers[0].imagePullPolicyy: unknown field`)
-	if _, err := client.For[*v1.ConfigMap](e.c).Get(ctxT(t), "default", "good"); err == nil {
-		t.Error("the good file was applied despite the bad one")
+	r := e.run("apply", "-f", dir)
+	mustFail(t, r, bad+`: document 2 (Deployment web): spec.template.spec.containers[0].imagePullPolicyy: unknown field`,
+		bad+`: document 4 (Pod): metadata.name: required`)
+	for _, want := range []string{"configmap/good created", "namespace/ns1 created", "configmap/flow created"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("output lacks %q: %v", want, r)
+		}
 	}
+	for _, name := range []string{"good", "flow"} {
+		if _, err := client.For[*v1.ConfigMap](e.c).Get(ctxT(t), "default", name); err != nil {
+			t.Errorf("configmap %s: %v", name, err)
+		}
+	}
+	if _, err := client.For[*v1.Deployment](e.c).Get(ctxT(t), "default", "web"); err == nil {
+		t.Error("the refused Deployment was stored")
+	}
+	// --prune is not run when a document was refused: its object would
+	// look gone from the manifests.
+	r = e.run("apply", "-f", dir, "--prune", "-l", "app=x")
+	mustFail(t, r, "--prune: skipped, some documents were refused")
 	mustFail(t, e.run("apply", "-f", filepath.Join(dir, "missing.yaml")), "missing.yaml: no such file or directory")
 	mustFail(t, e.run("apply"), "-f: required")
 	mustFail(t, e.runIn("apiVersion: v1\nkind: Pod\nmetadata: {generateName: x-}\n", "apply", "-f", "-"), "<stdin>: document 1 (Pod): metadata.name: required")
+	// create goes on past a refused document the same way.
+	r = e.runIn("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c1}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c2}\ndataa: {a: b}\n", "create", "-f", "-")
+	mustFail(t, r, "<stdin>: document 2 (ConfigMap c2): dataa: unknown field")
+	if !strings.Contains(r.out, "configmap/c1 created") {
+		t.Errorf("create did not go on past the refused document: %v", r)
+	}
 }
 
 // Server-side refusals name the document and the field; the other objects

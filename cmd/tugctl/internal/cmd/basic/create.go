@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tugboat/tugboat/api/apierrors"
+	"github.com/tugboat/tugboat/api/manifest"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/cli"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/printers"
@@ -67,17 +68,23 @@ func runCreate(ctx context.Context, o *cli.Options, f *createFlags) error {
 	if err != nil {
 		return err
 	}
-	objs, err := o.ReadInput(f.files)
-	if err != nil {
-		return err
+	// Each document that decodes is created; each refused one is
+	// reported and makes the exit status 1, as kubectl create does.
+	objs, derr := o.ReadInputEach(f.files)
+	if len(objs) == 0 {
+		return derr
 	}
+	failed := o.ReportEach(derr)
+	var valid []manifest.Object
 	for _, mo := range objs {
 		if err := o.PlaceObject(mo); err != nil {
-			return err
+			fmt.Fprintf(o.ErrOut, "error: %v\n", err)
+			failed = true
+			continue
 		}
+		valid = append(valid, mo)
 	}
-	failed := false
-	for _, mo := range objs {
+	for _, mo := range valid {
 		api, err := o.WriteAPI(mo.Kind, f.dryRun)
 		if err != nil {
 			return err

@@ -75,25 +75,35 @@ func runApply(ctx context.Context, o *cli.Options, f *applyFlags) error {
 	if f.prune && f.selector == "" {
 		return fmt.Errorf("--prune: needs -l SELECTOR, naming the objects that may be pruned")
 	}
-	objs, err := o.ReadInput(f.files)
-	if err != nil {
-		return err
+	// Each document that decodes is applied; each refused one is
+	// reported (file, document, kind/name, field) and makes the exit
+	// status 1, as kubectl apply does.
+	objs, derr := o.ReadInputEach(f.files)
+	if len(objs) == 0 {
+		return derr
 	}
 	if f.selector != "" {
 		if objs, err = selectManifests(objs, f.selector); err != nil {
 			return err
 		}
 	}
+	failed := o.ReportEach(derr)
+	var valid []manifest.Object
 	for _, mo := range objs {
 		if mo.Object.GetMetadata().GetName() == "" {
-			return fmt.Errorf("%s (%s): metadata.name: required (apply finds objects by name; create accepts metadata.generateName)", mo.Source, mo.Kind.Name)
+			fmt.Fprintf(o.ErrOut, "error: %s (%s): metadata.name: required (apply finds objects by name; create accepts metadata.generateName)\n", mo.Source, mo.Kind.Name)
+			failed = true
+			continue
 		}
 		if err := o.PlaceObject(mo); err != nil {
-			return err
+			fmt.Fprintf(o.ErrOut, "error: %v\n", err)
+			failed = true
+			continue
 		}
+		valid = append(valid, mo)
 	}
-	failed := false
-	for _, mo := range objs {
+	refused := failed
+	for _, mo := range valid {
 		a, err := applyOne(ctx, o, mo, applyOptions{dryRun: f.dryRun, overwrite: f.overwrite, record: true})
 		if errors.Is(err, apierrors.ErrUnavailable) {
 			return err // the server is unreachable: the rest would fail the same way
@@ -107,8 +117,12 @@ func runApply(ctx context.Context, o *cli.Options, f *applyFlags) error {
 			return err
 		}
 	}
-	if f.prune {
-		if err := prune(ctx, o, objs, f.selector, f.dryRun); err != nil {
+	if f.prune && refused {
+		// The refused documents' objects would look gone from the
+		// manifests: pruning now could delete what the user still means.
+		fmt.Fprintf(o.ErrOut, "error: --prune: skipped, some documents were refused (fix them and apply again)\n")
+	} else if f.prune {
+		if err := prune(ctx, o, valid, f.selector, f.dryRun); err != nil {
 			return err
 		}
 	}
