@@ -45,7 +45,9 @@ func (s *Scheduler) onPodAdd(pod *v1.Pod) {
 			s.queue.MoveAllToActive(framework.PodAdded)
 		}
 	case s.responsible(pod):
-		s.queue.Add(framework.NewPodInfo(pod))
+		pi := framework.NewPodInfo(pod)
+		s.nominated.set(pi, pod.GetStatus().GetNominatedNodeName())
+		s.queue.Add(pi)
 	}
 }
 
@@ -53,6 +55,7 @@ func (s *Scheduler) onPodUpdate(old, pod *v1.Pod) {
 	defer s.cache.Observe(pod.GetMetadata().GetResourceVersion())
 	key := v1.Key(pod)
 	if pod.GetSpec().GetNodeName() != "" {
+		s.nominated.forget(key)
 		if old.GetSpec().GetNodeName() == "" {
 			s.queue.Delete(key) // bound: by us, another scheduler or a user
 		}
@@ -69,17 +72,20 @@ func (s *Scheduler) onPodUpdate(old, pod *v1.Pod) {
 		return
 	}
 	if !s.responsible(pod) {
+		s.nominated.forget(key)
 		s.queue.Delete(key)
 		return
 	}
+	pi := framework.NewPodInfo(pod)
+	s.nominated.set(pi, pod.GetStatus().GetNominatedNodeName())
 	if s.cache.IsAssumed(key) {
 		return // we are binding it
 	}
 	if podChanged(old, pod) {
-		s.queue.Update(framework.NewPodInfo(pod))
+		s.queue.Update(pi)
 		return
 	}
-	s.queue.Add(framework.NewPodInfo(pod)) // a status change: refresh, or re-add if we dropped it
+	s.queue.Add(pi) // a status change: refresh, or re-add if we dropped it
 }
 
 // podChanged reports a change that can alter where a pod fits: its spec
@@ -93,6 +99,7 @@ func podChanged(old, pod *v1.Pod) bool {
 
 func (s *Scheduler) onPodDelete(pod *v1.Pod) {
 	key := v1.Key(pod)
+	s.nominated.forget(key)
 	s.queue.Delete(key)
 	if s.cache.RemovePod(key) {
 		s.queue.MoveAllToActive(framework.PodRemoved)

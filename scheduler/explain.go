@@ -18,9 +18,13 @@ import (
 
 // Condition written on pods no node fits.
 const (
-	condPodScheduled     = "PodScheduled"
-	reasonUnschedulable  = "Unschedulable"
-	eventFailedScheduled = "FailedScheduling"
+	condPodScheduled = "PodScheduled"
+	// condDisruptionTarget marks a pod about to be deleted by a disruption
+	// (here: a preemption), as Kubernetes does.
+	condDisruptionTarget        = "DisruptionTarget"
+	reasonPreemptionByScheduler = "PreemptionByScheduler"
+	reasonUnschedulable         = "Unschedulable"
+	eventFailedScheduled        = "FailedScheduling"
 )
 
 // statusWriter tells users why a pod waits: it records a FailedScheduling

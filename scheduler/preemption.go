@@ -19,8 +19,12 @@ import (
 // no disruption left are honoured when choosing, as Kubernetes does: a
 // node needing fewer budget violations wins), writes the pod's
 // status.nominatedNodeName, and deletes the victims through the API with
-// their grace period, each getting a Preempted Event. The pod itself waits
-// in the queue until the victims are gone (PodRemoved retries it).
+// their grace period, each first given the condition DisruptionTarget=True
+// (reason PreemptionByScheduler) and then a Preempted Event. The pod itself
+// waits in the queue until the victims are gone (PodRemoved retries it);
+// meanwhile the room they free is kept for it (nominator): pods of lower
+// or equal priority are not placed into it, and the pod tries its
+// nominated node first.
 //
 // It returns what to add to the "0/N nodes are available" message: "" when
 // it preempted, else "preemption: ..." saying why preemption will not help.
@@ -75,6 +79,7 @@ func (s *Scheduler) preempt(ctx context.Context, pi *framework.PodInfo, pod *v1.
 		s.log.Warn("nominating a node failed; not preempting", "pod", pi.Key, "node", node, "err", err)
 		return ""
 	}
+	s.nominated.set(pi, node) // at once: the next decisions keep the room
 	names := make([]string, 0, len(best.Victims))
 	for _, v := range best.Victims {
 		ns, name := splitKey(v.Info.Key)
@@ -82,7 +87,20 @@ func (s *Scheduler) preempt(ctx context.Context, pi *framework.PodInfo, pod *v1.
 		if !ok {
 			continue
 		}
-		_, err := client.For[*v1.Pod](s.client).Delete(ctx, ns, name, client.DeleteOptions{})
+		// DisruptionTarget=True first, as Kubernetes does: the victim's
+		// controllers and the Job's podFailurePolicy see why it goes.
+		_, err := client.For[*v1.Pod](s.client).Mutate(ctx, ns, name, true, func(p *v1.Pod) error {
+			if p.Status == nil {
+				p.Status = &v1.PodStatus{}
+			}
+			setCondition(p.Status, &v1.Condition{Type: condDisruptionTarget, Status: "True", Reason: reasonPreemptionByScheduler,
+				Message: s.cfg.SchedulerName + ": preempting to accommodate a higher priority pod"})
+			return nil
+		})
+		if err != nil && !apierrors.IsNotFound(err) {
+			s.log.Warn("marking a preemption victim failed; deleting it anyway", "pod", pi.Key, "victim", v.Info.Key, "err", err)
+		}
+		_, err = client.For[*v1.Pod](s.client).Delete(ctx, ns, name, client.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			s.log.Warn("deleting a preemption victim failed", "pod", pi.Key, "victim", v.Info.Key, "err", err)
 			continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,4 +125,69 @@ func TestPreemptionNotHelping(t *testing.T) {
 	if n := len(listPods(t, c)); n != 3 {
 		t.Errorf("%d pods left, want 3 (nothing preempted)", n)
 	}
+}
+
+// TestPreemptionMarksVictimAndKeepsRoom: the victim gets DisruptionTarget
+// =True (PreemptionByScheduler) before its graceful delete; while it
+// terminates (no kubelet here: it stays until force-deleted) the high pod
+// waits nominated, and a medium pod that arrives meanwhile does not get
+// the room once the victim is gone: the high pod is bound there and the
+// medium one stays Pending with Insufficient cpu.
+func TestPreemptionMarksVictimAndKeepsRoom(t *testing.T) {
+	srv := apiservertest.Start(t)
+	c := srv.Client
+	priorityClass(t, c, "low", 10, "")
+	priorityClass(t, c, "medium", 500, "")
+	priorityClass(t, c, "high", 1000, "")
+	createNode(t, c, makeNode("node-1", "1", "4Gi"))
+	createPods(t, c, []*v1.Pod{makePod("victim", "800m", "64Mi", withPriority("low"), onNode("node-1"))})
+	startScheduler(t, srv, Config{})
+	createPods(t, c, []*v1.Pod{makePod("high", "600m", "64Mi", withPriority("high"))})
+	wait.Eventually(t, 30*time.Second, "the victim terminating with DisruptionTarget", func() error {
+		v := getPod(t, c, "victim")
+		if v.Metadata.DeletionTimestamp == nil {
+			return errors.New("not being deleted")
+		}
+		for _, cond := range v.GetStatus().GetConditions() {
+			if cond.Type == "DisruptionTarget" {
+				if cond.Status != "True" || cond.Reason != "PreemptionByScheduler" || cond.Message != "default-scheduler: preempting to accommodate a higher priority pod" {
+					return fmt.Errorf("condition %v", cond)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no DisruptionTarget condition: %v", v.GetStatus().GetConditions())
+	})
+	wait.Eventually(t, 20*time.Second, "the high pod nominated to node-1", func() error {
+		if got := getPod(t, c, "high").GetStatus().GetNominatedNodeName(); got != "node-1" {
+			return fmt.Errorf("nominated %q", got)
+		}
+		return nil
+	})
+	createPods(t, c, []*v1.Pod{makePod("medium", "600m", "64Mi", withPriority("medium"))})
+	wait.Eventually(t, 20*time.Second, "the medium pod found unschedulable", func() error {
+		if podScheduledCondition(getPod(t, c, "medium")) == nil {
+			return errors.New("not decided yet")
+		}
+		return nil
+	})
+	if _, err := client.For[*v1.Pod](c).Delete(context.Background(), "default", "victim", client.DeleteOptions{GracePeriodSeconds: proto.Int64(0)}); err != nil {
+		t.Fatal(err)
+	}
+	wait.Eventually(t, 30*time.Second, "the high pod bound to node-1", func() error {
+		if n := getPod(t, c, "high").Spec.NodeName; n != "node-1" {
+			return fmt.Errorf("on %q", n)
+		}
+		return nil
+	})
+	wait.Eventually(t, 20*time.Second, "the medium pod Pending for cpu", func() error {
+		p := getPod(t, c, "medium")
+		if p.Spec.NodeName != "" {
+			return fmt.Errorf("bound to %s: it took the room kept for the high pod", p.Spec.NodeName)
+		}
+		if msg := podScheduledCondition(p).GetMessage(); !strings.HasPrefix(msg, "0/1 nodes are available: 1 Insufficient cpu.") {
+			return fmt.Errorf("message %q", msg)
+		}
+		return nil
+	})
 }

@@ -39,7 +39,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 		info.Topology = ts
 		qp.Info = &info
 	}
-	res, fitErr := s.pipeline.Schedule(qp.Info, s.snapshot.Nodes())
+	res, fitErr := s.pipeline.Schedule(qp.Info, s.snapshot.Nodes(), s.nominated.snapshot())
 	if fitErr != nil {
 		s.metrics.decision.Observe(time.Since(start).Seconds())
 		s.metrics.attempts.WithLabelValues("unschedulable").Inc()
@@ -59,6 +59,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 		s.queue.AddBackoff(qp)
 		return
 	}
+	s.nominated.forget(key) // assumed: the cache counts it on its node now
 	s.queue.Done(key)
 	s.metrics.decision.Observe(time.Since(start).Seconds())
 	s.bind(ctx, qp, node, s.snapshot.Observed())
@@ -109,6 +110,9 @@ func (s *Scheduler) doBind(ctx context.Context, qp *queue.QueuedPod, node string
 	}
 	if s.cache.ForgetPod(key) {
 		s.queue.MoveAllToActive(framework.PodRemoved) // what we had assumed is free again
+	}
+	if cur, ok := s.pods.Get(key); ok && s.responsible(cur) {
+		s.nominated.set(framework.NewPodInfo(cur), cur.GetStatus().GetNominatedNodeName()) // its room is kept again
 	}
 	switch {
 	case apierrors.IsNotFound(err):

@@ -65,6 +65,8 @@ type Scheduler struct {
 	metrics  *metrics
 
 	volumes *volumeCaches
+	// nominated are the pending pods a preemption nominated to a node.
+	nominated *nominator
 
 	binds  chan struct{} // a slot per bind in flight
 	bindWG sync.WaitGroup
@@ -101,9 +103,10 @@ func New(c *client.Client, cfg Config) (*Scheduler, error) {
 			Filters: filters, Scores: scores,
 			PercentageOfNodesToScore: cfg.PercentageOfNodesToScore, Parallelism: cfg.Parallelism,
 		}),
-		snapshot: cache.NewSnapshot(),
-		recorder: record.New(c, cfg.SchedulerName, cfg.Identity, cfg.Registry, log),
-		binds:    make(chan struct{}, cfg.BindConcurrency),
+		snapshot:  cache.NewSnapshot(),
+		nominated: newNominator(),
+		recorder:  record.New(c, cfg.SchedulerName, cfg.Identity, cfg.Registry, log),
+		binds:     make(chan struct{}, cfg.BindConcurrency),
 	}
 	s.status = newStatusWriter(client.For[*v1.Pod](c), s.recorder, log)
 	s.metrics = newMetrics(cfg.Registry, s.queue, s.cache)

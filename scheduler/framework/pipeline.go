@@ -48,11 +48,13 @@ type Pipeline struct {
 	events []ClusterEvent // per filter: its Events() | NodeAdded
 	rnd    *rand.Rand
 
-	next     int // where the next decision starts in the node list
-	feasible []*NodeInfo
-	workers  [][]*NodeInfo // per filter worker
-	scores   [][]int64     // per score plugin
-	total    []int64
+	next int // where the next decision starts in the node list
+	// nominated is the decision's Nominations (Schedule's argument).
+	nominated Nominations
+	feasible  []*NodeInfo
+	workers   [][]*NodeInfo // per filter worker
+	scores    [][]int64     // per score plugin
+	total     []int64
 }
 
 // NewPipeline makes a pipeline.
@@ -89,13 +91,37 @@ func (p *Pipeline) NumFeasibleNodesToFind(n int) int {
 	return max(n*pct/100, minFeasibleNodesToFind)
 }
 
+// Nominations are the pending pods a preemption has nominated to a node
+// (status.nominatedNodeName), by node name: the room their victims free
+// is theirs. A decision counts, on each node, the nominated pods of at
+// least the deciding pod's priority (not itself) as if they ran there —
+// their requests, pod count and host ports (Kubernetes' "filter with
+// nominated pods"; unlike Kubernetes, inter-pod affinity and topology
+// spread counts do not include them) — and the node must fit the pod both
+// with and without them. nil: no pod is nominated anywhere.
+type Nominations map[string][]*PodInfo
+
 // Schedule picks a node for pi among nodes, or says why none fits. nodes
 // must not change during the call; their order should be stable between
 // calls so that the rotating window spreads decisions over every node.
-func (p *Pipeline) Schedule(pi *PodInfo, nodes []*NodeInfo) (Result, *FitError) {
+// A pod with status.nominatedNodeName is tried on that node first and
+// goes there if it fits (Kubernetes' evaluateNominatedNode).
+func (p *Pipeline) Schedule(pi *PodInfo, nodes []*NodeInfo, nominated Nominations) (Result, *FitError) {
 	n := len(nodes)
 	if n == 0 {
 		return Result{}, &FitError{Reasons: map[string]int{}, Events: AllEvents}
+	}
+	p.nominated = nominated
+	defer func() { p.nominated = nil }()
+	if want := pi.Pod.GetStatus().GetNominatedNodeName(); want != "" {
+		for _, ni := range nodes {
+			if ni.Name() == want {
+				if p.fits(pi, ni) {
+					return Result{Node: ni, Evaluated: 1, Feasible: 1}, nil
+				}
+				break
+			}
+		}
 	}
 	want := p.NumFeasibleNodesToFind(n)
 	start := p.next % n
@@ -114,14 +140,41 @@ func (p *Pipeline) Schedule(pi *PodInfo, nodes []*NodeInfo) (Result, *FitError) 
 	return res, nil
 }
 
-// fits runs the filters until one refuses.
+// fits runs the filters until one refuses: on the node with the pods
+// nominated to it that are at least as important as pi, then as it is.
 func (p *Pipeline) fits(pi *PodInfo, ni *NodeInfo) bool {
+	if with := p.withNominated(pi, ni); with != nil && p.filter(pi, with) != nil {
+		return false
+	}
+	return p.filter(pi, ni) == nil
+}
+
+// filter runs the filters on ni; the first refusal's status, nil if none.
+func (p *Pipeline) filter(pi *PodInfo, ni *NodeInfo) *Status {
 	for _, f := range p.cfg.Filters {
-		if f.Filter(pi, ni) != nil {
-			return false
+		if st := f.Filter(pi, ni); st != nil {
+			return st
 		}
 	}
-	return true
+	return nil
+}
+
+// withNominated is a copy of ni with the nominated pods that pi must make
+// room for added, or nil when there are none (the common case: nothing
+// copied).
+func (p *Pipeline) withNominated(pi *PodInfo, ni *NodeInfo) *NodeInfo {
+	var with *NodeInfo
+	for _, np := range p.nominated[ni.Name()] {
+		if np.Key == pi.Key || np.Priority < pi.Priority {
+			continue
+		}
+		if with == nil {
+			with = &NodeInfo{}
+			ni.CopyInto(with)
+		}
+		with.AddPod(np)
+	}
+	return with
 }
 
 // findFeasible fills p.feasible with up to about want nodes that fit,
@@ -183,17 +236,27 @@ func (p *Pipeline) findFeasible(pi *PodInfo, nodes []*NodeInfo, start, want int)
 func (p *Pipeline) diagnose(pi *PodInfo, nodes []*NodeInfo) *FitError {
 	fe := &FitError{NumNodes: len(nodes), Reasons: map[string]int{}}
 	for _, ni := range nodes {
-		for i, f := range p.cfg.Filters {
-			if st := f.Filter(pi, ni); st != nil {
-				for _, r := range st.Reasons() {
-					fe.Reasons[r]++
-				}
-				fe.Events |= p.events[i]
-				break
-			}
+		if with := p.withNominated(pi, ni); with != nil && p.diagnoseNode(fe, pi, with) {
+			continue
 		}
+		p.diagnoseNode(fe, pi, ni)
 	}
 	return fe
+}
+
+// diagnoseNode adds the first refusal of pi on ni to fe; it says whether
+// there was one.
+func (p *Pipeline) diagnoseNode(fe *FitError, pi *PodInfo, ni *NodeInfo) bool {
+	for i, f := range p.cfg.Filters {
+		if st := f.Filter(pi, ni); st != nil {
+			for _, r := range st.Reasons() {
+				fe.Reasons[r]++
+			}
+			fe.Events |= p.events[i]
+			return true
+		}
+	}
+	return false
 }
 
 // pickBest scores p.feasible and returns the best node, ties at random.

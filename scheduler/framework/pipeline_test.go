@@ -63,7 +63,7 @@ func TestUnschedulableMessage(t *testing.T) {
 		n.Node.Labels["disk"] = "ssd"
 	}
 	pod := mkPod("p", "2", "1Gi", func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"disk": "ssd"} })
-	_, fe := defaultPipeline(t, 0, 1).Schedule(pod, nodes)
+	_, fe := defaultPipeline(t, 0, 1).Schedule(pod, nodes, nil)
 	if fe == nil {
 		t.Fatal("pod scheduled, want unschedulable")
 	}
@@ -116,7 +116,7 @@ func TestPicksLeastAllocated(t *testing.T) {
 	busy := mkNode("busy", "4", "4Gi")
 	busy.AddPod(mkPod("x", "3", "3Gi"))
 	idle := mkNode("idle", "4", "4Gi")
-	res, fe := defaultPipeline(t, 0, 1).Schedule(mkPod("p", "100m", "100Mi"), []*framework.NodeInfo{busy, idle})
+	res, fe := defaultPipeline(t, 0, 1).Schedule(mkPod("p", "100m", "100Mi"), []*framework.NodeInfo{busy, idle}, nil)
 	if fe != nil || res.Node != idle {
 		t.Fatalf("picked %v (%v), want idle", res.Node.Name(), fe)
 	}
@@ -131,7 +131,7 @@ func TestSpreadsOwnersAndBreaksTiesAtRandom(t *testing.T) {
 	p := defaultPipeline(t, 100, 1)
 	picked := map[string]int{}
 	for i := 0; i < 200; i++ {
-		res, fe := p.Schedule(mkPod("p", "0", "0", owned), []*framework.NodeInfo{a, b, c})
+		res, fe := p.Schedule(mkPod("p", "0", "0", owned), []*framework.NodeInfo{a, b, c}, nil)
 		if fe != nil {
 			t.Fatal(fe)
 		}
@@ -152,7 +152,7 @@ func TestSamplesAndRotates(t *testing.T) {
 			p := defaultPipeline(t, 10, par)
 			seen := map[string]bool{}
 			for i := 0; i < 20; i++ {
-				res, fe := p.Schedule(mkPod("p", "1", "1Gi"), nodes)
+				res, fe := p.Schedule(mkPod("p", "1", "1Gi"), nodes, nil)
 				if fe != nil {
 					t.Fatal(fe)
 				}
@@ -176,7 +176,7 @@ func TestScheduleDoesNotAllocate(t *testing.T) {
 	p := defaultPipeline(t, 0, 1)
 	pod := mkPod("p", "1", "1Gi")
 	allocs := testing.AllocsPerRun(50, func() {
-		if _, fe := p.Schedule(pod, nodes); fe != nil {
+		if _, fe := p.Schedule(pod, nodes, nil); fe != nil {
 			t.Fatal(fe)
 		}
 	})
@@ -200,7 +200,7 @@ func BenchmarkSchedule(b *testing.B) {
 				b.ReportAllocs()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					res, fe := p.Schedule(pod, nodes)
+					res, fe := p.Schedule(pod, nodes, nil)
 					if fe != nil {
 						b.Fatal(fe)
 					}
@@ -208,5 +208,52 @@ func BenchmarkSchedule(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// A node's room freed by a preemption is kept for the pod nominated to it:
+// a pod of lower or equal priority does not get it (the message says why,
+// as if the nominated pod ran there), a more important one does, and the
+// nominated pod itself goes to its node first even when another fits too.
+func TestNominatedPodsKeepTheirRoom(t *testing.T) {
+	prio := func(v int32) func(*v1.Pod) { return func(p *v1.Pod) { p.Spec.Priority = v } }
+	nominatedTo := func(n string) func(*v1.Pod) {
+		return func(p *v1.Pod) { p.Status = &v1.PodStatus{NominatedNodeName: n} }
+	}
+	freed := mkNode("freed", "1", "4Gi")
+	high := mkPod("high", "600m", "64Mi", prio(1000), nominatedTo("freed"))
+	noms := framework.Nominations{"freed": {high}}
+	p := defaultPipeline(t, 0, 1)
+
+	_, fe := p.Schedule(mkPod("medium", "600m", "64Mi", prio(500)), []*framework.NodeInfo{freed}, noms)
+	if fe == nil {
+		t.Fatal("a medium pod took the room kept for the high one")
+	}
+	if got, want := fe.Error(), "0/1 nodes are available: 1 Insufficient cpu."; got != want {
+		t.Errorf("message %q, want %q", got, want)
+	}
+	if _, fe := p.Schedule(mkPod("equal", "600m", "64Mi", prio(1000)), []*framework.NodeInfo{freed}, noms); fe == nil {
+		t.Error("a pod of the nominated pod's own priority took its room")
+	}
+	if res, fe := p.Schedule(mkPod("small", "300m", "64Mi", prio(500)), []*framework.NodeInfo{freed}, noms); fe != nil {
+		t.Errorf("a pod that fits beside the nominated one: %v", fe)
+	} else if res.Node != freed {
+		t.Errorf("small pod on %s", res.Node.Name())
+	}
+	if _, fe := p.Schedule(mkPod("urgent", "600m", "64Mi", prio(2000)), []*framework.NodeInfo{freed}, noms); fe != nil {
+		t.Errorf("a more important pod was kept out: %v", fe)
+	}
+	// The nominated pod does not count against itself, and its node is
+	// tried first.
+	other := mkNode("other", "4", "4Gi")
+	for range 5 {
+		res, fe := p.Schedule(high, []*framework.NodeInfo{other, freed}, noms)
+		if fe != nil || res.Node != freed {
+			t.Fatalf("the nominated pod: %v, on %v; want its nominated node", fe, res.Node)
+		}
+	}
+	// Without nominations the node is the medium pod's.
+	if _, fe := p.Schedule(mkPod("medium", "600m", "64Mi", prio(500)), []*framework.NodeInfo{freed}, nil); fe != nil {
+		t.Errorf("without nominations: %v", fe)
 	}
 }
