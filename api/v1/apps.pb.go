@@ -9,6 +9,7 @@ package v1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -969,10 +970,15 @@ func (x *DaemonSetStatus) GetConditions() []*Condition {
 type ControllerRevision struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Metadata *ObjectMeta            `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
-	// The pod template of this revision (Kubernetes keeps it as a patch in
-	// data; here it is the template itself).
-	Template      *PodTemplateSpec `protobuf:"bytes,2,opt,name=template,proto3" json:"template,omitempty"`
-	Revision      int64            `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	// The revision's state, as Kubernetes' RawExtension: any JSON object.
+	// The DaemonSet and StatefulSet controllers store the strategic merge
+	// patch that puts the template back into its owner,
+	// {"spec":{"template":{...,"$patch":"replace"}}}, which kubectl rollout
+	// history shows and rollout undo sends as a patch of the owner.
+	// Immutable.
+	Data *structpb.Struct `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
+	// The revision number: the owner's newest revision has the highest.
+	Revision      int64 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1014,9 +1020,9 @@ func (x *ControllerRevision) GetMetadata() *ObjectMeta {
 	return nil
 }
 
-func (x *ControllerRevision) GetTemplate() *PodTemplateSpec {
+func (x *ControllerRevision) GetData() *structpb.Struct {
 	if x != nil {
-		return x.Template
+		return x.Data
 	}
 	return nil
 }
@@ -1492,7 +1498,7 @@ var File_api_v1_apps_proto protoreflect.FileDescriptor
 
 const file_api_v1_apps_proto_rawDesc = "" +
 	"\n" +
-	"\x11api/v1/apps.proto\x12\x0etugboat.api.v1\x1a\x11api/v1/meta.proto\x1a\x11api/v1/core.proto\x1a\x19api/v1/core_volumes.proto\x1a\x14api/v1/options.proto\"\xb2\x01\n" +
+	"\x11api/v1/apps.proto\x12\x0etugboat.api.v1\x1a\x11api/v1/meta.proto\x1a\x11api/v1/core.proto\x1a\x19api/v1/core_volumes.proto\x1a\x14api/v1/options.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xb2\x01\n" +
 	"\n" +
 	"ReplicaSet\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x122\n" +
@@ -1581,9 +1587,9 @@ const file_api_v1_apps_proto_rawDesc = "" +
 	"conditionsB\x12\n" +
 	"\x10_collision_count\"\xa5\x01\n" +
 	"\x12ControllerRevision\x126\n" +
-	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x12;\n" +
-	"\btemplate\x18\x02 \x01(\v2\x1f.tugboat.api.v1.PodTemplateSpecR\btemplate\x12\x1a\n" +
-	"\brevision\x18\x03 \x01(\x03R\brevision\"\xb5\x01\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x12+\n" +
+	"\x04data\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x04data\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\x03R\brevisionJ\x04\b\x02\x10\x03R\btemplate\"\xb5\x01\n" +
 	"\vStatefulSet\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x123\n" +
 	"\x04spec\x18\x02 \x01(\v2\x1f.tugboat.api.v1.StatefulSetSpecR\x04spec\x129\n" +
@@ -1668,7 +1674,8 @@ var file_api_v1_apps_proto_goTypes = []any{
 	(*LabelSelector)(nil),                                   // 21: tugboat.api.v1.LabelSelector
 	(*PodTemplateSpec)(nil),                                 // 22: tugboat.api.v1.PodTemplateSpec
 	(*Condition)(nil),                                       // 23: tugboat.api.v1.Condition
-	(*PersistentVolumeClaim)(nil),                           // 24: tugboat.api.v1.PersistentVolumeClaim
+	(*structpb.Struct)(nil),                                 // 24: google.protobuf.Struct
+	(*PersistentVolumeClaim)(nil),                           // 25: tugboat.api.v1.PersistentVolumeClaim
 }
 var file_api_v1_apps_proto_depIdxs = []int32{
 	20, // 0: tugboat.api.v1.ReplicaSet.metadata:type_name -> tugboat.api.v1.ObjectMeta
@@ -1694,13 +1701,13 @@ var file_api_v1_apps_proto_depIdxs = []int32{
 	11, // 20: tugboat.api.v1.DaemonSetUpdateStrategy.rolling_update:type_name -> tugboat.api.v1.RollingUpdateDaemonSet
 	23, // 21: tugboat.api.v1.DaemonSetStatus.conditions:type_name -> tugboat.api.v1.Condition
 	20, // 22: tugboat.api.v1.ControllerRevision.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	22, // 23: tugboat.api.v1.ControllerRevision.template:type_name -> tugboat.api.v1.PodTemplateSpec
+	24, // 23: tugboat.api.v1.ControllerRevision.data:type_name -> google.protobuf.Struct
 	20, // 24: tugboat.api.v1.StatefulSet.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	15, // 25: tugboat.api.v1.StatefulSet.spec:type_name -> tugboat.api.v1.StatefulSetSpec
 	19, // 26: tugboat.api.v1.StatefulSet.status:type_name -> tugboat.api.v1.StatefulSetStatus
 	21, // 27: tugboat.api.v1.StatefulSetSpec.selector:type_name -> tugboat.api.v1.LabelSelector
 	22, // 28: tugboat.api.v1.StatefulSetSpec.template:type_name -> tugboat.api.v1.PodTemplateSpec
-	24, // 29: tugboat.api.v1.StatefulSetSpec.volume_claim_templates:type_name -> tugboat.api.v1.PersistentVolumeClaim
+	25, // 29: tugboat.api.v1.StatefulSetSpec.volume_claim_templates:type_name -> tugboat.api.v1.PersistentVolumeClaim
 	16, // 30: tugboat.api.v1.StatefulSetSpec.update_strategy:type_name -> tugboat.api.v1.StatefulSetUpdateStrategy
 	18, // 31: tugboat.api.v1.StatefulSetSpec.persistent_volume_claim_retention_policy:type_name -> tugboat.api.v1.StatefulSetPersistentVolumeClaimRetentionPolicy
 	17, // 32: tugboat.api.v1.StatefulSetUpdateStrategy.rolling_update:type_name -> tugboat.api.v1.RollingUpdateStatefulSetStrategy

@@ -156,25 +156,26 @@ func DaemonSetUpdate(old, new *v1.DaemonSet) Errs {
 	return errs
 }
 
-// ControllerRevision validates a controller revision.
+// ControllerRevision validates a controller revision as Kubernetes does:
+// data (any JSON object) is required, revision is not negative.
 func ControllerRevision(r *v1.ControllerRevision) Errs {
 	var errs Errs
 	ObjectMeta(&errs, r.Metadata, true, DNSSubdomain)
-	if r.Revision < 0 {
-		errs.Add("revision", "must be >= 0")
+	if r.Data == nil {
+		errs.Add("data", "Required value: data is mandatory")
 	}
-	if r.Template == nil {
-		errs.Add("template", "required")
+	if r.Revision < 0 {
+		errs.Add("revision", "must be greater than or equal to 0")
 	}
 	return errs
 }
 
-// ControllerRevisionUpdate keeps a revision's template fixed (only its
+// ControllerRevisionUpdate keeps a revision's data fixed (only its
 // revision number changes, when an old revision is rolled back to).
 func ControllerRevisionUpdate(old, new *v1.ControllerRevision) Errs {
 	var errs Errs
-	if !proto.Equal(old.GetTemplate(), new.GetTemplate()) {
-		errs.Add("template", "field is immutable")
+	if !proto.Equal(old.GetData(), new.GetData()) {
+		errs.Add("data", "field is immutable")
 	}
 	return errs
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/tugboat/tugboat/api/kinds"
 	v1 "github.com/tugboat/tugboat/api/v1"
@@ -138,4 +139,31 @@ func TestStatefulSetValidation(t *testing.T) {
 			return s
 		}, []string{"spec.updateStrategy.rollingUpdate.partition"}},
 	})
+}
+
+func TestControllerRevisionValidation(t *testing.T) {
+	rev := func() *v1.ControllerRevision {
+		data, _ := structpb.NewStruct(map[string]any{"spec": map[string]any{"template": map[string]any{"$patch": "replace"}}})
+		return &v1.ControllerRevision{Metadata: &v1.ObjectMeta{Name: "web-abc", Namespace: "default"}, Data: data, Revision: 1}
+	}
+	runValidation(t, []validationCase{
+		{"valid", func() v1.Object { return rev() }, nil},
+		{"any JSON object", func() v1.Object {
+			r := rev()
+			r.Data, _ = structpb.NewStruct(map[string]any{"anything": []any{1.0, "x"}})
+			return r
+		}, nil},
+		{"no data", func() v1.Object { r := rev(); r.Data = nil; return r }, []string{"data: Required value: data is mandatory"}},
+		{"negative revision", func() v1.Object { r := rev(); r.Revision = -1; return r }, []string{"revision: must be greater than or equal to 0"}},
+	})
+	k, _ := kinds.Lookup("ControllerRevision")
+	old, renumbered, changed := rev(), rev(), rev()
+	renumbered.Revision = 4
+	changed.Data.Fields["spec"] = structpb.NewStringValue("x")
+	if errs := k.ValidateUpdate(old, renumbered); len(errs) != 0 {
+		t.Errorf("renumbering: %v", errs)
+	}
+	if errs := k.ValidateUpdate(old, changed); len(errs) != 1 || !strings.Contains(errs.Err("ControllerRevision", "web-abc").Error(), "data: field is immutable") {
+		t.Errorf("changing data: %v", errs)
+	}
 }

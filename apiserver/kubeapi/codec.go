@@ -82,9 +82,6 @@ func decodeBody(w http.ResponseWriter, r *http.Request, res *resource) (v1.Objec
 	if err != nil {
 		return nil, err
 	}
-	if res.kind.Name == "ControllerRevision" {
-		body = revisionFromKube(body)
-	}
 	o, unknown, err := manifest.DecodeObject(body, manifest.ObjectOptions{IgnoreUnknown: ignore, APIVersion: res.groupVersion(), Kind: res.kind.Name})
 	if err != nil {
 		return nil, err
@@ -117,11 +114,7 @@ func unpack(a any) (v1.Object, error) {
 
 // encode is obj's Kubernetes-shaped JSON map.
 func encode(obj v1.Object) (map[string]any, error) {
-	m, err := manifest.ToMap(obj)
-	if err == nil && isRevision(obj) {
-		revisionToKube(m)
-	}
-	return m, err
+	return manifest.ToMap(obj)
 }
 
 // accept is what the client asked for in its Accept header.

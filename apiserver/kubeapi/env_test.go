@@ -80,7 +80,7 @@ func (e *env) startControllers(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- manager.Run(ctx, manager.Config{Client: c, Identity: "kubeapi-test", Registry: prometheus.NewRegistry(),
-			Logger: controllertest.Logger(), Controllers: []string{"replicaset", "deployment", "daemonset", "garbagecollector"}})
+			Logger: controllertest.Logger(), Controllers: []string{"replicaset", "deployment", "daemonset", "statefulset", "garbagecollector"}})
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 }

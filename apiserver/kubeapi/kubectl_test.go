@@ -247,6 +247,78 @@ spec:
 	if err != nil || ds.Spec.Template.Spec.Containers[0].Image != "tugboat.local/echo:latest" {
 		t.Fatalf("daemon set after undo: %v %v", ds.GetSpec().GetTemplate(), err)
 	}
+
+	// A StatefulSet's revisions: -o yaml prints Kubernetes' fields (data,
+	// revision, nothing else), history and undo work, and the revision
+	// rolled back to becomes the newest (1 -> 3).
+	e.kubectl(t, "apply", "-f", write(t, dir, "sts.yaml", `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: 0
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers: [{name: db, image: "tugboat.local/echo:latest", ports: [{containerPort: 5432}]}]
+`))
+	eventually(t, "the stateful set's first revision", func() error {
+		if out := e.kubectl(t, "get", "controllerrevisions", "-l", "app=db", "-o", "name"); strings.Count(out, "\n") != 1 {
+			return fmt.Errorf("revisions:\n%s", out)
+		}
+		return nil
+	})
+	name := strings.TrimSpace(strings.TrimPrefix(e.kubectl(t, "get", "controllerrevisions", "-l", "app=db", "-o", "name"), "controllerrevision.apps/"))
+	yml := e.kubectl(t, "get", "controllerrevision", name, "-o", "yaml")
+	for _, want := range []string{"apiVersion: apps/v1\n", "kind: ControllerRevision\n", "data:\n  spec:\n    template:\n", "      $patch: replace\n",
+		"containerPort: 5432", "revision: 1\n", "kind: StatefulSet\n    name: db\n"} {
+		if !strings.Contains(yml, want) {
+			t.Fatalf("get controllerrevision -o yaml lacks %q:\n%s", want, yml)
+		}
+	}
+	var rev map[string]any
+	if err := json.Unmarshal([]byte(e.kubectl(t, "get", "controllerrevision", name, "-o", "json")), &rev); err != nil {
+		t.Fatal(err)
+	}
+	for k := range rev {
+		if k != "apiVersion" && k != "kind" && k != "metadata" && k != "data" && k != "revision" {
+			t.Fatalf("controllerrevision has field %q, which Kubernetes' has not: %v", k, rev)
+		}
+	}
+	e.kubectl(t, "set", "image", "sts/db", "db=tugboat.local/busybox:latest")
+	eventually(t, "two stateful set revisions", func() error {
+		out := e.kubectl(t, "rollout", "history", "sts/db")
+		if !strings.Contains(out, "statefulset.apps/db") || !strings.Contains(out, "1 ") || !strings.Contains(out, "2 ") {
+			return fmt.Errorf("history:\n%s", out)
+		}
+		return nil
+	})
+	if out := e.kubectl(t, "rollout", "history", "sts/db", "--revision=1"); !strings.Contains(out, "tugboat.local/echo:latest") || !strings.Contains(out, "5432/TCP") {
+		t.Fatalf("history --revision=1:\n%s", out)
+	}
+	if out := e.kubectl(t, "rollout", "undo", "sts/db"); !strings.Contains(out, "statefulset.apps/db rolled back") {
+		t.Fatalf("undo: %s", out)
+	}
+	sts, err := client.For[*v1.StatefulSet](e.srv.Client).Get(context.Background(), "default", "db")
+	if err != nil || sts.Spec.Template.Spec.Containers[0].Image != "tugboat.local/echo:latest" {
+		t.Fatalf("stateful set after undo: %v %v", sts.GetSpec().GetTemplate(), err)
+	}
+	eventually(t, "revision 1 renumbered 3", func() error {
+		out := e.kubectl(t, "get", "controllerrevision", name, "-o", "jsonpath={.revision}")
+		if out != "3" {
+			return fmt.Errorf("revision of %s: %q", name, out)
+		}
+		if h := e.kubectl(t, "rollout", "history", "sts/db"); !strings.Contains(h, "\n2 ") || !strings.Contains(h, "\n3 ") || strings.Contains(h, "\n1 ") {
+			return fmt.Errorf("history:\n%s", h)
+		}
+		return nil
+	})
+	// data is immutable, as in Kubernetes.
+	out, err = e.kubectlAs(t, e.admin, "", "patch", "controllerrevision", name, "--type=merge", "-p", `{"data":{"spec":{"template":{"spec":{"containers":[{"name":"db","image":"x"}]}}}}}`)
+	if err == nil || !strings.Contains(out, "data: field is immutable") {
+		t.Fatalf("patching data: %v %s", err, out)
+	}
 }
 
 func testKubectlCreate(t *testing.T, e *env) {

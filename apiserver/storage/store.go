@@ -13,7 +13,9 @@
 // Layout: one key per object, /registry/<plural>/<namespace>/<name> (or
 // /registry/<plural>/<name> for cluster-scoped kinds), holding the object's
 // protobuf encoding with resource_version cleared; on every read the
-// resource_version is set to the key's etcd mod revision.
+// resource_version is set to the key's etcd mod revision, and a value
+// stored in an older shape of its kind is read into the current one
+// (upgrade.go).
 //
 // Contract: Create fails with apierrors.ErrAlreadyExists if the key exists;
 // Update and Delete are compare-and-swap on the mod revision (an etcd Txn)
@@ -88,6 +90,9 @@ func (s *Store) Decode(k *kinds.Kind, key, value []byte, rev int64) (v1.Object, 
 	}
 	obj := k.New()
 	if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(plain, obj); err != nil {
+		return nil, fmt.Errorf("decoding %s at revision %d: %w", k.Plural, rev, err)
+	}
+	if err := upgrade(k.Plural, plain, obj); err != nil {
 		return nil, fmt.Errorf("decoding %s at revision %d: %w", k.Plural, rev, err)
 	}
 	v1.Meta(obj).ResourceVersion = rev

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/client"
+	"github.com/tugboat/tugboat/api/manifest"
 	v1 "github.com/tugboat/tugboat/api/v1"
 )
 
@@ -24,7 +25,10 @@ func TemplateHash(t *v1.PodTemplateSpec) string {
 
 // History keeps the ControllerRevisions of an owner's pod templates
 // (DaemonSets, StatefulSets): <owner>-<hash>, labelled as the template
-// and with HashLabel.
+// and with HashLabel, their data the patch that puts the template back
+// into the owner, as Kubernetes' controllers write it
+// (manifest.RevisionData). The hash is of the template, so a revision
+// stored before data existed keeps its name.
 type History struct {
 	API    *client.Typed[*v1.ControllerRevision]
 	Source Source[*v1.ControllerRevision] // with IndexControllerUID
@@ -53,11 +57,15 @@ func (h History) Current(ctx context.Context, owner v1.Object, template *v1.PodT
 	}
 	switch {
 	case mine == nil:
-		_, err := h.API.Create(ctx, &v1.ControllerRevision{
+		data, err := manifest.RevisionData(template)
+		if err != nil {
+			return "", Permanent(err)
+		}
+		_, err = h.API.Create(ctx, &v1.ControllerRevision{
 			Metadata: &v1.ObjectMeta{Name: name, Namespace: owner.GetMetadata().GetNamespace(), Labels: revisionLabels(template, hash),
 				Annotations:     revisionAnnotations(owner),
 				OwnerReferences: []*v1.OwnerReference{NewControllerRef(owner, "apps/v1", h.Kind)}},
-			Template: proto.Clone(template).(*v1.PodTemplateSpec), Revision: maxRev + 1})
+			Data: data, Revision: maxRev + 1})
 		if apierrors.IsAlreadyExists(err) {
 			return hash, nil // the cache lags behind our own create
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tugboat/tugboat/api/client"
+	"github.com/tugboat/tugboat/api/manifest"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/cmd/deploy"
@@ -203,10 +204,14 @@ func TestRolloutDaemonSetAndStatefulSet(t *testing.T) {
 			if rev == 1 {
 				rt = owner.template
 			}
+			data, err := manifest.RevisionData(rt)
+			if err != nil {
+				t.Fatal(err)
+			}
 			mustCreate(t, e.c, &v1.ControllerRevision{Metadata: &v1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, rev+1), Namespace: "default",
 				Annotations:     map[string]string{deploy.ChangeCauseAnnotation: "image " + image},
 				OwnerReferences: []*v1.OwnerReference{{ApiVersion: "apps/v1", Kind: owner.kind, Name: name, Uid: owner.obj.GetMetadata().GetUid(), Controller: true}}},
-				Template: rt, Revision: int64(rev + 1)})
+				Data: data, Revision: int64(rev + 1)})
 		}
 	}
 	r := mustOK(t, e.run("rollout", "history", "daemonset/agent"))

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/tugboat/tugboat/api/client"
+	"github.com/tugboat/tugboat/api/manifest"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/revision"
 )
@@ -47,9 +48,14 @@ func revisions(ctx context.Context, c *client.Client, obj v1.Object) ([]podRevis
 			return nil, err
 		}
 		for _, r := range all {
-			if revision.OwnedBy(r.GetMetadata(), obj.GetMetadata().GetUid()) {
-				out = append(out, podRevision{r.GetRevision(), r.GetMetadata().GetAnnotations(), r.GetTemplate(), r.GetTemplate()})
+			if !revision.OwnedBy(r.GetMetadata(), obj.GetMetadata().GetUid()) {
+				continue
 			}
+			t, err := manifest.RevisionTemplate(r.GetData())
+			if err != nil {
+				return nil, fmt.Errorf("controllerrevision %s: %w", r.GetMetadata().GetName(), err)
+			}
+			out = append(out, podRevision{r.GetRevision(), r.GetMetadata().GetAnnotations(), t, t})
 		}
 		sort.SliceStable(out, func(i, j int) bool { return out[i].number < out[j].number })
 		return out, nil
