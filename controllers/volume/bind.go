@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/client"
-	"github.com/tugboat/tugboat/api/labels"
-	"github.com/tugboat/tugboat/api/resource"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/api/validation"
 	"github.com/tugboat/tugboat/controllers/controller"
@@ -22,121 +21,117 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 		return nil
 	}
 	if name := pvc.GetSpec().GetVolumeName(); name != "" {
-		pv, ok := c.pvs.Get(name)
-		if !ok {
-			return c.claimStatus(ctx, pvc, "Lost", nil)
-		}
-		if r := pv.GetSpec().GetClaimRef(); r == nil || r.GetUid() != pvc.GetMetadata().GetUid() {
-			if r != nil && r.GetUid() != "" {
-				return c.claimStatus(ctx, pvc, "Lost", nil)
-			}
-			if _, err := c.claimVolume(ctx, pv, pvc); err != nil {
-				return err
-			}
-		}
-		return c.claimStatus(ctx, pvc, "Bound", pv)
+		return c.syncClaimWithVolume(ctx, pvc, name)
 	}
 	class := pvc.GetSpec().GetStorageClassName()
 	var sc *v1.StorageClass
 	if class != "" {
 		if sc, ok = c.scs.Get(class); !ok {
 			c.events.Eventf(pvc, controller.Warning, "ProvisioningFailed", "storageclass.storage.k8s.io %q not found", class)
-			return nil
+			return c.claimStatus(ctx, pvc, "Pending", nil)
 		}
 	}
-	node := pvc.GetMetadata().GetAnnotations()[SelectedNodeAnnotation]
-	if sc.GetVolumeBindingMode() == "WaitForFirstConsumer" && node == "" {
-		c.events.Eventf(pvc, controller.Normal, "WaitForFirstConsumer", "waiting for first consumer to be created before binding")
-		return nil
+	delay := sc.GetVolumeBindingMode() == "WaitForFirstConsumer"
+	nodeName := pvc.GetMetadata().GetAnnotations()[SelectedNodeAnnotation]
+	if delay && nodeName == "" {
+		// Only a volume reserved for the claim binds before its node is known.
+		if pv := FindBestMatch(pvc, c.pvs.List(), true); pv != nil {
+			return c.bind(ctx, pv, pvc)
+		}
+		reason, msg := c.waitingForConsumer(pvc)
+		c.events.Eventf(pvc, controller.Normal, reason, "%s", msg)
+		return c.claimStatus(ctx, pvc, "Pending", nil)
 	}
-	if pv := c.findVolume(pvc, node); pv != nil {
+	var pv *v1.PersistentVolume
+	if nodeName != "" {
+		node, err := c.node(ctx, nodeName)
+		if err != nil {
+			return err
+		}
+		if node == nil {
+			return c.selectedNodeGone(ctx, pvc, nodeName)
+		}
+		pv = FindMatchingVolume(pvc, c.pvs.List(), node, delay)
+	} else {
+		pv = FindBestMatch(pvc, c.pvs.List(), delay)
+	}
+	if pv != nil {
 		return c.bind(ctx, pv, pvc)
 	}
-	if sc.GetProvisioner() != validation.LocalPathProvisioner || node == "" {
+	switch {
+	case class == "":
 		c.events.Eventf(pvc, controller.Normal, "FailedBinding", "no persistent volumes available for this claim and no storage class is set")
-		return nil
+	case sc.GetProvisioner() == validation.LocalPathProvisioner && nodeName != "":
+		pv, err := c.provision(ctx, pvc, sc, nodeName)
+		if err != nil {
+			c.events.Eventf(pvc, controller.Warning, "ProvisioningFailed", "failed to provision volume with StorageClass %q: %v", class, err)
+			return err
+		}
+		return c.bind(ctx, pv, pvc)
+	default:
+		// kubernetes.io/no-provisioner: volumes are made by hand.
+		c.events.Eventf(pvc, controller.Warning, "ProvisioningFailed", "no volume plugin matched name: %s", sc.GetProvisioner())
 	}
-	pv, err := c.provision(ctx, pvc, sc, node)
-	if err != nil {
-		c.events.Eventf(pvc, controller.Warning, "ProvisioningFailed", "failed to provision volume with StorageClass %q: %v", class, err)
-		return err
+	return c.claimStatus(ctx, pvc, "Pending", nil)
+}
+
+// syncClaimWithVolume follows a claim whose spec.volumeName is set: by
+// the binder (phase Bound: the bind is complete, and the claim is Lost if
+// its volume goes or is given to another claim) or by the user asking for
+// that volume (bound once the volume is free and satisfies the claim, as
+// Kubernetes checks it; Pending otherwise, with the reason in an Event).
+func (c *Controller) syncClaimWithVolume(ctx context.Context, pvc *v1.PersistentVolumeClaim, name string) error {
+	pv, ok := c.pvs.Get(name)
+	bound := pvc.GetStatus().GetPhase() == "Bound" || pvc.GetStatus().GetPhase() == "Lost"
+	r := pv.GetSpec().GetClaimRef()
+	switch {
+	case !ok && bound:
+		return c.claimStatus(ctx, pvc, "Lost", nil)
+	case !ok:
+		return c.claimStatus(ctx, pvc, "Pending", nil) // the volume may be made later
+	case reservedFor(pv, pvc) && r.GetUid() != "":
+		if !bound {
+			return c.bind(ctx, pv, pvc)
+		}
+		return c.claimStatus(ctx, pvc, "Bound", pv)
+	case r != nil && !reservedFor(pv, pvc):
+		if bound {
+			return c.claimStatus(ctx, pvc, "Lost", nil)
+		}
+		return c.claimStatus(ctx, pvc, "Pending", nil) // the volume may be freed
+	}
+	// Unclaimed, or reserved for this claim by name: the claim must fit.
+	if err := CheckVolumeSatisfyClaim(pv, pvc); err != nil {
+		c.events.Eventf(pvc, controller.Warning, "FailedBinding", "Cannot bind to requested volume %q: %v", name, err)
+		return c.claimStatus(ctx, pvc, "Pending", nil)
 	}
 	return c.bind(ctx, pv, pvc)
 }
 
-// findVolume is the smallest Available volume that fits the claim (and
-// node, if one was selected), or one already reserved for it.
-func (c *Controller) findVolume(pvc *v1.PersistentVolumeClaim, node string) *v1.PersistentVolume {
-	want := quantity(pvc.GetSpec().GetResources().GetRequests()["storage"])
-	var best *v1.PersistentVolume
-	var bestSize int64
-	for _, pv := range c.pvs.List() {
-		if !Fits(pv, pvc, node) {
+// waitingForConsumer is Kubernetes' event for a WaitForFirstConsumer
+// claim without a node: the pods that use it and wait to be scheduled, or
+// that no pod uses it yet.
+func (c *Controller) waitingForConsumer(pvc *v1.PersistentVolumeClaim) (reason, msg string) {
+	var names []string
+	for _, p := range c.pods.List() {
+		if p.GetMetadata().GetNamespace() != pvc.GetMetadata().GetNamespace() || p.GetSpec().GetNodeName() != "" {
 			continue
 		}
-		if r := pv.GetSpec().GetClaimRef(); r != nil && r.GetUid() == pvc.GetMetadata().GetUid() {
-			return pv
-		}
-		size := quantity(pv.GetSpec().GetCapacity()["storage"])
-		if size >= want && (best == nil || size < bestSize) {
-			best, bestSize = pv, size
-		}
-	}
-	return best
-}
-
-// Fits reports whether a volume can serve a claim (on node, if not empty):
-// unclaimed or reserved for it, same class, large enough, the access
-// modes, the selector and the node affinity.
-func Fits(pv *v1.PersistentVolume, pvc *v1.PersistentVolumeClaim, node string) bool {
-	s, cs := pv.GetSpec(), pvc.GetSpec()
-	if pv.GetMetadata().GetDeletionTimestamp() != nil || pv.GetStatus().GetPhase() == "Released" || pv.GetStatus().GetPhase() == "Failed" {
-		return false
-	}
-	if r := s.GetClaimRef(); r != nil && !(r.GetNamespace() == pvc.GetMetadata().GetNamespace() && r.GetName() == pvc.GetMetadata().GetName() &&
-		(r.GetUid() == "" || r.GetUid() == pvc.GetMetadata().GetUid())) {
-		return false
-	}
-	if s.GetStorageClassName() != cs.GetStorageClassName() {
-		return false
-	}
-	if quantity(s.GetCapacity()["storage"]) < quantity(cs.GetResources().GetRequests()["storage"]) {
-		return false
-	}
-	for _, m := range cs.GetAccessModes() {
-		if !slices.Contains(s.GetAccessModes(), m) {
-			return false
+		for _, v := range p.GetSpec().GetVolumes() {
+			if v.GetPersistentVolumeClaim().GetClaimName() == pvc.GetMetadata().GetName() {
+				names = append(names, p.GetMetadata().GetName())
+				break
+			}
 		}
 	}
-	if cs.GetSelector() != nil {
-		sel, err := labels.FromLabelSelector(cs.GetSelector())
-		if err != nil || !sel.Matches(pv.GetMetadata().GetLabels()) {
-			return false
-		}
+	switch len(names) {
+	case 0:
+		return "WaitForFirstConsumer", "waiting for first consumer to be created before binding"
+	case 1:
+		return "WaitForPodScheduled", fmt.Sprintf("waiting for pod %s to be scheduled", names[0])
 	}
-	if node != "" {
-		return NodeAllowed(pv, node, nil)
-	}
-	return true
-}
-
-// NodeAllowed reports whether a volume's node affinity admits the node
-// (of these labels; nil: matchFields only).
-func NodeAllowed(pv *v1.PersistentVolume, node string, nodeLabels map[string]string) bool {
-	req := pv.GetSpec().GetNodeAffinity().GetRequired()
-	if req == nil {
-		return true
-	}
-	terms, err := labels.CompileNodeSelector(req, "spec.nodeAffinity.required")
-	return err == nil && labels.NodeSelectorMatches(terms, nodeLabels, node)
-}
-
-func quantity(s string) int64 {
-	q, err := resource.Parse(s)
-	if err != nil {
-		return 0
-	}
-	return q.Value()
+	slices.Sort(names)
+	return "WaitForPodScheduled", fmt.Sprintf("waiting for pods %s to be scheduled", strings.Join(names, ","))
 }
 
 // provision makes a local-path volume for the claim on node.
@@ -235,8 +230,11 @@ func (c *Controller) volumeStatus(ctx context.Context, pv *v1.PersistentVolume, 
 // Released once its claim is gone (then deleted if its policy is Delete).
 func (c *Controller) syncVolume(ctx context.Context, name string) error {
 	pv, ok := c.pvs.Get(name)
-	if !ok || pv.GetMetadata().GetDeletionTimestamp() != nil || pv.GetStatus().GetPhase() == "Failed" {
+	if !ok || pv.GetMetadata().GetDeletionTimestamp() != nil {
 		return nil
+	}
+	if st := pv.GetStatus(); st.GetPhase() == "Failed" && st.GetReason() != NodeNotFoundReason {
+		return nil // for an admin to look at
 	}
 	r := pv.GetSpec().GetClaimRef()
 	if r == nil {
