@@ -11,6 +11,7 @@ import (
 	"github.com/tugboat/tugboat/api/labels"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/api/validation"
+	"github.com/tugboat/tugboat/api/volumebinding"
 	"github.com/tugboat/tugboat/scheduler/framework"
 )
 
@@ -106,7 +107,7 @@ func (vc *volumeCaches) volumeInfo(pod *v1.Pod) *framework.VolumeInfo {
 		}
 		var candidates [][]labels.NodeSelectorTerm
 		for _, pv := range vc.pvs.List() {
-			if volumeFits(pv, pvc) {
+			if volumebinding.Candidate(pvc, pv) {
 				candidates = append(candidates, nodeTerms(pv))
 			}
 		}
@@ -149,16 +150,6 @@ func nodeTerms(pv *v1.PersistentVolume) []labels.NodeSelectorTerm {
 		return []labels.NodeSelectorTerm{}
 	}
 	return terms
-}
-
-// volumeFits is the persistent volume controller's matching, for an
-// unclaimed volume of a claim's class (size and modes).
-func volumeFits(pv *v1.PersistentVolume, pvc *v1.PersistentVolumeClaim) bool {
-	s, cs := pv.GetSpec(), pvc.GetSpec()
-	if s.GetClaimRef() != nil || pv.GetStatus().GetPhase() != "Available" || s.GetStorageClassName() != cs.GetStorageClassName() {
-		return false
-	}
-	return framework.StorageBytes(s.GetCapacity()["storage"]) >= framework.StorageBytes(cs.GetResources().GetRequests()["storage"])
 }
 
 // preBindVolumes names node on each waiting claim of the pod, before its Bind.

@@ -12,6 +12,7 @@ import (
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/api/validation"
+	"github.com/tugboat/tugboat/api/volumebinding"
 	"github.com/tugboat/tugboat/controllers/controller"
 )
 
@@ -35,7 +36,7 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	nodeName := pvc.GetMetadata().GetAnnotations()[SelectedNodeAnnotation]
 	if delay && nodeName == "" {
 		// Only a volume reserved for the claim binds before its node is known.
-		if pv := FindBestMatch(pvc, c.pvs.List(), true); pv != nil {
+		if pv := volumebinding.FindBestMatch(pvc, c.pvs.List(), true); pv != nil {
 			return c.bind(ctx, pv, pvc)
 		}
 		reason, msg := c.waitingForConsumer(pvc)
@@ -51,9 +52,9 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 		if node == nil {
 			return c.selectedNodeGone(ctx, pvc, nodeName)
 		}
-		pv = FindMatchingVolume(pvc, c.pvs.List(), node, delay)
+		pv = volumebinding.FindMatchingVolume(pvc, c.pvs.List(), node, delay)
 	} else {
-		pv = FindBestMatch(pvc, c.pvs.List(), delay)
+		pv = volumebinding.FindBestMatch(pvc, c.pvs.List(), delay)
 	}
 	if pv != nil {
 		return c.bind(ctx, pv, pvc)
@@ -89,19 +90,19 @@ func (c *Controller) syncClaimWithVolume(ctx context.Context, pvc *v1.Persistent
 		return c.claimStatus(ctx, pvc, "Lost", nil)
 	case !ok:
 		return c.claimStatus(ctx, pvc, "Pending", nil) // the volume may be made later
-	case reservedFor(pv, pvc) && r.GetUid() != "":
+	case volumebinding.ReservedFor(pv, pvc) && r.GetUid() != "":
 		if !bound {
 			return c.bind(ctx, pv, pvc)
 		}
 		return c.claimStatus(ctx, pvc, "Bound", pv)
-	case r != nil && !reservedFor(pv, pvc):
+	case r != nil && !volumebinding.ReservedFor(pv, pvc):
 		if bound {
 			return c.claimStatus(ctx, pvc, "Lost", nil)
 		}
 		return c.claimStatus(ctx, pvc, "Pending", nil) // the volume may be freed
 	}
 	// Unclaimed, or reserved for this claim by name: the claim must fit.
-	if err := CheckVolumeSatisfyClaim(pv, pvc); err != nil {
+	if err := volumebinding.CheckVolumeSatisfyClaim(pv, pvc); err != nil {
 		c.events.Eventf(pvc, controller.Warning, "FailedBinding", "Cannot bind to requested volume %q: %v", name, err)
 		return c.claimStatus(ctx, pvc, "Pending", nil)
 	}

@@ -18,6 +18,26 @@ import (
 	"github.com/tugboat/tugboat/controllers/volume"
 )
 
+type pvOpt func(*v1.PersistentVolume)
+
+func pv(name, size string, opts ...pvOpt) *v1.PersistentVolume {
+	p := &v1.PersistentVolume{Metadata: &v1.ObjectMeta{Name: name},
+		Spec: &v1.PersistentVolumeSpec{Capacity: map[string]string{"storage": size}, AccessModes: []string{"ReadWriteOnce"},
+			HostPath: &v1.HostPathVolumeSource{Path: "/srv/" + name}}}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+func class(c string) pvOpt { return func(p *v1.PersistentVolume) { p.Spec.StorageClassName = c } }
+func onZone(zone string) pvOpt {
+	return func(p *v1.PersistentVolume) {
+		p.Spec.NodeAffinity = &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []*v1.NodeSelectorTerm{{
+			MatchExpressions: []*v1.LabelSelectorRequirement{{Key: "topology.kubernetes.io/zone", Operator: "In", Values: []string{zone}}}}}}}
+	}
+}
+
 type bindEnv struct {
 	ctx  context.Context
 	c    *client.Client
@@ -106,7 +126,7 @@ func newClaim(name, size string, class *string) *v1.PersistentVolumeClaim {
 func TestClaimCapacity(t *testing.T) {
 	e := startVolumeController(t)
 	none := ""
-	e.create(t, pv("one-gi", "1Gi", volumeMode("")))
+	e.create(t, pv("one-gi", "1Gi"))
 	e.create(t, newClaim("big", "10Gi", &none))
 	e.event(t, "default", "big", "FailedBinding", "no persistent volumes available for this claim and no storage class is set")
 	if c, _ := e.pvcs.Get(e.ctx, "default", "big"); c.GetSpec().GetVolumeName() != "" || c.GetStatus().GetPhase() != "Pending" {

@@ -4,7 +4,8 @@
 //
 // Loop (on the controller skeleton; keys "claim/<ns>/<name>" and
 // "volume/<name>"): a claim of an Immediate class (or without class)
-// binds at once to the volume Kubernetes' binder would pick (match.go:
+// binds at once to the volume Kubernetes' binder would pick (package
+// api/volumebinding:
 // the smallest Available volume whose capacity is at least the claim's
 // storage request, with all its access modes, its storageClassName, its
 // volumeMode and matching its selector; a volume reserved for it by

@@ -1,4 +1,4 @@
-package volume_test
+package volumebinding_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
-	"github.com/tugboat/tugboat/controllers/volume"
+	"github.com/tugboat/tugboat/api/volumebinding"
 )
 
 type pvOpt func(*v1.PersistentVolume)
@@ -89,7 +89,7 @@ func TestFindBestMatch(t *testing.T) {
 		{"waiting for the consumer, reserved", claim("1Gi"), []*v1.PersistentVolume{pv("free", "1Gi"), pv("mine", "2Gi", claimRef("data", ""))}, true, "mine"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := volume.FindBestMatch(tc.claim, tc.pvs, tc.delay)
+			got := volumebinding.FindBestMatch(tc.claim, tc.pvs, tc.delay)
 			if name := got.GetMetadata().GetName(); name != tc.want {
 				t.Errorf("got %q, want %q", name, tc.want)
 			}
@@ -121,7 +121,7 @@ func TestFindMatchingVolumeOnNode(t *testing.T) {
 		{"reserved on another node: none", []*v1.PersistentVolume{pv("free", "1Gi"), pv("mine", "1Gi", onZone("b"), claimRef("data", "claim-uid"))}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := volume.FindMatchingVolume(claim("1Gi"), tc.pvs, node, true)
+			got := volumebinding.FindMatchingVolume(claim("1Gi"), tc.pvs, node, true)
 			if name := got.GetMetadata().GetName(); name != tc.want {
 				t.Errorf("got %q, want %q", name, tc.want)
 			}
@@ -145,7 +145,7 @@ func TestCheckVolumeSatisfyClaim(t *testing.T) {
 		{"deleted", pv("v", "10Gi", deleting()), `the volume is marked for deletion "v"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := volume.CheckVolumeSatisfyClaim(tc.pv, claim("10Gi"))
+			err := volumebinding.CheckVolumeSatisfyClaim(tc.pv, claim("10Gi"))
 			if got := ""; err != nil {
 				got = err.Error()
 				if got != tc.want {
@@ -155,5 +155,26 @@ func TestCheckVolumeSatisfyClaim(t *testing.T) {
 				t.Errorf("got nil, want %q", tc.want)
 			}
 		})
+	}
+}
+
+// A WaitForFirstConsumer claim's candidates for the scheduler: every rule
+// but node affinity.
+func TestCandidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pv   *v1.PersistentVolume
+		want bool
+	}{
+		{"fits, any zone", pv("v", "1Gi", onZone("b")), true},
+		{"too small", pv("v", "512Mi"), false},
+		{"access modes", pv("v", "1Gi", modes("ReadOnlyMany")), false},
+		{"claimed by another", pv("v", "1Gi", claimRef("other", "u2")), false},
+		{"reserved for it", pv("v", "1Gi", claimRef("data", "claim-uid"), phase("Bound")), true},
+		{"released", pv("v", "1Gi", phase("Released")), false},
+	} {
+		if got := volumebinding.Candidate(claim("1Gi"), tc.pv); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

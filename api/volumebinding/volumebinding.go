@@ -1,18 +1,12 @@
-package volume
-
-import (
-	"errors"
-	"slices"
-	"sort"
-
-	"github.com/tugboat/tugboat/api/labels"
-	"github.com/tugboat/tugboat/api/resource"
-	v1 "github.com/tugboat/tugboat/api/v1"
-)
-
-// Matching a claim to a volume, as Kubernetes' binder does
-// (pkg/controller/volume/persistentvolume: FindMatchingVolume and the
-// access-mode index of findBestMatchForClaim):
+// Package volumebinding matches PersistentVolumeClaims to
+// PersistentVolumes as Kubernetes' binder does
+// (pkg/controller/volume/persistentvolume: FindMatchingVolume, the
+// access-mode index of findBestMatchForClaim, checkVolumeSatisfyClaim).
+// The persistent volume controller binds with it and the scheduler's
+// volume binding filter finds a WaitForFirstConsumer claim's candidate
+// volumes with it, so the two never disagree on which volume fits.
+//
+// The rules:
 //
 //   - a volume bound to another claim, smaller than the claim's storage
 //     request, of another volumeMode (unset is Filesystem on both sides)
@@ -31,6 +25,17 @@ import (
 //     (volumes with as many modes are one group here; Kubernetes orders
 //     such sets arbitrarily). Equal sizes go by name, so the choice is
 //     stable.
+package volumebinding
+
+import (
+	"errors"
+	"slices"
+	"sort"
+
+	"github.com/tugboat/tugboat/api/labels"
+	"github.com/tugboat/tugboat/api/resource"
+	v1 "github.com/tugboat/tugboat/api/v1"
+)
 
 // FindMatchingVolume is the claim's volume among pvs, or nil: reserved
 // for it, or the smallest that fits (see above). node is the selected
@@ -53,7 +58,7 @@ func FindMatchingVolume(pvc *v1.PersistentVolumeClaim, pvs []*v1.PersistentVolum
 	var bestSize int64
 	for _, pv := range pvs {
 		s := pv.GetSpec()
-		reserved := reservedFor(pv, pvc)
+		reserved := ReservedFor(pv, pvc)
 		if s.GetClaimRef() != nil && !reserved {
 			continue
 		}
@@ -111,6 +116,13 @@ func FindBestMatch(pvc *v1.PersistentVolumeClaim, pvs []*v1.PersistentVolume, de
 	return nil
 }
 
+// Candidate reports whether pv can serve the WaitForFirstConsumer claim
+// on some node: every rule but node affinity, which the scheduler checks
+// per node.
+func Candidate(pvc *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) bool {
+	return FindMatchingVolume(pvc, []*v1.PersistentVolume{pv}, nil, false) != nil
+}
+
 // CheckVolumeSatisfyClaim says why a volume the claim names in
 // spec.volumeName cannot serve it, in Kubernetes' words, or nil.
 func CheckVolumeSatisfyClaim(pv *v1.PersistentVolume, pvc *v1.PersistentVolumeClaim) error {
@@ -129,9 +141,9 @@ func CheckVolumeSatisfyClaim(pv *v1.PersistentVolume, pvc *v1.PersistentVolumeCl
 	return nil
 }
 
-// reservedFor reports whether pv's claimRef names pvc (with its uid, or
+// ReservedFor reports whether pv's claimRef names pvc (with its uid, or
 // none yet: a volume reserved by name).
-func reservedFor(pv *v1.PersistentVolume, pvc *v1.PersistentVolumeClaim) bool {
+func ReservedFor(pv *v1.PersistentVolume, pvc *v1.PersistentVolumeClaim) bool {
 	r, m := pv.GetSpec().GetClaimRef(), pvc.GetMetadata()
 	return r != nil && r.GetName() == m.GetName() && r.GetNamespace() == m.GetNamespace() && (r.GetUid() == "" || r.GetUid() == m.GetUid())
 }
