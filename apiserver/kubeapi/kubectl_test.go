@@ -314,6 +314,22 @@ spec:
 		}
 		return nil
 	})
+	// Undo to the current revision: kubectl compares the revision's data
+	// byte for byte with the patch it makes from the live object through
+	// k8s.io/api's Go types (resources: {}), which Tugboat's data (the
+	// template as stored) is not, so it sends the same template back
+	// instead of skipping: nothing changes, no revision is added.
+	gen := e.kubectl(t, "get", "sts", "db", "-o", "jsonpath={.metadata.generation}")
+	e.kubectl(t, "rollout", "undo", "sts/db", "--to-revision=3")
+	if after := e.kubectl(t, "get", "sts", "db", "-o", "jsonpath={.metadata.generation}"); after != gen {
+		t.Fatalf("undo to the current revision changed the stateful set: generation %s -> %s", gen, after)
+	}
+	if out := e.kubectl(t, "get", "controllerrevisions", "-l", "app=db", "-o", "name"); strings.Count(out, "\n") != 2 {
+		t.Fatalf("undo to the current revision made a revision:\n%s", out)
+	}
+	if out := e.kubectl(t, "get", "controllerrevision", name, "-o", "jsonpath={.revision}"); out != "3" {
+		t.Fatalf("revision of %s after undo to itself: %q", name, out)
+	}
 	// data is immutable, as in Kubernetes.
 	out, err = e.kubectlAs(t, e.admin, "", "patch", "controllerrevision", name, "--type=merge", "-p", `{"data":{"spec":{"template":{"spec":{"containers":[{"name":"db","image":"x"}]}}}}}`)
 	if err == nil || !strings.Contains(out, "data: field is immutable") {
