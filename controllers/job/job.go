@@ -118,6 +118,7 @@ type Controller struct {
 	pods     controller.Source[*v1.Pod]
 	owners   controller.Owners[*v1.Job]
 	exp      *controller.Expectations
+	removing *removals
 	events   controller.Recorder
 	loop     *controller.Controller
 	log      *slog.Logger
@@ -137,7 +138,7 @@ func New(d controller.Deps, cfg Config) (*Controller, error) {
 	c := &Controller{
 		cfg: cfg, jobAPI: client.For[*v1.Job](d.Client), podAPI: client.For[*v1.Pod](d.Client),
 		jobs: controller.For[*v1.Job](d.Informers), pods: controller.For[*v1.Pod](d.Informers),
-		exp: controller.NewExpectations(0), events: d.Recorder, log: log.With("controller", "job"),
+		exp: controller.NewExpectations(0), removing: newRemovals(), events: d.Recorder, log: log.With("controller", "job"),
 		finished: controller.Register(d.Registry, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tugboat_controller_manager_jobs_finished_total",
 			Help: "Jobs that finished, by condition (Complete, Failed) and reason.",
@@ -158,9 +159,9 @@ func New(d controller.Deps, cfg Config) (*Controller, error) {
 		OnDelete: func(j *v1.Job) { c.exp.Delete(v1.Key(j)); c.loop.EnqueueObject(j) },
 	})
 	c.pods.AddHandler(informer.Handler[*v1.Pod]{
-		OnAdd:    func(p *v1.Pod) { c.podChanged(p, true) },
-		OnUpdate: func(old, p *v1.Pod) { c.podChanged(old, false); c.podChanged(p, false) },
-		OnDelete: c.podDeleted,
+		OnAdd:    func(p *v1.Pod) { c.observeRemoval(p); c.podChanged(p, true) },
+		OnUpdate: func(old, p *v1.Pod) { c.observeRemoval(p); c.podChanged(old, false); c.podChanged(p, false) },
+		OnDelete: func(p *v1.Pod) { c.removing.observed(p.GetMetadata().GetUid()); c.podDeleted(p) },
 	})
 	return c, nil
 }
@@ -206,6 +207,20 @@ func (c *Controller) podDeleted(p *v1.Pod) {
 			c.loop.EnqueueObject(j)
 		}
 	}
+}
+
+// observeRemoval drops p from the pending finalizer removals once the
+// cache shows it without the finalizer.
+func (c *Controller) observeRemoval(p *v1.Pod) {
+	if !hasFinalizer(p) {
+		c.removing.observed(p.GetMetadata().GetUid())
+	}
+}
+
+// tracked reports whether p still holds the tracking finalizer: it has it
+// and the controller has not removed it already (removals).
+func (c *Controller) tracked(p *v1.Pod) bool {
+	return hasFinalizer(p) && !c.removing.pending(p.GetMetadata().GetUid())
 }
 
 func hasFinalizer(p *v1.Pod) bool {

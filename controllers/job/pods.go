@@ -249,11 +249,13 @@ func (c *Controller) releasePods(ctx context.Context, pods []*v1.Pod) ([]*v1.Pod
 	return out, errors.Join(errs...)
 }
 
-// removeFinalizers removes the tracking finalizer from each pod.
+// removeFinalizers removes the tracking finalizer from each pod, noting
+// each removal in c.removing until the cache shows it.
 func (c *Controller) removeFinalizers(ctx context.Context, pods []*v1.Pod) error {
 	var errs []error
 	for _, p := range pods {
 		m := p.GetMetadata()
+		c.removing.expect(m.GetUid())
 		_, err := c.podAPI.Mutate(ctx, m.GetNamespace(), m.GetName(), false, func(cur *v1.Pod) error {
 			if cur.GetMetadata().GetUid() != m.GetUid() {
 				return apierrors.New(apierrors.ErrNotFound, "pod %s was replaced", m.GetName())
@@ -262,7 +264,14 @@ func (c *Controller) removeFinalizers(ctx context.Context, pods []*v1.Pod) error
 			return nil
 		})
 		if err = ignoreGone(err); err != nil {
+			c.removing.observed(m.GetUid()) // the finalizer may still be there
 			errs = append(errs, err)
+			continue
+		}
+		// The informer may have shown the removal (or the pod's end)
+		// before expect: then no event is left to drop the entry.
+		if cur, ok := c.pods.Get(v1.Key(p)); !ok || cur.GetMetadata().GetUid() != m.GetUid() || !hasFinalizer(cur) {
+			c.removing.observed(m.GetUid())
 		}
 	}
 	return errors.Join(errs...)

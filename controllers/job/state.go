@@ -35,7 +35,9 @@ type state struct {
 	failReason, failMessage string
 }
 
-func newState(j *v1.Job, pods []*v1.Pod, now time.Time) *state {
+// newState sorts pods for one sync; tracked says whether a pod still
+// holds the tracking finalizer (Controller.tracked).
+func newState(j *v1.Job, pods []*v1.Pod, now time.Time, tracked func(*v1.Pod) bool) *state {
 	st, _ := proto.Clone(j.GetStatus()).(*v1.JobStatus)
 	if st == nil {
 		st = &v1.JobStatus{}
@@ -46,7 +48,8 @@ func newState(j *v1.Job, pods []*v1.Pod, now time.Time) *state {
 	s := &state{job: j, st: st, now: now, held: map[string]bool{}}
 	u := st.UncountedTerminatedPods
 	for _, p := range pods {
-		if hasFinalizer(p) {
+		held := tracked(p)
+		if held {
 			s.held[p.GetMetadata().GetUid()] = true
 		}
 		done := finished(p) || p.GetMetadata().GetDeletionTimestamp() != nil
@@ -64,7 +67,7 @@ func newState(j *v1.Job, pods []*v1.Pod, now time.Time) *state {
 			for _, cs := range p.GetStatus().GetContainerStatuses() {
 				s.restarts += cs.GetRestartCount()
 			}
-		case !hasFinalizer(p):
+		case !held:
 			// Counted already (or never tracked).
 			if !finished(p) {
 				s.terminating++

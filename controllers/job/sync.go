@@ -42,7 +42,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return c.syncFinished(ctx, j, pods)
 	}
 	now := c.cfg.Now()
-	s := newState(j, pods, now)
+	s := newState(j, pods, now, c.tracked)
 	// Step 1 of counting: record the newly finished pods before their
 	// finalizers go.
 	if s.recordFinished() {
@@ -109,7 +109,7 @@ func (c *Controller) claim(ctx context.Context, j *v1.Job, sel labels.Selector) 
 func (c *Controller) syncFinished(ctx context.Context, j *v1.Job, pods []*v1.Pod) error {
 	var held []*v1.Pod
 	for _, p := range pods {
-		if hasFinalizer(p) {
+		if c.tracked(p) {
 			held = append(held, p)
 		}
 	}
