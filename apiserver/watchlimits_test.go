@@ -3,6 +3,7 @@ package apiserver_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/apiserver"
 	"github.com/tugboat/tugboat/apiserver/apiservertest"
 )
@@ -20,6 +22,13 @@ var probes int
 
 // openWatch opens a watch of ConfigMaps on c and returns once it is
 // accepted (it sees a ConfigMap written after it) or refused.
+//
+// A watch from "now" starts when the server registers it, which the
+// client does not see: the stream is open before the server's handler
+// runs, so a ConfigMap written right after Watch returns may come before
+// the watch starts and never reach it. So a probe is written again every
+// probeInterval until the watch sees one (or fails); what is checked does
+// not depend on how fast the server is.
 func openWatch(ctx context.Context, t *testing.T, s *apiservertest.Server, c *client.Client) (v1.Objects_WatchClient, error) {
 	t.Helper()
 	w, err := c.Objects().Watch(ctx, &v1.WatchRequest{Kind: "ConfigMap", Namespace: "default"})
@@ -27,18 +36,36 @@ func openWatch(ctx context.Context, t *testing.T, s *apiservertest.Server, c *cl
 		return nil, err
 	}
 	probes++
-	name := fmt.Sprintf("probe-%d", probes)
-	if _, err := client.For[*v1.ConfigMap](s.Client).Create(ctx, &v1.ConfigMap{Metadata: &v1.ObjectMeta{Name: name}}); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		e, err := w.Recv()
-		if err != nil {
-			return nil, err
+	prefix := fmt.Sprintf("probe-%d-", probes)
+	seen := make(chan error, 1)
+	go func() { // ends at the first probe or error: then nothing reads w
+		for {
+			e, err := w.Recv()
+			if err != nil {
+				seen <- err
+				return
+			}
+			cm := &v1.ConfigMap{}
+			if e.Object != nil && e.Object.UnmarshalTo(cm) == nil && strings.HasPrefix(cm.Metadata.Name, prefix) {
+				seen <- nil
+				return
+			}
 		}
-		cm := &v1.ConfigMap{}
-		if e.Object != nil && e.Object.UnmarshalTo(cm) == nil && cm.Metadata.Name == name {
+	}()
+	const probeInterval = 500 * time.Millisecond
+	tick := time.NewTicker(probeInterval)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		if _, err := client.For[*v1.ConfigMap](s.Client).Create(ctx, &v1.ConfigMap{Metadata: &v1.ObjectMeta{Name: prefix + strconv.Itoa(i)}}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-seen:
+			if err != nil {
+				return nil, err
+			}
 			return w, nil
+		case <-tick.C:
 		}
 	}
 }
@@ -86,16 +113,10 @@ func TestWatchLimits(t *testing.T) {
 	}
 	// A closed watch frees its place.
 	open[0]()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	wait.Eventually(t, 30*time.Second, "a place after a watch closed", func() error {
 		_, err := openWatch(ctx, t, s, conn1)
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no place after a watch closed: %v", err)
-		}
-	}
+		return err
+	})
 
 	// A watcher that reads nothing while 1 MiB objects are written is cut
 	// off once its queue holds more than 1 MiB (after what the stream's
