@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -163,29 +164,52 @@ func TestInstallLocalEtcd(t *testing.T) {
 	cp := r.lab.Hosts[0]
 	r.installSh(append([]string{"control-plane", "--advertise-address", cp.IP.String(), "--etcd", "local"}, r.common(cp)...)...)
 	prefix, etc, _ := r.hostDirs(cp)
-	r.startBin(cp, etcdBin, etc, "etcd")
-	r.startEnv(cp, prefix, etc, "apiserver")
-	admin := filepath.Join(etc, "admin.config")
-	wait.Eventually(t, time.Minute, "the apiserver answers the admin", func() error {
-		_, err := tugctl(r.ctx, admin, "get", "ns", "default")
-		return err
-	})
 	pki := filepath.Join(etc, "pki")
-	get := func(extra ...string) (string, error) {
-		args := append([]string{"--endpoints", "https://127.0.0.1:2379", "--cacert", filepath.Join(pki, "etcd", "ca.crt"),
-			"--dial-timeout", "2s", "--command-timeout", "3s"}, extra...)
-		args = append(args, "get", "--prefix", "--keys-only", "/registry/namespaces/")
+	apiserverCert := []string{"--cert", filepath.Join(pki, "apiserver-etcd-client.crt"), "--key", filepath.Join(pki, "apiserver-etcd-client.key")}
+	// etcdctlIn runs etcdctl in the host against the local etcd, giving
+	// up after timeout (dialling included).
+	etcdctlIn := func(timeout time.Duration, args ...string) (string, error) {
+		args = append([]string{"--endpoints", "https://127.0.0.1:2379", "--cacert", filepath.Join(pki, "etcd", "ca.crt"),
+			"--dial-timeout", timeout.String(), "--command-timeout", timeout.String()}, args...)
 		out, err := cp.Output(r.ctx, exec.Command(etcdctl, args...))
 		return string(out), err
 	}
-	if out, err := get("--cert", filepath.Join(pki, "apiserver-etcd-client.crt"), "--key", filepath.Join(pki, "apiserver-etcd-client.key")); err != nil || !strings.Contains(out, "/registry/namespaces/default") {
+	etcdProc := r.startBin(cp, etcdBin, etc, "etcd")
+	// systemd starts tugboat-apiserver after tugboat-etcd but does not
+	// wait for etcd to answer: an apiserver that gets no answer from etcd
+	// within 10 s exits, and Restart=always starts it again. This test
+	// starts each once, so the apiserver waits for etcd to answer; else a
+	// first etcd start slower than 10 s on a loaded machine left no
+	// apiserver, and every later try of the admin was refused.
+	wait.Eventually(t, 2*time.Minute, "etcd answers the apiserver's etcd certificate", func() error {
+		if etcdProc.Exited() {
+			return wait.Stop(fmt.Errorf("etcd exited; see %s", etcdProc.LogPath()))
+		}
+		_, err := etcdctlIn(10*time.Second, append(slices.Clone(apiserverCert), "endpoint", "health")...)
+		return err
+	})
+	api := r.startEnv(cp, prefix, etc, "apiserver")
+	admin := filepath.Join(etc, "admin.config")
+	wait.Eventually(t, time.Minute, "the apiserver answers the admin", func() error {
+		if api.Exited() {
+			return wait.Stop(fmt.Errorf("the apiserver exited; see %s", api.LogPath()))
+		}
+		_, err := tugctl(r.ctx, admin, "get", "ns", "default")
+		return err
+	})
+	// Reads must succeed on a loaded machine; refusals are expected, and
+	// a refused client keeps retrying until its timeout.
+	get := func(timeout time.Duration, extra ...string) (string, error) {
+		return etcdctlIn(timeout, append(slices.Clone(extra), "get", "--prefix", "--keys-only", "/registry/namespaces/")...)
+	}
+	if out, err := get(15*time.Second, apiserverCert...); err != nil || !strings.Contains(out, "/registry/namespaces/default") {
 		t.Errorf("etcdctl with the apiserver's etcd certificate: %v\n%s", err, out)
 	}
 	for what, extra := range map[string][]string{
 		"no certificate":          nil,
 		"the admin's certificate": {"--cert", filepath.Join(pki, "admin.crt"), "--key", filepath.Join(pki, "admin.key")},
 	} {
-		if out, err := get(extra...); err == nil {
+		if out, err := get(3*time.Second, extra...); err == nil {
 			t.Errorf("etcdctl with %s read etcd:\n%s", what, out)
 		}
 	}
