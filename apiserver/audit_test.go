@@ -68,7 +68,7 @@ func (l auditLine) is(want map[string]string) bool {
 func waitAudit(t *testing.T, path string, want map[string]string) auditLine {
 	t.Helper()
 	var found auditLine
-	wait.Eventually(t, 10*time.Second, fmt.Sprintf("an audit line %v", want), func() error {
+	wait.Eventually(t, 30*time.Second, fmt.Sprintf("an audit line %v", want), func() error {
 		f, err := os.Open(path)
 		if err != nil {
 			return err

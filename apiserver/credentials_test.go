@@ -158,7 +158,7 @@ func TestTokensAreCredentials(t *testing.T) {
 	if _, err := v1.NewAuthClient(bc.Conn()).WhoAmI(ctx, &v1.WhoAmIRequest{}); err != nil {
 		t.Fatalf("before expiry: %v", err)
 	}
-	wait.Eventually(t, 10*time.Second, "the token expired", func() error {
+	wait.Eventually(t, 30*time.Second, "the token expired", func() error {
 		_, err := v1.NewAuthClient(bc.Conn()).WhoAmI(ctx, &v1.WhoAmIRequest{})
 		if err == nil {
 			return fmt.Errorf("still valid")

@@ -88,7 +88,7 @@ func TestKubeExecSPDY(t *testing.T) {
 		return out.String(), errOut.String(), err
 	}
 	var out, errOut string
-	wait.Eventually(t, 10*time.Second, "the node's tunnel", func() error {
+	wait.Eventually(t, 30*time.Second, "the node's tunnel", func() error {
 		var err error
 		out, errOut, err = run("cat", "hello\n")
 		return err

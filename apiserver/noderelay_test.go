@@ -61,7 +61,7 @@ func TestLogsAndExecThroughTunnel(t *testing.T) {
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go tunnel.Serve(tctx, s.Client, "n1", srv, nil)
-	wait.Eventually(t, 10*time.Second, "the tunnel of n1", func() error {
+	wait.Eventually(t, 30*time.Second, "the tunnel of n1", func() error {
 		if nodes := s.Tunnels().Nodes(); len(nodes) != 1 {
 			return fmt.Errorf("tunnels from %v", nodes)
 		}

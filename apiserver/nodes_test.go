@@ -209,7 +209,7 @@ func TestSecondTunnelRefused(t *testing.T) {
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go tunnel.Serve(tctx, s.ClientAs("node-n1"), "n1", real, nil)
-	wait.Eventually(t, 10*time.Second, "the tunnel of n1", func() error {
+	wait.Eventually(t, 30*time.Second, "the tunnel of n1", func() error {
 		if nodes := s.Tunnels().Nodes(); len(nodes) != 1 {
 			return fmt.Errorf("tunnels from %v", nodes)
 		}

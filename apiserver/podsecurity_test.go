@@ -122,7 +122,7 @@ func TestPodSecurityAdmission(t *testing.T) {
 	if w := warned.take(); !slices.Equal(w, []string{wantWarn}) {
 		t.Errorf("warnings %q, want %q", w, wantWarn)
 	}
-	wait.Eventually(t, 10*time.Second, "the audit annotations", func() error {
+	wait.Eventually(t, 30*time.Second, "the audit annotations", func() error {
 		return auditAnnotations(audit, "open", "hostpath", map[string]string{
 			"pod-security.kubernetes.io/enforce-policy":   "privileged:latest",
 			"pod-security.kubernetes.io/audit-violations": `would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false`,

@@ -57,7 +57,7 @@ func review(t *testing.T, s *apiservertest.Server, user, verb, resource, ns, nam
 // lets user do verb on resource in ns.
 func waitAllowed(t *testing.T, s *apiservertest.Server, user, verb, resource, ns, name string) {
 	t.Helper()
-	wait.Eventually(t, 10*time.Second, user+" may "+verb+" "+resource, func() error {
+	wait.Eventually(t, 30*time.Second, user+" may "+verb+" "+resource, func() error {
 		if r := review(t, s, user, verb, resource, ns, name); !r.Allowed {
 			return errors.New(r.Reason)
 		}

@@ -97,7 +97,7 @@ func TestRBACViewRole(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	wait.Eventually(t, 10*time.Second, "the view binding in force", func() error {
+	wait.Eventually(t, 30*time.Second, "the view binding in force", func() error {
 		_, err := pods.Get(ctx, "default", "p")
 		return err
 	})
@@ -222,7 +222,7 @@ func TestNodeRestriction(t *testing.T) {
 	}
 	// Once the binding is in force (it is for "probe"), node-1 is still limited.
 	review := v1.NewAuthClient(admin.Conn())
-	wait.Eventually(t, 10*time.Second, "probe allowed to get secrets", func() error {
+	wait.Eventually(t, 30*time.Second, "probe allowed to get secrets", func() error {
 		r, err := review.Review(ctx, &v1.AccessReviewRequest{Verb: "get", Resource: "secrets", Namespace: "default", AsUser: "probe"})
 		if err == nil && !r.Allowed {
 			err = fmt.Errorf("not allowed: %s", r.Reason)
@@ -264,7 +264,7 @@ func TestJoinTokenOnceAndExpiry(t *testing.T) {
 	}
 	csr4, _ := pki.NewCSR(key, pki.Subject{User: "system:node:n4", Groups: []string{"system:nodes"}})
 	exp, _ := time.Parse(time.RFC3339, shortExp)
-	wait.Eventually(t, 10*time.Second, "the short token's expiration", func() error {
+	wait.Eventually(t, 30*time.Second, "the short token's expiration", func() error {
 		if time.Now().Before(exp) {
 			return fmt.Errorf("not yet %s", shortExp)
 		}

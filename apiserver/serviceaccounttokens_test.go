@@ -98,7 +98,7 @@ func TestServiceAccountTokens(t *testing.T) {
 		RoleRef:  &v1.RoleRef{ApiGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "pod-reader"}}); err != nil {
 		t.Fatal(err)
 	}
-	wait.Eventually(t, 10*time.Second, "the service account may list pods", func() error {
+	wait.Eventually(t, 30*time.Second, "the service account may list pods", func() error {
 		_, _, err := pods.List(ctx, client.ListOptions{Namespace: "team"})
 		return err
 	})

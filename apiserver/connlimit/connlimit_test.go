@@ -97,7 +97,7 @@ func TestLimits(t *testing.T) {
 	// Closing an admitted connection (twice: counted once) frees its slot.
 	first.Close()
 	first.Close()
-	wait.Eventually(t, 2*time.Second, "the slot freed", func() error {
+	wait.Eventually(t, 30*time.Second, "the slot freed", func() error {
 		if n := l.Open(); n != 2 {
 			return fmt.Errorf("%d open", n)
 		}
@@ -190,7 +190,7 @@ func TestHandshakeDeadline(t *testing.T) {
 			if err == nil || time.Since(start) > 5*time.Second {
 				t.Fatalf("idle connection still open after %s (read: %v)", time.Since(start), err)
 			}
-			wait.Eventually(t, 2*time.Second, "the slot freed", func() error {
+			wait.Eventually(t, 30*time.Second, "the slot freed", func() error {
 				if n := l.Open(); n != 0 {
 					return fmt.Errorf("%d open", n)
 				}
