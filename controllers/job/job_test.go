@@ -254,10 +254,12 @@ func testPodFailurePolicy(t *testing.T, e *env) {
 	if c := controller.GetCondition(j.Status.Conditions, "Failed"); c.Reason != job.ReasonPodFailurePolicy || j.Status.Failed != 1 {
 		t.Fatalf("condition %v, status %v", c, j.Status)
 	}
-	// Ignored failures: backoffLimit 0 would fail the Job at once if they counted.
+	// Ignored failures: backoffLimit 0 would fail the Job at once if they
+	// counted. The deadline ends the Job; it leaves a loaded machine time
+	// to run, fail and replace a pod at least once.
 	ig := newJob("policy", "ignored", "7")
 	ig.Spec.BackoffLimit = proto.Int32(0)
-	ig.Spec.ActiveDeadlineSeconds = proto.Int64(2)
+	ig.Spec.ActiveDeadlineSeconds = proto.Int64(5)
 	ig.Spec.PodFailurePolicy = &v1.PodFailurePolicy{Rules: []*v1.PodFailurePolicyRule{
 		{Action: "Ignore", OnExitCodes: &v1.PodFailurePolicyOnExitCodesRequirement{Operator: "In", Values: []int32{7}}}}}
 	e.create(t, ig)
