@@ -330,6 +330,29 @@ spec:
 	if out := e.kubectl(t, "get", "controllerrevision", name, "-o", "jsonpath={.revision}"); out != "3" {
 		t.Fatalf("revision of %s after undo to itself: %q", name, out)
 	}
+	// A ControllerRevision written by hand: any JSON object as data, by
+	// apply (client- and server-side); explain describes data.
+	e.kubectl(t, "apply", "-f", write(t, dir, "rev.yaml", `apiVersion: apps/v1
+kind: ControllerRevision
+metadata: {name: by-hand}
+data: {anything: [1, "two", {three: true}]}
+revision: 7
+`))
+	e.kubectl(t, "apply", "--server-side", "-f", write(t, dir, "rev2.yaml", `apiVersion: apps/v1
+kind: ControllerRevision
+metadata: {name: by-hand-ssa}
+data: {spec: {template: {metadata: {labels: {a: b}}}}}
+revision: 1
+`))
+	if out := e.kubectl(t, "get", "controllerrevision", "by-hand", "-o", "jsonpath={.data.anything[2].three} {.revision}"); out != "true 7" {
+		t.Fatalf("a revision applied by hand: %q", out)
+	}
+	if out := e.kubectl(t, "get", "controllerrevision", "by-hand-ssa", "-o", "jsonpath={.data.spec.template.metadata.labels.a}"); out != "b" {
+		t.Fatalf("a revision applied server-side: %q", out)
+	}
+	if out := e.kubectl(t, "explain", "controllerrevision.data"); !strings.Contains(out, "FIELD: data") && !strings.Contains(out, "FIELD:    data") {
+		t.Fatalf("explain controllerrevision.data:\n%s", out)
+	}
 	// data is immutable, as in Kubernetes.
 	out, err = e.kubectlAs(t, e.admin, "", "patch", "controllerrevision", name, "--type=merge", "-p", `{"data":{"spec":{"template":{"spec":{"containers":[{"name":"db","image":"x"}]}}}}}`)
 	if err == nil || !strings.Contains(out, "data: field is immutable") {
