@@ -148,8 +148,10 @@ func TestTokensAreCredentials(t *testing.T) {
 	_, err = client.For[*v1.Node](s.ClientAs("controller-manager")).Create(ctx, &v1.Node{Metadata: &v1.ObjectMeta{Name: "cm-node"}})
 	wantCode(t, "the controller-manager creating a node", err, codes.PermissionDenied, "cannot create")
 
-	// A user token with a TTL stops working when it expires.
-	short, err := authc.CreateToken(ctx, &v1.CreateTokenRequest{Type: "user", User: "brief", TtlSeconds: 2})
+	// A user token with a TTL stops working when it expires. The TTL
+	// leaves a loaded machine the time to make a connection and ask once
+	// before it runs out.
+	short, err := authc.CreateToken(ctx, &v1.CreateTokenRequest{Type: "user", User: "brief", TtlSeconds: 5})
 	if err != nil || short.Expiration == "" {
 		t.Fatalf("token with ttl: %v %v", short, err)
 	}
