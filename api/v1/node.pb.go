@@ -1153,8 +1153,14 @@ type CheckServiceRequest struct {
 	DnsName string `protobuf:"bytes,2,opt,name=dns_name,json=dnsName,proto3" json:"dns_name,omitempty"`
 	// cluster_ip and ports: each ClusterIP port is connected to from the
 	// node; empty cluster_ip: no connection is tried.
-	ClusterIp     string            `protobuf:"bytes,3,opt,name=cluster_ip,json=clusterIp,proto3" json:"cluster_ip,omitempty"`
-	Ports         []*ServicePortRef `protobuf:"bytes,4,rep,name=ports,proto3" json:"ports,omitempty"`
+	ClusterIp string            `protobuf:"bytes,3,opt,name=cluster_ip,json=clusterIp,proto3" json:"cluster_ip,omitempty"`
+	Ports     []*ServicePortRef `protobuf:"bytes,4,rep,name=ports,proto3" json:"ports,omitempty"`
+	// from_pod ("namespace/name"), when set, is the pod on the node whose
+	// network namespace every check is made from (tugctl trace service
+	// --from); a hostNetwork pod's is the node's own. A pod with no ready
+	// sandbox on the node is a NotFound, and nothing is tried.
+	// Empty: the oldest running pod's (see source_pod).
+	FromPod       string `protobuf:"bytes,5,opt,name=from_pod,json=fromPod,proto3" json:"from_pod,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1215,6 +1221,13 @@ func (x *CheckServiceRequest) GetPorts() []*ServicePortRef {
 		return x.Ports
 	}
 	return nil
+}
+
+func (x *CheckServiceRequest) GetFromPod() string {
+	if x != nil {
+		return x.FromPod
+	}
+	return ""
 }
 
 type ServicePortRef struct {
@@ -1664,13 +1677,14 @@ const file_api_v1_node_proto_rawDesc = "" +
 	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12.\n" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x121\n" +
 	"\x04node\x18\x03 \x01(\v2\x1d.tugboat.api.v1.ResourceUsageR\x04node\x12,\n" +
-	"\x04pods\x18\x04 \x03(\v2\x18.tugboat.api.v1.PodStatsR\x04pods\"\xa2\x01\n" +
+	"\x04pods\x18\x04 \x03(\v2\x18.tugboat.api.v1.PodStatsR\x04pods\"\xbd\x01\n" +
 	"\x13CheckServiceRequest\x12\x1b\n" +
 	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12\x19\n" +
 	"\bdns_name\x18\x02 \x01(\tR\adnsName\x12\x1d\n" +
 	"\n" +
 	"cluster_ip\x18\x03 \x01(\tR\tclusterIp\x124\n" +
-	"\x05ports\x18\x04 \x03(\v2\x1e.tugboat.api.v1.ServicePortRefR\x05ports\"^\n" +
+	"\x05ports\x18\x04 \x03(\v2\x1e.tugboat.api.v1.ServicePortRefR\x05ports\x12\x19\n" +
+	"\bfrom_pod\x18\x05 \x01(\tR\afromPod\"^\n" +
 	"\x0eServicePortRef\x12\x1a\n" +
 	"\bprotocol\x18\x01 \x01(\tR\bprotocol\x12\x12\n" +
 	"\x04port\x18\x02 \x01(\x05R\x04port\x12\x1c\n" +

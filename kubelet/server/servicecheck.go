@@ -78,7 +78,14 @@ func (s *Server) CheckService(ctx context.Context, req *v1.CheckServiceRequest) 
 		}
 	}
 	var netnsPath string
-	resp.SourcePod, netnsPath = s.probeSource(ctx)
+	if req.FromPod != "" {
+		var err error
+		if resp.SourcePod, netnsPath, err = s.podSource(ctx, req.FromPod); err != nil {
+			return nil, err
+		}
+	} else {
+		resp.SourcePod, netnsPath = s.probeSource(ctx)
+	}
 	from := func(fn func()) {
 		if netnsPath == "" {
 			fn()
@@ -133,6 +140,38 @@ func (s *Server) probeSource(ctx context.Context) (pod, netnsPath string) {
 		}
 	}
 	return "", ""
+}
+
+// podSource is the network namespace of pod ("namespace/name") on this
+// node, for a check made from that pod: "", "" for a hostNetwork pod (the
+// node's namespace is its own); NotFound when the pod has no
+// ready sandbox here, or its namespace is gone.
+func (s *Server) podSource(ctx context.Context, pod string) (string, string, error) {
+	if s.cfg.Runtime == nil {
+		return "", "", errorf(apierrors.ErrNotFound, "fromPod %s: node %s runs no pods", pod, s.cfg.NodeName)
+	}
+	sbs, err := s.cfg.Runtime.ListPodSandbox(ctx, runtime.SandboxFilter{State: runtime.SandboxReady})
+	if err != nil {
+		return "", "", err
+	}
+	resolver, _ := s.cfg.Streams.(NetNSResolver)
+	for _, sb := range sbs {
+		if sb.Config.Pod.String() != pod {
+			continue
+		}
+		if sb.Config.HostNetwork {
+			return "", "", nil
+		}
+		path := sb.Config.NetNSPath
+		if path == "" && resolver != nil {
+			path, _ = resolver.SandboxNetNS(ctx, sb.ID)
+		}
+		if path != "" && (strings.HasPrefix(path, "/proc/") || netns.IsPinned(path)) && netns.DoPath(path, func() error { return nil }) == nil {
+			return pod, path, nil
+		}
+		return "", "", errorf(apierrors.ErrNotFound, "fromPod %s: its network namespace on node %s is gone", pod, s.cfg.NodeName)
+	}
+	return "", "", errorf(apierrors.ErrNotFound, "fromPod %s: no ready sandbox on node %s", pod, s.cfg.NodeName)
 }
 
 // NetNSResolver is implemented by runtimes that own the pod network (the

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/internal/netns"
@@ -269,6 +271,26 @@ func TestCheckServiceFromAPod(t *testing.T) {
 	}
 	if resp.SourcePod != "default/client" || resp.Ports[0].ClusterIp.Result != ConnectConnected {
 		t.Fatalf("from %q: %v; want a connection from default/client's namespace", resp.SourcePod, resp.Ports)
+	}
+	// From a named pod (trace service --from): that pod's namespace, even
+	// when an older one runs; a hostNetwork pod's is the node's; a pod
+	// without a ready sandbox here is NotFound.
+	resp, err = s.CheckService(context.Background(), &v1.CheckServiceRequest{FromPod: "default/young", ClusterIp: "127.0.0.1",
+		Ports: []*v1.ServicePortRef{{Port: port(t, inside)}}})
+	if err != nil || resp.SourcePod != "default/young" || resp.Ports[0].ClusterIp.Result != ConnectConnected {
+		t.Fatalf("from young: %v, %v", resp, err)
+	}
+	resp, err = s.CheckService(context.Background(), &v1.CheckServiceRequest{FromPod: "default/hostnet", ClusterIp: "127.0.0.1",
+		Ports: []*v1.ServicePortRef{{Port: port(t, inside)}}})
+	if err != nil || resp.SourcePod != "" || resp.Ports[0].ClusterIp.Result != ConnectRefused {
+		t.Fatalf("from hostnet: %v, %v; want the node's namespace", resp, err)
+	}
+	for pod, want := range map[string]string{"default/nope": "fromPod default/nope: no ready sandbox on node n1",
+		"default/gone": "fromPod default/gone: its network namespace on node n1 is gone"} {
+		if _, err := s.CheckService(context.Background(), &v1.CheckServiceRequest{FromPod: pod, ClusterIp: "127.0.0.1",
+			Ports: []*v1.ServicePortRef{{Port: port(t, inside)}}}); status.Code(err) != codes.NotFound || !strings.Contains(err.Error(), want) {
+			t.Errorf("from %s: %v, want NotFound %q", pod, err, want)
+		}
 	}
 	// No pod of its own: from the node's namespace, where nothing listens.
 	rt.sandboxes = rt.sandboxes[1:3]

@@ -189,8 +189,7 @@ func (a *Agent) Input() Input {
 
 // ClusterDNSEndpoint is the cluster DNS as policies see it.
 func ClusterDNSEndpoint(ip netip.Addr) policy.Endpoint {
-	return policy.Endpoint{Namespace: "kube-system", Name: "kube-dns", Labels: map[string]string{"k8s-app": "kube-dns"}, IP: ip,
-		NamedPorts: map[string]policy.NamedPort{"dns": {Protocol: policy.UDP, Port: 53}, "dns-tcp": {Protocol: policy.TCP, Port: 53}}}
+	return policy.ClusterDNS(ip)
 }
 
 // Run programs the table until ctx ends; the Source must be synced. It

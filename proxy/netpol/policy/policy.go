@@ -233,6 +233,15 @@ func EndpointOf(p *v1.Pod) (Endpoint, bool) {
 	return e, true
 }
 
+// ClusterDNS is the cluster DNS (served by each node's proxy, not by a
+// pod) as policies see it: a pod kube-system/kube-dns with label
+// k8s-app=kube-dns and named ports dns (UDP 53) and dns-tcp (TCP 53), as
+// CoreDNS's pods are, so the usual "allow DNS" egress rules work.
+func ClusterDNS(ip netip.Addr) Endpoint {
+	return Endpoint{Namespace: "kube-system", Name: "kube-dns", Labels: map[string]string{"k8s-app": "kube-dns"}, IP: ip,
+		NamedPorts: map[string]NamedPort{"dns": {Protocol: UDP, Port: 53}, "dns-tcp": {Protocol: TCP, Port: 53}}}
+}
+
 func cmpOr(a, b string) string {
 	if a != "" {
 		return a

@@ -30,6 +30,10 @@ type serviceTrace struct {
 	notReady []string
 	// others are the namespace's Service names (for "did you mean").
 	others []string
+	// domain is the cluster's DNS domain; from, with --from, the client
+	// pod's side of the trace (service_from.go).
+	domain string
+	from   *fromTrace
 }
 
 type nodeCheck struct {

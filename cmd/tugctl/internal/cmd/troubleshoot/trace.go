@@ -18,6 +18,7 @@ import (
 type traceFlags struct {
 	output        string
 	clusterDomain string
+	from          string
 }
 
 func newTraceCommand(o *cli.Options) *cobra.Command {
@@ -39,6 +40,14 @@ each ClusterIP port and to a few of its endpoints directly (made by the
 node's kubelet from a pod's network namespace), and its ready endpoints.
 A NAME may be a Service's DNS name (web.shop.svc.cluster.local).
 
+With --from POD, follow the path one client pod's packets take instead:
+the pod and its node, its dnsPolicy/dnsConfig (does it ask the cluster
+DNS, with a search path for the name), the Service's name and each
+ClusterIP port tried from the pod's own network namespace by its node's
+kubelet (so through that node's Service rules), the NetworkPolicies that
+isolate the pod for egress and the endpoints' pods for ingress (naming
+the policies that drop the traffic, if any), and the ready endpoints.
+
 For an Ingress, follow a request as the proxies' ingress datapath takes it:
 its IngressClass and controller, the address the proxies wrote, each TLS
 Secret (present, kubernetes.io/tls, in date, covering its hosts), each
@@ -54,12 +63,14 @@ reason, message, hint.`,
 		Example: `  tugctl trace pod web-5d7f8c-x2x9q
   tugctl trace svc/web -o json
   tugctl trace service web.shop.svc.cluster.local
+  tugctl trace service web --from client-7d9f
   tugctl trace ingress web`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runTrace(cmd.Context(), o, args, f)
 		},
 	}
 	cmd.Flags().StringVarP(&f.output, "output", "o", "", "output format: json (default: a table)")
+	cmd.Flags().StringVar(&f.from, "from", "", "service only: trace from this client pod (POD or NAMESPACE/POD): its DNS config, its node's rules tried from its own network namespace, the NetworkPolicies for it and the endpoints")
 	cmd.Flags().StringVar(&f.clusterDomain, "cluster-domain", "cluster.local", "the cluster's DNS domain (the kubelets' --cluster-domain)")
 	return cmd
 }
@@ -83,13 +94,20 @@ func runTrace(ctx context.Context, o *cli.Options, args []string, f *traceFlags)
 	if err != nil {
 		return err
 	}
+	if f.from != "" && refs[0].Kind.Name != "Service" {
+		return fmt.Errorf("--from is for trace service: a Service's path from a client pod")
+	}
 	var r *diagnose.Report
 	switch refs[0].Kind.Name {
 	case "Pod":
 		r, err = diagnose.TracePod(ctx, c, ns, refs[0].Name, time.Now())
 	case "Ingress":
 		r, err = diagnose.TraceIngress(ctx, c, ns, refs[0].Name, time.Now())
-	default:
+	case "Service":
+		if f.from != "" {
+			r, err = diagnose.TraceServiceFrom(ctx, c, ns, refs[0].Name, f.clusterDomain, f.from)
+			break
+		}
 		r, err = diagnose.TraceService(ctx, c, ns, refs[0].Name, f.clusterDomain)
 	}
 	if err != nil {
