@@ -61,7 +61,6 @@ func containerKindFields(errs *Errs, path string, c *v1.Container, kind containe
 			lifecycleHandler(errs, path+".lifecycle.preStop", c.Lifecycle.PreStop, grace)
 		}
 	}
-	unserved(errs, path, c)
 	if p := c.TerminationMessagePath; p != "" {
 		if !strings.HasPrefix(p, "/") || pathpkg.Clean(p) != p {
 			errs.Add(path+".terminationMessagePath", "%q must be an absolute, clean path", p)
@@ -135,49 +134,38 @@ func httpGet(errs *Errs, path string, h *v1.HTTPGetAction) {
 	}
 }
 
-// lifecycleHandler checks a postStart or preStop hook: exactly one of
-// exec, httpGet and sleep (tcpSocket, deprecated, is never run by
-// Kubernetes' kubelet: refused rather than ignored).
+// lifecycleHandler checks a postStart or preStop hook as Kubernetes'
+// validateHandler does: one of exec, httpGet and sleep, the sleep no
+// longer than the pod's terminationGracePeriodSeconds. tcpSocket,
+// deprecated, is accepted by Kubernetes but never run by its kubelet (the
+// hook fails "Cannot run handler"): refused here rather than accepted and
+// failed later.
 func lifecycleHandler(errs *Errs, path string, h *v1.LifecycleHandler, grace *int64) {
 	if h == nil {
 		return
 	}
 	n := 0
-	if h.Exec != nil {
-		n++
-		if len(h.Exec.Command) == 0 {
-			errs.Add(path+".exec.command", "required")
+	more := func(field string) bool {
+		if n > 0 {
+			errs.Add(path+"."+field, "Forbidden: may not specify more than 1 handler type")
+			return false
 		}
-	}
-	if h.HttpGet != nil {
 		n++
+		return true
+	}
+	if h.Exec != nil && more("exec") && len(h.Exec.Command) == 0 {
+		errs.Add(path+".exec.command", "Required value")
+	}
+	if h.HttpGet != nil && more("httpGet") {
 		httpGet(errs, path+".httpGet", h.HttpGet)
 	}
-	if h.Sleep != nil {
-		n++
-		switch {
-		case h.Sleep.Seconds < 0:
-			errs.Add(path+".sleep.seconds", "Invalid value: %d: must be non-negative", h.Sleep.Seconds)
-		case grace != nil && h.Sleep.Seconds > *grace:
-			errs.Add(path+".sleep.seconds", "Invalid value: %d: must be less than or equal to terminationGracePeriodSeconds (%d)", h.Sleep.Seconds, *grace)
-		}
+	if h.TcpSocket != nil && more("tcpSocket") {
+		errs.Add(path+".tcpSocket", "Forbidden: deprecated, and never run by the kubelet: use exec, httpGet or sleep")
 	}
-	if h.TcpSocket != nil {
-		errs.Add(path+".tcpSocket", "not supported: deprecated in Kubernetes, whose kubelet does not run it; use exec, httpGet or sleep")
-		return
+	if h.Sleep != nil && more("sleep") && grace != nil && (h.Sleep.Seconds < 0 || h.Sleep.Seconds > *grace) {
+		errs.Add(path+".sleep", "Invalid value: %d: must be non-negative and less than terminationGracePeriodSeconds (%d)", h.Sleep.Seconds, *grace)
 	}
-	if n != 1 {
-		errs.Add(path, "exactly one of exec, httpGet or sleep must be set (found %d)", n)
-	}
-}
-
-// unserved refuses what the kubelet does not run yet, rather than accept
-// and ignore it.
-func unserved(errs *Errs, path string, c *v1.Container) {
-	if c.RestartPolicy == "Always" {
-		errs.Add(path+".restartPolicy", "Always (a sidecar) is not supported yet by the kubelet")
-	}
-	if c.Lifecycle != nil {
-		errs.Add(path+".lifecycle", "not supported yet: the kubelet does not run postStart/preStop hooks")
+	if n == 0 {
+		errs.Add(path, "Required value: must specify a handler type")
 	}
 }

@@ -59,6 +59,55 @@ func TestContainerKindValidation(t *testing.T) {
 			[]string{c0 + ".restartPolicy: Forbidden: may not be set for non-init containers"}},
 		{"init restartPolicy Never", withInit(func(c *v1.Container) { c.RestartPolicy = "Never" }),
 			[]string{i0 + `.restartPolicy: Unsupported value: "Never": supported values: "Always"`}},
+		{"sidecar with probes and hooks", withInit(func(c *v1.Container) {
+			c.RestartPolicy = "Always"
+			c.StartupProbe, c.ReadinessProbe, c.LivenessProbe = grpc, grpc, grpc
+			c.Lifecycle = &v1.Lifecycle{PostStart: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"true"}}},
+				PreStop: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 5}}}
+		}), nil},
+		{"sidecar liveness successThreshold", withInit(func(c *v1.Container) {
+			c.RestartPolicy = "Always"
+			c.LivenessProbe = &v1.Probe{Grpc: &v1.GRPCAction{Port: 1}, SuccessThreshold: 2}
+		}), []string{i0 + ".livenessProbe.successThreshold: Invalid value: 2: must be 1"}},
+		{"init restartPolicy OnFailure", withInit(func(c *v1.Container) { c.RestartPolicy = "OnFailure" }),
+			[]string{i0 + `.restartPolicy: Unsupported value: "OnFailure": supported values: "Always"`}},
+		{"init liveness and startup probes", withInit(func(c *v1.Container) { c.LivenessProbe, c.StartupProbe = grpc, grpc }),
+			[]string{i0 + ".livenessProbe: Forbidden: may not be set for init containers without restartPolicy=Always",
+				i0 + ".startupProbe: Forbidden: may not be set for init containers without restartPolicy=Always"}},
+		{"hooks", withApp(func(c *v1.Container) {
+			c.Ports = []*v1.ContainerPort{{Name: "http", ContainerPort: 8080}}
+			c.Lifecycle = &v1.Lifecycle{
+				PostStart: &v1.LifecycleHandler{HttpGet: &v1.HTTPGetAction{Path: "/started", Port: "http", Scheme: "HTTPS",
+					HttpHeaders: []*v1.HTTPHeader{{Name: "X-Hook", Value: "postStart"}}}},
+				PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"sh", "-c", "sleep 1"}}}}
+		}), nil},
+		{"hook without handler", withApp(func(c *v1.Container) { c.Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{}} }),
+			[]string{c0 + ".lifecycle.preStop: Required value: must specify a handler type"}},
+		{"hook with two handlers", withApp(func(c *v1.Container) {
+			c.Lifecycle = &v1.Lifecycle{PostStart: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"true"}}, Sleep: &v1.SleepAction{Seconds: 1}}}
+		}), []string{c0 + ".lifecycle.postStart.sleep: Forbidden: may not specify more than 1 handler type"}},
+		{"hook exec without command", withApp(func(c *v1.Container) {
+			c.Lifecycle = &v1.Lifecycle{PostStart: &v1.LifecycleHandler{Exec: &v1.ExecAction{}}}
+		}), []string{c0 + ".lifecycle.postStart.exec.command: Required value"}},
+		{"hook httpGet port and scheme", withApp(func(c *v1.Container) {
+			c.Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{HttpGet: &v1.HTTPGetAction{Port: "0", Scheme: "FTP"}}}
+		}), []string{c0 + ".lifecycle.preStop.httpGet.port", c0 + `.lifecycle.preStop.httpGet.scheme: "FTP" is not one of HTTP, HTTPS`}},
+		{"sleep past the grace period", withPod(func(s *v1.PodSpec) {
+			s.TerminationGracePeriodSeconds = proto.Int64(10)
+			s.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 11}}}
+		}), []string{c0 + ".lifecycle.preStop.sleep: Invalid value: 11: must be non-negative and less than terminationGracePeriodSeconds (10)"}},
+		{"sleep negative", withPod(func(s *v1.PodSpec) {
+			s.TerminationGracePeriodSeconds = proto.Int64(10)
+			s.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: -1}}}
+		}), []string{c0 + ".lifecycle.preStop.sleep: Invalid value: -1: must be non-negative and less than terminationGracePeriodSeconds (10)"}},
+		{"sleep 0 and the whole grace period", withPod(func(s *v1.PodSpec) {
+			s.TerminationGracePeriodSeconds = proto.Int64(10)
+			s.Containers[0].Lifecycle = &v1.Lifecycle{PostStart: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 0}},
+				PreStop: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 10}}}
+		}), nil},
+		{"hook tcpSocket", withApp(func(c *v1.Container) {
+			c.Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{TcpSocket: &v1.TCPSocketAction{Port: "80"}}}
+		}), []string{c0 + ".lifecycle.preStop.tcpSocket: Forbidden"}},
 		{"termination message", withApp(func(c *v1.Container) {
 			c.TerminationMessagePath = "/tmp/why"
 			c.TerminationMessagePolicy = "FallbackToLogsOnError"

@@ -16,8 +16,9 @@ import (
 // The container steps of a plan, carried out (syncRun.doContainers calls
 // them in the plan's order).
 
-// kill stops a running container for the step's reason (Killing event;
-// the probe's terminationGracePeriodSeconds or the pod's) and reads its
+// kill stops a running container for the step's reason (Killing event,
+// preStop hook; the probe's terminationGracePeriodSeconds or the pod's)
+// and reads its
 // state after, for the step that follows (afterExit); false if it cannot
 // be read. A container killed for a changed image restarts at once: its
 // crash back-off is reset.
@@ -35,9 +36,8 @@ func (r *syncRun) kill(ctx context.Context, s containerStep) (*runtime.Container
 			grace = time.Duration(g) * time.Second
 		}
 	}
-	w.m.rec.Eventf(pod, eventNormal, "Killing", "%s", msg)
 	r.touched[cur.ID] = true
-	if err := w.m.rt.StopContainer(ctx, cur.ID, grace); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+	if err := w.killContainer(ctx, pod, c, cur.ID, addrString(r.sb.IP), msg, grace, nil); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 		w.log.Warn("killing container", "container", c.Name, "err", err)
 	}
 	fresh, err := w.m.rt.ContainerStatus(ctx, cur.ID)
@@ -98,6 +98,7 @@ func (r *syncRun) start(ctx context.Context, s containerStep, vols map[string]st
 	}
 	w.m.rec.Eventf(pod, eventNormal, "Started", "Started container %s", c.Name)
 	r.removeOldAttempts(ctx, c.Name, s.attempt)
+	r.postStart(ctx, c, id)
 }
 
 // waitRetry records a container whose config could not be built or which
@@ -136,6 +137,7 @@ func (r *syncRun) startCreated(ctx context.Context, c *v1.Container, cur *runtim
 		return
 	}
 	w.m.rec.Eventf(pod, eventNormal, "Started", "Started container %s", c.Name)
+	r.postStart(ctx, c, cur.ID)
 }
 
 // removeOldAttempts keeps the new attempt and the one before (for logs

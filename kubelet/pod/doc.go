@@ -32,12 +32,15 @@
 //     stale sandboxes go, and a step per container (start a new attempt,
 //     start one left created, kill — a failed liveness or startup probe, a
 //     changed image —, wait in CrashLoopBackOff or PodInitializing, or
-//     nothing), init containers one by one first;
+//     nothing), init containers one by one first — sidecars (init
+//     containers with restartPolicy Always, sidecar.go) only to started,
+//     and kept running;
 //  3. do: a syncRun carries the plan out (sync.go, sandbox.go,
 //     containers.go, stop.go): network namespace, sandbox record, CNI ADD
 //     in the background and the /etc files; image per pull policy (with
 //     back-off and an import hint), env, volumes, cgroup limits, create,
-//     start, events; a kill's follow-up is decided after it, by the same
+//     start, the postStart hook, events; a kill runs the preStop hook
+//     first (lifecycle.go); a kill's follow-up is decided after it, by the same
 //     rule, on how the container exited. What doing runs into (an image to
 //     import, a missing ConfigMap, a failed CNI ADD) becomes the
 //     containers' and the sandbox's waiting reasons;

@@ -261,30 +261,40 @@ func shouldRestart(policy string, exitCode int) bool {
 }
 
 // decideInit runs the init containers one after the other, each to a
-// successful exit: a step for the first one not done (none while it
-// runs), whether all are done, and whether the pod failed for good (one
-// failed under restartPolicy Never).
+// successful exit — a sidecar (restartPolicy Always) only to started, and
+// kept running after: the steps for the sidecars reached so far (start,
+// restart, kill) and for the first init container not done (none while
+// it runs), whether all are done, and whether the pod failed for good (a
+// regular one failed under restartPolicy Never).
 func decideInit(in *syncInput, scope string) (steps []containerStep, done, failed bool) {
 	policy := in.pod.GetSpec().GetRestartPolicy()
-	for _, c := range in.pod.GetSpec().GetInitContainers() {
+	inits := in.pod.GetSpec().GetInitContainers()
+	for i, c := range inits {
 		cur, _ := in.state.latest(c.Name, scope)
+		if isSidecar(c) {
+			steps = append(steps, decideSidecar(in, c, cur, scope))
+			if !sidecarStarted(in, c, cur) && !startedAfter(in, inits[i+1:], scope) {
+				return steps, false, false
+			}
+			continue
+		}
 		switch {
 		case cur == nil:
-			return []containerStep{{c: c, init: true, do: stepStart, attempt: nextAttempt(in, c.Name)}}, false, false
+			return append(steps, containerStep{c: c, init: true, do: stepStart, attempt: nextAttempt(in, c.Name)}), false, false
 		case cur.State == runtime.ContainerCreated:
-			return []containerStep{{c: c, init: true, do: stepStartCreated, cur: cur}}, false, false
+			return append(steps, containerStep{c: c, init: true, do: stepStartCreated, cur: cur}), false, false
 		case cur.State == runtime.ContainerRunning, cur.State == runtime.ContainerUnknown:
-			return nil, false, false
+			return steps, false, false
 		case cur.ExitCode == 0:
 			continue
 		case policy == "Never":
-			return nil, false, true
+			return steps, false, true
 		}
 		s := restartStep(in, c, cur)
 		s.init, s.restart = true, false
-		return []containerStep{s}, false, false
+		return append(steps, s), false, false
 	}
-	return nil, true, false
+	return steps, true, false
 }
 
 // decideApp is the step for app container c whose latest attempt is cur,
@@ -321,6 +331,14 @@ func afterExit(in *syncInput, c *v1.Container, cur *runtime.ContainerStatus) con
 	exit := cur.ExitCode
 	if cur.State != runtime.ContainerExited {
 		exit = 255
+	}
+	if isSidecar(c) {
+		if appsFinished(in) {
+			return containerStep{c: c, init: true, cur: cur} // the pod is done: not restarted
+		}
+		s := restartStep(in, c, cur)
+		s.init = true
+		return s
 	}
 	if !shouldRestart(in.pod.GetSpec().GetRestartPolicy(), exit) {
 		return containerStep{c: c, cur: cur}

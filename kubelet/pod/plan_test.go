@@ -118,6 +118,11 @@ func TestDecide(t *testing.T) {
 		}
 		return p
 	}
+	// withSidecar appends a sidecar, then regular init containers.
+	withSidecar := func(p *v1.Pod, sidecar string, then ...string) *v1.Pod {
+		p.Spec.InitContainers = append(p.Spec.InitContainers, &v1.Container{Name: sidecar, Image: testImage, RestartPolicy: "Always"})
+		return withInit(p, then...)
+	}
 	policy := func(p *v1.Pod, pol string) *v1.Pod { p.Spec.RestartPolicy = pol; return p }
 	sb1 := []runtime.SandboxStatus{sandbox("sb1", 0, time.Hour)}
 	live := &v1.Probe{HttpGet: &v1.HTTPGetAction{Port: "80"}}
@@ -196,6 +201,53 @@ func TestDecide(t *testing.T) {
 				return input(p, sb1, ctr("c1", "app", "sb1", 0, runtime.ContainerRunning))
 			}(),
 			"sandbox sb1; app: kill c1 (image changed); wake +1m0s"},
+		{"sidecar: started first, the next init container and the app wait",
+			input(withSidecar(newPod("p", "app"), "proxy", "one"), sb1),
+			"sandbox sb1; proxy: start #0; app: wait PodInitializing; init not done; wake +1m0s"},
+		{"sidecar running without a startup probe: the next init container starts",
+			input(withSidecar(newPod("p", "app"), "proxy", "one"), sb1, ctr("s1", "proxy", "sb1", 0, runtime.ContainerRunning)),
+			"sandbox sb1; proxy: none; one: start #0; app: wait PodInitializing; init not done; wake +1m0s"},
+		{"sidecar running, its startup probe not passed yet: the next one waits",
+			func() *syncInput {
+				p := withSidecar(newPod("p", "app"), "proxy", "one")
+				p.Spec.InitContainers[0].StartupProbe = live
+				return input(p, sb1, ctr("s1", "proxy", "sb1", 0, runtime.ContainerRunning))
+			}(),
+			"sandbox sb1; proxy: none; app: wait PodInitializing; init not done; wake +1m0s"},
+		{"sidecar started by its probe, init done: the app starts, the sidecar stays",
+			func() *syncInput {
+				p := withSidecar(newPod("p", "app"), "proxy")
+				p.Spec.InitContainers[0].StartupProbe = live
+				in := input(p, sb1, ctr("s1", "proxy", "sb1", 0, runtime.ContainerRunning))
+				in.probes["proxy"] = probeResults{startup: prober.Result{State: prober.Success, ContainerID: "s1"}}
+				return in
+			}(),
+			"sandbox sb1; proxy: none; app: start #0; wake +1m0s"},
+		{"sidecar exited under restartPolicy Never while the app runs: restarted",
+			input(policy(withSidecar(newPod("p", "app"), "proxy"), "Never"), sb1,
+				exitedAt(ctr("s1", "proxy", "sb1", 0, runtime.ContainerRunning), 0, time.Second), ctr("c1", "app", "sb1", 0, runtime.ContainerRunning)),
+			"sandbox sb1; proxy: start #1 restart backoff-from -1s; app: none; wake +1m0s"},
+		{"sidecar exited after the app finished under Never: left",
+			input(policy(withSidecar(newPod("p", "app"), "proxy"), "Never"), sb1,
+				exitedAt(ctr("s1", "proxy", "sb1", 0, runtime.ContainerRunning), 1, time.Second), exitedAt(ctr("c1", "app", "sb1", 0, runtime.ContainerRunning), 0, time.Second)),
+			"sandbox sb1; proxy: none; app: none; wake +1m0s"},
+		{"sidecar failing liveness: killed; the app is not held up",
+			func() *syncInput {
+				p := withSidecar(newPod("p", "app"), "proxy")
+				p.Spec.InitContainers[0].LivenessProbe = live
+				in := input(p, sb1, ctr("s1", "proxy", "sb1", 0, runtime.ContainerRunning), ctr("c1", "app", "sb1", 0, runtime.ContainerRunning))
+				in.probes["proxy"] = probeResults{liveness: prober.Result{State: prober.Failure, ContainerID: "s1"}}
+				return in
+			}(),
+			"sandbox sb1; proxy: kill s1 (liveness probe); app: none; wake +1m0s"},
+		{"sidecar restarting after the app started: the app is not held up",
+			func() *syncInput {
+				in := input(withSidecar(newPod("p", "app"), "proxy"), sb1,
+					exitedAt(ctr("s1", "proxy", "sb1", 1, runtime.ContainerRunning), 1, 3*time.Second), exitedAt(ctr("c1", "app", "sb1", 0, runtime.ContainerRunning), 1, time.Second))
+				in.crash["proxy"] = backoffState{Delay: 20 * time.Second, LastUpdate: t0.Add(-30 * time.Second), Max: 5 * time.Minute}
+				return in
+			}(),
+			"sandbox sb1; proxy: wait CrashLoopBackOff until +17s; app: start #1 restart backoff-from -1s; wake +17s"},
 		{"init: the first one runs, the app waits",
 			input(withInit(newPod("p", "app"), "one", "two"), sb1, ctr("i1", "one", "sb1", 0, runtime.ContainerRunning)),
 			"sandbox sb1; app: wait PodInitializing; init not done; wake +1m0s"},

@@ -1,6 +1,7 @@
 package pod
 
 import (
+	"sort"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -130,11 +131,18 @@ func buildStatus(in statusInput) *v1.PodStatus {
 		conds = setCondition(conds, CondPodReadyToStartContainers, false, "SandboxNotReady", "the pod's sandbox is being created", now)
 	}
 
+	sidecars := map[string]bool{}
+	for _, c := range in.pod.GetSpec().GetInitContainers() {
+		sidecars[c.Name] = isSidecar(c)
+	}
 	switch {
 	case in.initDone:
 		conds = setCondition(conds, CondInitialized, true, "", "", now)
 	default:
 		incomplete := names(st.InitContainerStatuses, func(cs *v1.ContainerStatus) bool {
+			if sidecars[cs.Name] {
+				return !cs.Started
+			}
 			return cs.GetState().GetTerminated().GetExitCode() != 0 || cs.GetState().GetTerminated() == nil
 		})
 		conds = setCondition(conds, CondInitialized, false, "ContainersNotInitialized", "containers with incomplete status: "+bracketList(incomplete), now)
@@ -149,7 +157,10 @@ func buildStatus(in statusInput) *v1.PodStatus {
 		conds = keepTrue(conds, CondContainersStarted, false, "ContainersNotStarted", "containers not started yet: "+bracketList(notStarted), now)
 	}
 
+	// Sidecars count for readiness, as in Kubernetes.
 	unready := names(st.ContainerStatuses, func(cs *v1.ContainerStatus) bool { return !cs.Ready })
+	unready = append(unready, names(st.InitContainerStatuses, func(cs *v1.ContainerStatus) bool { return sidecars[cs.Name] && !cs.Ready })...)
+	sort.Strings(unready)
 	switch {
 	case IsTerminal(st.Phase):
 		conds = setCondition(conds, CondContainersReady, false, "PodCompleted", "", now)

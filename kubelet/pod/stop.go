@@ -61,21 +61,46 @@ func (w *worker) takeEviction() string {
 	return msg
 }
 
-// stopContainers gives every running container in st its stop signal and
-// grace, all at once, then SIGKILL (the runtime's StopContainer), with a
-// Killing event each.
+// stopContainers stops every running container in st, all at once, as
+// Kubernetes' killContainersWithSyncResult does: each gets a Killing
+// event, its preStop hook and its stop signal within grace, then SIGKILL
+// (killContainer); sidecars wait for the app containers and the sidecars
+// after them to have stopped before their stop signal (stopOrder).
 func (w *worker) stopContainers(ctx context.Context, pod *v1.Pod, st *podState, grace time.Duration) error {
-	var wg sync.WaitGroup
-	errc := make(chan error, len(st.containers))
+	var running []runtime.ContainerStatus
 	for _, c := range st.containers {
-		if c.State != runtime.ContainerRunning && c.State != runtime.ContainerUnknown {
-			continue
+		if c.State == runtime.ContainerRunning || c.State == runtime.ContainerUnknown {
+			running = append(running, c)
 		}
+	}
+	order := stopOrder(pod, running)
+	stopped := map[string]chan struct{}{}
+	for _, c := range running {
+		stopped[c.ID] = make(chan struct{})
+	}
+	podIP := w.status.GetPodIp()
+	var wg sync.WaitGroup
+	errc := make(chan error, len(running))
+	for _, c := range running {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.m.rec.Eventf(pod, eventNormal, "Killing", "Stopping container %s", c.Name)
-			if err := w.m.rt.StopContainer(ctx, c.ID, grace); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			defer close(stopped[c.ID])
+			spec := findSpec(pod, c.Name)
+			var turn func(context.Context)
+			if deps := order[c.ID]; len(deps) > 0 {
+				turn = func(ctx context.Context) {
+					for _, id := range deps {
+						select {
+						case <-stopped[id]:
+						case <-ctx.Done():
+							return
+						}
+					}
+				}
+			}
+			err := w.killContainer(ctx, pod, spec, c.ID, podIP, "Stopping container "+c.Name, grace, turn)
+			if err != nil && !errors.Is(err, runtime.ErrNotFound) {
 				errc <- fmt.Errorf("stop container %s: %w", c.Name, err)
 			}
 		}()
@@ -87,6 +112,17 @@ func (w *worker) stopContainers(ctx context.Context, pod *v1.Pod, st *podState, 
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// findSpec is the container of the pod's spec named name (an empty one,
+// with no hooks, for a container the spec no longer has).
+func findSpec(pod *v1.Pod, name string) *v1.Container {
+	for _, c := range append(append([]*v1.Container{}, pod.GetSpec().GetInitContainers()...), pod.GetSpec().GetContainers()...) {
+		if c.Name == name {
+			return c
+		}
+	}
+	return &v1.Container{Name: name}
 }
 
 // terminate stops a pod that is being deleted (deletionTimestamp set) or

@@ -94,7 +94,7 @@ func (r *syncRun) run(ctx context.Context) syncResult {
 	}
 	st := r.in.state
 	w.m.seen(w.uid, st)
-	if r.sb != nil && needsFollowUp(pod, st, r.sb.ID, r.waiting) {
+	if r.sb != nil && needsFollowUp(r.in, r.sb.ID, r.waiting) {
 		r.next = w.m.now() // act at once on what this sync's refresh saw
 	}
 	status, targets := r.status()
@@ -102,6 +102,18 @@ func (r *syncRun) run(ctx context.Context) syncResult {
 		w.m.prober.UpdatePod(pod, status.PodIp, targets)
 	}
 	if IsTerminal(status.Phase) {
+		if hasSidecar(pod) {
+			// The app containers are done: the sidecars are stopped
+			// (preStop, stop signal, grace; in reverse order) before the
+			// pod is reported finished, with their final states.
+			w.m.prober.RemovePod(w.uid)
+			if err := w.stopContainers(ctx, pod, st, podGrace(pod)); err != nil {
+				w.log.Warn("stopping the sidecars of a finished pod", "err", err)
+				return syncResult{after: 2 * time.Second}
+			}
+			w.status = status // terminal from now on; syncTerminal publishes it
+			return w.syncTerminal(ctx, pod, st)
+		}
 		w.publish(pod, status)
 		return w.syncTerminal(ctx, pod, st)
 	}
@@ -175,7 +187,8 @@ func (r *syncRun) refresh(ctx context.Context) {
 // acts on without waiting — it exited (or never started) and nothing this
 // sync decided makes it wait. The relist does not wake the worker for
 // those: the worker has seen them itself.
-func needsFollowUp(pod *v1.Pod, st *podState, sandboxID string, waiting map[string]*waiting) bool {
+func needsFollowUp(in *syncInput, sandboxID string, waiting map[string]*waiting) bool {
+	pod, st := in.pod, in.state
 	policy := pod.GetSpec().GetRestartPolicy()
 	check := func(c *v1.Container, scope string, init bool) bool {
 		if wt := waiting[c.Name]; wt != nil && wt.Reason != ReasonPodInitializing {
@@ -187,13 +200,25 @@ func needsFollowUp(pod *v1.Pod, st *podState, sandboxID string, waiting map[stri
 			return true
 		case cur.State != runtime.ContainerExited:
 			return false
+		case init && isSidecar(c):
+			return !appsFinished(in)
 		case init:
 			return cur.ExitCode == 0 || policy != "Never"
 		}
 		return shouldRestart(policy, cur.ExitCode)
 	}
-	for _, c := range pod.GetSpec().GetInitContainers() {
+	inits := pod.GetSpec().GetInitContainers()
+	for i, c := range inits {
 		cur, _ := st.latest(c.Name, sandboxID)
+		if isSidecar(c) {
+			if check(c, sandboxID, true) {
+				return true
+			}
+			if !sidecarStarted(in, c, cur) && !startedAfter(in, inits[i+1:], sandboxID) {
+				return false // the next ones wait for it
+			}
+			continue
+		}
 		if cur == nil || cur.State != runtime.ContainerExited || cur.ExitCode != 0 {
 			return check(c, sandboxID, true) // the first init container not done
 		}

@@ -257,8 +257,10 @@ func (m *Manager) startupDone(podUID, container, containerID string) bool {
 	return r.State == Success && r.ContainerID == containerID
 }
 
+// findContainer is the app container or init container (a sidecar may
+// have probes) named name.
 func findContainer(pod *v1.Pod, name string) *v1.Container {
-	for _, c := range pod.GetSpec().GetContainers() {
+	for _, c := range append(append([]*v1.Container{}, pod.GetSpec().GetInitContainers()...), pod.GetSpec().GetContainers()...) {
 		if c.Name == name {
 			return c
 		}
