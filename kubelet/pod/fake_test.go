@@ -37,6 +37,8 @@ type fakeRuntime struct {
 	onStart func(cfg runtime.ContainerConfig) (exits bool, code int, reason string)
 	// stopExitCode is the exit code StopContainer records (137: killed).
 	stopExitCode int
+	// onExec, if set, is the exit code and output of an exec.
+	onExec func(container string, cmd []string) (code int, output string)
 	stops        []fakeStop
 	calls        []string
 }
@@ -223,6 +225,7 @@ func (f *fakeRuntime) StopContainer(_ context.Context, id string, grace time.Dur
 		return runtime.ErrNotFound
 	}
 	f.stops = append(f.stops, fakeStop{c.cfg.Name, grace})
+	f.call("StopContainer %s/%d", c.cfg.Name, c.cfg.Attempt)
 	if c.status.State == runtime.ContainerRunning {
 		f.exitLocked(c, f.stopExitCode, "")
 	}
@@ -264,7 +267,28 @@ func (f *fakeRuntime) ContainerStats(context.Context, string) (runtime.Container
 	return runtime.ContainerStats{}, nil
 }
 
-func (f *fakeRuntime) Exec(context.Context, string, runtime.ExecRequest) (int, error) { return 0, nil }
+// Exec records "Exec <name> <cmd>" and returns onExec's exit code (0
+// without it).
+func (f *fakeRuntime) Exec(_ context.Context, id string, req runtime.ExecRequest) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.containers[id]
+	if c == nil {
+		return 0, runtime.ErrNotFound
+	}
+	if c.status.State != runtime.ContainerRunning {
+		return 0, runtime.ErrNotRunning
+	}
+	f.call("Exec %s %s", c.cfg.Name, strings.Join(req.Cmd, " "))
+	if f.onExec == nil {
+		return 0, nil
+	}
+	code, out := f.onExec(c.cfg.Name, req.Cmd)
+	if req.Stdout != nil {
+		_, _ = io.WriteString(req.Stdout, out)
+	}
+	return code, nil
+}
 
 func (f *fakeRuntime) EnsureImage(_ context.Context, ref string) (runtime.ImageStatus, error) {
 	f.mu.Lock()
