@@ -104,11 +104,11 @@ func TestSidecarAndHooksOnDelete(t *testing.T) {
 	// The sidecar serves HTTP; its preStop is a GET of a CGI script that
 	// logs the request.
 	proxy := &v1.Container{Name: "proxy", Image: images.BusyboxRef, ImagePullPolicy: "IfNotPresent", RestartPolicy: "Always",
-		Ports: []*v1.ContainerPort{{Name: "http", ContainerPort: 8080}},
-		Command: []string{"sh", "-c", `mkdir -p /www/cgi-bin && printf '#!/bin/sh\necho "proxy $QUERY_STRING" >> /out/log\nprintf "Content-Type: text/plain\\r\\n\\r\\nok"\n' > /www/cgi-bin/hook && chmod +x /www/cgi-bin/hook && httpd -p 8080 -h /www && ` + logger("proxy")},
-		StartupProbe: &v1.Probe{TcpSocket: &v1.TCPSocketAction{Port: "8080"}, PeriodSeconds: 1},
+		Ports:          []*v1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+		Command:        []string{"sh", "-c", `mkdir -p /www/cgi-bin && printf '#!/bin/sh\necho "proxy $QUERY_STRING" >> /out/log\nprintf "Content-Type: text/plain\\r\\n\\r\\nok"\n' > /www/cgi-bin/hook && chmod +x /www/cgi-bin/hook && httpd -p 8080 -h /www && ` + logger("proxy")},
+		StartupProbe:   &v1.Probe{TcpSocket: &v1.TCPSocketAction{Port: "8080"}, PeriodSeconds: 1},
 		ReadinessProbe: &v1.Probe{HttpGet: &v1.HTTPGetAction{Path: "/cgi-bin/hook?ready", Port: "http"}, PeriodSeconds: 1},
-		Lifecycle: &v1.Lifecycle{PreStop: &v1.LifecycleHandler{HttpGet: &v1.HTTPGetAction{Path: "/cgi-bin/hook?preStop", Port: "http"}}}}
+		Lifecycle:      &v1.Lifecycle{PreStop: &v1.LifecycleHandler{HttpGet: &v1.HTTPGetAction{Path: "/cgi-bin/hook?preStop", Port: "http"}}}}
 	setup := &v1.Container{Name: "setup", Image: images.BusyboxRef, ImagePullPolicy: "IfNotPresent", Command: []string{"sh", "-c", "echo setup >> /out/log"}}
 	p.Spec.InitContainers = []*v1.Container{proxy, setup}
 	log := outVolume(t, p)

@@ -39,8 +39,8 @@ type fakeRuntime struct {
 	stopExitCode int
 	// onExec, if set, is the exit code and output of an exec.
 	onExec func(container string, cmd []string) (code int, output string)
-	stops        []fakeStop
-	calls        []string
+	stops  []fakeStop
+	calls  []string
 }
 
 type fakeContainer struct {
