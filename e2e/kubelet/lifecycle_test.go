@@ -140,7 +140,8 @@ func TestSidecarAndHooksOnDelete(t *testing.T) {
 
 // TestSidecarJob: a restartPolicy Never pod completes when its app
 // container does, though its sidecar would run forever: the sidecar is
-// stopped then (after the app, by SIGTERM), and the pod Succeeded.
+// stopped then (after the app, by SIGTERM), and the pod Succeeded. The
+// app starts once the sidecar's postStart (a sleep) returned.
 func TestSidecarJob(t *testing.T) {
 	c := sharedCluster(t)
 	t.Parallel()
@@ -150,7 +151,8 @@ func TestSidecarJob(t *testing.T) {
 	p.Spec.RestartPolicy = "Never"
 	p.Spec.TerminationGracePeriodSeconds = proto.Int64(10)
 	p.Spec.InitContainers = []*v1.Container{{Name: "agent", Image: images.BusyboxRef, ImagePullPolicy: "IfNotPresent", RestartPolicy: "Always",
-		Command: []string{"sh", "-c", logger("agent")}}}
+		Command:   []string{"sh", "-c", logger("agent")},
+		Lifecycle: &v1.Lifecycle{PostStart: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 1}}}}}
 	log := outVolume(t, p)
 	createPod(t, c.Client, p)
 	p = waitPod(t, c.Client, ns, name, 60*time.Second, "Succeeded", func(p *v1.Pod) bool { return p.Status.GetPhase() == "Succeeded" })

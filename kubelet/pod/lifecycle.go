@@ -23,7 +23,8 @@ import (
 //
 //   - postStart runs right after the container started (after its Started
 //     event), in the sync, so the container is reported Running (and is
-//     probed) only once the hook returned. A failing hook gets a Warning
+//     probed) only once the hook returned (a pod deleted or evicted
+//     meanwhile aborts it, and is stopped). A failing hook gets a Warning
 //     FailedPostStartHook event ("PostStartHook failed": the hook's output
 //     stays out of events, which anyone reading the namespace sees), the
 //     container is killed (Killing "FailedPostStartHook", its preStop
@@ -95,12 +96,27 @@ func (r *syncRun) postStart(ctx context.Context, c *v1.Container, id string) boo
 		return true
 	}
 	w, pod := r.w, r.in.pod
-	err := w.runHook(ctx, pod, c, id, addrString(r.sb.IP), h)
+	// A pod told to stop (deleted, evicted) aborts the hook: the next sync
+	// stops the container (preStop, grace) with the pod.
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-w.stopping:
+			cancel()
+		case <-hctx.Done():
+		}
+	}()
+	err := w.runHook(hctx, pod, c, id, addrString(r.sb.IP), h)
 	if err == nil {
 		return true
 	}
-	if ctx.Err() != nil {
-		return false // the kubelet is stopping: the next one sees the container
+	if hctx.Err() != nil {
+		// The kubelet is stopping (the next one sees the container), or
+		// the pod is: not a failure of the hook.
+		r.touched[id] = true
+		r.waiting[c.Name] = &waiting{Reason: ReasonContainerCreating}
+		return false
 	}
 	w.log.Warn("postStart hook failed", "container", c.Name, "err", err)
 	w.m.rec.Eventf(pod, eventWarning, "FailedPostStartHook", "PostStartHook failed")

@@ -237,3 +237,27 @@ func TestSidecarRestartsUnderNever(t *testing.T) {
 		t.Errorf("phase %s, want Running", w.status.Phase)
 	}
 }
+
+// TestDeleteAbortsPostStart: a pod deleted while its container's
+// postStart hook runs (a long sleep) aborts the hook — the container is
+// not reported running — and is stopped by the next sync.
+func TestDeleteAbortsPostStart(t *testing.T) {
+	e := newTestEnv(t)
+	pod := newPod("slow", "app")
+	pod.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PostStart: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 3600}}}
+	w := e.worker(pod)
+	deleting := proto.Clone(pod).(*v1.Pod)
+	deleting.Metadata.DeletionTimestamp = timestamppb.New(e.now().Add(5 * time.Second))
+	deleting.Metadata.DeletionGracePeriodSeconds = 5
+	e.rt.onStart = func(runtime.ContainerConfig) (bool, int, string) {
+		w.update(deleting) // the deletion arrives once the container started
+		return false, 0, ""
+	}
+	e.sync(w)
+	if cs := containerState(w.status, "app"); cs.GetState().GetRunning() != nil || e.rec.has("FailedPostStartHook") {
+		t.Errorf("state %v, events %q: want not running, no hook failure", cs.GetState(), e.rec.events)
+	}
+	if res := e.sync(w); !res.done || len(e.rt.stops) != 1 {
+		t.Errorf("done %v, stops %v: want the pod stopped and gone", res.done, e.rt.stops)
+	}
+}

@@ -48,6 +48,7 @@ func (m *Manager) Evict(uid, message string) bool {
 	w.mu.Lock()
 	w.evictMessage = message
 	w.mu.Unlock()
+	w.stopRequested()
 	w.wake()
 	return true
 }

@@ -34,6 +34,11 @@ type worker struct {
 	wakeCh  chan struct{}
 	// evictMessage, if set, asks the worker to evict the pod (Evict).
 	evictMessage string
+	// stopping is closed (once, by stopRequested) when the pod is to stop:
+	// deleted, being deleted or evicted. It aborts a postStart hook that
+	// holds up the sync.
+	stopping     chan struct{}
+	stoppingOnce sync.Once
 
 	// Owned by the worker's goroutine.
 	status   *v1.PodStatus // the last status computed (the API's at first)
@@ -67,6 +72,7 @@ func newWorker(m *Manager, pod *v1.Pod) *worker {
 		log:      m.cfg.Logger.With("pod", meta.GetNamespace()+"/"+meta.GetName(), "uid", meta.GetUid()),
 		pod:      pod,
 		wakeCh:   make(chan struct{}, 1),
+		stopping: make(chan struct{}),
 		accepted: m.now(),
 		ips:      map[string]string{},
 		messages: map[string]string{},
@@ -90,6 +96,9 @@ func (w *worker) update(pod *v1.Pod) {
 	old := w.pod
 	w.pod = pod
 	w.mu.Unlock()
+	if pod.GetMetadata().GetDeletionTimestamp() != nil {
+		w.stopRequested()
+	}
 	if old == nil || !proto.Equal(old.GetSpec(), pod.GetSpec()) ||
 		!proto.Equal(old.GetMetadata().GetDeletionTimestamp(), pod.GetMetadata().GetDeletionTimestamp()) ||
 		!sameMap(old.GetMetadata().GetLabels(), pod.GetMetadata().GetLabels()) ||
@@ -105,8 +114,12 @@ func (w *worker) markDeleted(pod *v1.Pod) {
 	}
 	w.deleted = true
 	w.mu.Unlock()
+	w.stopRequested()
 	w.wake()
 }
+
+// stopRequested records that the pod is to stop (closes stopping).
+func (w *worker) stopRequested() { w.stoppingOnce.Do(func() { close(w.stopping) }) }
 
 func (w *worker) wake() {
 	select {
