@@ -59,11 +59,11 @@ func parseServiceName(arg, ns string) (string, string) {
 	return ns, arg
 }
 
-// TraceService asks every Ready node's kubelet to try the Service's DNS
-// name, its ClusterIP ports and a few of its endpoints, and reads its
-// endpoints.
-func TraceService(ctx context.Context, c *client.Client, ns, arg, domain string) (*Report, error) {
-	in := serviceTrace{}
+// readService reads what both traces of a Service start from: the
+// Service arg (NAME or NAMESPACE/NAME) and its backends, or, if it does
+// not exist, the names of the namespace's other Services.
+func readService(ctx context.Context, c *client.Client, ns, arg, domain string) (serviceTrace, error) {
+	in := serviceTrace{domain: domain}
 	in.ns, in.name = parseServiceName(arg, ns)
 	in.dnsName = fmt.Sprintf("%s.%s.svc.%s", in.name, in.ns, domain)
 	svc, err := client.For[*v1.Service](c).Get(ctx, in.ns, in.name)
@@ -71,35 +71,56 @@ func TraceService(ctx context.Context, c *client.Client, ns, arg, domain string)
 	case err == nil:
 		in.svc = svc
 		if in.backends, err = ServiceBackends(ctx, c, svc); err != nil {
-			return nil, err
+			return in, err
 		}
 	case apierrors.IsNotFound(err):
 		svcs, _, err := client.For[*v1.Service](c).List(ctx, client.ListOptions{Namespace: in.ns})
 		if err != nil {
-			return nil, err
+			return in, err
 		}
 		for _, s := range svcs {
 			in.others = append(in.others, s.GetMetadata().GetName())
 		}
 	default:
+		return in, err
+	}
+	return in, nil
+}
+
+// checkRequest is what a kubelet is asked to try: the DNS name and, for a
+// Service with a ClusterIP, its ports and a few ready endpoints of each
+// (in.ports is filled on the way).
+func (in *serviceTrace) checkRequest() *v1.CheckServiceRequest {
+	req := &v1.CheckServiceRequest{DnsName: in.dnsName}
+	svc := in.svc
+	if svc == nil || svc.GetSpec().GetClusterIp() == "" || svc.GetSpec().GetClusterIp() == "None" {
+		return req
+	}
+	req.ClusterIp = svc.GetSpec().GetClusterIp()
+	in.ports = endpointsByPort(svc, in.backends)
+	for _, p := range in.ports {
+		ref := &v1.ServicePortRef{Protocol: p.protocol, Port: p.port.Port}
+		for _, e := range p.ready[:min(len(p.ready), probedEndpoints)] {
+			ref.Endpoints = append(ref.Endpoints, e.addr)
+		}
+		req.Ports = append(req.Ports, ref)
+	}
+	return req
+}
+
+// TraceService asks every Ready node's kubelet to try the Service's DNS
+// name, its ClusterIP ports and a few of its endpoints, and reads its
+// endpoints.
+func TraceService(ctx context.Context, c *client.Client, ns, arg, domain string) (*Report, error) {
+	in, err := readService(ctx, c, ns, arg, domain)
+	if err != nil {
 		return nil, err
 	}
 	nodes, _, err := client.For[*v1.Node](c).List(ctx, client.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
-	req := &v1.CheckServiceRequest{DnsName: in.dnsName}
-	if svc != nil && svc.GetSpec().GetClusterIp() != "" && svc.GetSpec().GetClusterIp() != "None" {
-		req.ClusterIp = svc.GetSpec().GetClusterIp()
-		in.ports = endpointsByPort(svc, in.backends)
-		for _, p := range in.ports {
-			ref := &v1.ServicePortRef{Protocol: p.protocol, Port: p.port.Port}
-			for _, e := range p.ready[:min(len(p.ready), probedEndpoints)] {
-				ref.Endpoints = append(ref.Endpoints, e.addr)
-			}
-			req.Ports = append(req.Ports, ref)
-		}
-	}
+	req := in.checkRequest()
 	api := v1.NewNodeAPIClient(c.Conn())
 	var mu sync.Mutex
 	var wg sync.WaitGroup

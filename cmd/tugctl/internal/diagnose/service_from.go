@@ -73,26 +73,8 @@ func TraceServiceFrom(ctx context.Context, c *client.Client, ns, arg, domain, fr
 	if err != nil {
 		return nil, err
 	}
-	in := serviceTrace{}
-	in.ns, in.name = parseServiceName(arg, ns)
-	in.dnsName = fmt.Sprintf("%s.%s.svc.%s", in.name, in.ns, domain)
-	in.domain = domain
-	svc, err := client.For[*v1.Service](c).Get(ctx, in.ns, in.name)
-	switch {
-	case err == nil:
-		in.svc = svc
-		if in.backends, err = ServiceBackends(ctx, c, svc); err != nil {
-			return nil, err
-		}
-	case apierrors.IsNotFound(err):
-		svcs, _, err := client.For[*v1.Service](c).List(ctx, client.ListOptions{Namespace: in.ns})
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range svcs {
-			in.others = append(in.others, s.GetMetadata().GetName())
-		}
-	default:
+	in, err := readService(ctx, c, ns, arg, domain)
+	if err != nil {
 		return nil, err
 	}
 	ft := &fromTrace{pod: pod, namespaces: map[string]map[string]string{}}
@@ -119,18 +101,8 @@ func TraceServiceFrom(ctx context.Context, c *client.Client, ns, arg, domain, fr
 	}
 	node := pod.GetSpec().GetNodeName()
 	if node != "" && pod.GetStatus().GetPhase() == "Running" {
-		req := &v1.CheckServiceRequest{NodeName: node, DnsName: in.dnsName, FromPod: fns + "/" + fname}
-		if svc != nil && svc.GetSpec().GetClusterIp() != "" && svc.GetSpec().GetClusterIp() != "None" {
-			req.ClusterIp = svc.GetSpec().GetClusterIp()
-			in.ports = endpointsByPort(svc, in.backends)
-			for _, p := range in.ports {
-				ref := &v1.ServicePortRef{Protocol: p.protocol, Port: p.port.Port}
-				for _, e := range p.ready[:min(len(p.ready), probedEndpoints)] {
-					ref.Endpoints = append(ref.Endpoints, e.addr)
-				}
-				req.Ports = append(req.Ports, ref)
-			}
-		}
+		req := in.checkRequest()
+		req.NodeName, req.FromPod = node, fns+"/"+fname
 		cctx, cancel := context.WithTimeout(ctx, nodeCheckTimeout)
 		resp, err := v1.NewNodeAPIClient(c.Conn()).CheckService(cctx, req)
 		cancel()
