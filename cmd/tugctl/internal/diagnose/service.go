@@ -195,28 +195,32 @@ func buildServiceTrace(in serviceTrace) *Report {
 		eh.Status, eh.Reason, eh.Message = HopFailed, b.Reason, b.Message
 	}
 	r.Hops = append(r.Hops, eh)
-	r.finish(func(h *Hop) Finding {
-		d := Finding{Layer: h.Layer, Component: h.Component, Reason: h.Reason, Message: h.Message}
-		switch h.Hop {
-		case "dns":
-			d.Next = "is the proxy running on " + h.Node + "? its log and tugboat_proxy_dns_queries_total"
-		case "datapath":
-			d.Next = datapathHint(in, h)
-		case "endpoints":
-			switch h.Reason {
-			case ReasonNoMatchingPods, ReasonNoSelector:
-				d.Component = "Service's selector"
-				d.Next = "tugctl get pods --show-labels -n " + in.ns + "; tugctl describe service " + in.name
-			case ReasonNoReadyPods:
-				d.Component = "kubelet (probes)"
-				d.Next = "tugctl trace pod POD for one of them"
-			default:
-				d.Next = "is the controller-manager running?"
-			}
-		}
-		return d
-	})
+	r.finish(func(h *Hop) Finding { return serviceFinding(in, h) })
 	return r
+}
+
+// serviceFinding is the finding of a Service trace's failed hop, with
+// the next command to run, for the hops both traces share.
+func serviceFinding(in serviceTrace, h *Hop) Finding {
+	d := Finding{Layer: h.Layer, Component: h.Component, Reason: h.Reason, Message: h.Message}
+	switch h.Hop {
+	case "dns":
+		d.Next = "is the proxy running on " + h.Node + "? its log and tugboat_proxy_dns_queries_total"
+	case "datapath":
+		d.Next = datapathHint(in, h)
+	case "endpoints":
+		switch h.Reason {
+		case ReasonNoMatchingPods, ReasonNoSelector:
+			d.Component = "Service's selector"
+			d.Next = "tugctl get pods --show-labels -n " + in.ns + "; tugctl describe service " + in.name
+		case ReasonNoReadyPods:
+			d.Component = "kubelet (probes)"
+			d.Next = "tugctl trace pod POD for one of them"
+		default:
+			d.Next = "is the controller-manager running?"
+		}
+	}
+	return d
 }
 
 // dnsHop: the node's cluster DNS answers the name with the ClusterIP.

@@ -166,29 +166,14 @@ func buildServiceTraceFrom(in serviceTrace) *Report {
 	}
 	r.Hops = append(r.Hops, eh)
 	r.finish(func(h *Hop) Finding {
-		d := Finding{Layer: h.Layer, Component: h.Component, Reason: h.Reason, Message: h.Message}
+		d := serviceFinding(in, h)
 		switch h.Hop {
 		case "client":
 			d.Next = "tugctl trace pod " + p.GetMetadata().GetName() + " -n " + p.GetMetadata().GetNamespace()
 		case "dns-config":
 			d.Next = "tugctl get pod " + p.GetMetadata().GetName() + " -n " + p.GetMetadata().GetNamespace() + " -o yaml (spec.dnsPolicy, spec.dnsConfig)"
-		case "dns":
-			d.Next = "is the proxy running on " + h.Node + "? its log and tugboat_proxy_dns_queries_total"
-		case "datapath":
-			d.Next = datapathHint(in, h)
 		case "egress", "ingress":
 			d.Next = "tugctl describe networkpolicy -n NAMESPACE NAME for the policies named; tugctl get networkpolicies -A"
-		case "endpoints":
-			switch h.Reason {
-			case ReasonNoMatchingPods, ReasonNoSelector:
-				d.Component = "Service's selector"
-				d.Next = "tugctl get pods --show-labels -n " + in.ns + "; tugctl describe service " + in.name
-			case ReasonNoReadyPods:
-				d.Component = "kubelet (probes)"
-				d.Next = "tugctl trace pod POD for one of them"
-			default:
-				d.Next = "is the controller-manager running?"
-			}
 		}
 		return d
 	})
