@@ -1,20 +1,14 @@
 package pod
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/kubelet/prober"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 )
 
@@ -60,7 +54,7 @@ const (
 func (w *worker) runHook(ctx context.Context, pod *v1.Pod, c *v1.Container, containerID, podIP string, h *v1.LifecycleHandler) error {
 	switch {
 	case h.Exec != nil:
-		var out hookBuffer
+		out := prober.LimitedBuffer{Max: hookOutput}
 		code, err := w.m.rt.Exec(ctx, containerID, runtime.ExecRequest{Cmd: h.Exec.Command, Stdout: &out, Stderr: &out})
 		if err == nil && code != 0 {
 			err = fmt.Errorf("command '%s' exited with %d: %s", strings.Join(h.Exec.Command, " "), code, strings.TrimSpace(out.String()))
@@ -171,51 +165,14 @@ func (w *worker) preStop(ctx context.Context, pod *v1.Pod, c *v1.Container, id, 
 	}
 }
 
-// hookHTTP sends the httpGet hook's request; only a failed request is an
-// error.
+// hookHTTP sends the httpGet hook's request (built as a probe's:
+// prober.HTTPGet); only a failed request is an error.
 func hookHTTP(ctx context.Context, c *v1.Container, podIP string, h *v1.HTTPGetAction) error {
-	port, err := hookPort(c, h.Port)
+	req, _, err := prober.HTTPGet(ctx, podIP, c, h, "tugboat-lifecycle/1.0")
 	if err != nil {
 		return err
 	}
-	host := h.Host
-	if host == "" {
-		host = podIP
-	}
-	if host == "" {
-		return fmt.Errorf("the pod has no IP")
-	}
-	scheme := strings.ToLower(h.Scheme)
-	if scheme == "" {
-		scheme = "http"
-	}
-	path := h.Path
-	if !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	u := &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port))}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String()+path, nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("User-Agent", "tugboat-lifecycle/1.0")
-	req.Header.Set("Accept", "*/*")
-	for _, hd := range h.HttpHeaders {
-		if strings.EqualFold(hd.Name, "Host") {
-			req.Host = hd.Value
-			continue
-		}
-		req.Header.Add(hd.Name, hd.Value)
-	}
-	client := &http.Client{
-		Transport: &http.Transport{
-			DisableKeepAlives: true,
-			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, // as Kubernetes' hooks and probes
-			Proxy:             nil,
-		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-	resp, err := client.Do(req)
+	resp, err := prober.HTTPClient(0).Do(req)
 	if err != nil {
 		return err
 	}
@@ -223,46 +180,8 @@ func hookHTTP(ctx context.Context, c *v1.Container, podIP string, h *v1.HTTPGetA
 	return resp.Body.Close()
 }
 
-// hookPort is a port number, or the number of c's port of that name.
-func hookPort(c *v1.Container, port string) (int, error) {
-	if n, err := strconv.Atoi(port); err == nil {
-		if n < 1 || n > 65535 {
-			return 0, fmt.Errorf("invalid port number: %d", n)
-		}
-		return n, nil
-	}
-	for _, p := range c.GetPorts() {
-		if p.Name == port {
-			return int(p.ContainerPort), nil
-		}
-	}
-	return 0, fmt.Errorf("couldn't find port: %s in %s", port, c.Name)
-}
-
 // podName is how Kubernetes names a pod in messages: name_namespace(uid).
 func podName(pod *v1.Pod) string {
 	m := pod.GetMetadata()
 	return fmt.Sprintf("%s_%s(%s)", m.GetName(), m.GetNamespace(), m.GetUid())
-}
-
-// hookBuffer keeps the first hookOutput bytes of an exec hook's stdout
-// and stderr, written concurrently.
-type hookBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (h *hookBuffer) Write(p []byte) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if room := hookOutput - h.b.Len(); room > 0 {
-		h.b.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (h *hookBuffer) String() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.b.String()
 }

@@ -43,7 +43,7 @@ func execProbe(ctx context.Context, ex Execer, containerID string, cmd []string,
 	if ex == nil || len(cmd) == 0 {
 		return false, "exec probe: no command"
 	}
-	var out limitedBuffer
+	out := LimitedBuffer{Max: maxOutput}
 	code, err := ex.Exec(ctx, containerID, runtime.ExecRequest{Cmd: cmd, Stdout: &out, Stderr: &out})
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || (err != nil && ctx.Err() != nil):
@@ -60,12 +60,13 @@ func execProbe(ctx context.Context, ex Execer, containerID string, cmd []string,
 	return true, ""
 }
 
-// resolvePort turns a port number or the name of a container port into a
-// number.
-func resolvePort(c *v1.Container, port string) (int, error) {
+// ResolvePort turns a port number or the name of a container port into a
+// number, with Kubernetes' texts (probes and lifecycle hooks share it, as
+// in Kubernetes).
+func ResolvePort(c *v1.Container, port string) (int, error) {
 	if n, err := strconv.Atoi(port); err == nil {
 		if n < 1 || n > 65535 {
-			return 0, fmt.Errorf("port %d out of range", n)
+			return 0, fmt.Errorf("invalid port number: %d", n)
 		}
 		return n, nil
 	}
@@ -74,33 +75,30 @@ func resolvePort(c *v1.Container, port string) (int, error) {
 			return int(p.ContainerPort), nil
 		}
 	}
-	return 0, fmt.Errorf("port %q: no container port of that name", port)
+	return 0, fmt.Errorf("couldn't find port: %s in %s", port, c.Name)
 }
 
-func probeHost(host, podIP string) string {
-	if host != "" {
-		return host
-	}
-	return podIP
-}
-
-func httpProbe(ctx context.Context, podIP string, c *v1.Container, h *v1.HTTPGetAction, timeout time.Duration) (bool, string) {
-	port, err := resolvePort(c, h.Port)
+// HTTPGet is the request of an httpGet action (a probe's or a lifecycle
+// hook's): the host defaults to the pod's IP, the scheme to http, the
+// path to "/"; a Host header sets the request's host. It also returns the
+// URL, for messages.
+func HTTPGet(ctx context.Context, podIP string, c *v1.Container, h *v1.HTTPGetAction, userAgent string) (*http.Request, string, error) {
+	port, err := ResolvePort(c, h.Port)
 	if err != nil {
-		return false, "HTTP probe: " + err.Error()
+		return nil, "", err
 	}
-	host := probeHost(h.Host, podIP)
+	host := h.Host
 	if host == "" {
-		return false, "HTTP probe: the pod has no IP yet"
+		host = podIP
+	}
+	if host == "" {
+		return nil, "", errors.New("the pod has no IP yet")
 	}
 	scheme := strings.ToLower(h.Scheme)
 	if scheme == "" {
 		scheme = "http"
 	}
 	path := h.Path
-	if path == "" {
-		path = "/"
-	}
 	if !strings.HasPrefix(path, "/") {
 		path = "/" + path
 	}
@@ -108,9 +106,10 @@ func httpProbe(ctx context.Context, podIP string, c *v1.Container, h *v1.HTTPGet
 	target := u.String() + path
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
-		return false, fmt.Sprintf("HTTP probe %s: %v", target, err)
+		return nil, target, err
 	}
-	req.Header.Set("User-Agent", "tugboat-probe/1.0")
+	req.Header.Set("User-Agent", userAgent)
+	req.Header.Set("Accept", "*/*")
 	for _, hd := range h.HttpHeaders {
 		if strings.EqualFold(hd.Name, "Host") {
 			req.Host = hd.Value
@@ -118,17 +117,33 @@ func httpProbe(ctx context.Context, podIP string, c *v1.Container, h *v1.HTTPGet
 		}
 		req.Header.Add(hd.Name, hd.Value)
 	}
-	client := &http.Client{
+	return req, target, nil
+}
+
+// HTTPClient is the client httpGet actions are sent with: no keep-alive,
+// no proxy, certificates not verified and redirects not followed (a 3xx
+// is the answer), as Kubernetes' probes and hooks.
+func HTTPClient(timeout time.Duration) *http.Client {
+	return &http.Client{
 		Timeout: timeout,
 		Transport: &http.Transport{
 			DisableKeepAlives: true,
-			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, // as Kubernetes: probes do not verify certificates
+			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, // as Kubernetes: probes and hooks do not verify certificates
 			Proxy:             nil,
 		},
-		// Redirects are not followed: a 3xx is a success, as in Kubernetes
-		// for redirects to other hosts.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+}
+
+func httpProbe(ctx context.Context, podIP string, c *v1.Container, h *v1.HTTPGetAction, timeout time.Duration) (bool, string) {
+	req, target, err := HTTPGet(ctx, podIP, c, h, "tugboat-probe/1.0")
+	if err != nil {
+		if target == "" {
+			return false, "HTTP probe: " + err.Error()
+		}
+		return false, fmt.Sprintf("HTTP probe %s: %v", target, err)
+	}
+	client := HTTPClient(timeout)
 	resp, err := client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -157,11 +172,14 @@ func unwrapURLError(err error) error {
 }
 
 func tcpProbe(ctx context.Context, podIP string, c *v1.Container, t *v1.TCPSocketAction, timeout time.Duration) (bool, string) {
-	port, err := resolvePort(c, t.Port)
+	port, err := ResolvePort(c, t.Port)
 	if err != nil {
 		return false, "TCP probe: " + err.Error()
 	}
-	host := probeHost(t.Host, podIP)
+	host := t.Host
+	if host == "" {
+		host = podIP
+	}
 	if host == "" {
 		return false, "TCP probe: the pod has no IP yet"
 	}
@@ -183,27 +201,24 @@ func unwrapOpError(err error) error {
 	return err
 }
 
-// limitedBuffer keeps the first maxOutput bytes written to it; it is safe
-// for the concurrent writes of stdout and stderr.
-type limitedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// LimitedBuffer keeps the first Max bytes written to it; it is safe for
+// the concurrent writes of stdout and stderr.
+type LimitedBuffer struct {
+	Max int
+	mu  sync.Mutex
+	b   bytes.Buffer
 }
 
-func (l *limitedBuffer) Write(p []byte) (int, error) {
+func (l *LimitedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if room := maxOutput - l.b.Len(); room > 0 {
-		if len(p) > room {
-			l.b.Write(p[:room])
-		} else {
-			l.b.Write(p)
-		}
+	if room := l.Max - l.b.Len(); room > 0 {
+		l.b.Write(p[:min(len(p), room)])
 	}
 	return len(p), nil
 }
 
-func (l *limitedBuffer) String() string {
+func (l *LimitedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()

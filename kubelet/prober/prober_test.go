@@ -64,7 +64,7 @@ func TestProbeHandlers(t *testing.T) {
 		{"http ok by port name", &v1.Probe{HttpGet: &v1.HTTPGetAction{Path: "/healthz", Port: "http", HttpHeaders: []*v1.HTTPHeader{{Name: "X-Probe", Value: "yes"}}}}, 200, true, ""},
 		{"http redirect counts", &v1.Probe{HttpGet: &v1.HTTPGetAction{Path: "/healthz", Port: port, HttpHeaders: []*v1.HTTPHeader{{Name: "X-Probe", Value: "yes"}}}}, 302, true, ""},
 		{"http 500", &v1.Probe{HttpGet: &v1.HTTPGetAction{Path: "/healthz", Port: port, HttpHeaders: []*v1.HTTPHeader{{Name: "X-Probe", Value: "yes"}}}}, 500, false, "statuscode: 500"},
-		{"http unknown port name", &v1.Probe{HttpGet: &v1.HTTPGetAction{Port: "nope"}}, 200, false, `port "nope"`},
+		{"http unknown port name", &v1.Probe{HttpGet: &v1.HTTPGetAction{Port: "nope"}}, 200, false, `couldn't find port: nope in c`},
 		{"http refused", &v1.Probe{HttpGet: &v1.HTTPGetAction{Port: closedPort}}, 200, false, "refused"},
 		{"tcp ok", &v1.Probe{TcpSocket: &v1.TCPSocketAction{Port: port}}, 200, true, ""},
 		{"tcp refused", &v1.Probe{TcpSocket: &v1.TCPSocketAction{Port: closedPort}}, 200, false, "refused"},
