@@ -145,7 +145,7 @@ func Run(ctx context.Context, cfg Config) error {
 	eps.AddIndex(indexService, sliceService)
 	nodes := informer.New(client.For[*v1.Node](cfg.Client), informer.Options{Logger: log})
 
-	dp, err := nftables.New(nftables.Config{Table: cfg.Table, ClusterCIDR: cfg.ClusterCIDR, NetNS: cfg.NetNS,
+	dp, err := nftables.New(nftables.Config{Table: cfg.Table, ClusterCIDR: cfg.ClusterCIDR, NodeName: cfg.NodeName, NetNS: cfg.NetNS,
 		Source: &source{svcs: svcs, eps: eps}, FullSyncPeriod: cfg.FullSyncPeriod, Registry: cfg.Registry, Logger: log})
 	if err != nil {
 		return err

@@ -42,6 +42,9 @@ type Config struct {
 	// ClusterCIDR: Service traffic from outside it is masqueraded
 	// (--cluster-cidr). Required.
 	ClusterCIDR netip.Prefix
+	// NodeName is the proxy's node: endpoints whose nodeName it is are the
+	// local ones of externalTrafficPolicy Local (--node-name).
+	NodeName string
 	// NetNS is an open file descriptor of the network namespace to
 	// program; 0: the process's own.
 	NetNS int
@@ -211,7 +214,7 @@ func (d *Datapath) build(key string) *Ruleset {
 	if !ok {
 		return nil
 	}
-	sps, err := ServicePorts(svc, d.cfg.Source.EndpointSlices(key))
+	sps, err := ServicePorts(svc, d.cfg.Source.EndpointSlices(key), d.cfg.NodeName)
 	if err != nil {
 		d.log.Warn("skipping service", "service", key, "err", err)
 		return nil
@@ -298,7 +301,9 @@ func (d *Datapath) done(mode string, start time.Time, changed map[string]time.Ti
 		ports += len(rs.ServiceIPs) + len(rs.RejectIPs)
 		rejected += len(rs.RejectIPs)
 		for _, c := range rs.Chains {
-			eps += len(c.Endpoints)
+			if c.Cluster == "" { // an external chain's endpoints are its service chain's too
+				eps += len(c.Endpoints)
+			}
 		}
 	}
 	d.metrics.servicePorts.Set(float64(ports))

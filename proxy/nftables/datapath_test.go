@@ -116,7 +116,7 @@ func TestDatapathInNamespaces(t *testing.T) {
 	for _, key := range src.ServiceKeys() {
 		s, _ := src.Service(key)
 		e, _ := src.Endpoints(key)
-		sps, _ := ServicePorts(s, slicesOf(e))
+		sps, _ := ServicePorts(s, slicesOf(e), "")
 		for _, c := range Build(sps, Options{ClusterCIDR: clusterCIDR}).Chains {
 			for _, r := range append([]string{"chain " + c.Name + " {"}, c.Rules()...) {
 				if !strings.Contains(listing, r) {

@@ -116,7 +116,9 @@ func staleFlows(old ServiceChain, keep []Endpoint) []StaleFlow {
 		if slices.Contains(keep, e) {
 			continue
 		}
-		out = append(out, StaleFlow{Dst: old.ClusterIP, DstPort: old.Port, Endpoint: e.IP})
+		if old.ClusterIP.IsValid() { // not for an external chain: its service chain has the ClusterIP
+			out = append(out, StaleFlow{Dst: old.ClusterIP, DstPort: old.Port, Endpoint: e.IP})
+		}
 		if old.NodePort != 0 {
 			out = append(out, StaleFlow{DstPort: old.NodePort, Endpoint: e.IP})
 		}

@@ -133,6 +133,21 @@ func saddrNotIn(p netip.Prefix) []expr.Any {
 	}
 }
 
+// saddrIn matches ip saddr prefix.
+func saddrIn(p netip.Prefix) []expr.Any {
+	out := saddrNotIn(p)
+	out[len(out)-1].(*expr.Cmp).Op = expr.CmpOpEq
+	return out
+}
+
+// localSaddr matches fib saddr type local: packets the node itself sends.
+func localSaddr() []expr.Any {
+	return []expr.Any{
+		&expr.Fib{Register: reg1, FlagSADDR: true, ResultADDRTYPE: true},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: native32(unix.RTN_LOCAL)},
+	}
+}
+
 // setMasqueradeMark is meta mark set meta mark | MasqueradeMark.
 func setMasqueradeMark() []expr.Any {
 	return []expr.Any{

@@ -32,10 +32,13 @@ type fakeSource struct {
 	mu   sync.Mutex
 	svcs map[string]*v1.Service
 	eps  map[string]*v1.Endpoints
+	// slices, when set for a key, are its EndpointSlices as given
+	// (endpoints with node names), in place of eps.
+	slices map[string][]*v1.EndpointSlice
 }
 
 func newFakeSource() *fakeSource {
-	return &fakeSource{svcs: map[string]*v1.Service{}, eps: map[string]*v1.Endpoints{}}
+	return &fakeSource{svcs: map[string]*v1.Service{}, eps: map[string]*v1.Endpoints{}, slices: map[string][]*v1.EndpointSlice{}}
 }
 
 func (f *fakeSource) Service(key string) (*v1.Service, bool) {
@@ -55,6 +58,12 @@ func (f *fakeSource) Endpoints(key string) (*v1.Endpoints, bool) {
 // EndpointSlices is the Endpoints of key as the one slice per subset an
 // endpoint slice mirror would make of them.
 func (f *fakeSource) EndpointSlices(key string) []*v1.EndpointSlice {
+	f.mu.Lock()
+	given, ok := f.slices[key]
+	f.mu.Unlock()
+	if ok {
+		return given
+	}
 	e, _ := f.Endpoints(key)
 	return slicesOf(e)
 }
@@ -98,11 +107,22 @@ func (f *fakeSource) set(s *v1.Service, e *v1.Endpoints) string {
 	return key
 }
 
+// setSlices sets a Service with EndpointSlices of its own.
+func (f *fakeSource) setSlices(s *v1.Service, slices []*v1.EndpointSlice) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := v1.Key(s)
+	f.svcs[key] = s
+	f.slices[key] = slices
+	return key
+}
+
 func (f *fakeSource) remove(key string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.svcs, key)
 	delete(f.eps, key)
+	delete(f.slices, key)
 }
 
 // endpointsOf is a one-subset Endpoints of the given ready IPs on port.

@@ -32,6 +32,11 @@
 //	    ip saddr != <cluster CIDR> meta mark set meta mark | 0x4000
 //	    meta l4proto tcp dnat ip to numgen random mod N map { 0 : 10.244.1.5 . 8080, ... }
 //	  }
+//	  chain external-<ns>/<name>/<proto>/<port> {        externalTrafficPolicy Local: nodePort, LB addresses
+//	    ip saddr <cluster CIDR> goto svc-<ns>/<name>/<proto>/<port>
+//	    fib saddr type local goto svc-<ns>/<name>/<proto>/<port>
+//	    meta l4proto tcp dnat to 10.244.1.5:8080         the node's own endpoints, unmarked (none: drop)
+//	  }
 //	}
 //
 // An endpoint is chosen with equal probability by numgen random mod N
@@ -45,6 +50,19 @@
 // (saddr . daddr of every endpoint). Same-node pod-to-service-to-pod
 // traffic relies on br_netfilter, as kube-proxy does (the datapath turns
 // net.bridge.bridge-nf-call-iptables on in its namespace).
+//
+// # Traffic policy
+//
+// externalTrafficPolicy Local (NodePort and LoadBalancer Services) is
+// kube-proxy's: the nodePort and load-balancer addresses lead to an
+// external chain, where traffic from outside the cluster goes only to the
+// endpoints whose nodeName is the proxy's node (Config.NodeName), not
+// marked, so the endpoint sees the client's address; with no such endpoint
+// it is dropped (not rejected: a load balancer's health check, served by
+// the proxy on healthCheckNodePort, steers clients to other nodes). Pods
+// (source in the cluster CIDR) and the node itself are sent on to the
+// service chain, cluster-wide, as kube-proxy's "short-circuit" does: the
+// policy is about external clients. The ClusterIP is not affected.
 //
 // # Updates
 //
@@ -128,6 +146,14 @@ type ServicePort struct {
 	LoadBalancerIPs []netip.Addr
 	// Endpoints are the ready endpoints, sorted, without duplicates.
 	Endpoints []Endpoint
+	// ExternalLocal is externalTrafficPolicy Local on a NodePort or
+	// LoadBalancer Service: traffic from outside the cluster to the
+	// nodePort or a load-balancer address goes only to LocalEndpoints,
+	// with its source address kept.
+	ExternalLocal bool
+	// LocalEndpoints are the endpoints on the proxy's node (the slices'
+	// nodeName), chosen as Endpoints are; set only for ExternalLocal.
+	LocalEndpoints []Endpoint
 }
 
 // ChainName is the name of the port's service chain:
@@ -136,12 +162,21 @@ func (sp ServicePort) ChainName() string {
 	return fmt.Sprintf("svc-%s/%s/%d", sp.Service, sp.Protocol, sp.Port)
 }
 
+// ExternalChainName is the name of the port's external chain (Services
+// with externalTrafficPolicy Local): "external-<namespace>/<name>/<proto>/<port>".
+func (sp ServicePort) ExternalChainName() string {
+	return fmt.Sprintf("external-%s/%s/%d", sp.Service, sp.Protocol, sp.Port)
+}
+
 // ServicePorts is the datapath's view of svc and its EndpointSlices
 // (none: no endpoints): one ServicePort per port, each with the endpoints
 // of the slice ports of the same name and protocol (ReadyEndpoints). A
-// headless Service (no ClusterIP) has none. Malformed fields (which
-// validation refuses) are reported, naming the field.
-func ServicePorts(svc *v1.Service, eps []*v1.EndpointSlice) ([]ServicePort, error) {
+// headless Service (no ClusterIP) has none. With externalTrafficPolicy
+// Local on a NodePort or LoadBalancer Service, each port also has the
+// endpoints of the slices' endpoints whose nodeName is node (the proxy's
+// node). Malformed fields (which validation refuses) are reported, naming
+// the field.
+func ServicePorts(svc *v1.Service, eps []*v1.EndpointSlice, node string) ([]ServicePort, error) {
 	spec := svc.GetSpec()
 	ipStr := spec.GetClusterIp()
 	if ipStr == "" || ipStr == "None" {
@@ -176,6 +211,10 @@ func ServicePorts(svc *v1.Service, eps []*v1.EndpointSlice) ([]ServicePort, erro
 		}
 		sp.LoadBalancerIPs = lbIPs
 		sp.Endpoints = ReadyEndpoints(eps, sp.Name, proto)
+		if nodePorts && spec.GetExternalTrafficPolicy() == "Local" {
+			sp.ExternalLocal = true
+			sp.LocalEndpoints = LocalEndpoints(eps, sp.Name, proto, node)
+		}
 		out = append(out, sp)
 	}
 	return out, nil
@@ -190,6 +229,21 @@ func ServicePorts(svc *v1.Service, eps []*v1.EndpointSlice) ([]ServicePort, erro
 // happens here: conntrack holds their translation, and only new
 // connections go through the service chain.
 func ReadyEndpoints(eps []*v1.EndpointSlice, name string, proto Protocol) []Endpoint {
+	return usableEndpoints(eps, name, proto, "")
+}
+
+// LocalEndpoints is ReadyEndpoints restricted to the endpoints whose
+// nodeName is node: the ready ones there, else the serving terminating
+// ones there (kube-proxy's choice for traffic policy Local).
+func LocalEndpoints(eps []*v1.EndpointSlice, name string, proto Protocol, node string) []Endpoint {
+	if node == "" {
+		return nil
+	}
+	return usableEndpoints(eps, name, proto, node)
+}
+
+// usableEndpoints is ReadyEndpoints of the endpoints on node ("": all).
+func usableEndpoints(eps []*v1.EndpointSlice, name string, proto Protocol, node string) []Endpoint {
 	var ready, draining []Endpoint
 	for _, s := range eps {
 		if s.GetAddressType() != "IPv4" {
@@ -201,6 +255,9 @@ func ReadyEndpoints(eps []*v1.EndpointSlice, name string, proto Protocol) []Endp
 				continue
 			}
 			for _, e := range s.GetEndpoints() {
+				if node != "" && e.GetNodeName() != node {
+					continue
+				}
 				c := e.GetConditions()
 				isReady := c == nil || c.Ready == nil || c.GetReady()
 				if !isReady && !(c.GetServing() && c.GetTerminating()) {

@@ -29,14 +29,30 @@ type PortKey struct {
 
 func (k PortKey) String() string { return fmt.Sprintf("%s . %d", k.Protocol, k.Port) }
 
-// ServiceChain is the chain of one service port with ready endpoints.
+// ServiceChain is the chain of one service port with ready endpoints
+// (svc-…), or the external chain of one with externalTrafficPolicy Local
+// (external-…, Cluster set), reached from its nodePort and load-balancer
+// addresses:
+//
+//	chain external-default/web/tcp/80 {
+//	  ip saddr 10.244.0.0/16 goto svc-default/web/tcp/80    pods: cluster-wide, as for ClusterIP
+//	  fib saddr type local goto svc-default/web/tcp/80      the node itself: masqueraded, cluster-wide
+//	  meta l4proto tcp dnat to 10.244.1.2:8080               the node's endpoints, source kept (or: drop)
+//	}
 type ServiceChain struct {
 	Name     string
 	Protocol Protocol
 	// MasqueradeUnless: packets from outside it are marked for masquerade
 	// (invalid: none are).
 	MasqueradeUnless netip.Prefix
-	// Endpoints: one or more, sorted.
+	// Cluster, for an external chain, is the service chain that traffic
+	// from ShortCircuit (pods) and from the node itself goes on to.
+	Cluster string
+	// ShortCircuit: packets from it go to Cluster (invalid: none do but
+	// the node's own).
+	ShortCircuit netip.Prefix
+	// Endpoints: one or more, sorted; none in an external chain of a node
+	// without local endpoints, which drops what reaches its end.
 	Endpoints []Endpoint
 	// Where the chain is reached from; not part of its rules, kept to
 	// clear stale UDP flows when endpoints go away.
@@ -48,7 +64,7 @@ type ServiceChain struct {
 // Equal reports whether two chains hold the same rules and keys.
 func (c ServiceChain) Equal(o ServiceChain) bool {
 	return c.Name == o.Name && c.Protocol == o.Protocol && c.MasqueradeUnless == o.MasqueradeUnless &&
-		c.ClusterIP == o.ClusterIP && c.Port == o.Port && c.NodePort == o.NodePort &&
+		c.Cluster == o.Cluster && c.ShortCircuit == o.ShortCircuit && c.ClusterIP == o.ClusterIP && c.Port == o.Port && c.NodePort == o.NodePort &&
 		slices.Equal(c.Endpoints, o.Endpoints)
 }
 
@@ -58,9 +74,18 @@ func (c ServiceChain) Rules() []string {
 	if c.MasqueradeUnless.IsValid() {
 		out = append(out, fmt.Sprintf("ip saddr != %s meta mark set meta mark | 0x%08x", c.MasqueradeUnless, MasqueradeMark))
 	}
-	if len(c.Endpoints) == 1 {
+	if c.Cluster != "" {
+		if c.ShortCircuit.IsValid() {
+			out = append(out, fmt.Sprintf("ip saddr %s goto %s", c.ShortCircuit, c.Cluster))
+		}
+		out = append(out, "fib saddr type local goto "+c.Cluster)
+	}
+	switch len(c.Endpoints) {
+	case 0:
+		out = append(out, "drop")
+	case 1:
 		out = append(out, fmt.Sprintf("meta l4proto %s dnat to %s", c.Protocol, c.Endpoints[0]))
-	} else {
+	default:
 		elems := make([]string, len(c.Endpoints))
 		for i, e := range c.Endpoints {
 			elems[i] = fmt.Sprintf("%d : %s . %d", i, e.IP, e.Port)
@@ -106,13 +131,23 @@ type Options struct {
 const MaxEndpoints = 1000
 
 // Build is the ruleset for service ports (pure). A port with ready
-// endpoints gets a service chain reached from its ClusterIP (and nodePort);
-// one without is rejected. Endpoints past MaxEndpoints are left out.
+// endpoints gets a service chain reached from its ClusterIP (and nodePort
+// and load-balancer addresses); one without is rejected. With
+// externalTrafficPolicy Local, the nodePort and load-balancer addresses
+// reach an external chain instead, which sends pods and the node itself on
+// to the service chain and everyone else to the node's own endpoints,
+// unmasqueraded, or drops them if the node has none (kube-proxy's
+// behaviour: the client is meant to retry another node, which a load
+// balancer's health check steers it to). Endpoints past MaxEndpoints are
+// left out.
 func Build(sps []ServicePort, opts Options) *Ruleset {
 	rs := NewRuleset()
 	for _, sp := range sps {
 		if len(sp.Endpoints) > MaxEndpoints {
 			sp.Endpoints = sp.Endpoints[:MaxEndpoints]
+		}
+		if len(sp.LocalEndpoints) > MaxEndpoints {
+			sp.LocalEndpoints = sp.LocalEndpoints[:MaxEndpoints]
 		}
 		ipKey := IPPortKey{IP: sp.ClusterIP, Protocol: sp.Protocol, Port: sp.Port}
 		npKey := PortKey{Protocol: sp.Protocol, Port: sp.NodePort}
@@ -136,11 +171,19 @@ func Build(sps []ServicePort, opts Options) *Ruleset {
 			ClusterIP: sp.ClusterIP, Port: sp.Port, NodePort: sp.NodePort,
 		}
 		rs.ServiceIPs[ipKey] = name
+		external := name
+		if sp.ExternalLocal && (sp.NodePort != 0 || len(lbKeys) > 0) {
+			external = sp.ExternalChainName()
+			rs.Chains[external] = ServiceChain{
+				Name: external, Protocol: sp.Protocol, Cluster: name, ShortCircuit: opts.ClusterCIDR,
+				Endpoints: slices.Clone(sp.LocalEndpoints), NodePort: sp.NodePort,
+			}
+		}
 		for _, k := range lbKeys {
-			rs.ServiceIPs[k] = name
+			rs.ServiceIPs[k] = external
 		}
 		if sp.NodePort != 0 {
-			rs.NodePorts[npKey] = name
+			rs.NodePorts[npKey] = external
 		}
 		for _, e := range sp.Endpoints {
 			rs.Hairpin[e.IP] = struct{}{}

@@ -177,7 +177,7 @@ hairpin {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sps, err := ServicePorts(tt.svc, slicesOf(tt.eps))
+			sps, err := ServicePorts(tt.svc, slicesOf(tt.eps), "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -200,7 +200,7 @@ func TestServicePortsErrorsNameTheField(t *testing.T) {
 		{svc("d", "ClusterIP", "10.96.0.1", port("", "TCP", 70000, 0)), "spec.ports[0].port"},
 	}
 	for _, tt := range tests {
-		_, err := ServicePorts(tt.svc, nil)
+		_, err := ServicePorts(tt.svc, nil, "")
 		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "default/"+tt.svc.Metadata.Name) {
 			t.Errorf("%s: got %v, want an error naming %s", tt.svc.Metadata.Name, err, tt.want)
 		}

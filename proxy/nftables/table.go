@@ -95,9 +95,14 @@ func (t *table) recreate(rs *Ruleset) error {
 	rule(services, append(loadDaddrProtoPort(), vmapLookup(s.serviceIPs))...)
 	rule(services, slices.Concat(localNonLoopbackDaddr(), loadProtoPort(), []expr.Any{vmapLookup(s.nodePorts)})...)
 
-	for _, name := range slices.Sorted(maps.Keys(rs.Chains)) {
-		ch := c.AddChain(t.chain(name))
-		if err := addServiceRules(c, ch, rs.Chains[name]); err != nil {
+	// Every chain before any rule: an external chain's rules go to its
+	// service chain.
+	names := slices.Sorted(maps.Keys(rs.Chains))
+	for _, name := range names {
+		c.AddChain(t.chain(name))
+	}
+	for _, name := range names {
+		if err := addServiceRules(c, t.chain(name), rs.Chains[name]); err != nil {
 			return err
 		}
 	}
@@ -141,7 +146,10 @@ func (t *table) apply(ch *Changes) error {
 	}
 	s := t.sets()
 	for _, sc := range ch.AddChains {
-		if err := addServiceRules(c, c.AddChain(t.chain(sc.Name)), sc); err != nil {
+		c.AddChain(t.chain(sc.Name))
+	}
+	for _, sc := range ch.AddChains {
+		if err := addServiceRules(c, t.chain(sc.Name), sc); err != nil {
 			return err
 		}
 	}
@@ -248,9 +256,18 @@ func addServiceRules(c *nftables.Conn, ch *nftables.Chain, sc ServiceChain) erro
 	if sc.MasqueradeUnless.IsValid() {
 		c.AddRule(&nftables.Rule{Table: tbl, Chain: ch, Exprs: append(saddrNotIn(sc.MasqueradeUnless), setMasqueradeMark()...)})
 	}
+	if sc.Cluster != "" {
+		if sc.ShortCircuit.IsValid() {
+			c.AddRule(&nftables.Rule{Table: tbl, Chain: ch, Exprs: append(saddrIn(sc.ShortCircuit), verdict(expr.VerdictGoto, sc.Cluster))})
+		}
+		c.AddRule(&nftables.Rule{Table: tbl, Chain: ch, Exprs: append(localSaddr(), verdict(expr.VerdictGoto, sc.Cluster))})
+	}
 	switch n := len(sc.Endpoints); n {
 	case 0:
-		return fmt.Errorf("chain %s: no endpoints", sc.Name) // Build never makes one
+		if sc.Cluster == "" {
+			return fmt.Errorf("chain %s: no endpoints", sc.Name) // Build never makes one
+		}
+		c.AddRule(&nftables.Rule{Table: tbl, Chain: ch, Exprs: []expr.Any{verdict(expr.VerdictDrop, "")}})
 	case 1:
 		c.AddRule(&nftables.Rule{Table: tbl, Chain: ch, Exprs: dnatOne(sc.Protocol, sc.Endpoints[0])})
 	default:
