@@ -591,7 +591,9 @@ function drawServiceFlow(s, eps) {
   const dns = $("#svc-title").dataset.dns || `${s.name}.${s.ns}.svc.cluster.local`;
   $("#svc-title").textContent = `Communication flow of service ${s.ns}/${s.name}`;
   const addrs = (eps?.addresses || []).slice().sort((a, b) => (a.pod || a.ip).localeCompare(b.pod || b.ip));
-  const rows = Math.max(addrs.length, 1), rh = 46, h = Math.max(150, rows * rh + 40);
+  // An endpoint's box has three lines (status, pod, address): a pod's
+  // generated name does not fit beside its status in the box's width.
+  const rows = Math.max(addrs.length, 1), rh = 60, h = Math.max(150, rows * rh + 40);
   const svg = svgEl("svg", { viewBox: `0 0 1180 ${h}`, role: "group", "aria-label": "communication flow" });
   svg.append(arrowDefs("arrow2"));
   const box = (x, y, w, bh, lines, look, attrs = {}) => {
@@ -619,7 +621,7 @@ function drawServiceFlow(s, eps) {
   addrs.forEach((a, i) => {
     const y = 20 + i * rh;
     const look = a.ready ? ok : stageLook.failed;
-    box(950, y, 220, rh - 6, [`${a.ready ? "✓ ready" : "✗ not ready"} ${a.pod || a.ip}`, `${a.ip}${a.node ? " on " + a.node : ""}`], look,
+    box(950, y, 220, rh - 6, [a.ready ? "✓ ready" : "✗ not ready", a.pod || a.ip, `${a.ip}${a.node ? " on " + a.node : ""}`], look,
       { "data-part": "endpoint", "data-pod": a.pod || "", "data-ready": String(a.ready) });
     svg.append(svgEl("line", { x1: 912, y1: mid, x2: 948, y2: y + (rh - 6) / 2, stroke: a.ready ? "#4d5966" : "#8a1c14", "stroke-width": 2, "stroke-dasharray": a.ready ? null : "5 4", "marker-end": "url(#arrow2)" }));
   });
