@@ -308,6 +308,10 @@ func volumeType(v *v1.Volume) string {
 		return "secret"
 	case v.PersistentVolumeClaim != nil:
 		return "persistentVolumeClaim"
+	case v.DownwardApi != nil:
+		return "downwardAPI"
+	case v.Projected != nil:
+		return "projected"
 	}
 	return "unknown"
 }

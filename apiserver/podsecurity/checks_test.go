@@ -30,6 +30,12 @@ func TestCheck(t *testing.T) {
 		want   string // Message, "" when it passes
 	}{
 		{"restricted passes", latest(Restricted), func(*v1.PodSpec) {}, ""},
+		{"projected and downwardAPI are restricted types", latest(Restricted), func(s *v1.PodSpec) {
+			s.Volumes = append(s.Volumes,
+				&v1.Volume{Name: "kube-api-access-x7k2p", Projected: &v1.ProjectedVolumeSource{Sources: []*v1.VolumeProjection{
+					{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}}}}},
+				&v1.Volume{Name: "info", DownwardApi: &v1.DownwardAPIVolumeSource{}})
+		}, ""},
 		{"privileged allows all", latest(Privileged), func(s *v1.PodSpec) { s.HostNetwork = true }, ""},
 		{"hostNetwork", latest(Baseline), func(s *v1.PodSpec) { s.HostNetwork = true },
 			`PodSecurity "baseline:latest": host namespaces (hostNetwork=true)`},
