@@ -24,8 +24,8 @@ type part struct {
 	run  func(ctx context.Context) error
 }
 
-// apiserverConfig is cmd/apiserver's secure default (--pki-dir, an
-// encryption key for Secrets) with the embedded etcd in DataDir/etcd.
+// apiserverConfig is cmd/apiserver's secure default (--pki-dir: serving
+// pair, CA, service account key; an encryption key for Secrets) with the embedded etcd in DataDir/etcd.
 func apiserverConfig(cfg Config) (apiserver.Config, error) {
 	dir := cfg.pkiDir()
 	t, err := apiserver.ServingTLS(filepath.Join(dir, "apiserver.crt"), filepath.Join(dir, "apiserver.key"), filepath.Join(dir, "ca.crt"))
@@ -40,7 +40,7 @@ func apiserverConfig(cfg Config) (apiserver.Config, error) {
 	if err != nil {
 		return apiserver.Config{}, err
 	}
-	return apiserver.Config{
+	c := apiserver.Config{
 		Listen:        cfg.Listen,
 		KubeListen:    cfg.KubeListen,
 		MetricsListen: "127.0.0.1:9443",
@@ -50,7 +50,14 @@ func apiserverConfig(cfg Config) (apiserver.Config, error) {
 		Encryption:    enc,
 		ServiceCIDR:   cfg.ServiceCIDR,
 		Logger:        cfg.Logger.With("component", "apiserver"),
-	}, nil
+	}
+	// Service account tokens (the serviceaccounts/token subresource), as
+	// cmd/apiserver --pki-dir: every pod's kube-api-access volume asks
+	// for one.
+	if err := apiserver.ServiceAccountFromDir(&c, dir); err != nil {
+		return apiserver.Config{}, err
+	}
+	return c, nil
 }
 
 // clientConfig is a client of the apiserver presenting the certificate
