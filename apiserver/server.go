@@ -146,6 +146,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	// LimitRanger first, as in Kubernetes: later steps (the quota) see the
 	// defaults it sets.
 	s.admission["Pod"] = append(s.admission["Pod"], limitRanger{s.store})
+	// ServiceAccount before PodSecurity, as in Kubernetes (mutating before
+	// validating): the policy judges the pod with its token volume.
+	s.admission["Pod"] = append(s.admission["Pod"], serviceAccountAdmission{s.store})
 	psa, err := newPodSecurity(s.store, cfg.PodSecurity)
 	if err != nil {
 		s.closeListeners()
@@ -154,7 +157,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	psa.register(s.admission)
-	s.admission["Pod"] = append(s.admission["Pod"], serviceAccountAdmission{s.store}, priorityAdmission{s.store})
+	s.admission["Pod"] = append(s.admission["Pod"], priorityAdmission{s.store})
 	s.admission["PriorityClass"] = append(s.admission["PriorityClass"], priorityAdmission{s.store})
 	err = s.setupAuth()
 	if err == nil {

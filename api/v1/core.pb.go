@@ -817,8 +817,11 @@ type PodSpec struct {
 	// seccompProfile), enforced by the kubelet through the runtime.
 	SecurityContext *PodSecurityContext `protobuf:"bytes,40,opt,name=security_context,json=securityContext,proto3" json:"security_context,omitempty"`
 	// Whether the pod gets its service account's token mounted (unset: the
-	// service account's automountServiceAccountToken, else true). Only false
-	// is served until the kubelet projects tokens.
+	// service account's automountServiceAccountToken, else true): on create
+	// the ServiceAccount admission adds the projected volume
+	// kube-api-access-xxxxx (token, kube-root-ca.crt's ca.crt, namespace)
+	// mounted read-only at /var/run/secrets/kubernetes.io/serviceaccount in
+	// every container that mounts nothing there.
 	AutomountServiceAccountToken *bool `protobuf:"varint,60,opt,name=automount_service_account_token,json=automountServiceAccountToken,proto3,oneof" json:"automount_service_account_token,omitempty"`
 	// The PriorityClass whose value the admission writes to spec.priority
 	// (unset: the globalDefault class's, else 0).

@@ -107,9 +107,6 @@ func PodSpec(errs *Errs, path string, s *v1.PodSpec) {
 	if s.ServiceAccountName != "" {
 		DNSSubdomain(errs, path+".serviceAccountName", s.ServiceAccountName)
 	}
-	if s.AutomountServiceAccountToken != nil && *s.AutomountServiceAccountToken {
-		errs.Add(path+".automountServiceAccountToken", "true is not supported: the kubelet does not mount service account tokens yet (false, or unset, is served)")
-	}
 	if s.PriorityClassName != "" {
 		DNSSubdomain(errs, path+".priorityClassName", s.PriorityClassName)
 	}

@@ -57,7 +57,10 @@ type Options struct {
 	// `apiserver pki init`.
 	Join bool
 	// NoScheduler and NoControllerManager keep those binaries from being
-	// started even when they were built.
+	// started even when they were built; with NoControllerManager the
+	// controller-manager still runs its root-ca-cert-publisher alone (no
+	// controller acts on pods or nodes), so the kube-root-ca.crt ConfigMap
+	// every pod's service account volume projects exists in every namespace.
 	NoScheduler         bool
 	NoControllerManager bool
 	// BaseDir holds the run directories (default DefaultBaseDir).
@@ -113,7 +116,8 @@ type Cluster struct {
 	// ClusterCIDR is split into the nodes' /24 pod CIDRs.
 	ClusterCIDR netip.Prefix
 	Nodes       []*Node
-	// Scheduler and ControllerManager tell whether those run.
+	// Scheduler and ControllerManager tell whether those run (the
+	// controller-manager with every controller, not only the CA publisher).
 	Scheduler         bool
 	ControllerManager bool
 	// MetricsAddrs are the /metrics addresses of the control plane by
@@ -236,16 +240,23 @@ func (c *Cluster) start(ctx context.Context) error {
 		}
 		c.Scheduler = true
 	}
-	if bins.ControllerManager != "" && !c.opts.NoControllerManager {
+	if bins.ControllerManager != "" {
 		m, err := c.metricsAddr("controller-manager")
 		if err != nil {
 			return err
 		}
-		args := append(append(c.ClientArgs("controller-manager"), "--metrics-listen", m), c.opts.ControllerManagerArgs...)
+		args := append(c.ClientArgs("controller-manager"), "--metrics-listen", m)
+		if c.opts.NoControllerManager {
+			// Only the root CA publisher: every pod mounts kube-root-ca.crt
+			// through its service account volume, as in Kubernetes.
+			args = append(args, "--controllers", "root-ca-cert-publisher")
+		} else {
+			args = append(args, c.opts.ControllerManagerArgs...)
+		}
 		if _, err := c.startProcess("controller-manager", bins.ControllerManager, args...); err != nil {
 			return err
 		}
-		c.ControllerManager = true
+		c.ControllerManager = !c.opts.NoControllerManager
 	}
 	for i, h := range c.Lab.Hosts {
 		c.Nodes = append(c.Nodes, c.newNode(i+1, h))

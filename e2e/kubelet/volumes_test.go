@@ -2,6 +2,9 @@ package kubelet_test
 
 import (
 	"fmt"
+	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -137,4 +140,73 @@ func TestServiceAccountTokenProjection(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A pod created with no volumes gets Kubernetes' service account volume
+// from the ServiceAccount admission; the kubelet fills it (the token from
+// the token manager, ca.crt from the kube-root-ca.crt ConfigMap the
+// controller-manager publishes, the namespace from the downward API), and
+// an application in the pod using client-go's in-cluster config (token
+// and ca.crt from the volume) is authenticated, over the apiserver's
+// Kubernetes HTTP API, as system:serviceaccount:<ns>:default.
+func TestServiceAccountTokenAutomount(t *testing.T) {
+	c := sharedCluster(t)
+	t.Parallel()
+	ctx := ctxFor(t, 3*time.Minute)
+	const ns = "automount"
+	const dir = "/var/run/secrets/kubernetes.io/serviceaccount/"
+	// The application: a static binary the pod gets from a hostPath (the
+	// volume admission adds is the only one the pod did not ask for).
+	bin := t.TempDir()
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin+"/", "./internal/incluster")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./internal/incluster: %v\n%s", err, out)
+	}
+	host, port, _ := net.SplitHostPort(c.KubeServer)
+	p := busyboxPod(ns, "api", "node1", "exec sleep 3600")
+	p.Spec.Containers[0].Env = []*v1.EnvVar{{Name: "KUBERNETES_SERVICE_HOST", Value: host}, {Name: "KUBERNETES_SERVICE_PORT", Value: port}}
+	noToken := busyboxPod(ns, "none", "node1", "exec sleep 3600")
+	noToken.Spec.AutomountServiceAccountToken = proto.Bool(false)
+	noToken.Spec.Containers[0].Env = p.Spec.Containers[0].Env
+	for _, p := range []*v1.Pod{p, noToken} {
+		p.Spec.Volumes = []*v1.Volume{{Name: "app", HostPath: &v1.HostPathVolumeSource{Path: bin, Type: "Directory"}}}
+		p.Spec.Containers[0].VolumeMounts = []*v1.VolumeMount{{Name: "app", MountPath: "/app", ReadOnly: true}}
+	}
+	// hostPath needs the privileged level of Pod Security.
+	if _, err := client.For[*v1.Namespace](c.Client).Create(ctx, &v1.Namespace{Metadata: &v1.ObjectMeta{Name: ns,
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "privileged"}}}); err != nil {
+		t.Fatal(err)
+	}
+	pod := createPod(t, c.Client, p)
+	if len(pod.Spec.Volumes) != 2 || !strings.HasPrefix(pod.Spec.Volumes[1].Name, "kube-api-access-") || len(pod.Spec.Containers[0].VolumeMounts) != 2 {
+		t.Fatalf("volumes %v, mounts %v: want app and kube-api-access-xxxxx", pod.Spec.Volumes, pod.Spec.Containers[0].VolumeMounts)
+	}
+	createPod(t, c.Client, noToken)
+	waitPod(t, c.Client, ns, "api", 90*time.Second, "Running", running)
+	waitPod(t, c.Client, ns, "none", 90*time.Second, "Running", running)
+
+	if out, code := execIn(t, c.Client, ns, "api", "cat", dir+"namespace"); code != 0 || out != ns {
+		t.Errorf("namespace file: %q (exit %d), want %q", out, code, ns)
+	}
+	ca, err := os.ReadFile(filepath.Join(c.PKIDir(), "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, code := execIn(t, c.Client, ns, "api", "cat", dir+"ca.crt"); code != 0 || out != string(ca) {
+		t.Errorf("ca.crt (exit %d) is not the cluster CA:\n%s", code, out)
+	}
+	if out, _ := execIn(t, c.Client, ns, "api", "stat", "-L", "-c", "%a", dir+"token", dir+"ca.crt", dir+"namespace"); out != "644\n644\n644\n" {
+		t.Errorf("modes %q, want 644 (defaultMode 420)", out)
+	}
+	if _, code := execIn(t, c.Client, ns, "api", "sh", "-c", "echo x > "+dir+"x"); code == 0 {
+		t.Error("the token mount is writable")
+	}
+	if out, code := execIn(t, c.Client, ns, "api", "/app/incluster"); code != 0 || out != "system:serviceaccount:"+ns+":default\n" {
+		t.Errorf("in-cluster client in the pod (exit %d): %q, want system:serviceaccount:%s:default", code, out, ns)
+	}
+	// Opted out: nothing mounted, so the in-cluster config has no token.
+	if out, code := execIn(t, c.Client, ns, "none", "sh", "-c", "ls "+dir+"; /app/incluster"); code == 0 || !strings.Contains(out, "No such file") {
+		t.Errorf("opted-out pod (exit %d): %q, want no token", code, out)
+	}
 }

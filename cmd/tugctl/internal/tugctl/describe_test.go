@@ -49,6 +49,12 @@ func TestDescribe(t *testing.T) {
 	if strings.Contains(r.out, "stale") {
 		t.Errorf("describe pod lists another incarnation's event:\n%s", r.out)
 	}
+	// The service account volume the apiserver added, as kubectl shows it.
+	vol := pod.Spec.Volumes[0].Name
+	assertContains(t, "describe pod (token volume)", r.out,
+		"Mounts:\n /var/run/secrets/kubernetes.io/serviceaccount from "+vol+" (ro)\n",
+		"Volumes:\n "+vol+":\n Type: Projected (a volume that contains injected data from multiple sources)\n"+
+			" TokenExpirationSeconds: 3607\n ConfigMapName: kube-root-ca.crt\n ConfigMapOptional: false\n DownwardAPI: true\n")
 
 	// A deployment names its new and old replica sets.
 	d := mustCreate(t, e.c, testDeployment("app", 2, "app:2"))
