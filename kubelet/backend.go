@@ -12,6 +12,7 @@ import (
 	"github.com/tugboat/tugboat/kubelet/runtime"
 	"github.com/tugboat/tugboat/kubelet/runtime/containerd"
 	"github.com/tugboat/tugboat/kubelet/runtime/cri"
+	"github.com/tugboat/tugboat/kubelet/runtime/hollow"
 )
 
 // podNetwork is the pod network as the kubelet drives it: what the pod
@@ -53,6 +54,10 @@ func (c Config) networkConfig(pcfg pod.Config) network.Config {
 // newBackend connects to the runtime of cfg.Runtime. Neither backend
 // fails when the runtime is down: Version reports it until it is up.
 func newBackend(cfg Config, pcfg pod.Config, reg prometheus.Registerer, log *slog.Logger) (*backend, error) {
+	if cfg.Runtime == RuntimeHollow {
+		rt := hollow.New(hollow.Config{Images: cfg.HollowImages})
+		return &backend{rt: rt, net: &hollowNetwork{rt: rt}, endpoint: "hollow", close: rt.Close}, nil
+	}
 	interval := min(5*time.Second, cfg.NodeStatusInterval)
 	gate := network.NewGate(cfg.networkConfig(pcfg), reg, log, interval)
 	if cfg.Runtime == RuntimeContainerd {

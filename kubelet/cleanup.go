@@ -34,6 +34,8 @@ import (
 //     (ContainerdDir/state) and mounts removed. Its image store stays, for
 //     the next start.
 //
+// A hollow node (RuntimeHollow) has only its pod folders to remove.
+//
 // What is data stays: the root dir's files (certificates, the import
 // folder), images. No kubelet may be running on RootDir (its lock says
 // so). It carries on past failures and returns them all.
@@ -48,6 +50,16 @@ func Cleanup(ctx context.Context, cfg Config) error {
 	}
 	defer lock.Close()
 	log := cfg.Logger.With("node", cfg.NodeName)
+	if cfg.Runtime == RuntimeHollow {
+		// A hollow node's pods lived in its process only; what is left
+		// on the host is their folders.
+		pcfg := pod.Config{NodeName: cfg.NodeName, RootDir: cfg.RootDir}
+		if err := os.RemoveAll(pcfg.PodsDir()); err != nil {
+			return err
+		}
+		log.Info("cleaned up the hollow node", "root", cfg.RootDir)
+		return nil
+	}
 	var errs []error
 
 	var own *daemon.Daemon

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/join"
 	"github.com/tugboat/tugboat/internal/containerdconfig"
@@ -42,6 +44,11 @@ const (
 	// RuntimeContainerd drives containerd natively at ContainerdSocket,
 	// with the kubelet making network namespaces and running CNI.
 	RuntimeContainerd = "containerd"
+	// RuntimeHollow simulates the node (kubelet/runtime/hollow): pods
+	// start at once, get addresses from the pod CIDR, run nothing; no
+	// runtime daemon, CNI, network namespaces or cgroups. For hollow
+	// nodes (kubelet/hollow), many to a process.
+	RuntimeHollow = "hollow"
 )
 
 // Config is the kubelet's configuration; every field has a flag in
@@ -65,9 +72,12 @@ type Config struct {
 	// CNI state and the image import folder (--root-dir).
 	RootDir string
 
-	// Runtime is the runtime backend (--runtime): RuntimeCRI (default)
-	// or RuntimeContainerd.
+	// Runtime is the runtime backend (--runtime): RuntimeCRI (default),
+	// RuntimeContainerd or RuntimeHollow.
 	Runtime string
+	// HollowImages are the images present on a hollow node
+	// (RuntimeHollow): hollow nodes of one process share one slice.
+	HollowImages []runtime.ImageStatus
 	// RuntimeEndpoint is the CRI socket, unix:///path
 	// (--container-runtime-endpoint, Kubernetes' flag; default
 	// unix:///run/containerd/containerd.sock). Only with RuntimeCRI.
@@ -138,6 +148,12 @@ type Config struct {
 	// LogMaxFiles files (--container-log-max-size, --container-log-max-files).
 	LogMaxSize  int64
 	LogMaxFiles int
+
+	// Registry, if set, gets the kubelet's metrics (and is what
+	// MetricsListen serves); nil makes one with the Go and process
+	// collectors. Hollow nodes of one process each get their own, without
+	// those (they would all report the same process).
+	Registry *prometheus.Registry
 
 	// MetricsListen serves /metrics, /healthz and /debug/pprof
 	// (--metrics-listen; empty disables).
@@ -242,8 +258,8 @@ func (c Config) validateNode() error {
 		return fmt.Errorf("--cni-conf-dir %q: must be an absolute path", c.CNIConfDir)
 	case c.ContainerdDir != "" && !filepath.IsAbs(c.ContainerdDir):
 		return fmt.Errorf("--containerd-dir %q: must be an absolute path", c.ContainerdDir)
-	case c.Runtime != "" && c.Runtime != RuntimeCRI && c.Runtime != RuntimeContainerd:
-		return fmt.Errorf("--runtime %q: must be %s or %s", c.Runtime, RuntimeCRI, RuntimeContainerd)
+	case c.Runtime != "" && c.Runtime != RuntimeCRI && c.Runtime != RuntimeContainerd && c.Runtime != RuntimeHollow:
+		return fmt.Errorf("--runtime %q: must be %s, %s or %s", c.Runtime, RuntimeCRI, RuntimeContainerd, RuntimeHollow)
 	case c.MaxPods < 0:
 		return fmt.Errorf("--max-pods %d: must not be negative", c.MaxPods)
 	case c.LeaseInterval < 0:

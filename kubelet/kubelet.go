@@ -12,7 +12,10 @@
 //     runtime (kubelet/runtime/cri, --runtime cri, the default), which
 //     runs CNI itself on the kubelet's conflist (cri_network.go), or
 //     containerd's own API (kubelet/runtime/containerd), with the
-//     kubelet running CNI (kubelet/network); probes (kubelet/prober);
+//     kubelet running CNI (kubelet/network), or the simulation backend
+//     (kubelet/runtime/hollow, --runtime hollow: no daemon, no CNI, pod
+//     addresses from the pod CIDR, hollow_network.go) that hollow nodes
+//     run (kubelet/hollow); probes (kubelet/prober);
 //   - the NodeAPI (kubelet/server: logs, exec, image import and list,
 //     stats, a probe of a Service's path from the node), served on a
 //     tunnel the kubelet opens to the apiserver;
@@ -64,6 +67,7 @@ import (
 	"github.com/tugboat/tugboat/kubelet/pod"
 	"github.com/tugboat/tugboat/kubelet/prober"
 	"github.com/tugboat/tugboat/kubelet/runtime"
+	"github.com/tugboat/tugboat/kubelet/runtime/hollow"
 	"github.com/tugboat/tugboat/kubelet/server"
 	"github.com/tugboat/tugboat/kubelet/token"
 )
@@ -92,8 +96,11 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer lock.Close()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := cfg.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
 
 	if cfg.Client.UserAgent == "" {
 		cfg.Client.UserAgent = "kubelet/" + cfg.NodeName
@@ -136,10 +143,14 @@ func Run(ctx context.Context, cfg Config) error {
 	// resourceFieldRef to a limit a container does not set: the node's
 	// allocatable (agent is set below, before any pod runs).
 	pcfg.Allocatable = func() map[string]string { return agent.Node().GetStatus().GetAllocatable() }
-	probes := prober.New(prober.Config{
+	pcfgProbe := prober.Config{
 		Exec: rt, Recorder: rec, Logger: log, Registry: reg,
 		OnChange: func(uid string) { pods.Wake(uid) },
-	})
+	}
+	if cfg.Runtime == RuntimeHollow {
+		pcfgProbe.NetworkProbe = hollow.NetworkProbe // no packets to addresses nobody has
+	}
+	probes := prober.New(pcfgProbe)
 	pods, err = pod.NewManager(pcfg, pod.Deps{
 		Runtime: rt, Network: net, Prober: probes, Recorder: rec,
 		API: client.For[*v1.Pod](c), Sources: apiSources{c: c, services: serviceInformer, tokens: token.New(c.CreateToken, nil)},

@@ -42,7 +42,7 @@ func main() {
 	fs.StringVar(&cfg.NodeIP, "node-ip", "", "the node's InternalIP (default: the address of the default route's interface)")
 	fs.StringVar(&labels, "node-labels", "", "labels added to the Node, k=v,k2=v2")
 	fs.StringVar(&cfg.RootDir, "root-dir", kubelet.DefaultRootDir, "directory for pods (logs, volumes, /etc files), network namespaces, CNI state and the image import folder (<root-dir>/images)")
-	fs.StringVar(&cfg.Runtime, "runtime", kubelet.RuntimeCRI, "runtime backend: cri (any CRI runtime at --container-runtime-endpoint; the runtime runs CNI) or containerd (containerd's own API at --containerd-socket; the kubelet runs CNI)")
+	fs.StringVar(&cfg.Runtime, "runtime", kubelet.RuntimeCRI, "runtime backend: cri (any CRI runtime at --container-runtime-endpoint; the runtime runs CNI) containerd (containerd's own API at --containerd-socket; the kubelet runs CNI) or hollow (a simulated node: pods start at once with addresses from the pod CIDR and run nothing; see hack/hollow for many in one process)")
 	fs.StringVar(&cfg.RuntimeEndpoint, "container-runtime-endpoint", cri.DefaultEndpoint, "the CRI runtime's socket, unix:///path (--runtime cri)")
 	fs.StringVar(&cfg.SandboxImage, "pod-infra-container-image", containerdconfig.DefaultSandboxImage, "the sandbox (pause) image the runtime's config names (--runtime cri): a kubelet-run containerd (--containerd-dir) is configured with it, and a sandbox failing while it is missing says how to import it")
 	fs.StringVar(&cfg.ContainerdSocket, "containerd-socket", containerd.DefaultAddress, "containerd's gRPC socket (--runtime containerd)")

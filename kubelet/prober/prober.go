@@ -94,6 +94,11 @@ type Config struct {
 	// a container's result changes.
 	OnChange func(podUID string)
 	Logger   *slog.Logger
+	// NetworkProbe, if set, runs the httpGet, tcpSocket and grpc probes
+	// in place of the network: a simulated node's pods
+	// (kubelet/runtime/hollow.NetworkProbe) have no address packets may
+	// be sent to. Nil probes over the network.
+	NetworkProbe func(ctx context.Context, podIP string, c *v1.Container, p *v1.Probe) (ok bool, msg string)
 	// Registry, if set, gets the probe counters.
 	Registry prometheus.Registerer
 }

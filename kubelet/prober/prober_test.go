@@ -185,3 +185,40 @@ func waitResult(t *testing.T, m *Manager, kind Kind, state State) {
 		return nil
 	})
 }
+
+// TestNetworkProbe: with Config.NetworkProbe, httpGet, tcpSocket and grpc
+// probes go to it and never to the network (the pod's address is one no
+// packet may be sent to); exec probes still go to the runtime.
+func TestNetworkProbe(t *testing.T) {
+	var calls atomic.Int32
+	m := New(Config{Exec: fakeExec{code: 1}, NetworkProbe: func(_ context.Context, podIP string, c *v1.Container, p *v1.Probe) (bool, string) {
+		calls.Add(1)
+		if podIP != "192.0.2.10" || c.Name != "c" || p.HttpGet == nil {
+			return false, fmt.Sprintf("unexpected probe of %s %s %v", podIP, c.Name, p)
+		}
+		return true, ""
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go m.Run(ctx)
+	wait.Eventually(t, 10*time.Second, "the prober running", func() error {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.ctx == nil {
+			return errors.New("Run has not started")
+		}
+		return nil
+	})
+	pod := &v1.Pod{Metadata: &v1.ObjectMeta{Name: "p", Namespace: "default", Uid: "u1"}, Spec: &v1.PodSpec{Containers: []*v1.Container{{
+		Name:           "c",
+		ReadinessProbe: &v1.Probe{HttpGet: &v1.HTTPGetAction{Port: "8080"}, PeriodSeconds: 1},
+		LivenessProbe:  &v1.Probe{Exec: &v1.ExecAction{Command: []string{"check"}}, PeriodSeconds: 1, FailureThreshold: 1},
+	}}}}
+	// TEST-NET-1: were the probe sent, it would fail (and leave the host).
+	m.UpdatePod(pod, "192.0.2.10", []Target{{Name: "c", ContainerID: "id1", StartedAt: time.Now()}})
+	waitResult(t, m, Readiness, Success)
+	waitResult(t, m, Liveness, Failure)
+	if calls.Load() == 0 {
+		t.Error("NetworkProbe never called")
+	}
+}

@@ -126,7 +126,13 @@ func (w *worker) probeOnce(ctx context.Context, timeout time.Duration) bool {
 	pod, podIP := w.pod, w.podIP
 	w.mu.Unlock()
 	pctx, cancel := context.WithTimeout(ctx, timeout)
-	ok, msg := run(pctx, w.m.cfg.Exec, pod, podIP, w.container, w.target.ContainerID, w.probe, timeout)
+	var ok bool
+	var msg string
+	if net := w.m.cfg.NetworkProbe; net != nil && w.probe.Exec == nil {
+		ok, msg = net(pctx, podIP, w.container, w.probe)
+	} else {
+		ok, msg = run(pctx, w.m.cfg.Exec, pod, podIP, w.container, w.target.ContainerID, w.probe, timeout)
+	}
 	cancel()
 	if ctx.Err() != nil {
 		return false // stopped while probing: the result means nothing
