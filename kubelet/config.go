@@ -132,6 +132,10 @@ type Config struct {
 	CPU     string
 	Memory  string
 
+	// PodStatusWriters is how many pod statuses are written to the API
+	// at once (default 8); hollow nodes, thousands to a process, use fewer.
+	PodStatusWriters int
+
 	// LeaseInterval (--lease-interval) and NodeStatusInterval
 	// (--node-status-interval) pace the heartbeat and status.
 	LeaseInterval      time.Duration
@@ -262,6 +266,8 @@ func (c Config) validateNode() error {
 		return fmt.Errorf("--runtime %q: must be %s, %s or %s", c.Runtime, RuntimeCRI, RuntimeContainerd, RuntimeHollow)
 	case c.MaxPods < 0:
 		return fmt.Errorf("--max-pods %d: must not be negative", c.MaxPods)
+	case c.PodStatusWriters < 0:
+		return fmt.Errorf("pod status writers %d: must not be negative", c.PodStatusWriters)
 	case c.LeaseInterval < 0:
 		return fmt.Errorf("--lease-interval %s: must not be negative", c.LeaseInterval)
 	case c.NodeStatusInterval < 0:

@@ -208,7 +208,13 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	api := server.New(server.Config{NodeName: cfg.NodeName, Runtime: rt, Streams: be.rt, Pods: podInformer, OnImport: pods.WakeAll,
 		ClusterDNS: clusterDNS, Logger: log})
-	grpcServer := grpc.NewServer()
+	var serverOpts []grpc.ServerOption
+	if n := cfg.Client.BufferSize; n > 0 {
+		// The NodeAPI is served on the tunnel's connection: buffer it as
+		// the client's.
+		serverOpts = append(serverOpts, grpc.ReadBufferSize(n), grpc.WriteBufferSize(n))
+	}
+	grpcServer := grpc.NewServer(serverOpts...)
 	api.Register(grpcServer)
 
 	var wg sync.WaitGroup
@@ -338,6 +344,8 @@ func podConfig(cfg Config, nodeIP netip.Addr, log *slog.Logger, reg prometheus.R
 		CrashBackoffMax:         cfg.CrashBackoffMax,
 		ImagePullBackoffInitial: cfg.ImagePullBackoff,
 		ImagePullBackoffMax:     cfg.ImagePullBackoffMax,
+		MaxPods:                 cfg.MaxPods,
+		StatusWriters:           cfg.PodStatusWriters,
 		Logger:                  log,
 		Registry:                reg,
 	}

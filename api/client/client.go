@@ -39,6 +39,10 @@ type Config struct {
 	// otherwise refuses; even then only to a loopback Server (a
 	// development apiserver, or a TLS-terminating tunnel on this machine).
 	AllowPlaintextToken bool
+	// BufferSize, if positive, is the connection's read and write buffer
+	// size in bytes instead of gRPC's 32 KiB each: a process holding
+	// thousands of mostly idle connections (hollow nodes) sets it small.
+	BufferSize int
 	// Warnings, when set, gets each warning the apiserver returns with a
 	// response (Pod Security's "would violate PodSecurity ..."), as
 	// kubectl prints them; nil drops them.
@@ -74,6 +78,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.UserAgent != "" {
 		opts = append(opts, grpc.WithUserAgent(cfg.UserAgent))
+	}
+	if cfg.BufferSize > 0 {
+		opts = append(opts, grpc.WithReadBufferSize(cfg.BufferSize), grpc.WithWriteBufferSize(cfg.BufferSize))
 	}
 	// A failed connection says what is wrong when the two ends do not
 	// speak the same (TLS, plaintext) rather than "error reading server

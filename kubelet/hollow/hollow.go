@@ -68,6 +68,10 @@ const (
 	DefaultMemory  = "16Gi"
 	// DefaultStartInterval paces the nodes' starts (5,000 nodes in 10 s).
 	DefaultStartInterval = 2 * time.Millisecond
+	// ConnBufferSize is the read and write buffer size of each node's
+	// connections (client, tunnel, the NodeAPI served on it): gRPC's
+	// 32 KiB each would be ~100 KiB per node for mostly idle streams.
+	ConnBufferSize = 4 << 10
 	// LabelHollow marks a hollow node's Node.
 	LabelHollow = "node.tugboat.io/hollow"
 )
@@ -197,7 +201,8 @@ func Run(ctx context.Context, cfg Config) error {
 			break
 		}
 		kcfg := kubelet.Config{
-			Client:             client.Config{Server: cfg.Server, TLS: tlsCfg, UserAgent: "kubelet/" + name},
+			Client: client.Config{Server: cfg.Server, TLS: tlsCfg, UserAgent: "kubelet/" + name,
+				BufferSize: ConnBufferSize},
 			NodeName:           name,
 			NodeIP:             ip.String(),
 			NodeLabels:         labels,
@@ -210,6 +215,9 @@ func Run(ctx context.Context, cfg Config) error {
 			MaxPods:            cfg.MaxPods,
 			LeaseInterval:      cfg.LeaseInterval,
 			NodeStatusInterval: cfg.NodeStatusInterval,
+			// Enough for the ~30 pods a node starts at once, without 8
+			// idle goroutines per node.
+			PodStatusWriters: 2,
 			// The machine's memory and disks are not the node's.
 			EvictionHard: "none",
 			Registry:     prometheus.NewRegistry(),

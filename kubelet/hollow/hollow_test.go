@@ -57,8 +57,7 @@ func TestHollowNodes(t *testing.T) {
 	}
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.Cert)
-	cfg := hollow.Config{Nodes: nodes, Server: s.Addr(), TLS: hollow.IssueFrom(ca, roots), RootDir: t.TempDir(),
-		LeaseInterval: 2 * time.Second, Logger: log}
+	cfg := hollow.Config{Nodes: nodes, Server: s.Addr(), TLS: hollow.IssueFrom(ca, roots), RootDir: t.TempDir(), Logger: log}
 	start := time.Now()
 	hollowDone := make(chan error, 1)
 	go func() { hollowDone <- hollow.Run(ctx, cfg) }()

@@ -70,6 +70,13 @@ type Config struct {
 	// (DefaultHousekeepingInterval).
 	HousekeepingInterval time.Duration
 
+	// MaxPods is the node's pod capacity; it sizes the status writers'
+	// queue (a pod is in it at most once). Zero: 4096.
+	MaxPods int
+	// StatusWriters is how many pod statuses are written at once
+	// (default 8).
+	StatusWriters int
+
 	// Allocatable, if set, is the node's allocatable resources now: a
 	// downward API resourceFieldRef to a limit a container does not set
 	// shows it, as in Kubernetes.
@@ -89,6 +96,8 @@ func (c Config) Validate() error {
 		return errors.New("pod config: nodeIP: required")
 	case c.RootDir == "" || !filepath.IsAbs(c.RootDir):
 		return fmt.Errorf("pod config: rootDir %q: must be an absolute path", c.RootDir)
+	case c.MaxPods < 0 || c.StatusWriters < 0:
+		return errors.New("pod config: maxPods and statusWriters: must not be negative")
 	case c.CrashBackoffInitial < 0 || c.CrashBackoffMax < 0:
 		return errors.New("pod config: crash back-off: must not be negative")
 	case c.ImagePullBackoffInitial < 0 || c.ImagePullBackoffMax < 0:
@@ -131,6 +140,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.HousekeepingInterval == 0 {
 		c.HousekeepingInterval = DefaultHousekeepingInterval
+	}
+	if c.MaxPods == 0 {
+		c.MaxPods = 4096
+	}
+	if c.StatusWriters == 0 {
+		c.StatusWriters = 8
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

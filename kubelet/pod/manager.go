@@ -88,7 +88,7 @@ func NewManager(cfg Config, d Deps) (*Manager, error) {
 		cfg: cfg, rt: d.Runtime, net: d.Network, prober: d.Prober, rec: d.Recorder, src: d.Sources,
 		crashBackoff:   newBackoff(cfg.CrashBackoffInitial, cfg.CrashBackoffMax, now),
 		sandboxBackoff: newBackoff(min(time.Second, cfg.CrashBackoffInitial), min(30*time.Second, cfg.CrashBackoffMax), now),
-		status:         newStatusManager(d.API, cfg.Logger, 8),
+		status:         newStatusManager(d.API, cfg.Logger, cfg.StatusWriters, 2*cfg.MaxPods), // room for pods going and their replacements,
 		metrics:        met,
 		now:            now,
 		log:            cfg.Logger,

@@ -39,14 +39,18 @@ type statusEntry struct {
 	status *v1.PodStatus
 }
 
-func newStatusManager(api PodAPI, log *slog.Logger, writers int) *statusManager {
+// newStatusManager writes with writers goroutines; queue is the capacity
+// of the queue of pods to write (a pod is queued at most once until
+// written, so the node's pod capacity is enough; past it, the writers'
+// periodic sweep picks pods up).
+func newStatusManager(api PodAPI, log *slog.Logger, writers, queue int) *statusManager {
 	return &statusManager{
 		api: api, log: log, writers: writers,
 		pending:  map[string]*statusEntry{},
 		inflight: map[string]bool{},
 		written:  map[string]*v1.PodStatus{},
 		rv:       map[string]int64{},
-		queue:    make(chan string, 4096),
+		queue:    make(chan string, queue),
 	}
 }
 

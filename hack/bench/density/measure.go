@@ -1,0 +1,318 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/tugboat/tugboat/api/client"
+	"github.com/tugboat/tugboat/api/pki"
+	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/hack/bench/internal/stats"
+	"github.com/tugboat/tugboat/kubelet/hollow"
+)
+
+// result is what one run measured.
+type result struct {
+	nodes, pods      int
+	nodesReady       time.Duration // hollow start -> every node Ready
+	idleRSS          int64         // the hollow process at idle, bytes
+	idleBaseline     int64         // a hollow process with no node, bytes
+	createSpan       time.Duration // first to last Deployment create
+	allRunning       time.Duration // first create -> every pod Running
+	startup          []time.Duration
+	deleteAll        time.Duration
+	apiP99           []apiLatency
+	cpu              map[string]float64
+	peakRSS          map[string]int64
+	order            []string
+	leasesAfterDeath int
+}
+
+type apiLatency struct {
+	kind, verb string
+	count      float64
+	p99        float64
+}
+
+func measure(ctx context.Context, o options, log *slog.Logger) (*result, error) {
+	pkiDir := filepath.Join(o.workDir, "pki")
+	if err := pki.Init(pki.InitOptions{Dir: pkiDir}); err != nil {
+		return nil, err
+	}
+	logs := filepath.Join(o.workDir, "logs")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		return nil, err
+	}
+	apiAddr, _ := freePort()
+	apiMetrics, _ := freePort()
+	api, err := start("apiserver", filepath.Join(o.binDir, "apiserver"), logs, "--pki-dir", pkiDir, "--listen", apiAddr, "--kube-listen", "",
+		"--metrics-listen", apiMetrics, "--data-dir", filepath.Join(o.workDir, "etcd"), "--log-level", "warn",
+		"--max-connections", strconv.Itoa(4*o.nodes+1000), "--max-connections-per-host", strconv.Itoa(2*o.nodes+500),
+		"--max-watches-per-connection", "-1", "--max-watches-per-user", "-1")
+	if err != nil {
+		return nil, err
+	}
+	procs := []*proc{api}
+	defer func() {
+		for i := len(procs) - 1; i >= 0; i-- {
+			procs[i].stop()
+		}
+	}()
+	tlsCfg, err := client.TLSFromFiles(filepath.Join(pkiDir, "ca.crt"), filepath.Join(pkiDir, "admin.crt"), filepath.Join(pkiDir, "admin.key"))
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(client.Config{Server: apiAddr, TLS: tlsCfg, UserAgent: "density-bench"})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	if err := waitFor(ctx, 60*time.Second, procs, func() error {
+		_, err := client.For[*v1.Namespace](c).Get(ctx, "", "default")
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("apiserver: %w", err)
+	}
+	creds := func(name string) []string {
+		return []string{"--server", apiAddr, "--ca-file", filepath.Join(pkiDir, "ca.crt"),
+			"--cert-file", filepath.Join(pkiDir, name+".crt"), "--key-file", filepath.Join(pkiDir, name+".key"), "--log-level", "warn"}
+	}
+	cm, err := start("controller-manager", filepath.Join(o.binDir, "controller-manager"), logs,
+		append(creds("controller-manager"), "--metrics-listen", "", "--cluster-cidr", "10.128.0.0/9", "--large-cluster-size-threshold", "50")...)
+	if err != nil {
+		return nil, err
+	}
+	procs = append(procs, cm)
+	sched, err := start("scheduler", filepath.Join(o.binDir, "scheduler"), logs, append(creds("scheduler"), "--metrics-listen", "")...)
+	if err != nil {
+		return nil, err
+	}
+	procs = append(procs, sched)
+
+	r := &result{nodes: o.nodes, pods: o.nodes * o.podsPerNode, cpu: map[string]float64{}, peakRSS: map[string]int64{}}
+	r.pods -= r.pods % o.deploymentSize
+	// The hollow process's own floor: RSS with one node, for the per-node
+	// figure's baseline.
+	hollowArgs := func(n int, prefix string) []string {
+		return []string{"--server", apiAddr, "--ca-file", filepath.Join(pkiDir, "ca.crt"), "--ca-key-file", filepath.Join(pkiDir, "ca.key"),
+			"--nodes", strconv.Itoa(n), "--name-prefix", prefix, "--root-dir", filepath.Join(o.workDir, "nodes"), "--log-level", "warn"}
+	}
+	t0 := time.Now()
+	hp, err := start("hollow", filepath.Join(o.binDir, "hollow"), logs, hollowArgs(o.nodes, hollow.DefaultNamePrefix)...)
+	if err != nil {
+		return nil, err
+	}
+	procs = append(procs, hp)
+	nodeAPI := client.For[*v1.Node](c)
+	if err := waitFor(ctx, o.timeout, procs, func() error {
+		ns, _, err := nodeAPI.List(ctx, client.ListOptions{LabelSelector: hollow.LabelHollow + "=true"})
+		if err != nil {
+			return err
+		}
+		ready := 0
+		for _, n := range ns {
+			if conditionTrue(n.GetStatus().GetConditions(), "Ready") && n.GetSpec().GetPodCidr() != "" {
+				ready++
+			}
+		}
+		if ready < o.nodes {
+			return fmt.Errorf("%d of %d nodes Ready", ready, o.nodes)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	r.nodesReady = time.Since(t0)
+	log.Info("nodes Ready; idling before reading the hollow process's RSS", "nodes", o.nodes, "after", r.nodesReady.Round(time.Millisecond), "idle", o.idle)
+	time.Sleep(o.idle)
+	r.idleRSS = hp.rss()
+	base, err := start("hollow-baseline", filepath.Join(o.binDir, "hollow"), logs, hollowArgs(1, "density-baseline-")...)
+	if err == nil {
+		time.Sleep(o.idle)
+		r.idleBaseline = base.rss()
+		base.stop()
+	}
+
+	// Pod startup latency: creationTimestamp -> Running, as a watch sees it.
+	podAPI := client.For[*v1.Pod](c)
+	w, err := podAPI.Watch(ctx, client.WatchOptions{Namespace: "default", LabelSelector: "density"})
+	if err != nil {
+		return nil, err
+	}
+	defer w.Stop()
+	var mu sync.Mutex
+	running := map[string]bool{}
+	allRunning := make(chan struct{})
+	go func() {
+		for {
+			ev, err := w.Next()
+			if err != nil {
+				return
+			}
+			p := ev.Object
+			if ev.Type == "BOOKMARK" || p.GetStatus().GetPhase() != "Running" {
+				continue
+			}
+			seen := time.Now()
+			mu.Lock()
+			if uid := p.GetMetadata().GetUid(); !running[uid] {
+				running[uid] = true
+				r.startup = append(r.startup, seen.Sub(p.GetMetadata().GetCreationTimestamp().AsTime()))
+				if len(running) == r.pods {
+					close(allRunning)
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+
+	for _, p := range procs {
+		r.cpu[p.name] = -p.cpuSeconds()
+	}
+	deps := client.For[*v1.Deployment](c)
+	n := r.pods / o.deploymentSize
+	every := time.Duration(float64(time.Second) * float64(o.deploymentSize) / float64(o.rate))
+	tc := time.Now()
+	log.Info("creating Deployments", "deployments", n, "replicas", o.deploymentSize, "every", every)
+	for i := range n {
+		if _, err := deps.Create(ctx, deployment(fmt.Sprintf("density-%d", i), int32(o.deploymentSize))); err != nil {
+			return nil, err
+		}
+		if i < n-1 {
+			time.Sleep(time.Until(tc.Add(time.Duration(i+1) * every)))
+		}
+	}
+	r.createSpan = time.Since(tc)
+	select {
+	case <-allRunning:
+	case <-time.After(o.timeout):
+		mu.Lock()
+		k := len(running)
+		mu.Unlock()
+		return nil, fmt.Errorf("only %d of %d pods Running after %s", k, r.pods, o.timeout)
+	}
+	r.allRunning = time.Since(tc)
+	log.Info("every pod Running; deleting the Deployments", "after", r.allRunning.Round(time.Millisecond))
+	td := time.Now()
+	for i := range n {
+		if _, err := deps.Delete(ctx, "default", fmt.Sprintf("density-%d", i), client.DeleteOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	if err := waitFor(ctx, o.timeout, procs, func() error {
+		ps, _, err := podAPI.List(ctx, client.ListOptions{Namespace: "default", LabelSelector: "density"})
+		if err != nil {
+			return err
+		}
+		if len(ps) > 0 {
+			return fmt.Errorf("%d pods left", len(ps))
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	r.deleteAll = time.Since(td)
+	for _, p := range procs {
+		r.order = append(r.order, p.name)
+		r.cpu[p.name] += p.cpuSeconds()
+		r.peakRSS[p.name] = p.peak()
+	}
+	m, err := scrape(ctx, apiMetrics)
+	if err != nil {
+		return nil, err
+	}
+	r.apiP99 = m.latencies("tugboat_apiserver_request_duration_seconds", 0.99)
+	return r, nil
+}
+
+func conditionTrue(cs []*v1.Condition, typ string) bool {
+	for _, c := range cs {
+		if c.GetType() == typ {
+			return c.GetStatus() == "True"
+		}
+	}
+	return false
+}
+
+func deployment(name string, replicas int32) *v1.Deployment {
+	lbl := map[string]string{"app": name, "density": "true"}
+	return &v1.Deployment{
+		Metadata: &v1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: &v1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &v1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: &v1.PodTemplateSpec{
+				Metadata: &v1.ObjectMeta{Labels: lbl},
+				Spec: &v1.PodSpec{Containers: []*v1.Container{{
+					Name: "main", Image: "busybox", Command: []string{"sleep", "3600"},
+					Resources: &v1.ResourceRequirements{Requests: map[string]string{"cpu": "10m", "memory": "16Mi"}},
+				}}},
+			},
+		},
+	}
+}
+
+// waitFor polls cond every 500ms until it holds, a process exits or
+// timeout passes.
+func waitFor(ctx context.Context, timeout time.Duration, procs []*proc, cond func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return nil
+		}
+		for _, p := range procs {
+			if e := p.exited(); e != nil {
+				return e
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after %s: %w", timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func (r *result) print(w io.Writer, o options) {
+	fmt.Fprintf(w, "\n== density: %d hollow nodes, %d pods (%d per node), Deployments of %d created at %d pods/s\n", r.nodes, r.pods, o.podsPerNode, o.deploymentSize, o.rate)
+	fmt.Fprintf(w, "nodes Ready %s after the hollow process started\n", r.nodesReady.Round(time.Millisecond))
+	per := float64(r.idleRSS-r.idleBaseline) / float64(r.nodes) / 1024
+	fmt.Fprintf(w, "hollow process at idle: RSS %s for %d nodes = %.0f KiB per node (%.0f KiB per node over a 1-node process's %s; target <= 200 KiB)\n",
+		mib(r.idleRSS), r.nodes, float64(r.idleRSS)/float64(r.nodes)/1024, per, mib(r.idleBaseline))
+	fmt.Fprintf(w, "Deployments created over %s; every pod Running %s after the first create (%.0f pods/s)\n",
+		r.createSpan.Round(time.Millisecond), r.allRunning.Round(time.Millisecond), float64(r.pods)/r.allRunning.Seconds())
+	fmt.Fprintf(w, "pod startup latency (create -> Running seen by a watch): p50 %s p90 %s p99 %s (target p99 <= 5s)\n",
+		stats.Percentile(r.startup, 50), stats.Percentile(r.startup, 90), stats.Percentile(r.startup, 99))
+	fmt.Fprintf(w, "every pod gone %s after the Deployments were deleted\n", r.deleteAll.Round(time.Millisecond))
+	fmt.Fprintf(w, "API call latency p99 by kind and verb (calls):\n")
+	for _, l := range r.apiP99 {
+		fmt.Fprintf(w, "  %-22s %-14s %8.0f  %s\n", l.kind, l.verb, l.count, time.Duration(l.p99*float64(time.Second)).Round(10*time.Microsecond))
+	}
+	fmt.Fprintf(w, "CPU seconds during the load (create to all gone) and peak RSS:\n")
+	for _, name := range r.order {
+		fmt.Fprintf(w, "  %-20s %7.1f s  %s\n", name, r.cpu[name], mib(r.peakRSS[name]))
+	}
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+func sortLatencies(ls []apiLatency) {
+	sort.Slice(ls, func(i, j int) bool {
+		if ls[i].kind != ls[j].kind {
+			return ls[i].kind < ls[j].kind
+		}
+		return ls[i].verb < ls[j].verb
+	})
+}
