@@ -116,7 +116,7 @@ func TestHollowNodes(t *testing.T) {
 		}
 	}
 	want := deployments * replicas
-	wait.Eventually(t, 150*time.Second, fmt.Sprintf("%d Running pods", want), func() error {
+	wait.Eventually(t, 240*time.Second, fmt.Sprintf("%d Running pods", want), func() error {
 		ps, _, err := podAPI.List(ctx, client.ListOptions{Namespace: "default", LabelSelector: "load"})
 		if err != nil {
 			return err
