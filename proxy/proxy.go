@@ -1,12 +1,13 @@
 // Package proxy is the per-node service proxy: it makes Services work on
 // its node. It programs the Service datapath into the kernel (package
 // nftables: ClusterIP and NodePort load balancing with DNAT), routes the
-// node's pods to the other nodes' pod CIDRs (package routes) and serves
-// cluster DNS for the node's pods (package dns).
+// node's pods to the other nodes' pod CIDRs (package routes), serves
+// cluster DNS for the node's pods (package dns) and the health check node
+// ports of externalTrafficPolicy Local Services (package healthcheck).
 //
 // Loop: informers for Services, EndpointSlices and Nodes feed the three parts;
 // handlers only record what changed (datapath.Changed, zone updates,
-// routes.Changed). Run waits for the caches to sync, then runs the
+// routes.Changed, healthcheck.Changed). Run waits for the caches to sync, then runs the
 // datapath (a full sync, then incremental batches), the route reconciler
 // and the DNS server until ctx ends or one of them fails.
 //
@@ -35,6 +36,7 @@ import (
 	"github.com/tugboat/tugboat/api/metricsserver"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/proxy/dns"
+	"github.com/tugboat/tugboat/proxy/healthcheck"
 	"github.com/tugboat/tugboat/proxy/ingress"
 	"github.com/tugboat/tugboat/proxy/netpol"
 	"github.com/tugboat/tugboat/proxy/nftables"
@@ -166,6 +168,31 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	watch(svcs, eps, nodes, dp, rt, zone)
+	informers := []interface {
+		Run(context.Context) error
+		WaitForSync(context.Context) bool
+		HasSynced() bool
+	}{svcs, eps, nodes}
+	synced := func() bool {
+		for _, inf := range informers {
+			if !inf.HasSynced() {
+				return false
+			}
+		}
+		return true
+	}
+	// Health check node ports of externalTrafficPolicy Local Services.
+	hc, err := healthcheck.New(healthcheck.Config{NodeName: cfg.NodeName, Source: &source{svcs: svcs, eps: eps},
+		NetNS: cfg.NetNS, Healthy: synced, Logger: log})
+	if err != nil {
+		return err
+	}
+	svcs.AddHandler(informer.Handler[*v1.Service]{OnAdd: func(*v1.Service) { hc.Changed() },
+		OnUpdate: func(old, s *v1.Service) {
+			if healthcheck.HealthCheckNodePort(old) != healthcheck.HealthCheckNodePort(s) {
+				hc.Changed()
+			}
+		}, OnDelete: func(*v1.Service) { hc.Changed() }})
 	var ing *ingress.Controller
 	if cfg.IngressListen != "" || cfg.IngressTLSListen != "" {
 		ing, err = ingress.New(ingress.Config{Listen: cfg.IngressListen, TLSListen: cfg.IngressTLSListen, NodeName: cfg.NodeName,
@@ -175,11 +202,6 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		watchIngress(svcs, eps, nodes, ing)
 	}
-	informers := []interface {
-		Run(context.Context) error
-		WaitForSync(context.Context) bool
-		HasSynced() bool
-	}{svcs, eps, nodes}
 	var policyAgent *netpol.Agent
 	if cfg.NetworkPolicy {
 		ps := &policySource{
@@ -209,14 +231,6 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer wg.Wait()
 	defer cancel()
-	synced := func() bool {
-		for _, inf := range informers {
-			if !inf.HasSynced() {
-				return false
-			}
-		}
-		return true
-	}
 	if cfg.MetricsListen != "" {
 		spawn("metrics", func(ctx context.Context) error {
 			return metricsserver.Serve(ctx, cfg.MetricsListen, cfg.Registry, func(context.Context) error {
@@ -242,6 +256,7 @@ func Run(ctx context.Context, cfg Config) error {
 	spawn("datapath", dp.Run)
 	spawn("routes", rt.Run)
 	spawn("dns", dnsSrv.Run)
+	spawn("health check node ports", hc.Run)
 	if policyAgent != nil {
 		spawn("network policy", policyAgent.Run)
 	}
