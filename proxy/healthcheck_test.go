@@ -55,7 +55,9 @@ func TestExternalTrafficPolicyLocalAgainstAPIServer(t *testing.T) {
 
 	probe := func() (int, map[string]any, error) {
 		c := http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
-			DialContext: func(_ context.Context, network, addr string) (net.Conn, error) { return l.Peer.Dial(network, addr, 2*time.Second) }}}
+			DialContext: func(_ context.Context, network, addr string) (net.Conn, error) {
+				return l.Peer.Dial(network, addr, 2*time.Second)
+			}}}
 		resp, err := c.Get(fmt.Sprintf("http://%s:%d/healthz", nstest.NodeIP, hcPort))
 		if err != nil {
 			return 0, nil, err
