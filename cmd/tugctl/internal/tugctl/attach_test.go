@@ -200,5 +200,5 @@ func TestAttach(t *testing.T) {
 	mustFail(t, e.run("attach", "-c", "nope", "web"), "container nope not found in pod web")
 	mustFail(t, e.run("attach", "gone"), `pods "gone" not found`)
 	mustCreate(t, e.c, testPod("pending", nil))
-	mustFail(t, e.run("attach", "pending", "--pod-running-timeout=200ms"), "timed out waiting for pod pending to be running (Pending, --pod-running-timeout 200ms)")
+	mustFail(t, e.run("attach", "pending", "--pod-running-timeout=2s"), "timed out waiting for pod pending to be running (Pending, --pod-running-timeout 2s)")
 }

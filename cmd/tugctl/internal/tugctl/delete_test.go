@@ -59,7 +59,7 @@ func TestDelete(t *testing.T) {
 	if err != nil || p.Metadata.DeletionTimestamp == nil {
 		t.Fatalf("bound pod after delete --wait=false: %v %v", p, err)
 	}
-	mustFail(t, e.run("delete", "pod", "bound", "--timeout=500ms"), `timed out after 500ms waiting for pod "bound" to be deleted (waiting for the kubelet on node1`)
+	mustFail(t, e.run("delete", "pod", "bound", "--timeout=3s"), `timed out after 3s waiting for pod "bound" to be deleted (waiting for the kubelet on node1`)
 	b := e.start("delete", "pod", "bound")
 	wait.Eventually(t, 10*time.Second, "delete to print", outputHas(b.out, `pod "bound" deleted`))
 	if _, err := pods.Delete(ctx, "default", "bound", client.DeleteOptions{GracePeriodSeconds: new(int64(0))}); err != nil {
@@ -78,5 +78,5 @@ func TestDeleteCascade(t *testing.T) {
 	if err != nil || !slices.Contains(d.Metadata.Finalizers, "orphan") {
 		t.Fatalf("deployment after orphan delete: %v %v", d, err)
 	}
-	mustFail(t, e.run("delete", "deploy/web", "--cascade=orphan", "--timeout=300ms"), "waiting for finalizers orphan")
+	mustFail(t, e.run("delete", "deploy/web", "--cascade=orphan", "--timeout=3s"), "waiting for finalizers orphan")
 }

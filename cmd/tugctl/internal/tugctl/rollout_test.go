@@ -156,7 +156,7 @@ func TestRolloutStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	setDeploymentStatus(t, e.c, "web", func(s *v1.DeploymentStatus) { s.Replicas, s.UpdatedReplicas, s.AvailableReplicas = 4, 1, 3 })
-	mustFail(t, e.run("rollout", "status", "deploy/web", "--timeout=500ms"), "timed out after 500ms waiting for the rollout to finish")
+	mustFail(t, e.run("rollout", "status", "deploy/web", "--timeout=3s"), "timed out after 3s waiting for the rollout to finish")
 	r := e.run("rollout", "status", "deploy/web", "--watch=false")
 	if r.code != 0 || !strings.Contains(r.out, "1 out of 3 new replicas have been updated") {
 		t.Errorf("--watch=false: %v", r)

@@ -41,14 +41,16 @@ func TestWait(t *testing.T) {
 	}
 	mustOK(t, e.run("wait", "pod/a", "--for=jsonpath={.spec.nodeName}"))
 
-	// A timeout names what each object still has.
+	// A timeout names what each object still has. The timeouts are long
+	// enough for a loaded machine to read both pods first (pod/a must be
+	// seen met before they run out); what they wait for never comes.
 	setStatus("b", "Running", "False")
-	r := e.run("wait", "pods", "a", "b", "--for=condition=Ready", "--timeout=300ms")
+	r := e.run("wait", "pods", "a", "b", "--for=condition=Ready", "--timeout=3s")
 	mustFail(t, r, "timed out waiting for the condition on pods/b (condition Ready is False)")
 	if strings.Contains(r.err, "pods/a") || !strings.Contains(r.out, "pod/a condition met") {
 		t.Errorf("timeout: %v", r)
 	}
-	mustFail(t, e.run("wait", "pod/a", "--for=jsonpath={.status.phase}=Failed", "--timeout=200ms"), `pods/a ({.status.phase} is "Running")`)
+	mustFail(t, e.run("wait", "pod/a", "--for=jsonpath={.status.phase}=Failed", "--timeout=3s"), `pods/a ({.status.phase} is "Running")`)
 
 	// --for=delete: the delete happens while tugctl waits.
 	bg = e.start("wait", "pod/b", "--for=delete", "--timeout=20s")
@@ -58,7 +60,7 @@ func TestWait(t *testing.T) {
 	if code := bg.wait(t, 25*time.Second); code != 0 || bg.out.String() != "pod/b deleted\n" {
 		t.Errorf("wait --for=delete: %d %q %q", code, bg.out.String(), bg.err.String())
 	}
-	mustFail(t, e.run("wait", "pod/a", "--for=delete", "--timeout=200ms"), "pods/a (still exists)")
+	mustFail(t, e.run("wait", "pod/a", "--for=delete", "--timeout=3s"), "pods/a (still exists)")
 
 	for _, tc := range []struct {
 		args []string
