@@ -64,6 +64,12 @@
 // service chain, cluster-wide, as kube-proxy's "short-circuit" does: the
 // policy is about external clients. The ClusterIP is not affected.
 //
+// internalTrafficPolicy Local narrows the service chain itself to the
+// node's endpoints (a chain ending in drop when the node has none but
+// other nodes do; none anywhere is still a reject): the ClusterIP, and
+// the external traffic that takes the cluster-wide path, as kube-proxy
+// does.
+//
 // # Updates
 //
 // The table is rebuilt whole at start (and after any failed update): one
@@ -151,8 +157,13 @@ type ServicePort struct {
 	// nodePort or a load-balancer address goes only to LocalEndpoints,
 	// with its source address kept.
 	ExternalLocal bool
+	// InternalLocal is internalTrafficPolicy Local: traffic to the
+	// ClusterIP goes only to LocalEndpoints (and so does external traffic
+	// that takes the cluster-wide path), as kube-proxy does.
+	InternalLocal bool
 	// LocalEndpoints are the endpoints on the proxy's node (the slices'
-	// nodeName), chosen as Endpoints are; set only for ExternalLocal.
+	// nodeName), chosen as Endpoints are; set only for ExternalLocal and
+	// InternalLocal.
 	LocalEndpoints []Endpoint
 }
 
@@ -211,8 +222,9 @@ func ServicePorts(svc *v1.Service, eps []*v1.EndpointSlice, node string) ([]Serv
 		}
 		sp.LoadBalancerIPs = lbIPs
 		sp.Endpoints = ReadyEndpoints(eps, sp.Name, proto)
-		if nodePorts && spec.GetExternalTrafficPolicy() == "Local" {
-			sp.ExternalLocal = true
+		sp.ExternalLocal = nodePorts && spec.GetExternalTrafficPolicy() == "Local"
+		sp.InternalLocal = spec.GetInternalTrafficPolicy() == "Local"
+		if sp.ExternalLocal || sp.InternalLocal {
 			sp.LocalEndpoints = LocalEndpoints(eps, sp.Name, proto, node)
 		}
 		out = append(out, sp)

@@ -51,8 +51,8 @@ type ServiceChain struct {
 	// ShortCircuit: packets from it go to Cluster (invalid: none do but
 	// the node's own).
 	ShortCircuit netip.Prefix
-	// Endpoints: one or more, sorted; none in an external chain of a node
-	// without local endpoints, which drops what reaches its end.
+	// Endpoints: one or more, sorted; none (a node without local
+	// endpoints, for traffic policy Local): the chain ends in drop.
 	Endpoints []Endpoint
 	// Where the chain is reached from; not part of its rules, kept to
 	// clear stale UDP flows when endpoints go away.
@@ -139,7 +139,8 @@ const MaxEndpoints = 1000
 // unmasqueraded, or drops them if the node has none (kube-proxy's
 // behaviour: the client is meant to retry another node, which a load
 // balancer's health check steers it to). Endpoints past MaxEndpoints are
-// left out.
+// left out. With internalTrafficPolicy Local the service chain has only
+// the node's endpoints, and drops when it has none.
 func Build(sps []ServicePort, opts Options) *Ruleset {
 	rs := NewRuleset()
 	for _, sp := range sps {
@@ -166,10 +167,17 @@ func Build(sps []ServicePort, opts Options) *Ruleset {
 			continue
 		}
 		name := sp.ChainName()
-		rs.Chains[name] = ServiceChain{
+		chain := ServiceChain{
 			Name: name, Protocol: sp.Protocol, MasqueradeUnless: opts.ClusterCIDR, Endpoints: slices.Clone(sp.Endpoints),
 			ClusterIP: sp.ClusterIP, Port: sp.Port, NodePort: sp.NodePort,
 		}
+		if sp.InternalLocal {
+			chain.Endpoints = slices.Clone(sp.LocalEndpoints)
+			if len(chain.Endpoints) == 0 {
+				chain.MasqueradeUnless = netip.Prefix{} // nothing to masquerade: it drops
+			}
+		}
+		rs.Chains[name] = chain
 		rs.ServiceIPs[ipKey] = name
 		external := name
 		if sp.ExternalLocal && (sp.NodePort != 0 || len(lbKeys) > 0) {

@@ -263,10 +263,7 @@ func addServiceRules(c *nftables.Conn, ch *nftables.Chain, sc ServiceChain) erro
 		c.AddRule(&nftables.Rule{Table: tbl, Chain: ch, Exprs: append(localSaddr(), verdict(expr.VerdictGoto, sc.Cluster))})
 	}
 	switch n := len(sc.Endpoints); n {
-	case 0:
-		if sc.Cluster == "" {
-			return fmt.Errorf("chain %s: no endpoints", sc.Name) // Build never makes one
-		}
+	case 0: // traffic policy Local, no local endpoint
 		c.AddRule(&nftables.Rule{Table: tbl, Chain: ch, Exprs: []expr.Any{verdict(expr.VerdictDrop, "")}})
 	case 1:
 		c.AddRule(&nftables.Rule{Table: tbl, Chain: ch, Exprs: dnatOne(sc.Protocol, sc.Endpoints[0])})

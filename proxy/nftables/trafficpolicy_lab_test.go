@@ -26,6 +26,10 @@ func TestExternalTrafficPolicyLocalInNamespaces(t *testing.T) {
 		nodeSlice([2]string{"10.244.1.2", "node1"}, [2]string{"10.244.1.3", "node2"}))
 	src.setSlices(withETP(svc("cluster", "NodePort", "10.96.0.41", port("", "TCP", 80, 30101)), "Cluster"),
 		nodeSlice([2]string{"10.244.1.2", "node1"}))
+	src.setSlices(withITP(svc("internal", "ClusterIP", "10.96.0.43", port("", "TCP", 80, 0)), "Local"),
+		nodeSlice([2]string{"10.244.1.2", "node1"}, [2]string{"10.244.1.3", "node2"}))
+	src.setSlices(withITP(svc("internal-elsewhere", "ClusterIP", "10.96.0.44", port("", "TCP", 80, 0)), "Local"),
+		nodeSlice([2]string{"10.244.1.3", "node2"}))
 	elsewhere := src.setSlices(withETP(svc("elsewhere", "NodePort", "10.96.0.42", port("", "TCP", 80, 30102)), "Local"),
 		nodeSlice([2]string{"10.244.1.3", "node2"}))
 
@@ -117,6 +121,10 @@ func TestExternalTrafficPolicyLocalInNamespaces(t *testing.T) {
 	})
 	t.Run("the node itself reaches a Local nodePort cluster-wide", func(t *testing.T) {
 		expect(t, l.node, nstest.NodeIP+":30102", "pod2 "+nstest.BridgeIP)
+	})
+	t.Run("internalTrafficPolicy Local: the ClusterIP reaches only the local endpoint, or drops", func(t *testing.T) {
+		expect(t, l.pod2, "10.96.0.43:80", "pod1 10.244.1.3")
+		dropped(t, l.pod1, "10.96.0.44:80")
 	})
 	t.Run("incremental: the endpoint moves to this node, then away again", func(t *testing.T) {
 		src.setSlices(withETP(svc("elsewhere", "NodePort", "10.96.0.42", port("", "TCP", 80, 30102)), "Local"),

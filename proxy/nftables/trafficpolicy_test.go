@@ -166,6 +166,90 @@ hairpin {
 	}
 }
 
+func withITP(s *v1.Service, policy string) *v1.Service {
+	s.Spec.InternalTrafficPolicy = policy
+	return s
+}
+
+func TestBuildInternalTrafficPolicyLocal(t *testing.T) {
+	tests := []struct {
+		name   string
+		svc    *v1.Service
+		slices []*v1.EndpointSlice
+		want   string
+	}{{
+		name:   "the ClusterIP reaches only the node's endpoints",
+		svc:    withITP(svc("c", "ClusterIP", "10.96.0.33", port("", "TCP", 80, 0)), "Local"),
+		slices: nodeSlice([2]string{"10.244.1.2", "node1"}, [2]string{"10.244.2.2", "node2"}),
+		want: `chain svc-default/c/tcp/80 {
+	ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000
+	meta l4proto tcp dnat to 10.244.1.2:8080
+}
+service-ips {
+	10.96.0.33 . tcp . 80 : goto svc-default/c/tcp/80
+}
+hairpin {
+	10.244.1.2 . 10.244.1.2
+	10.244.2.2 . 10.244.2.2
+}
+`,
+	}, {
+		name:   "no local endpoint: dropped (endpoints elsewhere), not rejected",
+		svc:    withITP(svc("c", "ClusterIP", "10.96.0.33", port("", "TCP", 80, 0)), "Local"),
+		slices: nodeSlice([2]string{"10.244.2.2", "node2"}),
+		want: `chain svc-default/c/tcp/80 {
+	drop
+}
+service-ips {
+	10.96.0.33 . tcp . 80 : goto svc-default/c/tcp/80
+}
+hairpin {
+	10.244.2.2 . 10.244.2.2
+}
+`,
+	}, {
+		name: "no endpoint anywhere: rejected",
+		svc:  withITP(svc("c", "ClusterIP", "10.96.0.33", port("", "TCP", 80, 0)), "Local"),
+		want: `reject-ips {
+	10.96.0.33 . tcp . 80
+}
+`,
+	}, {
+		name:   "both Local: pods short-circuit to the (local) service chain",
+		svc:    withITP(withETP(svc("np", "NodePort", "10.96.0.34", port("", "TCP", 80, 30093)), "Local"), "Local"),
+		slices: nodeSlice([2]string{"10.244.2.2", "node2"}),
+		want: `chain external-default/np/tcp/80 {
+	ip saddr 10.244.0.0/16 goto svc-default/np/tcp/80
+	fib saddr type local goto svc-default/np/tcp/80
+	drop
+}
+chain svc-default/np/tcp/80 {
+	drop
+}
+service-ips {
+	10.96.0.34 . tcp . 80 : goto svc-default/np/tcp/80
+}
+service-nodeports {
+	tcp . 30093 : goto external-default/np/tcp/80
+}
+hairpin {
+	10.244.2.2 . 10.244.2.2
+}
+`,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sps, err := ServicePorts(tt.svc, tt.slices, "node1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := Build(sps, Options{ClusterCIDR: clusterCIDR}).String(); got != tt.want {
+				t.Errorf("got\n%s\nwant\n%s", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestLocalEndpoints(t *testing.T) {
 	yes, no := proto.Bool(true), proto.Bool(false)
 	ep := func(ip, node string, ready, serving, terminating *bool) *v1.Endpoint {
