@@ -230,6 +230,7 @@ func conditionTrue[T interface {
 }
 
 func deployment(name string, replicas int32) *v1.Deployment {
+	noToken := false
 	lbl := map[string]string{"app": name, "load": "true"}
 	grace := int64(0)
 	return &v1.Deployment{
@@ -240,6 +241,9 @@ func deployment(name string, replicas int32) *v1.Deployment {
 			Template: &v1.PodTemplateSpec{
 				Metadata: &v1.ObjectMeta{Labels: lbl},
 				Spec: &v1.PodSpec{
+					// No service account token volume: with one, no hollow pod
+					// started (not yet understood; see the issue note).
+					AutomountServiceAccountToken:  &noToken,
 					TerminationGracePeriodSeconds: &grace,
 					Containers: []*v1.Container{{
 						Name: "main", Image: "busybox", Command: []string{"sleep", "3600"},
