@@ -278,6 +278,33 @@ spec:
 		b.waitFor(flip+" ready again", endpoints(all("")), podTimeout)
 	})
 
+	t.Run("a rolling update shows old and new ReplicaSets trading pods", func(t *testing.T) {
+		b := b.with(t)
+		b.run("back to the cluster view (key 1)", chromedp.KeyEvent("1"))
+		tugctl(t, admin, "", "set", "env", "deploy/web", "ROLLOUT=2")
+		// The page keeps each step of the rollout line it drew; the
+		// update ends with the new ReplicaSet holding every pod.
+		b.waitFor("the rollout done: revision 2 new with 3/3, revision 1 old with 0", `(() => {
+			const d = document.querySelector('#workloads li[data-workload="Deployment/default/web"]');
+			if (!d) return "no Deployment in the workloads panel";
+			const rs = [...d.querySelectorAll('li[data-workload^="ReplicaSet/"] > button')].map((x) => x.textContent);
+			const done = rs.some((x) => x.includes("3/3 ready (revision 2, new)")) && rs.some((x) => x.includes("0/0 ready (revision 1, old)"));
+			return done && !d.querySelector(".rollout") ? "" : "ReplicaSets: " + rs.join(" | ") + "; rollout line: " + (d.querySelector(".rollout")?.textContent ?? "none");
+		})()`, podTimeout)
+		var seen []string
+		b.value(`window.__console.rollouts["Deployment/default/web"] ?? []`, &seen)
+		if len(seen) == 0 {
+			t.Fatal("the page never drew the rolling update's line while both ReplicaSets had pods")
+		}
+		for _, s := range seen {
+			if !strings.HasPrefix(s, "⇄ rolling update: new replicaset/web-") || !strings.Contains(s, " ← old replicaset/web-") {
+				t.Errorf("rollout line %q", s)
+			}
+			t.Logf("drawn: %s", s)
+		}
+		b.screenshot("rolled-out")
+	})
+
 	t.Run("a view-only user sees Secrets forbidden", func(t *testing.T) {
 		tugctl(t, admin, "", "create", "secret", "generic", "db-password", "--from-literal", "password=hunter2")
 		tugctl(t, admin, `apiVersion: rbac.authorization.k8s.io/v1

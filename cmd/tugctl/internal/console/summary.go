@@ -116,11 +116,16 @@ type workloadSummary struct {
 	Desired   int32     `json:"desired"`
 	Ready     int32     `json:"ready"`
 	Created   time.Time `json:"created"`
+	// Revision is a Deployment's or ReplicaSet's
+	// deployment.kubernetes.io/revision: the ReplicaSet whose revision is
+	// its Deployment's is the new one of a rolling update.
+	Revision string `json:"revision,omitempty"`
 }
 
 func summarizeWorkload(o v1.Object) workloadSummary {
 	m := o.GetMetadata()
-	w := workloadSummary{Namespace: m.GetNamespace(), Name: m.GetName(), Owner: controllerOf(m), Created: m.GetCreationTimestamp().AsTime()}
+	w := workloadSummary{Namespace: m.GetNamespace(), Name: m.GetName(), Owner: controllerOf(m), Created: m.GetCreationTimestamp().AsTime(),
+		Revision: m.GetAnnotations()["deployment.kubernetes.io/revision"]}
 	switch o := o.(type) {
 	case *v1.Deployment:
 		w.Kind, w.Desired, w.Ready = "Deployment", o.GetSpec().GetReplicas(), o.GetStatus().GetReadyReplicas()

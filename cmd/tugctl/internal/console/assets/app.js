@@ -43,7 +43,7 @@ let fullRender = true;
 // performance.now() times of the first snapshot's way: feed opened,
 // snapshot received (its bytes in), parsed, applied; the render that
 // drew every chip started and ended.
-window.__console = { state, snapshots: 0, batches: 0, snapshotAt: 0, firstRenderMs: 0, lastRenderMs: 0, renders: 0, marks: {} };
+window.__console = { state, snapshots: 0, batches: 0, snapshotAt: 0, firstRenderMs: 0, lastRenderMs: 0, renders: 0, marks: {}, rollouts: {} };
 const mark = (name) => { window.__console.marks[name] ??= performance.now(); };
 
 function applySnapshot(snap) {
@@ -428,14 +428,31 @@ function renderWorkloads() {
     if (!children.has(parent)) children.set(parent, []);
     children.get(parent).push([key, w]);
   }
+  // A ReplicaSet of a Deployment is its new one when their revisions
+  // match, an old one otherwise; while both old and new have replicas, the
+  // Deployment's line says the rolling update is trading pods between them.
+  const rsRole = (w, parent) => (w.kind === "ReplicaSet" && parent?.kind === "Deployment" && w.revision
+    ? ` (revision ${w.revision}, ${w.revision === parent.revision ? "new" : "old"})` : "");
+  const rollout = (key, w) => {
+    if (w.kind !== "Deployment") return null;
+    const rss = (children.get(key) || []).map(([, r]) => r).filter((r) => r.kind === "ReplicaSet" && (r.desired > 0 || r.ready > 0));
+    const cur = rss.filter((r) => r.revision === w.revision), old = rss.filter((r) => r.revision !== w.revision);
+    if (!cur.length || !old.length) return null;
+    const say = (r) => `replicaset/${r.name} ${r.ready}/${r.desired}`;
+    const text = `⇄ rolling update: new ${cur.map(say).join(", ")} ← old ${old.map(say).join(", ")}`;
+    const seen = (window.__console.rollouts[key] ||= []); // what a test reads: each step once, the last 50
+    if (seen.at(-1) !== text) { seen.push(text); if (seen.length > 50) seen.shift(); }
+    return el("p", { class: "summary rollout", "data-rollout": key, text });
+  };
   const list = (parent) => {
     const items = (children.get(parent) || []).sort((a, b) => a[0].localeCompare(b[0]));
     if (!items.length) return null;
-    return el("ul", {}, ...items.map(([key, w]) => el("li", {},
+    const pw = kind("workloads").get(parent);
+    return el("ul", {}, ...items.map(([key, w]) => el("li", { "data-workload": key },
       el("button", { type: "button", class: "link", "aria-pressed": ownerFilter === key ? "true" : "false",
         onclick: () => { ownerFilter = ownerFilter === key ? null : key; fullRender = true; scheduleRender(); } },
-        `${w.kind} ${w.ns}/${w.name} ${w.ready === w.desired ? "✓" : "…"} ${w.ready}/${w.desired} ready`),
-      list(key))));
+        `${w.kind} ${w.ns}/${w.name} ${w.ready === w.desired ? "✓" : "…"} ${w.ready}/${w.desired} ready${rsRole(w, pw)}`),
+      ...[rollout(key, w), list(key)].filter(Boolean))));
   };
   put(box, list("") || el("p", { class: "summary", text: "no workloads" }),
     ...(forb.length ? [el("p", { class: "forbidden", text: `✗ not allowed to list: ${forb.join(", ")}` })] : []),
