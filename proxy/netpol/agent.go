@@ -52,8 +52,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tugboat/tugboat/api/netpolicy"
 	v1 "github.com/tugboat/tugboat/api/v1"
-	"github.com/tugboat/tugboat/proxy/netpol/policy"
 )
 
 // DefaultTable is the table the agent owns.
@@ -163,7 +163,7 @@ func (a *Agent) putBack(t time.Time) {
 func (a *Agent) Input() Input {
 	in := Input{Node: a.cfg.NodeName}
 	for _, np := range a.cfg.Source.NetworkPolicies() {
-		p, err := policy.Compile(np)
+		p, err := netpolicy.Compile(np)
 		if err != nil { // validation makes this unreachable for stored policies
 			a.log.Warn("skipping network policy", "networkpolicy", v1.Key(np), "err", err)
 			continue
@@ -171,7 +171,7 @@ func (a *Agent) Input() Input {
 		in.Policies = append(in.Policies, p)
 	}
 	for _, pod := range a.cfg.Source.Pods() {
-		if e, ok := policy.EndpointOf(pod); ok {
+		if e, ok := netpolicy.EndpointOf(pod); ok {
 			in.Endpoints = append(in.Endpoints, e)
 		}
 	}
@@ -188,8 +188,8 @@ func (a *Agent) Input() Input {
 }
 
 // ClusterDNSEndpoint is the cluster DNS as policies see it.
-func ClusterDNSEndpoint(ip netip.Addr) policy.Endpoint {
-	return policy.ClusterDNS(ip)
+func ClusterDNSEndpoint(ip netip.Addr) netpolicy.Endpoint {
+	return netpolicy.ClusterDNS(ip)
 }
 
 // Run programs the table until ctx ends; the Source must be synced. It

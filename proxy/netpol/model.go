@@ -7,7 +7,7 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/tugboat/tugboat/proxy/netpol/policy"
+	"github.com/tugboat/tugboat/api/netpolicy"
 )
 
 // Verdict ends a rule.
@@ -73,19 +73,19 @@ type Input struct {
 	// Node is this node's name: its pods are the ones enforced here.
 	Node string
 	// Policies are every policy, parsed.
-	Policies []*policy.Policy
+	Policies []*netpolicy.Policy
 	// Endpoints are every pod with an address (and the cluster DNS as
 	// kube-system/kube-dns, see agent.go).
-	Endpoints []policy.Endpoint
+	Endpoints []netpolicy.Endpoint
 	// Namespaces gives the namespaces' labels.
-	Namespaces policy.Namespaces
+	Namespaces netpolicy.Namespaces
 }
 
 func protoNumber(p string) uint8 {
 	switch p {
-	case policy.UDP:
+	case netpolicy.UDP:
 		return 17
-	case policy.SCTP:
+	case netpolicy.SCTP:
 		return 132
 	default:
 		return 6
@@ -99,14 +99,14 @@ func protoNumber(p string) uint8 {
 func Build(in Input) *Ruleset {
 	rs := &Ruleset{Chains: map[string][]Rule{}, Ingress: map[netip.Addr]string{}, Egress: map[netip.Addr]string{}, Isolating: map[string][]string{}}
 	pols := slices.Clone(in.Policies)
-	slices.SortFunc(pols, func(a, b *policy.Policy) int { return cmp.Compare(a.Key(), b.Key()) })
-	var local []*policy.Endpoint
+	slices.SortFunc(pols, func(a, b *netpolicy.Policy) int { return cmp.Compare(a.Key(), b.Key()) })
+	var local []*netpolicy.Endpoint
 	for i := range in.Endpoints {
 		if e := &in.Endpoints[i]; e.NodeName == in.Node && in.Node != "" {
 			local = append(local, e)
 		}
 	}
-	slices.SortFunc(local, func(a, b *policy.Endpoint) int {
+	slices.SortFunc(local, func(a, b *netpolicy.Endpoint) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	// Local pods per policy, then the policy chains that some local pod uses.
@@ -115,7 +115,7 @@ func Build(in Input) *Ruleset {
 			if (dir == Saddr && !p.Ingress) || (dir == Daddr && !p.Egress) {
 				continue
 			}
-			var selected []*policy.Endpoint
+			var selected []*netpolicy.Endpoint
 			for _, e := range local {
 				if p.Selects(e) {
 					selected = append(selected, e)
@@ -157,12 +157,12 @@ func Build(in Input) *Ruleset {
 // that accept: per rule and port, one rule for its pod peers (an address
 // set) and one per ipBlock. A rule whose peers match no address, or whose
 // named port no pod has, gives none.
-func policyRules(p *policy.Policy, rules []policy.Rule, field Field, selected []*policy.Endpoint, in Input) []Rule {
+func policyRules(p *netpolicy.Policy, rules []netpolicy.Rule, field Field, selected []*netpolicy.Endpoint, in Input) []Rule {
 	var out []Rule
 	for _, r := range rules {
 		var addrs []netip.Addr
-		var blocks []*policy.Block
-		var peerPods []*policy.Endpoint
+		var blocks []*netpolicy.Block
+		var peerPods []*netpolicy.Endpoint
 		for i := range r.Peers {
 			peer := &r.Peers[i]
 			if peer.Block != nil {
@@ -182,7 +182,7 @@ func policyRules(p *policy.Policy, rules []policy.Rule, field Field, selected []
 		anyPeer := len(r.Peers) == 0
 		ports := r.Ports
 		if len(ports) == 0 {
-			ports = []policy.Port{{}} // any protocol, any port
+			ports = []netpolicy.Port{{}} // any protocol, any port
 		}
 		for _, pt := range ports {
 			base := Rule{Field: field}
@@ -233,7 +233,7 @@ func policyRules(p *policy.Policy, rules []policy.Rule, field Field, selected []
 	return out
 }
 
-func namedTuples(dsts []*policy.Endpoint, pt policy.Port) []Tuple {
+func namedTuples(dsts []*netpolicy.Endpoint, pt netpolicy.Port) []Tuple {
 	var out []Tuple
 	for _, e := range dsts {
 		if np, ok := e.NamedPorts[pt.Name]; ok && np.Protocol == pt.Protocol {

@@ -6,17 +6,17 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tugboat/tugboat/api/netpolicy"
 	v1 "github.com/tugboat/tugboat/api/v1"
-	"github.com/tugboat/tugboat/proxy/netpol/policy"
 )
 
-func compileAll(t *testing.T, nps ...*v1.NetworkPolicy) []*policy.Policy {
+func compileAll(t *testing.T, nps ...*v1.NetworkPolicy) []*netpolicy.Policy {
 	t.Helper()
 	src := newFakeSource()
-	var out []*policy.Policy
+	var out []*netpolicy.Policy
 	for _, np := range nps {
 		src.setPolicy(np) // defaulted and validated as the apiserver would
-		p, err := policy.Compile(np)
+		p, err := netpolicy.Compile(np)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -25,10 +25,10 @@ func compileAll(t *testing.T, nps ...*v1.NetworkPolicy) []*policy.Policy {
 	return out
 }
 
-func endpoints(t *testing.T, pods ...*v1.Pod) []policy.Endpoint {
-	var out []policy.Endpoint
+func endpoints(t *testing.T, pods ...*v1.Pod) []netpolicy.Endpoint {
+	var out []netpolicy.Endpoint
 	for _, p := range pods {
-		e, ok := policy.EndpointOf(p)
+		e, ok := netpolicy.EndpointOf(p)
 		if !ok {
 			t.Fatalf("pod %s has no endpoint", p.Metadata.Name)
 		}
@@ -114,7 +114,7 @@ func TestEvaluate(t *testing.T) {
 	)
 	for _, c := range []struct {
 		name      string
-		from, to  *policy.Endpoint
+		from, to  *netpolicy.Endpoint
 		port      uint16
 		allowed   bool
 		droppedBy string
@@ -125,7 +125,7 @@ func TestEvaluate(t *testing.T) {
 		{"web to front (deny isolates front)", &eps[0], &eps[1], 8080, false, "ingress", ""},
 		{"other namespace: egress isolated", &eps[2], &eps[0], 8080, false, "egress", ""},
 	} {
-		v := policy.Evaluate(pols, nsLabels, policy.Connection{From: c.from, To: c.to, Protocol: "TCP", Port: c.port})
+		v := netpolicy.Evaluate(pols, nsLabels, netpolicy.Connection{From: c.from, To: c.to, Protocol: "TCP", Port: c.port})
 		if v.Allowed != c.allowed || v.DroppedBy != c.droppedBy || v.IngressAllowedBy != c.by {
 			t.Errorf("%s: %+v", c.name, v)
 		}

@@ -11,9 +11,9 @@ import (
 
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/client"
+	"github.com/tugboat/tugboat/api/netpolicy"
 	"github.com/tugboat/tugboat/api/table"
 	v1 "github.com/tugboat/tugboat/api/v1"
-	"github.com/tugboat/tugboat/proxy/netpol/policy"
 )
 
 // A Service's path from one client pod (tugctl trace service --from POD)
@@ -36,7 +36,7 @@ import (
 //	             the client on that port
 //	endpoints    the Service has ready endpoints
 //
-// The policy verdicts are package proxy/netpol/policy's, the code the
+// The policy verdicts are package api/netpolicy's, the code the
 // nodes' policy agents compile into nftables, judged on the endpoint's
 // address and port (after the Service's DNAT, as the nodes judge it). A
 // policy that drops the traffic explains a DNS or datapath probe that
@@ -54,7 +54,7 @@ const (
 type fromTrace struct {
 	pod      *v1.Pod
 	check    *nodeCheck // nil: not asked (the pod does not run)
-	policies []*policy.Policy
+	policies []*netpolicy.Policy
 	// policyErr says why the policies could not be read or compiled.
 	policyErr  error
 	namespaces map[string]map[string]string
@@ -82,7 +82,7 @@ func TraceServiceFrom(ctx context.Context, c *client.Client, ns, arg, domain, fr
 	nps, _, err := client.For[*v1.NetworkPolicy](c).List(ctx, client.ListOptions{})
 	if err == nil {
 		for _, np := range nps {
-			p, cerr := policy.Compile(np)
+			p, cerr := netpolicy.Compile(np)
 			if cerr != nil {
 				ft.policyErr = fmt.Errorf("NetworkPolicy %s: %w", v1.Key(np), cerr)
 				break
@@ -266,7 +266,7 @@ func policyHops(in serviceTrace, nc nodeCheck) (egress, ingress Hop, dnsDenied b
 		ingress.Status, ingress.Message = HopUnknown, egress.Message
 		return egress, ingress, false
 	}
-	client, ok := policy.EndpointOf(ft.pod)
+	client, ok := netpolicy.EndpointOf(ft.pod)
 	if !ok {
 		egress.Status, egress.Message = HopSkipped, "policies do not apply to this pod (hostNetwork or no IP)"
 		ingress.Status = HopSkipped
@@ -280,7 +280,7 @@ func policyHops(in serviceTrace, nc nodeCheck) (egress, ingress Hop, dnsDenied b
 	var egressDenied, ingressDenied, egressOK, ingressOK []string
 	egressBy, ingressBy := map[string]bool{}, map[string]bool{}
 	isoEgress, isoIngress := map[string]bool{}, map[string]bool{}
-	note := func(v policy.Verdict) {
+	note := func(v netpolicy.Verdict) {
 		for _, k := range v.EgressIsolating {
 			isoEgress[k] = true
 		}
@@ -295,8 +295,8 @@ func policyHops(in serviceTrace, nc nodeCheck) (egress, ingress Hop, dnsDenied b
 		}
 	}
 	if dnsIP, err := netip.ParseAddr(strings.TrimSuffix(nc.resp.GetDns().GetServer(), ":53")); err == nil {
-		dns := policy.ClusterDNS(dnsIP)
-		v := policy.Evaluate(ft.policies, nsLabels, policy.Connection{From: &client, To: &dns, FromIP: client.IP, ToIP: dnsIP, Protocol: policy.UDP, Port: 53})
+		dns := netpolicy.ClusterDNS(dnsIP)
+		v := netpolicy.Evaluate(ft.policies, nsLabels, netpolicy.Connection{From: &client, To: &dns, FromIP: client.IP, ToIP: dnsIP, Protocol: netpolicy.UDP, Port: 53})
 		note(v)
 		if !v.Allowed {
 			dnsDenied = true
@@ -310,14 +310,14 @@ func policyHops(in serviceTrace, nc nodeCheck) (egress, ingress Hop, dnsDenied b
 				continue
 			}
 			to := pods[ap.Addr().String()]
-			var dst *policy.Endpoint
+			var dst *netpolicy.Endpoint
 			if to != nil {
-				if e, ok := policy.EndpointOf(to); ok {
+				if e, ok := netpolicy.EndpointOf(to); ok {
 					dst = &e
 				}
 			}
-			c := policy.Connection{From: &client, To: dst, FromIP: client.IP, ToIP: ap.Addr(), Protocol: strings.ToUpper(pe.protocol), Port: ap.Port()}
-			v := policy.Evaluate(ft.policies, nsLabels, c)
+			c := netpolicy.Connection{From: &client, To: dst, FromIP: client.IP, ToIP: ap.Addr(), Protocol: strings.ToUpper(pe.protocol), Port: ap.Port()}
+			v := netpolicy.Evaluate(ft.policies, nsLabels, c)
 			note(v)
 			what := t.addr + "/" + c.Protocol
 			if t.pod != "" {

@@ -1,4 +1,4 @@
-// Package policy is NetworkPolicy's meaning, apart from any datapath:
+// Package netpolicy is NetworkPolicy's meaning, apart from any datapath:
 // which pods a policy selects, which peers and ports its rules allow, and
 // the verdict for one connection. The node's policy agent (proxy/netpol)
 // compiles it into nftables; `tugctl trace service --from` evaluates it to
@@ -10,7 +10,7 @@
 // passes if any rule of any such policy allows it; rules only allow.
 // Ingress and egress are separate: a connection between two pods needs the
 // sender's egress and the receiver's ingress.
-package policy
+package netpolicy
 
 import (
 	"fmt"
