@@ -78,10 +78,15 @@ func TestExternalTrafficPolicyLocalAgainstAPIServer(t *testing.T) {
 		}
 		return nil
 	})
-	got, err := nstest.Ask(l.Peer, fmt.Sprintf("%s:%d", nstest.NodeIP, nodePort))
-	if err != nil || got != "pod1 "+nstest.PeerIP {
-		t.Fatalf("nodePort from the peer: got %q, %v; want the client's own address", got, err)
-	}
+	// The health check reads the informers, the datapath syncs on its
+	// own: the nodePort may answer a moment after the check says healthy.
+	wait.Eventually(t, 20*time.Second, "the nodePort answering the peer with its own address", func() error {
+		got, err := nstest.Ask(l.Peer, fmt.Sprintf("%s:%d", nstest.NodeIP, nodePort))
+		if err != nil || got != "pod1 "+nstest.PeerIP {
+			return fmt.Errorf("got %q, %v; want the client's own address", got, err)
+		}
+		return nil
+	})
 
 	// The endpoint now said to be on another node: 503, and the peer's
 	// connections to the nodePort are dropped.
