@@ -57,9 +57,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 
 // requestKind names the kind a request is about, for metrics labels.
 func requestKind(req any) string {
-	switch r := req.(type) {
-	case interface{ GetKind() string }:
+	// A request that names its kind says it; one that carries an object
+	// (Create, Update: their kind field is empty) is of the object's type.
+	if r, ok := req.(interface{ GetKind() string }); ok && r.GetKind() != "" {
 		return r.GetKind()
+	}
+	switch r := req.(type) {
 	case interface{ GetObject() *anypb.Any }:
 		url := r.GetObject().GetTypeUrl()
 		for i := len(url) - 1; i >= 0; i-- {
