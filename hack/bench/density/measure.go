@@ -15,6 +15,7 @@ import (
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/pki"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	procfs "github.com/tugboat/tugboat/hack/bench/internal/proc"
 	"github.com/tugboat/tugboat/hack/bench/internal/stats"
 	"github.com/tugboat/tugboat/kubelet/hollow"
 )
@@ -51,8 +52,8 @@ func measure(ctx context.Context, o options, log *slog.Logger) (*result, error) 
 	if err := os.MkdirAll(logs, 0o755); err != nil {
 		return nil, err
 	}
-	apiAddr, _ := freePort()
-	apiMetrics, _ := freePort()
+	apiAddr, _ := procfs.FreeAddr()
+	apiMetrics, _ := procfs.FreeAddr()
 	api, err := start("apiserver", filepath.Join(o.binDir, "apiserver"), logs, "--pki-dir", pkiDir, "--listen", apiAddr, "--kube-listen", "",
 		"--metrics-listen", apiMetrics, "--data-dir", filepath.Join(o.workDir, "etcd"), "--log-level", "warn",
 		"--max-connections", strconv.Itoa(4*o.nodes+1000), "--max-connections-per-host", strconv.Itoa(2*o.nodes+500),
@@ -63,7 +64,7 @@ func measure(ctx context.Context, o options, log *slog.Logger) (*result, error) 
 	procs := []*proc{api}
 	defer func() {
 		for i := len(procs) - 1; i >= 0; i-- {
-			procs[i].stop()
+			procs[i].Stop(stopGrace)
 		}
 	}()
 	tlsCfg, err := client.TLSFromFiles(filepath.Join(pkiDir, "ca.crt"), filepath.Join(pkiDir, "admin.crt"), filepath.Join(pkiDir, "admin.key"))
@@ -133,12 +134,12 @@ func measure(ctx context.Context, o options, log *slog.Logger) (*result, error) 
 	r.nodesReady = time.Since(t0)
 	log.Info("nodes Ready; idling before reading the hollow process's RSS", "nodes", o.nodes, "after", r.nodesReady.Round(time.Millisecond), "idle", o.idle)
 	time.Sleep(o.idle)
-	r.idleRSS = hp.rss()
+	r.idleRSS = procfs.RSS(hp.Pid())
 	base, err := start("hollow-baseline", filepath.Join(o.binDir, "hollow"), logs, hollowArgs(1, "density-baseline-")...)
 	if err == nil {
 		time.Sleep(o.idle)
-		r.idleBaseline = base.rss()
-		base.stop()
+		r.idleBaseline = procfs.RSS(base.Pid())
+		base.Stop(stopGrace)
 	}
 
 	// Pod startup latency: creationTimestamp -> Running, as a watch sees it.
@@ -175,7 +176,7 @@ func measure(ctx context.Context, o options, log *slog.Logger) (*result, error) 
 	}()
 
 	for _, p := range procs {
-		r.cpu[p.name] = -p.cpuSeconds()
+		r.cpu[p.Name] = -cpuSeconds(p)
 	}
 	deps := client.For[*v1.Deployment](c)
 	n := r.pods / o.deploymentSize
@@ -221,9 +222,9 @@ func measure(ctx context.Context, o options, log *slog.Logger) (*result, error) 
 	}
 	r.deleteAll = time.Since(td)
 	for _, p := range procs {
-		r.order = append(r.order, p.name)
-		r.cpu[p.name] += p.cpuSeconds()
-		r.peakRSS[p.name] = p.peak()
+		r.order = append(r.order, p.Name)
+		r.cpu[p.Name] += cpuSeconds(p)
+		r.peakRSS[p.Name] = peak(p)
 	}
 	m, err := scrape(ctx, apiMetrics)
 	if err != nil {
@@ -274,7 +275,7 @@ func waitFor(ctx context.Context, timeout time.Duration, procs []*proc, cond fun
 			return nil
 		}
 		for _, p := range procs {
-			if e := p.exited(); e != nil {
+			if e := p.Exited(); e != nil {
 				return e
 			}
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	procfs "github.com/tugboat/tugboat/hack/bench/internal/proc"
 )
 
 // result is one run's measurements.
@@ -45,18 +46,18 @@ func runOnce(ctx context.Context, o options, nodes int, log *slog.Logger) (*resu
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	apiAddr, err := freePort()
+	apiAddr, err := procfs.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	apiMetrics, _ := freePort()
-	schedMetrics, _ := freePort()
+	apiMetrics, _ := procfs.FreeAddr()
+	schedMetrics, _ := procfs.FreeAddr()
 	api, err := start("apiserver", filepath.Join(o.binDir, "apiserver"), filepath.Join(dir, "apiserver.log"), nil,
 		"--insecure", "--listen", apiAddr, "--kube-listen", "", "--metrics-listen", apiMetrics, "--data-dir", filepath.Join(dir, "etcd"), "--log-level", "warn")
 	if err != nil {
 		return nil, err
 	}
-	defer api.stop()
+	defer api.Stop(stopGrace)
 	c, err := client.New(client.Config{Server: apiAddr, UserAgent: "scheduler-bench"})
 	if err != nil {
 		return nil, err
@@ -70,7 +71,7 @@ func runOnce(ctx context.Context, o options, nodes int, log *slog.Logger) (*resu
 	if r.createPods, err = createLoad(ctx, c, nodes, o.pods, o.workload); err != nil {
 		return nil, err
 	}
-	apiCPU0, err := api.cpuSeconds()
+	apiCPU0, err := api.CPUSeconds()
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +81,7 @@ func runOnce(ctx context.Context, o options, nodes int, log *slog.Logger) (*resu
 	if err != nil {
 		return nil, err
 	}
-	defer sched.stop()
+	defer sched.Stop(stopGrace)
 	log.Info("scheduler started", "nodes", nodes)
 	if o.profile != "" {
 		go profile(o.profile, nodes, apiMetrics, schedMetrics, log)
@@ -92,11 +93,11 @@ func runOnce(ctx context.Context, o options, nodes int, log *slog.Logger) (*resu
 	if o.profile != "" {
 		saveURL(filepath.Join(o.profile, fmt.Sprintf("scheduler-heap-%d.pprof", nodes)), "http://"+schedMetrics+"/debug/pprof/heap", log)
 	}
-	schedCPU, _ := sched.cpuSeconds()
-	apiCPU1, _ := api.cpuSeconds()
+	schedCPU, _ := sched.CPUSeconds()
+	apiCPU1, _ := api.CPUSeconds()
 	r.cpuScheduler, r.cpuAPIServer = schedCPU, apiCPU1-apiCPU0
-	r.rssScheduler, r.peakScheduler, _ = sched.memory()
-	r.rssAPIServer, r.peakAPIServer, _ = api.memory()
+	r.rssScheduler, r.peakScheduler, _ = memory(sched)
+	r.rssAPIServer, r.peakAPIServer, _ = memory(api)
 	m, err := scrape(ctx, schedMetrics)
 	if err != nil {
 		return nil, err
@@ -125,7 +126,7 @@ func waitReady(ctx context.Context, c *client.Client, api *proc) error {
 		if err == nil {
 			return nil
 		}
-		if e := api.exited(); e != nil {
+		if e := api.Exited(); e != nil {
 			return e
 		}
 		if time.Now().After(deadline) {
@@ -151,10 +152,10 @@ func (r *result) watch(ctx context.Context, o options, sched, api *proc, addr st
 		case <-poll.C:
 		case <-tick.C:
 		}
-		if err := sched.exited(); err != nil {
+		if err := sched.Exited(); err != nil {
 			return err
 		}
-		if err := api.exited(); err != nil {
+		if err := api.Exited(); err != nil {
 			return err
 		}
 		m, err := scrape(ctx, addr)

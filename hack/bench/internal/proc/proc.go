@@ -1,5 +1,6 @@
-// Package proc reads what the benchmark drivers report about the processes
-// they start: memory from /proc/<pid>/status, and a free loopback address.
+// Package proc is the benchmark drivers' processes: starting and stopping
+// them (Child), their CPU time and memory from /proc, and a free loopback
+// address.
 package proc
 
 import (
