@@ -43,10 +43,13 @@ import (
 // user stored.
 
 // fieldOwner is the manager a write is recorded for and the subresource it
-// went through; the zero value records nothing.
+// went through; the zero value records nothing. applied marks a
+// server-side apply, whose object already carries the managedFields the
+// field manager made of it (kept by a status-only write too).
 type fieldOwner struct {
 	manager     string
 	subresource string
+	applied     bool
 }
 
 // ownerOf is the fieldOwner of a request with the given fieldManager

@@ -355,6 +355,9 @@ func (s *Server) updateFrom(ctx context.Context, k *kinds.Kind, in v1.Object, st
 		if statusOnly {
 			next = proto.Clone(cur).(v1.Object)
 			copyField(next, user, "status")
+			if owner.applied {
+				v1.Meta(next).ManagedFields = user.GetMetadata().GetManagedFields()
+			}
 		} else {
 			next, err = s.mergeUpdate(k, cur, user)
 			if err != nil {

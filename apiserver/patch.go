@@ -51,8 +51,8 @@ func (s *Server) Patch(ctx context.Context, req *v1.PatchRequest) (*anypb.Any, e
 		if req.FieldManager == "" {
 			return nil, apierrors.Invalid("fieldManager", "Required value: is required for apply patch")
 		}
-		if req.Subresource != "" {
-			return nil, apierrors.Invalid("subresource", "server-side apply of %q is not supported (only the object)", req.Subresource)
+		if req.Subresource == "scale" {
+			return nil, apierrors.Invalid("subresource", "server-side apply of %q is not supported (only the object and its status)", req.Subresource)
 		}
 	} else if req.Force {
 		return nil, apierrors.Invalid("force", "Forbidden: may not be specified for non-apply patch")
@@ -88,9 +88,13 @@ func (s *Server) Patch(ctx context.Context, req *v1.PatchRequest) (*anypb.Any, e
 }
 
 // serverSideApply merges req's intent into the stored object, or creates
-// it (with create permission too) when there is none; see apply.go.
+// it (with create permission too) when there is none; see apply.go. An
+// apply to the status subresource (client-go's ApplyStatus) changes only
+// status and the managedFields entries of its manager (subresource
+// "status"), and needs the object to exist, as in Kubernetes.
 func (s *Server) serverSideApply(ctx context.Context, k *kinds.Kind, ns string, req *v1.PatchRequest) (v1.Object, error) {
-	fm, err := s.applier.forKind(k, "")
+	statusOnly := req.Subresource == "status"
+	fm, err := s.applier.forKind(k, req.Subresource)
 	if err != nil {
 		return nil, err
 	}
@@ -101,10 +105,10 @@ func (s *Server) serverSideApply(ctx context.Context, k *kinds.Kind, ns string, 
 	in := k.New()
 	m := v1.Meta(in)
 	m.Namespace, m.Name, m.ResourceVersion = ns, req.Name, req.ResourceVersion
-	out, err := s.updateFrom(ctx, k, in, false, req.DryRun, fieldOwner{}, func(cur v1.Object) (v1.Object, error) {
+	out, err := s.updateFrom(ctx, k, in, statusOnly, req.DryRun, fieldOwner{applied: true}, func(cur v1.Object) (v1.Object, error) {
 		return applyTo(fm, k, cur, intent, req.FieldManager, req.Force)
 	})
-	if !apierrors.IsNotFound(err) || req.ResourceVersion != 0 {
+	if !apierrors.IsNotFound(err) || req.ResourceVersion != 0 || statusOnly {
 		return out, err
 	}
 	if err := s.authorize(ctx, "create", k, "", ns, req.Name, ""); err != nil {

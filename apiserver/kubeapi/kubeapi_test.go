@@ -32,6 +32,7 @@ func TestKubeAPI(t *testing.T) {
 		{"kubectl/create-token", testKubectlCreateToken},
 		{"http/bad-input", testBadInput},
 		{"clientgo/scale-rbac", testScaleSubresourceRBAC},
+		{"clientgo/apply-status", testClientGoApplyStatus},
 		{"http/watch-expired", testWatchExpired},
 		{"clientgo/crud", testClientGoCRUD},
 		{"clientgo/controller", testClientGoController},
