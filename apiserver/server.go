@@ -127,7 +127,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	for _, k := range kinds.All() {
 		s.caches[k] = watchcache.New(k, s.store, watchcache.Config{
 			Size: cfg.WatchCacheSize, QueueSize: cfg.WatchQueueSize, QueueBytes: cfg.WatchQueueBytes,
-			BookmarkInterval: cfg.BookmarkInterval, Metrics: wcm, Logger: s.log,
+			BookmarkInterval: cfg.BookmarkInterval, Index: watchIndexes[k.Name], Metrics: wcm, Logger: s.log,
 		})
 	}
 	alloc, err := newServiceAllocator(s.store, cfg.ServiceCIDR, cfg.NodePortRange)

@@ -1,7 +1,10 @@
 package apiserver
 
 import (
+	"context"
+
 	"github.com/tugboat/tugboat/api/apierrors"
+	"github.com/tugboat/tugboat/api/fields"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/apiserver/auth"
 	"github.com/tugboat/tugboat/apiserver/watchcache"
@@ -44,7 +47,7 @@ func (s *Server) Watch(req *v1.WatchRequest, stream v1.Objects_WatchServer) erro
 		return err
 	}
 	defer release()
-	w, err := s.caches[k].Watch(ctx, req.ResourceVersion)
+	w, err := watchFor(ctx, s.caches[k], req.ResourceVersion, req.FieldSelector)
 	if err != nil {
 		return err
 	}
@@ -104,4 +107,26 @@ func (s *Server) Watch(req *v1.WatchRequest, stream v1.Objects_WatchServer) erro
 		}
 		sent(typ)
 	}
+}
+
+// watchIndexes are the fields the watch caches index their watchers by
+// (Kubernetes' indexed triggers): pods by spec.nodeName, which every
+// kubelet's watch pins to its node.
+var watchIndexes = map[string]*watchcache.Index{"Pod": watchcache.PodNodeName}
+
+// watchFor registers a watcher with cache: under the cache's index value
+// if the field selector pins the indexed field with "=", so the cache
+// hands it only the events of objects with that value; otherwise for
+// every event. The selectors are applied to what it is handed either way.
+func watchFor(ctx context.Context, cache *watchcache.Cache, from int64, fieldSelector string) (*watchcache.Watcher, error) {
+	if f := cache.IndexField(); f != "" {
+		fs, err := fields.Parse(fieldSelector)
+		if err != nil {
+			return nil, apierrors.Invalid("fieldSelector", "%v", err)
+		}
+		if v, ok := fs.Get(f); ok {
+			return cache.WatchIndexed(ctx, from, v)
+		}
+	}
+	return cache.Watch(ctx, from)
 }

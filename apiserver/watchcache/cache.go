@@ -9,6 +9,17 @@
 // It also asks etcd for progress notifications at the bookmark interval and
 // forwards them as bookmarks, so idle watchers learn the current revision.
 //
+// Indexed triggers (Kubernetes' watch cache indexers): a cache may index
+// its watchers by one field (Config.Index; pods by spec.nodeName). A
+// watcher whose field selector pins that field to a value (every
+// kubelet's spec.nodeName=<node>) registers under the value
+// (WatchIndexed) and is handed only the events whose object has the value
+// now or had it before the change; the rest of its selector is applied by
+// the caller as for any watcher. An event is then pushed to the watchers
+// of at most two values plus the unindexed ones, not to all of them: with
+// N nodes, one pod change costs O(1) queue sends instead of N sends and N
+// watcher wake-ups. Bookmarks still go to every watcher.
+//
 // Contract: a watcher registered at revision R receives every event with
 // revision > R exactly once, in order (a backlog from the ring, then live
 // events, handed over under one lock). R older than the ring's start gets
@@ -82,9 +93,27 @@ type Config struct {
 	QueueBytes int64
 	// BookmarkInterval is how often progress is requested (default 10s).
 	BookmarkInterval time.Duration
-	Metrics          *Metrics
-	Logger           *slog.Logger
+	// Index, if set, is the field watchers may be indexed by.
+	Index   *Index
+	Metrics *Metrics
+	Logger  *slog.Logger
 }
+
+// Index is a field a cache indexes its watchers by.
+type Index struct {
+	// Field is the field path, as a field selector names it
+	// ("spec.nodeName").
+	Field string
+	// Value is an object's value of Field; obj may be nil ("").
+	Value func(obj v1.Object) string
+}
+
+// PodNodeName indexes pod watchers by spec.nodeName, as Kubernetes' pod
+// storage does (NodeNameTriggerFunc): every kubelet watches its own pods.
+var PodNodeName = &Index{Field: "spec.nodeName", Value: func(obj v1.Object) string {
+	p, _ := obj.(*v1.Pod)
+	return p.GetSpec().GetNodeName()
+}}
 
 // Store is what a cache reads through; *storage.Store is one. Revision is
 // etcd's current revision; WatchKind and Decode are as documented in
@@ -109,6 +138,10 @@ type Cache struct {
 	initRev  int64    // etcd's revision when Run started: ready once rev reaches it
 	ready    chan struct{}
 	watchers map[*Watcher]struct{}
+	// unindexed are the watchers that get every event; indexed those
+	// registered under a value of Config.Index (each also in watchers).
+	unindexed map[*Watcher]struct{}
+	indexed   map[string]map[*Watcher]struct{}
 	// advanced is closed (and replaced) whenever rev grows, for watches
 	// from a version the cache has not reached yet.
 	advanced chan struct{}
@@ -148,6 +181,8 @@ func New(kind *kinds.Kind, store Store, cfg Config) *Cache {
 		log:         cfg.Logger.With("kind", kind.Plural),
 		ready:       make(chan struct{}),
 		watchers:    map[*Watcher]struct{}{},
+		unindexed:   map[*Watcher]struct{}{},
+		indexed:     map[string]map[*Watcher]struct{}{},
 		advanced:    make(chan struct{}),
 		progressNow: make(chan struct{}, 1),
 	}
@@ -280,6 +315,11 @@ func (c *Cache) apply(evs []storage.Change) {
 		}
 		decoded = append(decoded, e)
 	}
+	c.publish(decoded)
+}
+
+// publish appends decoded events to the ring and fans them out.
+func (c *Cache) publish(decoded []*Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, e := range decoded {
@@ -349,19 +389,57 @@ func (c *Cache) progress(rev int64) {
 	}
 }
 
-// fanOut pushes e to every watcher; caller holds mu.
-func (c *Cache) fanOut(e *Event) {
-	for w := range c.watchers {
-		if w.queued.Load()+e.size > c.cfg.QueueBytes {
-			c.cutOff(w, fmt.Sprintf("its queued events hold more than %d bytes", c.cfg.QueueBytes))
-			continue
+// fanOut pushes e to every unindexed watcher and to the indexed ones
+// under the index value of its object and of its previous object; it
+// returns how many watchers it was pushed to. Caller holds mu.
+func (c *Cache) fanOut(e *Event) int {
+	n := 0
+	for w := range c.unindexed {
+		n += c.send(w, e)
+	}
+	if c.cfg.Index == nil || len(c.indexed) == 0 {
+		return n
+	}
+	v := c.cfg.Index.Value(e.Obj)
+	for w := range c.indexed[v] {
+		n += c.send(w, e)
+	}
+	if e.Prev != nil {
+		if pv := c.cfg.Index.Value(e.Prev); pv != v {
+			for w := range c.indexed[pv] {
+				n += c.send(w, e)
+			}
 		}
-		select {
-		case w.ch <- e:
-			w.queued.Add(e.size)
-		default:
-			c.cutOff(w, fmt.Sprintf("it fell more than %d events behind", c.cfg.QueueSize))
-		}
+	}
+	return n
+}
+
+// wants reports whether w is handed e (an indexed watcher only events of
+// its value); for the backlog, which fanOut does not sort.
+func (c *Cache) wants(w *Watcher, e *Event) bool {
+	if !w.indexed || c.cfg.Index == nil {
+		return true
+	}
+	if c.cfg.Index.Value(e.Obj) == w.value {
+		return true
+	}
+	return e.Prev != nil && c.cfg.Index.Value(e.Prev) == w.value
+}
+
+// send queues e for w, or cuts w off if its queue is full (1 if queued);
+// caller holds mu.
+func (c *Cache) send(w *Watcher, e *Event) int {
+	if w.queued.Load()+e.size > c.cfg.QueueBytes {
+		c.cutOff(w, fmt.Sprintf("its queued events hold more than %d bytes", c.cfg.QueueBytes))
+		return 0
+	}
+	select {
+	case w.ch <- e:
+		w.queued.Add(e.size)
+		return 1
+	default:
+		c.cutOff(w, fmt.Sprintf("it fell more than %d events behind", c.cfg.QueueSize))
+		return 0
 	}
 }
 
@@ -393,6 +471,15 @@ func (c *Cache) Compacted(rev int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.trimBefore(rev)
+}
+
+// IndexField is the field watchers can be indexed by (WatchIndexed), or
+// "" if the cache has no index.
+func (c *Cache) IndexField() string {
+	if c.cfg.Index == nil {
+		return ""
+	}
+	return c.cfg.Index.Field
 }
 
 // Ready is closed once the etcd watch is established.

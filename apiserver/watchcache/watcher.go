@@ -19,6 +19,10 @@ type Watcher struct {
 	from    int64
 	done    chan struct{}
 	err     error
+	// indexed: registered under value of the cache's Index
+	// (WatchIndexed).
+	indexed bool
+	value   string
 }
 
 // TooLargeWait is how long a watch from a revision the cache has not seen
@@ -32,6 +36,19 @@ const TooLargeWait = 3 * time.Second
 // refused with apierrors.ErrResourceVersionTooLarge, never accepted to
 // deliver nothing.
 func (c *Cache) Watch(ctx context.Context, from int64) (*Watcher, error) {
+	return c.register(ctx, from, false, "")
+}
+
+// WatchIndexed is Watch for a watcher that needs only the events of
+// objects whose Config.Index field is value now or was before the change
+// (its field selector pins the field to value): only those are queued for
+// it, from the backlog and live. The caller still applies its selectors.
+// Without an index it is Watch.
+func (c *Cache) WatchIndexed(ctx context.Context, from int64, value string) (*Watcher, error) {
+	return c.register(ctx, from, c.cfg.Index != nil, value)
+}
+
+func (c *Cache) register(ctx context.Context, from int64, indexed bool, value string) (*Watcher, error) {
 	select {
 	case <-c.ready:
 	case <-ctx.Done():
@@ -65,7 +82,7 @@ func (c *Cache) Watch(ctx context.Context, from int64) (*Watcher, error) {
 			}
 		}
 	}
-	w := &Watcher{c: c, ch: make(chan *Event, c.cfg.QueueSize), done: make(chan struct{}), from: from}
+	w := &Watcher{c: c, ch: make(chan *Event, c.cfg.QueueSize), done: make(chan struct{}), from: from, indexed: indexed, value: value}
 	if from == 0 {
 		w.from = c.rev
 	} else {
@@ -74,12 +91,22 @@ func (c *Cache) Watch(ctx context.Context, from int64) (*Watcher, error) {
 				"too old resource version: %d (oldest available for %s is %d); re-list and watch from the list's version", from, c.kind.Plural, c.startRev)
 		}
 		for _, e := range c.ring {
-			if e.Rev > from {
+			if e.Rev > from && c.wants(w, e) {
 				w.backlog = append(w.backlog, e)
 			}
 		}
 	}
 	c.watchers[w] = struct{}{}
+	if indexed {
+		set := c.indexed[value]
+		if set == nil {
+			set = map[*Watcher]struct{}{}
+			c.indexed[value] = set
+		}
+		set[w] = struct{}{}
+	} else {
+		c.unindexed[w] = struct{}{}
+	}
 	if c.cfg.Metrics != nil {
 		c.cfg.Metrics.Watchers.WithLabelValues(c.kind.Plural).Inc()
 	}
@@ -128,6 +155,15 @@ func (c *Cache) removeLocked(w *Watcher, err error) {
 		return
 	}
 	delete(c.watchers, w)
+	if w.indexed {
+		set := c.indexed[w.value]
+		delete(set, w)
+		if len(set) == 0 {
+			delete(c.indexed, w.value)
+		}
+	} else {
+		delete(c.unindexed, w)
+	}
 	w.err = err
 	close(w.done)
 	if c.cfg.Metrics != nil {
