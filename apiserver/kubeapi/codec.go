@@ -112,9 +112,19 @@ func unpack(a any) (v1.Object, error) {
 	return o, nil
 }
 
-// encode is obj's Kubernetes-shaped JSON map.
+// encode is obj's Kubernetes-shaped JSON map (a ControllerRevision's data
+// as kubectl makes it: kubectlRevisionData).
 func encode(obj v1.Object) (map[string]any, error) {
-	return manifest.ToMap(obj)
+	m, err := manifest.ToMap(obj)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := obj.(*v1.ControllerRevision); ok {
+		if d, ok := kubectlRevisionData(m["data"]); ok {
+			m["data"] = d
+		}
+	}
+	return m, nil
 }
 
 // accept is what the client asked for in its Accept header.

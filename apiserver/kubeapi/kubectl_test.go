@@ -243,6 +243,15 @@ spec:
 		t.Fatalf("revisions' data: %s", out)
 	}
 	e.kubectl(t, "rollout", "undo", "ds/agent", "--to-revision=1")
+	eventually(t, "the daemon set's revision 1 renumbered 3", func() error {
+		if h := e.kubectl(t, "rollout", "history", "ds/agent"); !strings.Contains(h, "\n3 ") || strings.Contains(h, "\n1 ") {
+			return fmt.Errorf("history:\n%s", h)
+		}
+		return nil
+	})
+	if out := e.kubectl(t, "rollout", "undo", "ds/agent", "--to-revision=3"); !strings.Contains(out, "daemonset.apps/agent skipped rollback (current template already matches revision 3)") {
+		t.Fatalf("daemon set undo to the current revision: %s", out)
+	}
 	ds, err := client.For[*v1.DaemonSet](e.srv.Client).Get(context.Background(), "default", "agent")
 	if err != nil || ds.Spec.Template.Spec.Containers[0].Image != "tugboat.local/echo:latest" {
 		t.Fatalf("daemon set after undo: %v %v", ds.GetSpec().GetTemplate(), err)
@@ -316,11 +325,12 @@ spec:
 	})
 	// Undo to the current revision: kubectl compares the revision's data
 	// byte for byte with the patch it makes from the live object through
-	// k8s.io/api's Go types (resources: {}), which Tugboat's data (the
-	// template as stored) is not, so it sends the same template back
-	// instead of skipping: nothing changes, no revision is added.
+	// k8s.io/api's Go types, and skips as it does against Kubernetes
+	// (kubectlRevisionData): nothing changes, no revision is added.
 	gen := e.kubectl(t, "get", "sts", "db", "-o", "jsonpath={.metadata.generation}")
-	e.kubectl(t, "rollout", "undo", "sts/db", "--to-revision=3")
+	if out := e.kubectl(t, "rollout", "undo", "sts/db", "--to-revision=3"); !strings.Contains(out, "statefulset.apps/db skipped rollback (current template already matches revision 3)") {
+		t.Fatalf("undo to the current revision: %s", out)
+	}
 	if after := e.kubectl(t, "get", "sts", "db", "-o", "jsonpath={.metadata.generation}"); after != gen {
 		t.Fatalf("undo to the current revision changed the stateful set: generation %s -> %s", gen, after)
 	}

@@ -43,18 +43,34 @@ const HashLabel = "controller-revision-hash"
 // gets its old revision back, renumbered: a rollback). A new revision
 // carries the owner's annotations (kubernetes.io/change-cause is rollout
 // history's CHANGE-CAUSE), as Kubernetes' controllers copy them.
+//
+// The hash is of the canonical template (CanonicalTemplate), so a template
+// that kubectl rollout undo sent back through Kubernetes' Go types finds
+// its revision; a revision named by the hash of the template as stored
+// (before canonical hashing, when the two differ) keeps being used, so
+// that no pod is replaced for an upgrade.
 func (h History) Current(ctx context.Context, owner v1.Object, template *v1.PodTemplateSpec) (string, error) {
-	hash := TemplateHash(template)
-	name := owner.GetMetadata().GetName() + "-" + hash
+	hash := TemplateHash(CanonicalTemplate(template))
+	prefix := owner.GetMetadata().GetName() + "-"
+	legacy := TemplateHash(template)
 	revs := h.Source.ByIndex(IndexControllerUID, owner.GetMetadata().GetUid())
 	maxRev := int64(0)
 	var mine *v1.ControllerRevision
 	for _, r := range revs {
 		maxRev = max(maxRev, r.GetRevision())
-		if r.GetMetadata().GetName() == name {
+		switch r.GetMetadata().GetName() {
+		case prefix + hash:
+			if mine == nil {
+				mine = r
+			}
+		case prefix + legacy:
 			mine = r
 		}
 	}
+	if mine != nil {
+		hash = mine.GetMetadata().GetName()[len(prefix):]
+	}
+	name := prefix + hash
 	switch {
 	case mine == nil:
 		data, err := manifest.RevisionData(template)

@@ -71,6 +71,17 @@ func TestTemplateHash(t *testing.T) {
 	if !equalIgnoreHash(a, withHash) || equalIgnoreHash(a, template("nginx:2", map[string]string{"app": "web"})) {
 		t.Fatal("equalIgnoreHash wrong")
 	}
+	// kubectl rollout undo sends the template through Kubernetes' Go
+	// types: an empty resources is no resources.
+	undone := template("nginx:1", map[string]string{"app": "web"})
+	undone.Spec.Containers[0].Resources = &v1.ResourceRequirements{}
+	if !equalIgnoreHash(a, undone) {
+		t.Fatal("equalIgnoreHash tells resources: {} from none")
+	}
+	undone.Spec.Containers[0].Resources.Limits = map[string]string{"cpu": "1"}
+	if equalIgnoreHash(a, undone) {
+		t.Fatal("equalIgnoreHash ignores resources")
+	}
 	for _, r := range templateHash(a, 0) {
 		if r == 'a' || r == 'e' || r == 'i' || r == 'o' || r == 'u' {
 			t.Fatalf("hash %q has a vowel", templateHash(a, 0))

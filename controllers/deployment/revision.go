@@ -41,8 +41,11 @@ func safeEncode(s string) string {
 }
 
 // equalIgnoreHash compares two templates ignoring the pod-template-hash label.
+// Templates are compared as Kubernetes' Go types see them
+// (controller.CanonicalTemplate): kubectl rollout undo sends the
+// ReplicaSet's template back with "resources":{}.
 func equalIgnoreHash(a, b *v1.PodTemplateSpec) bool {
-	a, b = proto.Clone(a).(*v1.PodTemplateSpec), proto.Clone(b).(*v1.PodTemplateSpec)
+	a, b = proto.Clone(controller.CanonicalTemplate(a)).(*v1.PodTemplateSpec), proto.Clone(controller.CanonicalTemplate(b)).(*v1.PodTemplateSpec)
 	for _, t := range []*v1.PodTemplateSpec{a, b} {
 		if t.GetMetadata() != nil {
 			delete(t.Metadata.Labels, PodTemplateHashLabel)
