@@ -7,6 +7,13 @@
 //   - the same work done by a plain shell script with containerd's ctr and
 //     the CNI plugins (netns, CNI ADD, ctr run -d), the floor, in the same
 //     run and the same node namespace;
+//   - with -runtime cri, the CRI floor: the same pods made by `crictl run`
+//     (RunPodSandbox, CreateContainer, StartContainer) on the node's
+//     containerd, all at once (crifloor.go) — a pause and a busybox
+//     container per pod, as the kubelet asks for;
+//   - per burst, when the first and the last container started (the
+//     runtime's clock, from the pods' status) against when the watch saw
+//     the last pod Running;
 //   - the kubelet's RSS with 30 pods, its CPU time, and a CPU profile of
 //     the 30-pod burst (top functions printed; the profile is kept).
 //
@@ -28,6 +35,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -62,6 +70,13 @@ func main() {
 type bench struct {
 	// scriptCPU is the CPU time of the last floor script run.
 	scriptCPU time.Duration
+	// crictlCPU is the CPU time of the crictl runs so far (the CRI
+	// floor's), in nanoseconds.
+	crictlCPU atomic.Int64
+	// lastStart holds, per startAll, the offsets from the first create of
+	// the first and the last container start (the runtime's clock, from
+	// the pods' status) and of the watch seeing the last pod Running.
+	lastStart [][3]time.Duration
 	// floorMasq turns the bridge plugin's ipMasq on in the floor's config.
 	floorMasq bool
 	bins      *cluster.Binaries
@@ -156,12 +171,14 @@ func run(runs, burst, rounds int, out, cniConf, rt string, floorMasq, verbose bo
 	// Bursts, alternating; the first kubelet burst is profiled.
 	pid := b.node.PID()
 	metricsURL := "http://" + b.node.MetricsAddr + "/metrics"
-	var bursts, floorBursts []time.Duration
+	var bursts, floorBursts, criFloorBursts []time.Duration
+	criFloorDir := filepath.Join(out, "crifloor")
+	withCRIFloor := c.Runtime == cluster.RuntimeCRI
 	var rss int64
 	var kubeletCPU time.Duration
 	var before, after map[string][2]float64
 	profile := filepath.Join(out, "kubelet-burst.pprof")
-	var burstCPU, floorCPU cpuSnapshot
+	var burstCPU, floorCPU, criFloorCPU cpuSnapshot
 	for r := 0; r < rounds; r++ {
 		cpu0 := procCPU(pid)
 		snap := b.cpu()
@@ -181,6 +198,9 @@ func run(runs, burst, rounds int, out, cniConf, rt string, floorMasq, verbose bo
 			return err
 		}
 		bursts = append(bursts, d)
+		split := b.lastStart[len(b.lastStart)-1]
+		fmt.Printf("burst %d: first container started %s after the first create, last %s, last seen Running %s\n", r,
+			split[0].Round(time.Millisecond), split[1].Round(time.Millisecond), split[2].Round(time.Millisecond))
 		if r == 0 {
 			burstCPU = b.cpu().minus(snap)
 			kubeletCPU = procCPU(pid) - cpu0
@@ -210,19 +230,43 @@ func run(runs, burst, rounds int, out, cniConf, rt string, floorMasq, verbose bo
 		if _, err := floor(floorCleanup, first, first+burst-1); err != nil {
 			return err
 		}
+		if !withCRIFloor {
+			continue
+		}
+		snap = b.cpu()
+		crictl0 := b.crictlCPU.Load()
+		if d, err = b.criFloor(ctx, criFloorDir, first, first+burst-1); err != nil {
+			return err
+		}
+		if r == 0 {
+			criFloorCPU = b.cpu().minus(snap)
+			delete(criFloorCPU, "kubelet")
+			delete(criFloorCPU, "apiserver")
+			criFloorCPU["crictl"] = time.Duration(b.crictlCPU.Load() - crictl0)
+		}
+		criFloorBursts = append(criFloorBursts, d)
+		if err := b.criFloorCleanup(ctx); err != nil {
+			return err
+		}
 	}
 	burstTime, floorBurst := median(bursts), median(floorBursts)
 
 	fmt.Printf("\n%-44s %10s %10s %10s %10s\n", "", "p50", "p99", "min", "max")
 	printStats("kubelet: one pod, apply -> Running (watch)", single)
 	printStats("floor script: one pod (netns+CNI+ctr run)", floorOne)
-	fmt.Printf("\n%d pods at once, median of %d rounds (each round: kubelet, then floor):\n", burst, rounds)
+	fmt.Printf("\n%d pods at once, median of %d rounds (each round: kubelet, then floor, then under CRI crictl):\n", burst, rounds)
 	fmt.Printf("%-44s %10s   rounds %v\n", "kubelet: all Running (watch)", burstTime.Round(time.Millisecond), roundAll(bursts))
 	fmt.Printf("%-44s %10s   rounds %v\n", "floor script", floorBurst.Round(time.Millisecond), roundAll(floorBursts))
+	if withCRIFloor {
+		fmt.Printf("%-44s %10s   rounds %v\n", "CRI floor: crictl run, all at once", median(criFloorBursts).Round(time.Millisecond), roundAll(criFloorBursts))
+	}
 	fmt.Printf("\nkubelet RSS with %d pods: %.1f MiB; kubelet CPU for the first burst: %s (%s per pod)\n",
 		burst, float64(rss)/(1<<20), kubeletCPU.Round(time.Millisecond), (kubeletCPU / time.Duration(burst)).Round(time.Millisecond))
 	fmt.Printf("CPU used by the first burst, kubelet: %s\n", burstCPU)
 	fmt.Printf("CPU used by the first burst, floor:   %s\n", floorCPU)
+	if withCRIFloor {
+		fmt.Printf("CPU used by the first burst, CRI floor: %s\n", criFloorCPU)
+	}
 	printBreakdown(before, after)
 	fmt.Printf("\nCPU profile of the burst: %s (go tool pprof %s %s)\n", profile, bins.Kubelet, profile)
 	if top, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=25", bins.Kubelet, profile).Output(); err == nil {
@@ -303,6 +347,7 @@ func (b *bench) startAll(ctx context.Context, n int, prefix string) (time.Durati
 		return 0, err
 	}
 	up := map[string]bool{}
+	var first, last time.Time
 	for len(up) < n {
 		ev, err := w.Next()
 		if err != nil {
@@ -310,9 +355,20 @@ func (b *bench) startAll(ctx context.Context, n int, prefix string) (time.Durati
 		}
 		if ev.Type == "MODIFIED" && isRunning(ev.Object) {
 			up[ev.Object.Metadata.Name] = true
+			for _, cs := range ev.Object.GetStatus().GetContainerStatuses() {
+				t := cs.GetState().GetRunning().GetStartedAt().AsTime()
+				if first.IsZero() || t.Before(first) {
+					first = t
+				}
+				if t.After(last) {
+					last = t
+				}
+			}
 		}
 	}
-	return time.Since(start), nil
+	took := time.Since(start)
+	b.lastStart = append(b.lastStart, [3]time.Duration{first.Sub(start), last.Sub(start), took})
+	return took, nil
 }
 
 func isRunning(p *v1.Pod) bool {

@@ -126,7 +126,7 @@ func (a cpuSnapshot) minus(b cpuSnapshot) cpuSnapshot {
 }
 
 func (s cpuSnapshot) String() string {
-	keys := []string{"kubelet", "apiserver", "containerd", "shims", "script"}
+	keys := []string{"kubelet", "apiserver", "containerd", "shims", "script", "crictl"}
 	var parts []string
 	var total time.Duration
 	for _, k := range keys {
