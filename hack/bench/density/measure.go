@@ -17,6 +17,7 @@ import (
 	v1 "github.com/tugboat/tugboat/api/v1"
 	procfs "github.com/tugboat/tugboat/hack/bench/internal/proc"
 	"github.com/tugboat/tugboat/hack/bench/internal/stats"
+	"github.com/tugboat/tugboat/internal/promtext"
 	"github.com/tugboat/tugboat/kubelet/hollow"
 )
 
@@ -226,11 +227,17 @@ func measure(ctx context.Context, o options, log *slog.Logger) (*result, error) 
 		r.cpu[p.Name] += cpuSeconds(p)
 		r.peakRSS[p.Name] = peak(p)
 	}
-	m, err := scrape(ctx, apiMetrics)
+	m, err := promtext.Scrape(ctx, nil, "http://"+apiMetrics+"/metrics")
 	if err != nil {
 		return nil, err
 	}
-	r.apiP99 = m.latencies("tugboat_apiserver_request_duration_seconds", 0.99)
+	// Per kind and verb, but Watch, whose duration is the stream's.
+	for _, g := range m.Groups("tugboat_apiserver_request_duration_seconds", 0.99, "kind", "verb") {
+		if g.Labels["verb"] != "Watch" && g.Count > 0 {
+			r.apiP99 = append(r.apiP99, apiLatency{kind: g.Labels["kind"], verb: g.Labels["verb"], count: g.Count, p99: g.Value})
+		}
+	}
+	sortLatencies(r.apiP99)
 	return r, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	procfs "github.com/tugboat/tugboat/hack/bench/internal/proc"
+	"github.com/tugboat/tugboat/internal/promtext"
 )
 
 // result is one run's measurements.
@@ -98,19 +99,19 @@ func runOnce(ctx context.Context, o options, nodes int, log *slog.Logger) (*resu
 	r.cpuScheduler, r.cpuAPIServer = schedCPU, apiCPU1-apiCPU0
 	r.rssScheduler, r.peakScheduler, _ = memory(sched)
 	r.rssAPIServer, r.peakAPIServer, _ = memory(api)
-	m, err := scrape(ctx, schedMetrics)
+	m, err := promtext.Scrape(ctx, nil, "http://"+schedMetrics+"/metrics")
 	if err != nil {
 		return nil, err
 	}
-	r.decisionP50 = m.quantile("tugboat_scheduler_decision_duration_seconds", 0.5)
-	r.decisionP99 = m.quantile("tugboat_scheduler_decision_duration_seconds", 0.99)
-	r.e2eP50 = m.quantile("tugboat_scheduler_e2e_scheduling_duration_seconds", 0.5)
-	r.e2eP99 = m.quantile("tugboat_scheduler_e2e_scheduling_duration_seconds", 0.99)
-	r.bindP50 = m.quantile("tugboat_scheduler_bind_duration_seconds", 0.5)
-	r.bindP99 = m.quantile("tugboat_scheduler_bind_duration_seconds", 0.99)
-	r.eventsDropped = m["tugboat_events_dropped_total"]
-	r.conflicts = m[`tugboat_scheduler_binds_total{result="conflict"}`]
-	r.unschedulable = m[`tugboat_scheduler_schedule_attempts_total{result="unschedulable"}`]
+	r.decisionP50 = m.Quantile("tugboat_scheduler_decision_duration_seconds", 0.5)
+	r.decisionP99 = m.Quantile("tugboat_scheduler_decision_duration_seconds", 0.99)
+	r.e2eP50 = m.Quantile("tugboat_scheduler_e2e_scheduling_duration_seconds", 0.5)
+	r.e2eP99 = m.Quantile("tugboat_scheduler_e2e_scheduling_duration_seconds", 0.99)
+	r.bindP50 = m.Quantile("tugboat_scheduler_bind_duration_seconds", 0.5)
+	r.bindP99 = m.Quantile("tugboat_scheduler_bind_duration_seconds", 0.99)
+	r.eventsDropped, _ = m.Sum("tugboat_events_dropped_total")
+	r.conflicts, _ = m.Sum("tugboat_scheduler_binds_total", "result", "conflict")
+	r.unschedulable, _ = m.Sum("tugboat_scheduler_schedule_attempts_total", "result", "unschedulable")
 	if err := verify(ctx, c, o.pods); err != nil {
 		return nil, fmt.Errorf("verification: %w", err)
 	}
@@ -158,14 +159,14 @@ func (r *result) watch(ctx context.Context, o options, sched, api *proc, addr st
 		if err := api.Exited(); err != nil {
 			return err
 		}
-		m, err := scrape(ctx, addr)
+		m, err := promtext.Scrape(ctx, nil, "http://"+addr+"/metrics")
 		if err != nil {
 			if time.Now().After(deadline) {
 				return err
 			}
 			continue // not listening yet
 		}
-		bound := m[`tugboat_scheduler_binds_total{result="ok"}`]
+		bound, _ := m.Sum("tugboat_scheduler_binds_total", "result", "ok")
 		if bound > 0 && r.firstBind == 0 {
 			r.firstBind = time.Since(t0)
 		}

@@ -1,15 +1,14 @@
 package console
 
 import (
-	"bufio"
 	"context"
 	"log/slog"
 	"net/http"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/tugboat/tugboat/internal/promtext"
 )
 
 // metricsInterval is how often the charts get a sample.
@@ -89,7 +88,7 @@ func (m *metrics) run(ctx context.Context) {
 			lastBound, lastEvents = b, e
 			m.add(seriesStartup, now, m.feed.startups.median())
 			for comp, url := range m.urls {
-				vals, err := m.scrape(ctx, url)
+				vals, err := promtext.Scrape(ctx, m.http, url)
 				m.mu.Lock()
 				if err != nil {
 					m.errors[comp] = err.Error()
@@ -104,17 +103,18 @@ func (m *metrics) run(ctx context.Context) {
 					if p.component != comp {
 						continue
 					}
-					sum, ok := vals[p.sum]
+					sum, ok := vals.Sum(p.sum)
 					if !ok {
 						continue
 					}
 					switch {
 					case p.count != "":
-						ds, dc := sum-prev[p.sum], vals[p.count]-prev[p.count]
+						count, _ := vals.Sum(p.count)
+						ds, dc := sum-prev[p.sum], count-prev[p.count]
 						if _, seen := prev[p.sum]; seen && dc > 0 {
 							m.add(p.series, now, ds/dc)
 						}
-						prev[p.count] = vals[p.count]
+						prev[p.count] = count
 					case p.rate:
 						if old, seen := prev[p.sum]; seen {
 							m.add(p.series, now, (sum-old)/secs)
@@ -138,50 +138,6 @@ func (m *metrics) add(series string, t time.Time, v float64) {
 	}
 	m.series[series] = s
 }
-
-// scrape reads a Prometheus text page and sums each metric over its
-// labels.
-func (m *metrics) scrape(ctx context.Context, url string) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := m.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, &httpStatusError{url: url, status: resp.Status}
-	}
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		name := line[:i]
-		if j := strings.IndexByte(name, '{'); j >= 0 {
-			name = name[:j]
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		out[name] += v
-	}
-	return out, sc.Err()
-}
-
-type httpStatusError struct{ url, status string }
-
-func (e *httpStatusError) Error() string { return e.url + ": " + e.status }
 
 // chart is one series for the page.
 type chart struct {
