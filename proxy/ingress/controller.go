@@ -24,12 +24,16 @@
 // ServicePortNotFound, NoEndpoints, BadTLSSecret: a missing, mistyped or
 // unparsable kubernetes.io/tls Secret, whose hosts then get the default
 // self-signed certificate) is an Event on the Ingress, sent when it
-// appears and then at most every ten minutes while it lasts (each node's
-// proxy reports its own, aggregated by the recorder): no Event storm.
-// status.loadBalancer.ingress lists the nodes' InternalIPs; it has one
-// writer, the proxy holding the Lease kube-system/tugboat-ingress-status
-// (as ingress-nginx elects its status writer), so the proxies of a
-// cluster do not fight over it.
+// appears and then at most every ten minutes while it lasts: no Event
+// storm. status.loadBalancer.ingress lists the nodes' InternalIPs.
+//
+// One writer: every node's proxy serves traffic, but only the proxy
+// holding the Lease kube-system/tugboat-ingress-status writes the
+// Ingresses' status and Events (as ingress-nginx elects its status
+// writer), so a cluster of N nodes reports a problem once, not N times,
+// and the proxies do not fight over status. A proxy that becomes the
+// holder forgets what it had reported and rebuilds, so the problems that
+// last are reported by the new writer at once.
 //
 // Permissions (system:kube-proxy): read ingresses, ingressclasses,
 // services, endpointslices, nodes and secrets, update ingresses/status,
@@ -115,6 +119,7 @@ type Controller struct {
 	status  chan struct{}
 
 	mu       sync.Mutex
+	leading  bool                 // holds the status Lease: writes Events
 	reported map[string]time.Time // problem key -> last Event
 	synced   map[string]int64     // Ingress -> generation last reported Sync
 	ready    chan struct{}        // closed once serving
@@ -298,18 +303,21 @@ func (c *Controller) rebuild(fallback *tls.Certificate) {
 	certs, certProblems := buildCerts(t.served, c.secrets.Get, fallback)
 	c.table.Store(t)
 	c.certs.Store(certs)
-	c.metrics.rebuilds.Inc()
 	c.metrics.served.Set(float64(len(t.served)))
 	c.report(t.served, append(problems, certProblems...))
+	c.metrics.rebuilds.Inc() // after report: a test waits on it
 	c.notifyStatus()
 }
 
 // report sends the Events: Sync (Normal) when an Ingress is first served
 // or its spec changed, a Warning per problem when it appears and every
-// eventEvery while it lasts.
+// eventEvery while it lasts. Only the status Lease holder reports.
 func (c *Controller) report(served []*v1.Ingress, problems []Problem) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.leading {
+		return
+	}
 	now := time.Now()
 	seen := map[string]bool{}
 	for _, ing := range served {
@@ -317,6 +325,7 @@ func (c *Controller) report(served []*v1.Ingress, problems []Problem) {
 		seen[key] = true
 		if g, ok := c.synced[key]; !ok || g != ing.GetMetadata().GetGeneration() {
 			c.recorder.Eventf(ing, record.Normal, "Sync", "Scheduled for sync")
+			c.metrics.events.WithLabelValues("Sync").Inc()
 			c.synced[key] = ing.GetMetadata().GetGeneration()
 		}
 	}
@@ -337,12 +346,28 @@ func (c *Controller) report(served []*v1.Ingress, problems []Problem) {
 		}
 		c.reported[key] = now
 		c.recorder.Eventf(p.Ingress, record.Warning, p.Reason, "%s", p.Message)
+		c.metrics.events.WithLabelValues(p.Reason).Inc()
 		c.log.Warn("ingress problem", "ingress", v1.Key(p.Ingress), "reason", p.Reason, "message", p.Message)
 	}
 	for key := range c.reported {
 		if !current[key] {
 			delete(c.reported, key) // gone: a recurrence is reported at once
 		}
+	}
+}
+
+// setLeading starts or ends this proxy's term as the writer of status
+// and Events; either way it forgets what it reported, and a new term
+// rebuilds so the lasting problems are reported at once.
+func (c *Controller) setLeading(leading bool) {
+	c.mu.Lock()
+	c.leading = leading
+	clear(c.reported)
+	clear(c.synced)
+	c.mu.Unlock()
+	c.metrics.leader.Set(map[bool]float64{true: 1}[leading])
+	if leading {
+		c.Changed()
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,6 +45,7 @@ type cluster struct {
 	reg   *prometheus.Registry
 	http  string // the ingress's HTTP address
 	https string
+	first *proxy // node-a's, whose fields c, reg, http and https are
 }
 
 const labelServiceName = "kubernetes.io/service-name"
@@ -64,9 +66,28 @@ func (s *source) Nodes() []*v1.Node { return s.nodes.List() }
 func startCluster(t testing.TB) *cluster {
 	t.Helper()
 	srv := apiservertest.StartSecure(t)
-	cl := &cluster{t: t, srv: srv, admin: srv.Client, reg: prometheus.NewRegistry()}
-	pc := srv.ClientAs("proxy")
-	log := testLogger()
+	cl := &cluster{t: t, srv: srv, admin: srv.Client}
+	p := cl.startProxy("node-a")
+	cl.first, cl.c, cl.reg, cl.http, cl.https = p, p.c, p.reg, p.http, p.https
+	return cl
+}
+
+// proxy is one node's Ingress datapath.
+type proxy struct {
+	c           *Controller
+	reg         *prometheus.Registry
+	http, https string
+	stop        func() // ends it and waits
+}
+
+// startProxy runs one more node's Ingress datapath, with informers of its
+// own, as the proxy's identity, on loopback ports of its own.
+func (cl *cluster) startProxy(node string) *proxy {
+	t := cl.t
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	pc := cl.srv.ClientAs("proxy")
+	log := testLogger().With("node", node)
 	src := &source{
 		svcs:  informer.New(client.For[*v1.Service](pc), informer.Options{Logger: log}),
 		eps:   informer.New(client.For[*v1.EndpointSlice](pc), informer.Options{Logger: log}),
@@ -78,7 +99,7 @@ func startCluster(t testing.TB) *cluster {
 		}
 		return nil
 	})
-	c, err := New(Config{Listen: "127.0.0.1:0", TLSListen: "127.0.0.1:0", NodeName: "node-a", Client: pc, Source: src, Registry: cl.reg, Logger: log})
+	c, err := New(Config{Listen: "127.0.0.1:0", TLSListen: "127.0.0.1:0", NodeName: node, Client: pc, Source: src, Registry: reg, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,12 +119,16 @@ func startCluster(t testing.TB) *cluster {
 	}
 	runDone := make(chan error, 1)
 	go func() { runDone <- c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-runDone; err != nil {
-			t.Errorf("ingress Run: %v", err)
-		}
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-runDone; err != nil {
+				t.Errorf("ingress Run (%s): %v", node, err)
+			}
+		})
+	}
+	t.Cleanup(stop)
 	select {
 	case <-c.Ready():
 	case err := <-runDone:
@@ -111,9 +136,9 @@ func startCluster(t testing.TB) *cluster {
 	case <-time.After(30 * time.Second):
 		t.Fatal("ingress not ready after 30s")
 	}
-	cl.c = c
-	cl.http, cl.https = c.Addrs()
-	return cl
+	p := &proxy{c: c, reg: reg, stop: stop}
+	p.http, p.https = c.Addrs()
+	return p
 }
 
 // backend is an HTTP server on loopback answering with its name (and the

@@ -12,6 +12,8 @@ type metrics struct {
 	duration       *prometheus.HistogramVec
 	rebuilds       prometheus.Counter
 	served         prometheus.Gauge
+	leader         prometheus.Gauge
+	events         *prometheus.CounterVec
 
 	mu  sync.Mutex
 	per map[string]*ingressMetrics // "namespace/name" -> curried
@@ -37,9 +39,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		rebuilds: prometheus.NewCounter(prometheus.CounterOpts{Name: "tugboat_proxy_ingress_table_rebuilds_total",
 			Help: "Routing tables built and swapped in."}),
 		served: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tugboat_proxy_ingress_served", Help: "Ingresses served by this proxy."}),
-		per:    map[string]*ingressMetrics{},
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tugboat_proxy_ingress_status_leader",
+			Help: "1 while this proxy holds the Lease kube-system/tugboat-ingress-status and writes the Ingresses' status and Events."}),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tugboat_proxy_ingress_events_total",
+			Help: "Events this proxy recorded on Ingresses (only the status Lease holder records), by reason."}, []string{"reason"}),
+		per: map[string]*ingressMetrics{},
 	}
-	reg.MustRegister(m.requests, m.upstreamErrors, m.duration, m.rebuilds, m.served)
+	reg.MustRegister(m.requests, m.upstreamErrors, m.duration, m.rebuilds, m.served, m.leader, m.events)
 	return m
 }
 

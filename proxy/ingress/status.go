@@ -16,7 +16,7 @@ import (
 
 // runStatus campaigns for the status Lease and, while holding it, keeps
 // every served Ingress's status.loadBalancer equal to the nodes'
-// addresses. Losing the Lease ends the term; the campaign starts again.
+// addresses and writes the Ingresses' Events (report). Losing the Lease ends the term; the campaign starts again.
 func (c *Controller) runStatus(ctx context.Context) error {
 	identity := fmt.Sprintf("%s_%d", c.cfg.NodeName, os.Getpid())
 	for ctx.Err() == nil {
@@ -36,7 +36,9 @@ func (c *Controller) runStatus(ctx context.Context) error {
 // writeStatus is the leader's loop: on every rebuild or node change, and
 // every minute, write the addresses into the Ingresses that differ.
 func (c *Controller) writeStatus(ctx context.Context) {
-	c.log.Info("writing ingress status", "lease", "kube-system/"+StatusLease)
+	c.log.Info("writing ingress status and events", "lease", "kube-system/"+StatusLease)
+	c.setLeading(true)
+	defer c.setLeading(false)
 	tick := time.NewTicker(time.Minute)
 	defer tick.Stop()
 	ings := client.For[*v1.Ingress](c.cfg.Client)
