@@ -186,8 +186,12 @@ func (s *Server) Get(ctx context.Context, req *v1.GetRequest) (*anypb.Any, error
 		if err := scaleSubresource(k); err != nil {
 			return nil, err
 		}
+	case "resize":
+		if err := resizeSubresource(k); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, apierrors.Invalid("subresource", "%q cannot be read with Get (only the object or its scale)", req.Subresource)
+		return nil, apierrors.Invalid("subresource", "%q cannot be read with Get (only the object, its scale or a pod's resize)", req.Subresource)
 	}
 	ns := namespaceOf(k, req.Namespace)
 	if err := s.authorize(ctx, "get", k, req.Subresource, ns, req.Name, ""); err != nil {
@@ -270,8 +274,12 @@ func (s *Server) Update(ctx context.Context, req *v1.UpdateRequest) (*anypb.Any,
 		if err := scaleSubresource(k); err != nil {
 			return nil, err
 		}
+	case "resize":
+		if err := resizeSubresource(k); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, apierrors.Invalid("subresource", "%q cannot be written with Update (only the object or its scale; status with UpdateStatus)", req.Subresource)
+		return nil, apierrors.Invalid("subresource", "%q cannot be written with Update (only the object, its scale or a pod's resize; status with UpdateStatus)", req.Subresource)
 	}
 	if err := s.authorize(ctx, "update", k, req.Subresource, namespaceOf(k, m.Namespace), m.Name, ""); err != nil {
 		return nil, err
@@ -280,9 +288,16 @@ func (s *Server) Update(ctx context.Context, req *v1.UpdateRequest) (*anypb.Any,
 	if err != nil {
 		return nil, err
 	}
+	if req.Subresource == "resize" {
+		out, err := s.updateFrom(ctx, k, obj, "resize", req.DryRun, owner, func(cur v1.Object) (v1.Object, error) { return withResize(cur, obj) })
+		if err != nil {
+			return nil, err
+		}
+		return pack(out)
+	}
 	if req.Subresource == "scale" {
 		n := k.Scale.Replicas(obj)
-		out, err := s.updateFrom(ctx, k, obj, false, req.DryRun, owner, func(cur v1.Object) (v1.Object, error) { return withReplicas(k, cur, n), nil })
+		out, err := s.updateFrom(ctx, k, obj, "", req.DryRun, owner, func(cur v1.Object) (v1.Object, error) { return withReplicas(k, cur, n), nil })
 		if err != nil {
 			return nil, err
 		}
@@ -327,14 +342,23 @@ func (s *Server) update(ctx context.Context, k *kinds.Kind, in v1.Object, status
 }
 
 func (s *Server) updateAs(ctx context.Context, k *kinds.Kind, in v1.Object, statusOnly, dryRun bool, owner fieldOwner) (v1.Object, error) {
-	return s.updateFrom(ctx, k, in, statusOnly, dryRun, owner, func(v1.Object) (v1.Object, error) { return in, nil })
+	sub := ""
+	if statusOnly {
+		sub = "status"
+	}
+	return s.updateFrom(ctx, k, in, sub, dryRun, owner, func(v1.Object) (v1.Object, error) { return in, nil })
 }
 
 // updateFrom is update with the user's object built from the stored one
 // (build), so that a patch is applied again to what another writer stored
 // when a compare-and-swap loses. in names the object and the version
 // wanted (0: any); the change is recorded for owner (managedfields.go).
-func (s *Server) updateFrom(ctx context.Context, k *kinds.Kind, in v1.Object, statusOnly, dryRun bool, owner fieldOwner, build func(cur v1.Object) (v1.Object, error)) (v1.Object, error) {
+// sub is the subresource written: "" (the object), "status" (only the
+// status is taken from build's object) or "resize" (a pod's resize:
+// build keeps everything but the containers' resources, and the resize
+// rules replace the update rules, resize.go).
+func (s *Server) updateFrom(ctx context.Context, k *kinds.Kind, in v1.Object, sub string, dryRun bool, owner fieldOwner, build func(cur v1.Object) (v1.Object, error)) (v1.Object, error) {
+	statusOnly := sub == "status"
 	m := v1.Meta(in)
 	ns := namespaceOf(k, m.Namespace)
 	want := m.ResourceVersion
@@ -367,7 +391,12 @@ func (s *Server) updateFrom(ctx context.Context, k *kinds.Kind, in v1.Object, st
 		if err := k.Validate(next).Err(k.Name, m.Name); err != nil {
 			return nil, err
 		}
-		if k.ValidateUpdate != nil && !statusOnly {
+		switch {
+		case sub == "resize":
+			if err := validation.PodResize(cur.(*v1.Pod), next.(*v1.Pod)).Err(k.Name, m.Name); err != nil {
+				return nil, err
+			}
+		case k.ValidateUpdate != nil && !statusOnly:
 			if err := k.ValidateUpdate(cur, next).Err(k.Name, m.Name); err != nil {
 				return nil, err
 			}

@@ -38,8 +38,12 @@ func (s *Server) Patch(ctx context.Context, req *v1.PatchRequest) (*anypb.Any, e
 		if err := scaleSubresource(k); err != nil {
 			return nil, err
 		}
+	case "resize":
+		if err := resizeSubresource(k); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, apierrors.Invalid("subresource", "%q cannot be patched (only the object, its status or its scale)", req.Subresource)
+		return nil, apierrors.Invalid("subresource", "%q cannot be patched (only the object, its status, its scale or a pod's resize)", req.Subresource)
 	}
 	if req.Name == "" {
 		return nil, apierrors.Invalid("name", "required")
@@ -51,7 +55,7 @@ func (s *Server) Patch(ctx context.Context, req *v1.PatchRequest) (*anypb.Any, e
 		if req.FieldManager == "" {
 			return nil, apierrors.Invalid("fieldManager", "Required value: is required for apply patch")
 		}
-		if req.Subresource == "scale" {
+		if req.Subresource == "scale" || req.Subresource == "resize" {
 			return nil, apierrors.Invalid("subresource", "server-side apply of %q is not supported (only the object and its status)", req.Subresource)
 		}
 	} else if req.Force {
@@ -75,9 +79,20 @@ func (s *Server) Patch(ctx context.Context, req *v1.PatchRequest) (*anypb.Any, e
 	in := k.New()
 	m := v1.Meta(in)
 	m.Namespace, m.Name, m.ResourceVersion = ns, req.Name, req.ResourceVersion
-	out, err := s.updateFrom(ctx, k, in, statusOnly, req.DryRun, owner, func(cur v1.Object) (v1.Object, error) {
-		if req.Subresource == "scale" {
+	sub := ""
+	if statusOnly || req.Subresource == "resize" {
+		sub = req.Subresource
+	}
+	out, err := s.updateFrom(ctx, k, in, sub, req.DryRun, owner, func(cur v1.Object) (v1.Object, error) {
+		switch req.Subresource {
+		case "scale":
 			return patchScale(k, cur, t, req.Patch)
+		case "resize":
+			patched, err := patch.Object(cur, t, req.Patch)
+			if err != nil {
+				return nil, err
+			}
+			return withResize(cur, patched)
 		}
 		return patch.Object(cur, t, req.Patch)
 	})
@@ -105,7 +120,11 @@ func (s *Server) serverSideApply(ctx context.Context, k *kinds.Kind, ns string, 
 	in := k.New()
 	m := v1.Meta(in)
 	m.Namespace, m.Name, m.ResourceVersion = ns, req.Name, req.ResourceVersion
-	out, err := s.updateFrom(ctx, k, in, statusOnly, req.DryRun, fieldOwner{applied: true}, func(cur v1.Object) (v1.Object, error) {
+	sub := ""
+	if statusOnly {
+		sub = "status"
+	}
+	out, err := s.updateFrom(ctx, k, in, sub, req.DryRun, fieldOwner{applied: true}, func(cur v1.Object) (v1.Object, error) {
 		return applyTo(fm, k, cur, intent, req.FieldManager, req.Force)
 	})
 	if !apierrors.IsNotFound(err) || req.ResourceVersion != 0 || statusOnly {

@@ -37,3 +37,20 @@ func (c *Client) CreateToken(ctx context.Context, ns, name string, tr *v1.TokenR
 	}
 	return out, nil
 }
+
+// Resize writes pod's containers' resources through the pods/resize
+// subresource (Objects.Update with subresource "resize"): only their cpu
+// and memory requests and limits are taken; the answer is the pod as
+// stored.
+func (c *Client) Resize(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
+	a, err := anypb.New(pod)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.objects.Update(ctx, &v1.UpdateRequest{Object: a, Subresource: "resize"})
+	if err != nil {
+		return nil, apierrors.FromGRPC(err)
+	}
+	out := &v1.Pod{}
+	return out, res.UnmarshalTo(out)
+}

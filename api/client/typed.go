@@ -165,7 +165,8 @@ func (t *Typed[T]) Delete(ctx context.Context, ns, name string, opts DeleteOptio
 
 // PatchOptions qualify a patch.
 type PatchOptions struct {
-	// Subresource "status" patches the status only; "" the object.
+	// Subresource "status" patches the status only; "resize" a pod's
+	// containers' resources (pods/resize); "" the object.
 	Subresource string
 	// ResourceVersion, if set, is a precondition.
 	ResourceVersion int64

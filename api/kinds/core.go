@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tugboat/tugboat/api/resource"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/api/validation"
 )
@@ -57,11 +58,45 @@ func DefaultPod(p *v1.Pod) {
 			}
 		}
 	}
+	for _, c := range p.Spec.Containers {
+		defaultResizePolicy(c)
+	}
+	for _, c := range p.Spec.InitContainers {
+		if c.RestartPolicy == "Always" {
+			defaultResizePolicy(c)
+		}
+	}
 	if p.Status == nil {
 		p.Status = &v1.PodStatus{}
 	}
 	if p.Status.Phase == "" {
 		p.Status.Phase = "Pending"
+	}
+	if p.Status.QosClass == "" {
+		// As Kubernetes' pod strategy sets it on create; it never changes.
+		p.Status.QosClass = resource.PodQOSClass(p.Spec)
+	}
+}
+
+// defaultResizePolicy gives c a NotRequired resize policy for cpu and for
+// memory when it requests or limits that resource and names no policy for
+// it (Kubernetes' setDefaultResizePolicy: pods only, app containers and
+// sidecars).
+func defaultResizePolicy(c *v1.Container) {
+	r := c.GetResources()
+	for _, name := range []string{"cpu", "memory"} {
+		_, req := r.GetRequests()[name]
+		_, lim := r.GetLimits()[name]
+		if !req && !lim {
+			continue
+		}
+		named := false
+		for _, p := range c.ResizePolicy {
+			named = named || p.ResourceName == name
+		}
+		if !named {
+			c.ResizePolicy = append(c.ResizePolicy, &v1.ContainerResizePolicy{ResourceName: name, RestartPolicy: "NotRequired"})
+		}
 	}
 }
 

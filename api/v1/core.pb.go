@@ -1803,8 +1803,12 @@ type Container struct {
 	// FallbackToLogsOnError: the end of the container's log when the file
 	// is empty and the container failed.
 	TerminationMessagePolicy string `protobuf:"bytes,53,opt,name=termination_message_policy,json=terminationMessagePolicy,proto3" json:"termination_message_policy,omitempty"`
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	// How a resize of a resource (pods/resize) is applied: NotRequired
+	// (in place, the default for cpu and memory a container sets) or
+	// RestartContainer. Not for init containers other than sidecars.
+	ResizePolicy  []*ContainerResizePolicy `protobuf:"bytes,54,rep,name=resize_policy,json=resizePolicy,proto3" json:"resize_policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Container) Reset() {
@@ -1991,6 +1995,68 @@ func (x *Container) GetTerminationMessagePolicy() string {
 	return ""
 }
 
+func (x *Container) GetResizePolicy() []*ContainerResizePolicy {
+	if x != nil {
+		return x.ResizePolicy
+	}
+	return nil
+}
+
+// ContainerResizePolicy is how a container takes a resize of one resource.
+type ContainerResizePolicy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// cpu or memory.
+	ResourceName string `protobuf:"bytes,1,opt,name=resource_name,json=resourceName,proto3" json:"resource_name,omitempty"`
+	// NotRequired or RestartContainer.
+	RestartPolicy string `protobuf:"bytes,2,opt,name=restart_policy,json=restartPolicy,proto3" json:"restart_policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContainerResizePolicy) Reset() {
+	*x = ContainerResizePolicy{}
+	mi := &file_api_v1_core_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContainerResizePolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContainerResizePolicy) ProtoMessage() {}
+
+func (x *ContainerResizePolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContainerResizePolicy.ProtoReflect.Descriptor instead.
+func (*ContainerResizePolicy) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ContainerResizePolicy) GetResourceName() string {
+	if x != nil {
+		return x.ResourceName
+	}
+	return ""
+}
+
+func (x *ContainerResizePolicy) GetRestartPolicy() string {
+	if x != nil {
+		return x.RestartPolicy
+	}
+	return ""
+}
+
 type Lifecycle struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	PostStart     *LifecycleHandler      `protobuf:"bytes,1,opt,name=post_start,json=postStart,proto3" json:"post_start,omitempty"`
@@ -2001,7 +2067,7 @@ type Lifecycle struct {
 
 func (x *Lifecycle) Reset() {
 	*x = Lifecycle{}
-	mi := &file_api_v1_core_proto_msgTypes[24]
+	mi := &file_api_v1_core_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2013,7 +2079,7 @@ func (x *Lifecycle) String() string {
 func (*Lifecycle) ProtoMessage() {}
 
 func (x *Lifecycle) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[24]
+	mi := &file_api_v1_core_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2026,7 +2092,7 @@ func (x *Lifecycle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lifecycle.ProtoReflect.Descriptor instead.
 func (*Lifecycle) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{24}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Lifecycle) GetPostStart() *LifecycleHandler {
@@ -2057,7 +2123,7 @@ type LifecycleHandler struct {
 
 func (x *LifecycleHandler) Reset() {
 	*x = LifecycleHandler{}
-	mi := &file_api_v1_core_proto_msgTypes[25]
+	mi := &file_api_v1_core_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2069,7 +2135,7 @@ func (x *LifecycleHandler) String() string {
 func (*LifecycleHandler) ProtoMessage() {}
 
 func (x *LifecycleHandler) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[25]
+	mi := &file_api_v1_core_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2082,7 +2148,7 @@ func (x *LifecycleHandler) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LifecycleHandler.ProtoReflect.Descriptor instead.
 func (*LifecycleHandler) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{25}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *LifecycleHandler) GetExec() *ExecAction {
@@ -2122,7 +2188,7 @@ type SleepAction struct {
 
 func (x *SleepAction) Reset() {
 	*x = SleepAction{}
-	mi := &file_api_v1_core_proto_msgTypes[26]
+	mi := &file_api_v1_core_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2134,7 +2200,7 @@ func (x *SleepAction) String() string {
 func (*SleepAction) ProtoMessage() {}
 
 func (x *SleepAction) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[26]
+	mi := &file_api_v1_core_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2147,7 +2213,7 @@ func (x *SleepAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SleepAction.ProtoReflect.Descriptor instead.
 func (*SleepAction) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{26}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SleepAction) GetSeconds() int64 {
@@ -2168,7 +2234,7 @@ type EnvVar struct {
 
 func (x *EnvVar) Reset() {
 	*x = EnvVar{}
-	mi := &file_api_v1_core_proto_msgTypes[27]
+	mi := &file_api_v1_core_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2180,7 +2246,7 @@ func (x *EnvVar) String() string {
 func (*EnvVar) ProtoMessage() {}
 
 func (x *EnvVar) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[27]
+	mi := &file_api_v1_core_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2193,7 +2259,7 @@ func (x *EnvVar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVar.ProtoReflect.Descriptor instead.
 func (*EnvVar) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{27}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *EnvVar) GetName() string {
@@ -2229,7 +2295,7 @@ type EnvVarSource struct {
 
 func (x *EnvVarSource) Reset() {
 	*x = EnvVarSource{}
-	mi := &file_api_v1_core_proto_msgTypes[28]
+	mi := &file_api_v1_core_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2241,7 +2307,7 @@ func (x *EnvVarSource) String() string {
 func (*EnvVarSource) ProtoMessage() {}
 
 func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[28]
+	mi := &file_api_v1_core_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2254,7 +2320,7 @@ func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVarSource.ProtoReflect.Descriptor instead.
 func (*EnvVarSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{28}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *EnvVarSource) GetConfigMapKeyRef() *KeySelector {
@@ -2296,7 +2362,7 @@ type KeySelector struct {
 
 func (x *KeySelector) Reset() {
 	*x = KeySelector{}
-	mi := &file_api_v1_core_proto_msgTypes[29]
+	mi := &file_api_v1_core_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2308,7 +2374,7 @@ func (x *KeySelector) String() string {
 func (*KeySelector) ProtoMessage() {}
 
 func (x *KeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[29]
+	mi := &file_api_v1_core_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2321,7 +2387,7 @@ func (x *KeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeySelector.ProtoReflect.Descriptor instead.
 func (*KeySelector) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{29}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *KeySelector) GetName() string {
@@ -2356,7 +2422,7 @@ type ObjectFieldSelector struct {
 
 func (x *ObjectFieldSelector) Reset() {
 	*x = ObjectFieldSelector{}
-	mi := &file_api_v1_core_proto_msgTypes[30]
+	mi := &file_api_v1_core_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2368,7 +2434,7 @@ func (x *ObjectFieldSelector) String() string {
 func (*ObjectFieldSelector) ProtoMessage() {}
 
 func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[30]
+	mi := &file_api_v1_core_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2381,7 +2447,7 @@ func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectFieldSelector.ProtoReflect.Descriptor instead.
 func (*ObjectFieldSelector) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{30}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ObjectFieldSelector) GetFieldPath() string {
@@ -2409,7 +2475,7 @@ type EnvFromSource struct {
 
 func (x *EnvFromSource) Reset() {
 	*x = EnvFromSource{}
-	mi := &file_api_v1_core_proto_msgTypes[31]
+	mi := &file_api_v1_core_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2421,7 +2487,7 @@ func (x *EnvFromSource) String() string {
 func (*EnvFromSource) ProtoMessage() {}
 
 func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[31]
+	mi := &file_api_v1_core_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2434,7 +2500,7 @@ func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvFromSource.ProtoReflect.Descriptor instead.
 func (*EnvFromSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{31}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *EnvFromSource) GetPrefix() string {
@@ -2467,7 +2533,7 @@ type LocalObjectReference struct {
 
 func (x *LocalObjectReference) Reset() {
 	*x = LocalObjectReference{}
-	mi := &file_api_v1_core_proto_msgTypes[32]
+	mi := &file_api_v1_core_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2479,7 +2545,7 @@ func (x *LocalObjectReference) String() string {
 func (*LocalObjectReference) ProtoMessage() {}
 
 func (x *LocalObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[32]
+	mi := &file_api_v1_core_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2492,7 +2558,7 @@ func (x *LocalObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalObjectReference.ProtoReflect.Descriptor instead.
 func (*LocalObjectReference) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{32}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *LocalObjectReference) GetName() string {
@@ -2516,7 +2582,7 @@ type ContainerPort struct {
 
 func (x *ContainerPort) Reset() {
 	*x = ContainerPort{}
-	mi := &file_api_v1_core_proto_msgTypes[33]
+	mi := &file_api_v1_core_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2528,7 +2594,7 @@ func (x *ContainerPort) String() string {
 func (*ContainerPort) ProtoMessage() {}
 
 func (x *ContainerPort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[33]
+	mi := &file_api_v1_core_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2541,7 +2607,7 @@ func (x *ContainerPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerPort.ProtoReflect.Descriptor instead.
 func (*ContainerPort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{33}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ContainerPort) GetName() string {
@@ -2590,7 +2656,7 @@ type ResourceRequirements struct {
 
 func (x *ResourceRequirements) Reset() {
 	*x = ResourceRequirements{}
-	mi := &file_api_v1_core_proto_msgTypes[34]
+	mi := &file_api_v1_core_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2602,7 +2668,7 @@ func (x *ResourceRequirements) String() string {
 func (*ResourceRequirements) ProtoMessage() {}
 
 func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[34]
+	mi := &file_api_v1_core_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2615,7 +2681,7 @@ func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceRequirements.ProtoReflect.Descriptor instead.
 func (*ResourceRequirements) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{34}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ResourceRequirements) GetRequests() map[string]string {
@@ -2644,7 +2710,7 @@ type VolumeMount struct {
 
 func (x *VolumeMount) Reset() {
 	*x = VolumeMount{}
-	mi := &file_api_v1_core_proto_msgTypes[35]
+	mi := &file_api_v1_core_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2656,7 +2722,7 @@ func (x *VolumeMount) String() string {
 func (*VolumeMount) ProtoMessage() {}
 
 func (x *VolumeMount) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[35]
+	mi := &file_api_v1_core_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2669,7 +2735,7 @@ func (x *VolumeMount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeMount.ProtoReflect.Descriptor instead.
 func (*VolumeMount) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{35}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *VolumeMount) GetName() string {
@@ -2718,7 +2784,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_api_v1_core_proto_msgTypes[36]
+	mi := &file_api_v1_core_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2730,7 +2796,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[36]
+	mi := &file_api_v1_core_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2743,7 +2809,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{36}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Probe) GetExec() *ExecAction {
@@ -2828,7 +2894,7 @@ type GRPCAction struct {
 
 func (x *GRPCAction) Reset() {
 	*x = GRPCAction{}
-	mi := &file_api_v1_core_proto_msgTypes[37]
+	mi := &file_api_v1_core_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2840,7 +2906,7 @@ func (x *GRPCAction) String() string {
 func (*GRPCAction) ProtoMessage() {}
 
 func (x *GRPCAction) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[37]
+	mi := &file_api_v1_core_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2853,7 +2919,7 @@ func (x *GRPCAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GRPCAction.ProtoReflect.Descriptor instead.
 func (*GRPCAction) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{37}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GRPCAction) GetPort() int32 {
@@ -2879,7 +2945,7 @@ type ExecAction struct {
 
 func (x *ExecAction) Reset() {
 	*x = ExecAction{}
-	mi := &file_api_v1_core_proto_msgTypes[38]
+	mi := &file_api_v1_core_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2891,7 +2957,7 @@ func (x *ExecAction) String() string {
 func (*ExecAction) ProtoMessage() {}
 
 func (x *ExecAction) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[38]
+	mi := &file_api_v1_core_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2904,7 +2970,7 @@ func (x *ExecAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecAction.ProtoReflect.Descriptor instead.
 func (*ExecAction) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{38}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ExecAction) GetCommand() []string {
@@ -2929,7 +2995,7 @@ type HTTPGetAction struct {
 
 func (x *HTTPGetAction) Reset() {
 	*x = HTTPGetAction{}
-	mi := &file_api_v1_core_proto_msgTypes[39]
+	mi := &file_api_v1_core_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2941,7 +3007,7 @@ func (x *HTTPGetAction) String() string {
 func (*HTTPGetAction) ProtoMessage() {}
 
 func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[39]
+	mi := &file_api_v1_core_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2954,7 +3020,7 @@ func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPGetAction.ProtoReflect.Descriptor instead.
 func (*HTTPGetAction) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{39}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *HTTPGetAction) GetPath() string {
@@ -3002,7 +3068,7 @@ type HTTPHeader struct {
 
 func (x *HTTPHeader) Reset() {
 	*x = HTTPHeader{}
-	mi := &file_api_v1_core_proto_msgTypes[40]
+	mi := &file_api_v1_core_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3014,7 +3080,7 @@ func (x *HTTPHeader) String() string {
 func (*HTTPHeader) ProtoMessage() {}
 
 func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[40]
+	mi := &file_api_v1_core_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3027,7 +3093,7 @@ func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPHeader.ProtoReflect.Descriptor instead.
 func (*HTTPHeader) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{40}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *HTTPHeader) GetName() string {
@@ -3055,7 +3121,7 @@ type TCPSocketAction struct {
 
 func (x *TCPSocketAction) Reset() {
 	*x = TCPSocketAction{}
-	mi := &file_api_v1_core_proto_msgTypes[41]
+	mi := &file_api_v1_core_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3067,7 +3133,7 @@ func (x *TCPSocketAction) String() string {
 func (*TCPSocketAction) ProtoMessage() {}
 
 func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[41]
+	mi := &file_api_v1_core_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3080,7 +3146,7 @@ func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPSocketAction.ProtoReflect.Descriptor instead.
 func (*TCPSocketAction) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{41}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *TCPSocketAction) GetPort() string {
@@ -3112,7 +3178,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_api_v1_core_proto_msgTypes[42]
+	mi := &file_api_v1_core_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3124,7 +3190,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[42]
+	mi := &file_api_v1_core_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3137,7 +3203,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{42}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Toleration) GetKey() string {
@@ -3189,7 +3255,7 @@ type Affinity struct {
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_api_v1_core_proto_msgTypes[43]
+	mi := &file_api_v1_core_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3201,7 +3267,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[43]
+	mi := &file_api_v1_core_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3214,7 +3280,7 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{43}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Affinity) GetNodeAffinity() *NodeAffinity {
@@ -3250,7 +3316,7 @@ type NodeAffinity struct {
 
 func (x *NodeAffinity) Reset() {
 	*x = NodeAffinity{}
-	mi := &file_api_v1_core_proto_msgTypes[44]
+	mi := &file_api_v1_core_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3262,7 +3328,7 @@ func (x *NodeAffinity) String() string {
 func (*NodeAffinity) ProtoMessage() {}
 
 func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[44]
+	mi := &file_api_v1_core_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3275,7 +3341,7 @@ func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAffinity.ProtoReflect.Descriptor instead.
 func (*NodeAffinity) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{44}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *NodeAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() *NodeSelector {
@@ -3302,7 +3368,7 @@ type PreferredSchedulingTerm struct {
 
 func (x *PreferredSchedulingTerm) Reset() {
 	*x = PreferredSchedulingTerm{}
-	mi := &file_api_v1_core_proto_msgTypes[45]
+	mi := &file_api_v1_core_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3314,7 +3380,7 @@ func (x *PreferredSchedulingTerm) String() string {
 func (*PreferredSchedulingTerm) ProtoMessage() {}
 
 func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[45]
+	mi := &file_api_v1_core_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3327,7 +3393,7 @@ func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreferredSchedulingTerm.ProtoReflect.Descriptor instead.
 func (*PreferredSchedulingTerm) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{45}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *PreferredSchedulingTerm) GetWeight() int32 {
@@ -3354,7 +3420,7 @@ type PodAffinity struct {
 
 func (x *PodAffinity) Reset() {
 	*x = PodAffinity{}
-	mi := &file_api_v1_core_proto_msgTypes[46]
+	mi := &file_api_v1_core_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3366,7 +3432,7 @@ func (x *PodAffinity) String() string {
 func (*PodAffinity) ProtoMessage() {}
 
 func (x *PodAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[46]
+	mi := &file_api_v1_core_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3379,7 +3445,7 @@ func (x *PodAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAffinity.ProtoReflect.Descriptor instead.
 func (*PodAffinity) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{46}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *PodAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() []*PodAffinityTerm {
@@ -3406,7 +3472,7 @@ type PodAntiAffinity struct {
 
 func (x *PodAntiAffinity) Reset() {
 	*x = PodAntiAffinity{}
-	mi := &file_api_v1_core_proto_msgTypes[47]
+	mi := &file_api_v1_core_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3418,7 +3484,7 @@ func (x *PodAntiAffinity) String() string {
 func (*PodAntiAffinity) ProtoMessage() {}
 
 func (x *PodAntiAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[47]
+	mi := &file_api_v1_core_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3431,7 +3497,7 @@ func (x *PodAntiAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAntiAffinity.ProtoReflect.Descriptor instead.
 func (*PodAntiAffinity) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{47}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *PodAntiAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() []*PodAffinityTerm {
@@ -3468,7 +3534,7 @@ type PodAffinityTerm struct {
 
 func (x *PodAffinityTerm) Reset() {
 	*x = PodAffinityTerm{}
-	mi := &file_api_v1_core_proto_msgTypes[48]
+	mi := &file_api_v1_core_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3480,7 +3546,7 @@ func (x *PodAffinityTerm) String() string {
 func (*PodAffinityTerm) ProtoMessage() {}
 
 func (x *PodAffinityTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[48]
+	mi := &file_api_v1_core_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3493,7 +3559,7 @@ func (x *PodAffinityTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAffinityTerm.ProtoReflect.Descriptor instead.
 func (*PodAffinityTerm) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{48}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *PodAffinityTerm) GetLabelSelector() *LabelSelector {
@@ -3548,7 +3614,7 @@ type WeightedPodAffinityTerm struct {
 
 func (x *WeightedPodAffinityTerm) Reset() {
 	*x = WeightedPodAffinityTerm{}
-	mi := &file_api_v1_core_proto_msgTypes[49]
+	mi := &file_api_v1_core_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3560,7 +3626,7 @@ func (x *WeightedPodAffinityTerm) String() string {
 func (*WeightedPodAffinityTerm) ProtoMessage() {}
 
 func (x *WeightedPodAffinityTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[49]
+	mi := &file_api_v1_core_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3573,7 +3639,7 @@ func (x *WeightedPodAffinityTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WeightedPodAffinityTerm.ProtoReflect.Descriptor instead.
 func (*WeightedPodAffinityTerm) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{49}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *WeightedPodAffinityTerm) GetWeight() int32 {
@@ -3616,7 +3682,7 @@ type TopologySpreadConstraint struct {
 
 func (x *TopologySpreadConstraint) Reset() {
 	*x = TopologySpreadConstraint{}
-	mi := &file_api_v1_core_proto_msgTypes[50]
+	mi := &file_api_v1_core_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3628,7 +3694,7 @@ func (x *TopologySpreadConstraint) String() string {
 func (*TopologySpreadConstraint) ProtoMessage() {}
 
 func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[50]
+	mi := &file_api_v1_core_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3641,7 +3707,7 @@ func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologySpreadConstraint.ProtoReflect.Descriptor instead.
 func (*TopologySpreadConstraint) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{50}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *TopologySpreadConstraint) GetMaxSkew() int32 {
@@ -3710,7 +3776,7 @@ type NodeSelector struct {
 
 func (x *NodeSelector) Reset() {
 	*x = NodeSelector{}
-	mi := &file_api_v1_core_proto_msgTypes[51]
+	mi := &file_api_v1_core_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3722,7 +3788,7 @@ func (x *NodeSelector) String() string {
 func (*NodeSelector) ProtoMessage() {}
 
 func (x *NodeSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[51]
+	mi := &file_api_v1_core_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3735,7 +3801,7 @@ func (x *NodeSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelector.ProtoReflect.Descriptor instead.
 func (*NodeSelector) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{51}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *NodeSelector) GetNodeSelectorTerms() []*NodeSelectorTerm {
@@ -3757,7 +3823,7 @@ type NodeSelectorTerm struct {
 
 func (x *NodeSelectorTerm) Reset() {
 	*x = NodeSelectorTerm{}
-	mi := &file_api_v1_core_proto_msgTypes[52]
+	mi := &file_api_v1_core_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3769,7 +3835,7 @@ func (x *NodeSelectorTerm) String() string {
 func (*NodeSelectorTerm) ProtoMessage() {}
 
 func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[52]
+	mi := &file_api_v1_core_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3782,7 +3848,7 @@ func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorTerm.ProtoReflect.Descriptor instead.
 func (*NodeSelectorTerm) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{52}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *NodeSelectorTerm) GetMatchExpressions() []*LabelSelectorRequirement {
@@ -3821,7 +3887,7 @@ type Volume struct {
 
 func (x *Volume) Reset() {
 	*x = Volume{}
-	mi := &file_api_v1_core_proto_msgTypes[53]
+	mi := &file_api_v1_core_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3833,7 +3899,7 @@ func (x *Volume) String() string {
 func (*Volume) ProtoMessage() {}
 
 func (x *Volume) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[53]
+	mi := &file_api_v1_core_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3846,7 +3912,7 @@ func (x *Volume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Volume.ProtoReflect.Descriptor instead.
 func (*Volume) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{53}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Volume) GetName() string {
@@ -3916,7 +3982,7 @@ type DownwardAPIVolumeSource struct {
 
 func (x *DownwardAPIVolumeSource) Reset() {
 	*x = DownwardAPIVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[54]
+	mi := &file_api_v1_core_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3928,7 +3994,7 @@ func (x *DownwardAPIVolumeSource) String() string {
 func (*DownwardAPIVolumeSource) ProtoMessage() {}
 
 func (x *DownwardAPIVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[54]
+	mi := &file_api_v1_core_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3941,7 +4007,7 @@ func (x *DownwardAPIVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIVolumeSource.ProtoReflect.Descriptor instead.
 func (*DownwardAPIVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{54}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *DownwardAPIVolumeSource) GetItems() []*DownwardAPIVolumeFile {
@@ -3977,7 +4043,7 @@ type DownwardAPIVolumeFile struct {
 
 func (x *DownwardAPIVolumeFile) Reset() {
 	*x = DownwardAPIVolumeFile{}
-	mi := &file_api_v1_core_proto_msgTypes[55]
+	mi := &file_api_v1_core_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3989,7 +4055,7 @@ func (x *DownwardAPIVolumeFile) String() string {
 func (*DownwardAPIVolumeFile) ProtoMessage() {}
 
 func (x *DownwardAPIVolumeFile) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[55]
+	mi := &file_api_v1_core_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4002,7 +4068,7 @@ func (x *DownwardAPIVolumeFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIVolumeFile.ProtoReflect.Descriptor instead.
 func (*DownwardAPIVolumeFile) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{55}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *DownwardAPIVolumeFile) GetPath() string {
@@ -4048,7 +4114,7 @@ type ResourceFieldSelector struct {
 
 func (x *ResourceFieldSelector) Reset() {
 	*x = ResourceFieldSelector{}
-	mi := &file_api_v1_core_proto_msgTypes[56]
+	mi := &file_api_v1_core_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4060,7 +4126,7 @@ func (x *ResourceFieldSelector) String() string {
 func (*ResourceFieldSelector) ProtoMessage() {}
 
 func (x *ResourceFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[56]
+	mi := &file_api_v1_core_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4073,7 +4139,7 @@ func (x *ResourceFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceFieldSelector.ProtoReflect.Descriptor instead.
 func (*ResourceFieldSelector) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{56}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ResourceFieldSelector) GetContainerName() string {
@@ -4108,7 +4174,7 @@ type ProjectedVolumeSource struct {
 
 func (x *ProjectedVolumeSource) Reset() {
 	*x = ProjectedVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[57]
+	mi := &file_api_v1_core_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4120,7 +4186,7 @@ func (x *ProjectedVolumeSource) String() string {
 func (*ProjectedVolumeSource) ProtoMessage() {}
 
 func (x *ProjectedVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[57]
+	mi := &file_api_v1_core_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4133,7 +4199,7 @@ func (x *ProjectedVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProjectedVolumeSource.ProtoReflect.Descriptor instead.
 func (*ProjectedVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{57}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ProjectedVolumeSource) GetSources() []*VolumeProjection {
@@ -4164,7 +4230,7 @@ type VolumeProjection struct {
 
 func (x *VolumeProjection) Reset() {
 	*x = VolumeProjection{}
-	mi := &file_api_v1_core_proto_msgTypes[58]
+	mi := &file_api_v1_core_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4176,7 +4242,7 @@ func (x *VolumeProjection) String() string {
 func (*VolumeProjection) ProtoMessage() {}
 
 func (x *VolumeProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[58]
+	mi := &file_api_v1_core_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4189,7 +4255,7 @@ func (x *VolumeProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeProjection.ProtoReflect.Descriptor instead.
 func (*VolumeProjection) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{58}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *VolumeProjection) GetSecret() *SecretProjection {
@@ -4231,7 +4297,7 @@ type SecretProjection struct {
 
 func (x *SecretProjection) Reset() {
 	*x = SecretProjection{}
-	mi := &file_api_v1_core_proto_msgTypes[59]
+	mi := &file_api_v1_core_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4243,7 +4309,7 @@ func (x *SecretProjection) String() string {
 func (*SecretProjection) ProtoMessage() {}
 
 func (x *SecretProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[59]
+	mi := &file_api_v1_core_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4256,7 +4322,7 @@ func (x *SecretProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretProjection.ProtoReflect.Descriptor instead.
 func (*SecretProjection) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{59}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *SecretProjection) GetName() string {
@@ -4291,7 +4357,7 @@ type ConfigMapProjection struct {
 
 func (x *ConfigMapProjection) Reset() {
 	*x = ConfigMapProjection{}
-	mi := &file_api_v1_core_proto_msgTypes[60]
+	mi := &file_api_v1_core_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4303,7 +4369,7 @@ func (x *ConfigMapProjection) String() string {
 func (*ConfigMapProjection) ProtoMessage() {}
 
 func (x *ConfigMapProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[60]
+	mi := &file_api_v1_core_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4316,7 +4382,7 @@ func (x *ConfigMapProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapProjection.ProtoReflect.Descriptor instead.
 func (*ConfigMapProjection) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{60}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ConfigMapProjection) GetName() string {
@@ -4349,7 +4415,7 @@ type DownwardAPIProjection struct {
 
 func (x *DownwardAPIProjection) Reset() {
 	*x = DownwardAPIProjection{}
-	mi := &file_api_v1_core_proto_msgTypes[61]
+	mi := &file_api_v1_core_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4361,7 +4427,7 @@ func (x *DownwardAPIProjection) String() string {
 func (*DownwardAPIProjection) ProtoMessage() {}
 
 func (x *DownwardAPIProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[61]
+	mi := &file_api_v1_core_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4374,7 +4440,7 @@ func (x *DownwardAPIProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIProjection.ProtoReflect.Descriptor instead.
 func (*DownwardAPIProjection) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{61}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *DownwardAPIProjection) GetItems() []*DownwardAPIVolumeFile {
@@ -4400,7 +4466,7 @@ type ServiceAccountTokenProjection struct {
 
 func (x *ServiceAccountTokenProjection) Reset() {
 	*x = ServiceAccountTokenProjection{}
-	mi := &file_api_v1_core_proto_msgTypes[62]
+	mi := &file_api_v1_core_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4412,7 +4478,7 @@ func (x *ServiceAccountTokenProjection) String() string {
 func (*ServiceAccountTokenProjection) ProtoMessage() {}
 
 func (x *ServiceAccountTokenProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[62]
+	mi := &file_api_v1_core_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4425,7 +4491,7 @@ func (x *ServiceAccountTokenProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceAccountTokenProjection.ProtoReflect.Descriptor instead.
 func (*ServiceAccountTokenProjection) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{62}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ServiceAccountTokenProjection) GetAudience() string {
@@ -4459,7 +4525,7 @@ type PersistentVolumeClaimVolumeSource struct {
 
 func (x *PersistentVolumeClaimVolumeSource) Reset() {
 	*x = PersistentVolumeClaimVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[63]
+	mi := &file_api_v1_core_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4471,7 +4537,7 @@ func (x *PersistentVolumeClaimVolumeSource) String() string {
 func (*PersistentVolumeClaimVolumeSource) ProtoMessage() {}
 
 func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[63]
+	mi := &file_api_v1_core_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4484,7 +4550,7 @@ func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use PersistentVolumeClaimVolumeSource.ProtoReflect.Descriptor instead.
 func (*PersistentVolumeClaimVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{63}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *PersistentVolumeClaimVolumeSource) GetClaimName() string {
@@ -4511,7 +4577,7 @@ type EmptyDirVolumeSource struct {
 
 func (x *EmptyDirVolumeSource) Reset() {
 	*x = EmptyDirVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[64]
+	mi := &file_api_v1_core_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4523,7 +4589,7 @@ func (x *EmptyDirVolumeSource) String() string {
 func (*EmptyDirVolumeSource) ProtoMessage() {}
 
 func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[64]
+	mi := &file_api_v1_core_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4536,7 +4602,7 @@ func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmptyDirVolumeSource.ProtoReflect.Descriptor instead.
 func (*EmptyDirVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{64}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *EmptyDirVolumeSource) GetMedium() string {
@@ -4563,7 +4629,7 @@ type HostPathVolumeSource struct {
 
 func (x *HostPathVolumeSource) Reset() {
 	*x = HostPathVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[65]
+	mi := &file_api_v1_core_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4575,7 +4641,7 @@ func (x *HostPathVolumeSource) String() string {
 func (*HostPathVolumeSource) ProtoMessage() {}
 
 func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[65]
+	mi := &file_api_v1_core_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4588,7 +4654,7 @@ func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostPathVolumeSource.ProtoReflect.Descriptor instead.
 func (*HostPathVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{65}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *HostPathVolumeSource) GetPath() string {
@@ -4616,7 +4682,7 @@ type KeyToPath struct {
 
 func (x *KeyToPath) Reset() {
 	*x = KeyToPath{}
-	mi := &file_api_v1_core_proto_msgTypes[66]
+	mi := &file_api_v1_core_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4628,7 +4694,7 @@ func (x *KeyToPath) String() string {
 func (*KeyToPath) ProtoMessage() {}
 
 func (x *KeyToPath) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[66]
+	mi := &file_api_v1_core_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4641,7 +4707,7 @@ func (x *KeyToPath) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyToPath.ProtoReflect.Descriptor instead.
 func (*KeyToPath) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{66}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *KeyToPath) GetKey() string {
@@ -4677,7 +4743,7 @@ type ConfigMapVolumeSource struct {
 
 func (x *ConfigMapVolumeSource) Reset() {
 	*x = ConfigMapVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[67]
+	mi := &file_api_v1_core_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4689,7 +4755,7 @@ func (x *ConfigMapVolumeSource) String() string {
 func (*ConfigMapVolumeSource) ProtoMessage() {}
 
 func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[67]
+	mi := &file_api_v1_core_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4702,7 +4768,7 @@ func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapVolumeSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{67}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ConfigMapVolumeSource) GetName() string {
@@ -4745,7 +4811,7 @@ type SecretVolumeSource struct {
 
 func (x *SecretVolumeSource) Reset() {
 	*x = SecretVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[68]
+	mi := &file_api_v1_core_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4757,7 +4823,7 @@ func (x *SecretVolumeSource) String() string {
 func (*SecretVolumeSource) ProtoMessage() {}
 
 func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[68]
+	mi := &file_api_v1_core_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4770,7 +4836,7 @@ func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretVolumeSource.ProtoReflect.Descriptor instead.
 func (*SecretVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{68}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *SecretVolumeSource) GetSecretName() string {
@@ -4821,7 +4887,7 @@ type PodStatus struct {
 
 func (x *PodStatus) Reset() {
 	*x = PodStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[69]
+	mi := &file_api_v1_core_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4833,7 +4899,7 @@ func (x *PodStatus) String() string {
 func (*PodStatus) ProtoMessage() {}
 
 func (x *PodStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[69]
+	mi := &file_api_v1_core_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4846,7 +4912,7 @@ func (x *PodStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStatus.ProtoReflect.Descriptor instead.
 func (*PodStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{69}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *PodStatus) GetPhase() string {
@@ -4927,23 +4993,29 @@ func (x *PodStatus) GetNominatedNodeName() string {
 }
 
 type ContainerStatus struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	State         *ContainerState        `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
-	LastState     *ContainerState        `protobuf:"bytes,3,opt,name=last_state,json=lastState,proto3" json:"last_state,omitempty"`
-	Ready         bool                   `protobuf:"varint,4,opt,name=ready,proto3" json:"ready,omitempty"`
-	RestartCount  int32                  `protobuf:"varint,5,opt,name=restart_count,json=restartCount,proto3" json:"restart_count,omitempty"`
-	Image         string                 `protobuf:"bytes,6,opt,name=image,proto3" json:"image,omitempty"`
-	ImageId       string                 `protobuf:"bytes,7,opt,name=image_id,json=imageID,proto3" json:"image_id,omitempty"`
-	ContainerId   string                 `protobuf:"bytes,8,opt,name=container_id,json=containerID,proto3" json:"container_id,omitempty"`
-	Started       bool                   `protobuf:"varint,9,opt,name=started,proto3" json:"started,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Name         string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	State        *ContainerState        `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	LastState    *ContainerState        `protobuf:"bytes,3,opt,name=last_state,json=lastState,proto3" json:"last_state,omitempty"`
+	Ready        bool                   `protobuf:"varint,4,opt,name=ready,proto3" json:"ready,omitempty"`
+	RestartCount int32                  `protobuf:"varint,5,opt,name=restart_count,json=restartCount,proto3" json:"restart_count,omitempty"`
+	Image        string                 `protobuf:"bytes,6,opt,name=image,proto3" json:"image,omitempty"`
+	ImageId      string                 `protobuf:"bytes,7,opt,name=image_id,json=imageID,proto3" json:"image_id,omitempty"`
+	ContainerId  string                 `protobuf:"bytes,8,opt,name=container_id,json=containerID,proto3" json:"container_id,omitempty"`
+	Started      bool                   `protobuf:"varint,9,opt,name=started,proto3" json:"started,omitempty"`
+	// The resources the container runs with (its cgroup's), as the kubelet
+	// last applied them; unset until it runs.
+	Resources *ResourceRequirements `protobuf:"bytes,10,opt,name=resources,proto3" json:"resources,omitempty"`
+	// The requests the kubelet admitted for the container (a resize it
+	// accepted counts; one pending does not): what the node has reserved.
+	AllocatedResources map[string]string `protobuf:"bytes,11,rep,name=allocated_resources,json=allocatedResources,proto3" json:"allocated_resources,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *ContainerStatus) Reset() {
 	*x = ContainerStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[70]
+	mi := &file_api_v1_core_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4955,7 +5027,7 @@ func (x *ContainerStatus) String() string {
 func (*ContainerStatus) ProtoMessage() {}
 
 func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[70]
+	mi := &file_api_v1_core_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4968,7 +5040,7 @@ func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStatus.ProtoReflect.Descriptor instead.
 func (*ContainerStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{70}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ContainerStatus) GetName() string {
@@ -5034,6 +5106,20 @@ func (x *ContainerStatus) GetStarted() bool {
 	return false
 }
 
+func (x *ContainerStatus) GetResources() *ResourceRequirements {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *ContainerStatus) GetAllocatedResources() map[string]string {
+	if x != nil {
+		return x.AllocatedResources
+	}
+	return nil
+}
+
 // ContainerState has exactly one of its fields set.
 type ContainerState struct {
 	state         protoimpl.MessageState    `protogen:"open.v1"`
@@ -5046,7 +5132,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_api_v1_core_proto_msgTypes[71]
+	mi := &file_api_v1_core_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5058,7 +5144,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[71]
+	mi := &file_api_v1_core_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5071,7 +5157,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{71}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ContainerState) GetWaiting() *ContainerStateWaiting {
@@ -5105,7 +5191,7 @@ type ContainerStateWaiting struct {
 
 func (x *ContainerStateWaiting) Reset() {
 	*x = ContainerStateWaiting{}
-	mi := &file_api_v1_core_proto_msgTypes[72]
+	mi := &file_api_v1_core_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5117,7 +5203,7 @@ func (x *ContainerStateWaiting) String() string {
 func (*ContainerStateWaiting) ProtoMessage() {}
 
 func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[72]
+	mi := &file_api_v1_core_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5130,7 +5216,7 @@ func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateWaiting.ProtoReflect.Descriptor instead.
 func (*ContainerStateWaiting) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{72}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ContainerStateWaiting) GetReason() string {
@@ -5156,7 +5242,7 @@ type ContainerStateRunning struct {
 
 func (x *ContainerStateRunning) Reset() {
 	*x = ContainerStateRunning{}
-	mi := &file_api_v1_core_proto_msgTypes[73]
+	mi := &file_api_v1_core_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5168,7 +5254,7 @@ func (x *ContainerStateRunning) String() string {
 func (*ContainerStateRunning) ProtoMessage() {}
 
 func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[73]
+	mi := &file_api_v1_core_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5181,7 +5267,7 @@ func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateRunning.ProtoReflect.Descriptor instead.
 func (*ContainerStateRunning) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{73}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ContainerStateRunning) GetStartedAt() *timestamppb.Timestamp {
@@ -5206,7 +5292,7 @@ type ContainerStateTerminated struct {
 
 func (x *ContainerStateTerminated) Reset() {
 	*x = ContainerStateTerminated{}
-	mi := &file_api_v1_core_proto_msgTypes[74]
+	mi := &file_api_v1_core_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5218,7 +5304,7 @@ func (x *ContainerStateTerminated) String() string {
 func (*ContainerStateTerminated) ProtoMessage() {}
 
 func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[74]
+	mi := &file_api_v1_core_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5231,7 +5317,7 @@ func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateTerminated.ProtoReflect.Descriptor instead.
 func (*ContainerStateTerminated) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{74}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ContainerStateTerminated) GetExitCode() int32 {
@@ -5305,7 +5391,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_api_v1_core_proto_msgTypes[75]
+	mi := &file_api_v1_core_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5317,7 +5403,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[75]
+	mi := &file_api_v1_core_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5330,7 +5416,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{75}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *Event) GetMetadata() *ObjectMeta {
@@ -5425,7 +5511,7 @@ type ObjectReference struct {
 
 func (x *ObjectReference) Reset() {
 	*x = ObjectReference{}
-	mi := &file_api_v1_core_proto_msgTypes[76]
+	mi := &file_api_v1_core_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5437,7 +5523,7 @@ func (x *ObjectReference) String() string {
 func (*ObjectReference) ProtoMessage() {}
 
 func (x *ObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[76]
+	mi := &file_api_v1_core_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5450,7 +5536,7 @@ func (x *ObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectReference.ProtoReflect.Descriptor instead.
 func (*ObjectReference) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{76}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ObjectReference) GetKind() string {
@@ -5512,7 +5598,7 @@ type EventSource struct {
 
 func (x *EventSource) Reset() {
 	*x = EventSource{}
-	mi := &file_api_v1_core_proto_msgTypes[77]
+	mi := &file_api_v1_core_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5524,7 +5610,7 @@ func (x *EventSource) String() string {
 func (*EventSource) ProtoMessage() {}
 
 func (x *EventSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[77]
+	mi := &file_api_v1_core_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5537,7 +5623,7 @@ func (x *EventSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventSource.ProtoReflect.Descriptor instead.
 func (*EventSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{77}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *EventSource) GetComponent() string {
@@ -5564,7 +5650,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_api_v1_core_proto_msgTypes[78]
+	mi := &file_api_v1_core_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5576,7 +5662,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[78]
+	mi := &file_api_v1_core_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5589,7 +5675,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{78}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *Lease) GetMetadata() *ObjectMeta {
@@ -5619,7 +5705,7 @@ type LeaseSpec struct {
 
 func (x *LeaseSpec) Reset() {
 	*x = LeaseSpec{}
-	mi := &file_api_v1_core_proto_msgTypes[79]
+	mi := &file_api_v1_core_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5631,7 +5717,7 @@ func (x *LeaseSpec) String() string {
 func (*LeaseSpec) ProtoMessage() {}
 
 func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[79]
+	mi := &file_api_v1_core_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5644,7 +5730,7 @@ func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseSpec.ProtoReflect.Descriptor instead.
 func (*LeaseSpec) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{79}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *LeaseSpec) GetHolderIdentity() string {
@@ -5694,7 +5780,7 @@ type ConfigMap struct {
 
 func (x *ConfigMap) Reset() {
 	*x = ConfigMap{}
-	mi := &file_api_v1_core_proto_msgTypes[80]
+	mi := &file_api_v1_core_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5706,7 +5792,7 @@ func (x *ConfigMap) String() string {
 func (*ConfigMap) ProtoMessage() {}
 
 func (x *ConfigMap) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[80]
+	mi := &file_api_v1_core_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5719,7 +5805,7 @@ func (x *ConfigMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMap.ProtoReflect.Descriptor instead.
 func (*ConfigMap) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{80}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ConfigMap) GetMetadata() *ObjectMeta {
@@ -5765,7 +5851,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_api_v1_core_proto_msgTypes[81]
+	mi := &file_api_v1_core_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5777,7 +5863,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[81]
+	mi := &file_api_v1_core_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5790,7 +5876,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{81}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *Secret) GetMetadata() *ObjectMeta {
@@ -5839,7 +5925,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_api_v1_core_proto_msgTypes[82]
+	mi := &file_api_v1_core_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5851,7 +5937,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[82]
+	mi := &file_api_v1_core_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5864,7 +5950,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{82}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *Service) GetMetadata() *ObjectMeta {
@@ -5942,7 +6028,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_api_v1_core_proto_msgTypes[83]
+	mi := &file_api_v1_core_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5954,7 +6040,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[83]
+	mi := &file_api_v1_core_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5967,7 +6053,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{83}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ServiceSpec) GetType() string {
@@ -6108,7 +6194,7 @@ type ServicePort struct {
 
 func (x *ServicePort) Reset() {
 	*x = ServicePort{}
-	mi := &file_api_v1_core_proto_msgTypes[84]
+	mi := &file_api_v1_core_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6120,7 +6206,7 @@ func (x *ServicePort) String() string {
 func (*ServicePort) ProtoMessage() {}
 
 func (x *ServicePort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[84]
+	mi := &file_api_v1_core_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6133,7 +6219,7 @@ func (x *ServicePort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServicePort.ProtoReflect.Descriptor instead.
 func (*ServicePort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{84}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ServicePort) GetName() string {
@@ -6190,7 +6276,7 @@ type ServiceStatus struct {
 
 func (x *ServiceStatus) Reset() {
 	*x = ServiceStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[85]
+	mi := &file_api_v1_core_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6202,7 +6288,7 @@ func (x *ServiceStatus) String() string {
 func (*ServiceStatus) ProtoMessage() {}
 
 func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[85]
+	mi := &file_api_v1_core_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6215,7 +6301,7 @@ func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceStatus.ProtoReflect.Descriptor instead.
 func (*ServiceStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{85}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *ServiceStatus) GetConditions() []*Condition {
@@ -6241,7 +6327,7 @@ type LoadBalancerStatus struct {
 
 func (x *LoadBalancerStatus) Reset() {
 	*x = LoadBalancerStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[86]
+	mi := &file_api_v1_core_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6253,7 +6339,7 @@ func (x *LoadBalancerStatus) String() string {
 func (*LoadBalancerStatus) ProtoMessage() {}
 
 func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[86]
+	mi := &file_api_v1_core_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6266,7 +6352,7 @@ func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerStatus.ProtoReflect.Descriptor instead.
 func (*LoadBalancerStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{86}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *LoadBalancerStatus) GetIngress() []*LoadBalancerIngress {
@@ -6289,7 +6375,7 @@ type LoadBalancerIngress struct {
 
 func (x *LoadBalancerIngress) Reset() {
 	*x = LoadBalancerIngress{}
-	mi := &file_api_v1_core_proto_msgTypes[87]
+	mi := &file_api_v1_core_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6301,7 +6387,7 @@ func (x *LoadBalancerIngress) String() string {
 func (*LoadBalancerIngress) ProtoMessage() {}
 
 func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[87]
+	mi := &file_api_v1_core_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6314,7 +6400,7 @@ func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerIngress.ProtoReflect.Descriptor instead.
 func (*LoadBalancerIngress) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{87}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *LoadBalancerIngress) GetIp() string {
@@ -6356,7 +6442,7 @@ type PortStatus struct {
 
 func (x *PortStatus) Reset() {
 	*x = PortStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[88]
+	mi := &file_api_v1_core_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6368,7 +6454,7 @@ func (x *PortStatus) String() string {
 func (*PortStatus) ProtoMessage() {}
 
 func (x *PortStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[88]
+	mi := &file_api_v1_core_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6381,7 +6467,7 @@ func (x *PortStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortStatus.ProtoReflect.Descriptor instead.
 func (*PortStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{88}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *PortStatus) GetPort() int32 {
@@ -6415,7 +6501,7 @@ type Endpoints struct {
 
 func (x *Endpoints) Reset() {
 	*x = Endpoints{}
-	mi := &file_api_v1_core_proto_msgTypes[89]
+	mi := &file_api_v1_core_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6427,7 +6513,7 @@ func (x *Endpoints) String() string {
 func (*Endpoints) ProtoMessage() {}
 
 func (x *Endpoints) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[89]
+	mi := &file_api_v1_core_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6440,7 +6526,7 @@ func (x *Endpoints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoints.ProtoReflect.Descriptor instead.
 func (*Endpoints) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{89}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *Endpoints) GetMetadata() *ObjectMeta {
@@ -6468,7 +6554,7 @@ type EndpointSubset struct {
 
 func (x *EndpointSubset) Reset() {
 	*x = EndpointSubset{}
-	mi := &file_api_v1_core_proto_msgTypes[90]
+	mi := &file_api_v1_core_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6480,7 +6566,7 @@ func (x *EndpointSubset) String() string {
 func (*EndpointSubset) ProtoMessage() {}
 
 func (x *EndpointSubset) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[90]
+	mi := &file_api_v1_core_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6493,7 +6579,7 @@ func (x *EndpointSubset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointSubset.ProtoReflect.Descriptor instead.
 func (*EndpointSubset) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{90}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *EndpointSubset) GetAddresses() []*EndpointAddress {
@@ -6529,7 +6615,7 @@ type EndpointAddress struct {
 
 func (x *EndpointAddress) Reset() {
 	*x = EndpointAddress{}
-	mi := &file_api_v1_core_proto_msgTypes[91]
+	mi := &file_api_v1_core_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6541,7 +6627,7 @@ func (x *EndpointAddress) String() string {
 func (*EndpointAddress) ProtoMessage() {}
 
 func (x *EndpointAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[91]
+	mi := &file_api_v1_core_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6554,7 +6640,7 @@ func (x *EndpointAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointAddress.ProtoReflect.Descriptor instead.
 func (*EndpointAddress) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{91}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *EndpointAddress) GetIp() string {
@@ -6596,7 +6682,7 @@ type EndpointPort struct {
 
 func (x *EndpointPort) Reset() {
 	*x = EndpointPort{}
-	mi := &file_api_v1_core_proto_msgTypes[92]
+	mi := &file_api_v1_core_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6608,7 +6694,7 @@ func (x *EndpointPort) String() string {
 func (*EndpointPort) ProtoMessage() {}
 
 func (x *EndpointPort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[92]
+	mi := &file_api_v1_core_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6621,7 +6707,7 @@ func (x *EndpointPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointPort.ProtoReflect.Descriptor instead.
 func (*EndpointPort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{92}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *EndpointPort) GetName() string {
@@ -6826,7 +6912,7 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x0fAppArmorProfile\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x120\n" +
 	"\x11localhost_profile\x18\x02 \x01(\tH\x00R\x10localhostProfile\x88\x01\x01B\x14\n" +
-	"\x12_localhost_profile\"\xbb\b\n" +
+	"\x12_localhost_profile\"\x87\t\n" +
 	"\tContainer\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +
@@ -6852,7 +6938,11 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x0erestart_policy\x182 \x01(\tR\rrestartPolicy\x127\n" +
 	"\tlifecycle\x183 \x01(\v2\x19.tugboat.api.v1.LifecycleR\tlifecycle\x128\n" +
 	"\x18termination_message_path\x184 \x01(\tR\x16terminationMessagePath\x12<\n" +
-	"\x1atermination_message_policy\x185 \x01(\tR\x18terminationMessagePolicy\"\x89\x01\n" +
+	"\x1atermination_message_policy\x185 \x01(\tR\x18terminationMessagePolicy\x12J\n" +
+	"\rresize_policy\x186 \x03(\v2%.tugboat.api.v1.ContainerResizePolicyR\fresizePolicy\"c\n" +
+	"\x15ContainerResizePolicy\x12#\n" +
+	"\rresource_name\x18\x01 \x01(\tR\fresourceName\x12%\n" +
+	"\x0erestart_policy\x18\x02 \x01(\tR\rrestartPolicy\"\x89\x01\n" +
 	"\tLifecycle\x12?\n" +
 	"\n" +
 	"post_start\x18\x01 \x01(\v2 .tugboat.api.v1.LifecycleHandlerR\tpostStart\x12;\n" +
@@ -7097,7 +7187,7 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x17init_container_statuses\x18\t \x03(\v2\x1f.tugboat.api.v1.ContainerStatusR\x15initContainerStatuses\x12\x1b\n" +
 	"\tqos_class\x18\n" +
 	" \x01(\tR\bqosClass\x12.\n" +
-	"\x13nominated_node_name\x18\v \x01(\tR\x11nominatedNodeName\"\xc3\x02\n" +
+	"\x13nominated_node_name\x18\v \x01(\tR\x11nominatedNodeName\"\xb8\x04\n" +
 	"\x0fContainerStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x124\n" +
 	"\x05state\x18\x02 \x01(\v2\x1e.tugboat.api.v1.ContainerStateR\x05state\x12=\n" +
@@ -7108,7 +7198,13 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x05image\x18\x06 \x01(\tR\x05image\x12\x19\n" +
 	"\bimage_id\x18\a \x01(\tR\aimageID\x12!\n" +
 	"\fcontainer_id\x18\b \x01(\tR\vcontainerID\x12\x18\n" +
-	"\astarted\x18\t \x01(\bR\astarted\"\xdc\x01\n" +
+	"\astarted\x18\t \x01(\bR\astarted\x12B\n" +
+	"\tresources\x18\n" +
+	" \x01(\v2$.tugboat.api.v1.ResourceRequirementsR\tresources\x12h\n" +
+	"\x13allocated_resources\x18\v \x03(\v27.tugboat.api.v1.ContainerStatus.AllocatedResourcesEntryR\x12allocatedResources\x1aE\n" +
+	"\x17AllocatedResourcesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xdc\x01\n" +
 	"\x0eContainerState\x12?\n" +
 	"\awaiting\x18\x01 \x01(\v2%.tugboat.api.v1.ContainerStateWaitingR\awaiting\x12?\n" +
 	"\arunning\x18\x02 \x01(\v2%.tugboat.api.v1.ContainerStateRunningR\arunning\x12H\n" +
@@ -7277,7 +7373,7 @@ func file_api_v1_core_proto_rawDescGZIP() []byte {
 	return file_api_v1_core_proto_rawDescData
 }
 
-var file_api_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 103)
+var file_api_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 105)
 var file_api_v1_core_proto_goTypes = []any{
 	(*Namespace)(nil),                         // 0: tugboat.api.v1.Namespace
 	(*NamespaceSpec)(nil),                     // 1: tugboat.api.v1.NamespaceSpec
@@ -7303,121 +7399,123 @@ var file_api_v1_core_proto_goTypes = []any{
 	(*SELinuxOptions)(nil),                    // 21: tugboat.api.v1.SELinuxOptions
 	(*AppArmorProfile)(nil),                   // 22: tugboat.api.v1.AppArmorProfile
 	(*Container)(nil),                         // 23: tugboat.api.v1.Container
-	(*Lifecycle)(nil),                         // 24: tugboat.api.v1.Lifecycle
-	(*LifecycleHandler)(nil),                  // 25: tugboat.api.v1.LifecycleHandler
-	(*SleepAction)(nil),                       // 26: tugboat.api.v1.SleepAction
-	(*EnvVar)(nil),                            // 27: tugboat.api.v1.EnvVar
-	(*EnvVarSource)(nil),                      // 28: tugboat.api.v1.EnvVarSource
-	(*KeySelector)(nil),                       // 29: tugboat.api.v1.KeySelector
-	(*ObjectFieldSelector)(nil),               // 30: tugboat.api.v1.ObjectFieldSelector
-	(*EnvFromSource)(nil),                     // 31: tugboat.api.v1.EnvFromSource
-	(*LocalObjectReference)(nil),              // 32: tugboat.api.v1.LocalObjectReference
-	(*ContainerPort)(nil),                     // 33: tugboat.api.v1.ContainerPort
-	(*ResourceRequirements)(nil),              // 34: tugboat.api.v1.ResourceRequirements
-	(*VolumeMount)(nil),                       // 35: tugboat.api.v1.VolumeMount
-	(*Probe)(nil),                             // 36: tugboat.api.v1.Probe
-	(*GRPCAction)(nil),                        // 37: tugboat.api.v1.GRPCAction
-	(*ExecAction)(nil),                        // 38: tugboat.api.v1.ExecAction
-	(*HTTPGetAction)(nil),                     // 39: tugboat.api.v1.HTTPGetAction
-	(*HTTPHeader)(nil),                        // 40: tugboat.api.v1.HTTPHeader
-	(*TCPSocketAction)(nil),                   // 41: tugboat.api.v1.TCPSocketAction
-	(*Toleration)(nil),                        // 42: tugboat.api.v1.Toleration
-	(*Affinity)(nil),                          // 43: tugboat.api.v1.Affinity
-	(*NodeAffinity)(nil),                      // 44: tugboat.api.v1.NodeAffinity
-	(*PreferredSchedulingTerm)(nil),           // 45: tugboat.api.v1.PreferredSchedulingTerm
-	(*PodAffinity)(nil),                       // 46: tugboat.api.v1.PodAffinity
-	(*PodAntiAffinity)(nil),                   // 47: tugboat.api.v1.PodAntiAffinity
-	(*PodAffinityTerm)(nil),                   // 48: tugboat.api.v1.PodAffinityTerm
-	(*WeightedPodAffinityTerm)(nil),           // 49: tugboat.api.v1.WeightedPodAffinityTerm
-	(*TopologySpreadConstraint)(nil),          // 50: tugboat.api.v1.TopologySpreadConstraint
-	(*NodeSelector)(nil),                      // 51: tugboat.api.v1.NodeSelector
-	(*NodeSelectorTerm)(nil),                  // 52: tugboat.api.v1.NodeSelectorTerm
-	(*Volume)(nil),                            // 53: tugboat.api.v1.Volume
-	(*DownwardAPIVolumeSource)(nil),           // 54: tugboat.api.v1.DownwardAPIVolumeSource
-	(*DownwardAPIVolumeFile)(nil),             // 55: tugboat.api.v1.DownwardAPIVolumeFile
-	(*ResourceFieldSelector)(nil),             // 56: tugboat.api.v1.ResourceFieldSelector
-	(*ProjectedVolumeSource)(nil),             // 57: tugboat.api.v1.ProjectedVolumeSource
-	(*VolumeProjection)(nil),                  // 58: tugboat.api.v1.VolumeProjection
-	(*SecretProjection)(nil),                  // 59: tugboat.api.v1.SecretProjection
-	(*ConfigMapProjection)(nil),               // 60: tugboat.api.v1.ConfigMapProjection
-	(*DownwardAPIProjection)(nil),             // 61: tugboat.api.v1.DownwardAPIProjection
-	(*ServiceAccountTokenProjection)(nil),     // 62: tugboat.api.v1.ServiceAccountTokenProjection
-	(*PersistentVolumeClaimVolumeSource)(nil), // 63: tugboat.api.v1.PersistentVolumeClaimVolumeSource
-	(*EmptyDirVolumeSource)(nil),              // 64: tugboat.api.v1.EmptyDirVolumeSource
-	(*HostPathVolumeSource)(nil),              // 65: tugboat.api.v1.HostPathVolumeSource
-	(*KeyToPath)(nil),                         // 66: tugboat.api.v1.KeyToPath
-	(*ConfigMapVolumeSource)(nil),             // 67: tugboat.api.v1.ConfigMapVolumeSource
-	(*SecretVolumeSource)(nil),                // 68: tugboat.api.v1.SecretVolumeSource
-	(*PodStatus)(nil),                         // 69: tugboat.api.v1.PodStatus
-	(*ContainerStatus)(nil),                   // 70: tugboat.api.v1.ContainerStatus
-	(*ContainerState)(nil),                    // 71: tugboat.api.v1.ContainerState
-	(*ContainerStateWaiting)(nil),             // 72: tugboat.api.v1.ContainerStateWaiting
-	(*ContainerStateRunning)(nil),             // 73: tugboat.api.v1.ContainerStateRunning
-	(*ContainerStateTerminated)(nil),          // 74: tugboat.api.v1.ContainerStateTerminated
-	(*Event)(nil),                             // 75: tugboat.api.v1.Event
-	(*ObjectReference)(nil),                   // 76: tugboat.api.v1.ObjectReference
-	(*EventSource)(nil),                       // 77: tugboat.api.v1.EventSource
-	(*Lease)(nil),                             // 78: tugboat.api.v1.Lease
-	(*LeaseSpec)(nil),                         // 79: tugboat.api.v1.LeaseSpec
-	(*ConfigMap)(nil),                         // 80: tugboat.api.v1.ConfigMap
-	(*Secret)(nil),                            // 81: tugboat.api.v1.Secret
-	(*Service)(nil),                           // 82: tugboat.api.v1.Service
-	(*ServiceSpec)(nil),                       // 83: tugboat.api.v1.ServiceSpec
-	(*ServicePort)(nil),                       // 84: tugboat.api.v1.ServicePort
-	(*ServiceStatus)(nil),                     // 85: tugboat.api.v1.ServiceStatus
-	(*LoadBalancerStatus)(nil),                // 86: tugboat.api.v1.LoadBalancerStatus
-	(*LoadBalancerIngress)(nil),               // 87: tugboat.api.v1.LoadBalancerIngress
-	(*PortStatus)(nil),                        // 88: tugboat.api.v1.PortStatus
-	(*Endpoints)(nil),                         // 89: tugboat.api.v1.Endpoints
-	(*EndpointSubset)(nil),                    // 90: tugboat.api.v1.EndpointSubset
-	(*EndpointAddress)(nil),                   // 91: tugboat.api.v1.EndpointAddress
-	(*EndpointPort)(nil),                      // 92: tugboat.api.v1.EndpointPort
-	nil,                                       // 93: tugboat.api.v1.NodeStatus.CapacityEntry
-	nil,                                       // 94: tugboat.api.v1.NodeStatus.AllocatableEntry
-	nil,                                       // 95: tugboat.api.v1.PodSpec.NodeSelectorEntry
-	nil,                                       // 96: tugboat.api.v1.ResourceRequirements.RequestsEntry
-	nil,                                       // 97: tugboat.api.v1.ResourceRequirements.LimitsEntry
-	nil,                                       // 98: tugboat.api.v1.ConfigMap.DataEntry
-	nil,                                       // 99: tugboat.api.v1.ConfigMap.BinaryDataEntry
-	nil,                                       // 100: tugboat.api.v1.Secret.DataEntry
-	nil,                                       // 101: tugboat.api.v1.Secret.StringDataEntry
-	nil,                                       // 102: tugboat.api.v1.ServiceSpec.SelectorEntry
-	(*ObjectMeta)(nil),                        // 103: tugboat.api.v1.ObjectMeta
-	(*timestamppb.Timestamp)(nil),             // 104: google.protobuf.Timestamp
-	(*Condition)(nil),                         // 105: tugboat.api.v1.Condition
-	(*LabelSelector)(nil),                     // 106: tugboat.api.v1.LabelSelector
-	(*LabelSelectorRequirement)(nil),          // 107: tugboat.api.v1.LabelSelectorRequirement
+	(*ContainerResizePolicy)(nil),             // 24: tugboat.api.v1.ContainerResizePolicy
+	(*Lifecycle)(nil),                         // 25: tugboat.api.v1.Lifecycle
+	(*LifecycleHandler)(nil),                  // 26: tugboat.api.v1.LifecycleHandler
+	(*SleepAction)(nil),                       // 27: tugboat.api.v1.SleepAction
+	(*EnvVar)(nil),                            // 28: tugboat.api.v1.EnvVar
+	(*EnvVarSource)(nil),                      // 29: tugboat.api.v1.EnvVarSource
+	(*KeySelector)(nil),                       // 30: tugboat.api.v1.KeySelector
+	(*ObjectFieldSelector)(nil),               // 31: tugboat.api.v1.ObjectFieldSelector
+	(*EnvFromSource)(nil),                     // 32: tugboat.api.v1.EnvFromSource
+	(*LocalObjectReference)(nil),              // 33: tugboat.api.v1.LocalObjectReference
+	(*ContainerPort)(nil),                     // 34: tugboat.api.v1.ContainerPort
+	(*ResourceRequirements)(nil),              // 35: tugboat.api.v1.ResourceRequirements
+	(*VolumeMount)(nil),                       // 36: tugboat.api.v1.VolumeMount
+	(*Probe)(nil),                             // 37: tugboat.api.v1.Probe
+	(*GRPCAction)(nil),                        // 38: tugboat.api.v1.GRPCAction
+	(*ExecAction)(nil),                        // 39: tugboat.api.v1.ExecAction
+	(*HTTPGetAction)(nil),                     // 40: tugboat.api.v1.HTTPGetAction
+	(*HTTPHeader)(nil),                        // 41: tugboat.api.v1.HTTPHeader
+	(*TCPSocketAction)(nil),                   // 42: tugboat.api.v1.TCPSocketAction
+	(*Toleration)(nil),                        // 43: tugboat.api.v1.Toleration
+	(*Affinity)(nil),                          // 44: tugboat.api.v1.Affinity
+	(*NodeAffinity)(nil),                      // 45: tugboat.api.v1.NodeAffinity
+	(*PreferredSchedulingTerm)(nil),           // 46: tugboat.api.v1.PreferredSchedulingTerm
+	(*PodAffinity)(nil),                       // 47: tugboat.api.v1.PodAffinity
+	(*PodAntiAffinity)(nil),                   // 48: tugboat.api.v1.PodAntiAffinity
+	(*PodAffinityTerm)(nil),                   // 49: tugboat.api.v1.PodAffinityTerm
+	(*WeightedPodAffinityTerm)(nil),           // 50: tugboat.api.v1.WeightedPodAffinityTerm
+	(*TopologySpreadConstraint)(nil),          // 51: tugboat.api.v1.TopologySpreadConstraint
+	(*NodeSelector)(nil),                      // 52: tugboat.api.v1.NodeSelector
+	(*NodeSelectorTerm)(nil),                  // 53: tugboat.api.v1.NodeSelectorTerm
+	(*Volume)(nil),                            // 54: tugboat.api.v1.Volume
+	(*DownwardAPIVolumeSource)(nil),           // 55: tugboat.api.v1.DownwardAPIVolumeSource
+	(*DownwardAPIVolumeFile)(nil),             // 56: tugboat.api.v1.DownwardAPIVolumeFile
+	(*ResourceFieldSelector)(nil),             // 57: tugboat.api.v1.ResourceFieldSelector
+	(*ProjectedVolumeSource)(nil),             // 58: tugboat.api.v1.ProjectedVolumeSource
+	(*VolumeProjection)(nil),                  // 59: tugboat.api.v1.VolumeProjection
+	(*SecretProjection)(nil),                  // 60: tugboat.api.v1.SecretProjection
+	(*ConfigMapProjection)(nil),               // 61: tugboat.api.v1.ConfigMapProjection
+	(*DownwardAPIProjection)(nil),             // 62: tugboat.api.v1.DownwardAPIProjection
+	(*ServiceAccountTokenProjection)(nil),     // 63: tugboat.api.v1.ServiceAccountTokenProjection
+	(*PersistentVolumeClaimVolumeSource)(nil), // 64: tugboat.api.v1.PersistentVolumeClaimVolumeSource
+	(*EmptyDirVolumeSource)(nil),              // 65: tugboat.api.v1.EmptyDirVolumeSource
+	(*HostPathVolumeSource)(nil),              // 66: tugboat.api.v1.HostPathVolumeSource
+	(*KeyToPath)(nil),                         // 67: tugboat.api.v1.KeyToPath
+	(*ConfigMapVolumeSource)(nil),             // 68: tugboat.api.v1.ConfigMapVolumeSource
+	(*SecretVolumeSource)(nil),                // 69: tugboat.api.v1.SecretVolumeSource
+	(*PodStatus)(nil),                         // 70: tugboat.api.v1.PodStatus
+	(*ContainerStatus)(nil),                   // 71: tugboat.api.v1.ContainerStatus
+	(*ContainerState)(nil),                    // 72: tugboat.api.v1.ContainerState
+	(*ContainerStateWaiting)(nil),             // 73: tugboat.api.v1.ContainerStateWaiting
+	(*ContainerStateRunning)(nil),             // 74: tugboat.api.v1.ContainerStateRunning
+	(*ContainerStateTerminated)(nil),          // 75: tugboat.api.v1.ContainerStateTerminated
+	(*Event)(nil),                             // 76: tugboat.api.v1.Event
+	(*ObjectReference)(nil),                   // 77: tugboat.api.v1.ObjectReference
+	(*EventSource)(nil),                       // 78: tugboat.api.v1.EventSource
+	(*Lease)(nil),                             // 79: tugboat.api.v1.Lease
+	(*LeaseSpec)(nil),                         // 80: tugboat.api.v1.LeaseSpec
+	(*ConfigMap)(nil),                         // 81: tugboat.api.v1.ConfigMap
+	(*Secret)(nil),                            // 82: tugboat.api.v1.Secret
+	(*Service)(nil),                           // 83: tugboat.api.v1.Service
+	(*ServiceSpec)(nil),                       // 84: tugboat.api.v1.ServiceSpec
+	(*ServicePort)(nil),                       // 85: tugboat.api.v1.ServicePort
+	(*ServiceStatus)(nil),                     // 86: tugboat.api.v1.ServiceStatus
+	(*LoadBalancerStatus)(nil),                // 87: tugboat.api.v1.LoadBalancerStatus
+	(*LoadBalancerIngress)(nil),               // 88: tugboat.api.v1.LoadBalancerIngress
+	(*PortStatus)(nil),                        // 89: tugboat.api.v1.PortStatus
+	(*Endpoints)(nil),                         // 90: tugboat.api.v1.Endpoints
+	(*EndpointSubset)(nil),                    // 91: tugboat.api.v1.EndpointSubset
+	(*EndpointAddress)(nil),                   // 92: tugboat.api.v1.EndpointAddress
+	(*EndpointPort)(nil),                      // 93: tugboat.api.v1.EndpointPort
+	nil,                                       // 94: tugboat.api.v1.NodeStatus.CapacityEntry
+	nil,                                       // 95: tugboat.api.v1.NodeStatus.AllocatableEntry
+	nil,                                       // 96: tugboat.api.v1.PodSpec.NodeSelectorEntry
+	nil,                                       // 97: tugboat.api.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 98: tugboat.api.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 99: tugboat.api.v1.ContainerStatus.AllocatedResourcesEntry
+	nil,                                       // 100: tugboat.api.v1.ConfigMap.DataEntry
+	nil,                                       // 101: tugboat.api.v1.ConfigMap.BinaryDataEntry
+	nil,                                       // 102: tugboat.api.v1.Secret.DataEntry
+	nil,                                       // 103: tugboat.api.v1.Secret.StringDataEntry
+	nil,                                       // 104: tugboat.api.v1.ServiceSpec.SelectorEntry
+	(*ObjectMeta)(nil),                        // 105: tugboat.api.v1.ObjectMeta
+	(*timestamppb.Timestamp)(nil),             // 106: google.protobuf.Timestamp
+	(*Condition)(nil),                         // 107: tugboat.api.v1.Condition
+	(*LabelSelector)(nil),                     // 108: tugboat.api.v1.LabelSelector
+	(*LabelSelectorRequirement)(nil),          // 109: tugboat.api.v1.LabelSelectorRequirement
 }
 var file_api_v1_core_proto_depIdxs = []int32{
-	103, // 0: tugboat.api.v1.Namespace.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	105, // 0: tugboat.api.v1.Namespace.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	1,   // 1: tugboat.api.v1.Namespace.spec:type_name -> tugboat.api.v1.NamespaceSpec
 	2,   // 2: tugboat.api.v1.Namespace.status:type_name -> tugboat.api.v1.NamespaceStatus
-	103, // 3: tugboat.api.v1.Node.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	105, // 3: tugboat.api.v1.Node.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	4,   // 4: tugboat.api.v1.Node.spec:type_name -> tugboat.api.v1.NodeSpec
 	6,   // 5: tugboat.api.v1.Node.status:type_name -> tugboat.api.v1.NodeStatus
 	5,   // 6: tugboat.api.v1.NodeSpec.taints:type_name -> tugboat.api.v1.Taint
-	104, // 7: tugboat.api.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
-	93,  // 8: tugboat.api.v1.NodeStatus.capacity:type_name -> tugboat.api.v1.NodeStatus.CapacityEntry
-	94,  // 9: tugboat.api.v1.NodeStatus.allocatable:type_name -> tugboat.api.v1.NodeStatus.AllocatableEntry
-	105, // 10: tugboat.api.v1.NodeStatus.conditions:type_name -> tugboat.api.v1.Condition
+	106, // 7: tugboat.api.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
+	94,  // 8: tugboat.api.v1.NodeStatus.capacity:type_name -> tugboat.api.v1.NodeStatus.CapacityEntry
+	95,  // 9: tugboat.api.v1.NodeStatus.allocatable:type_name -> tugboat.api.v1.NodeStatus.AllocatableEntry
+	107, // 10: tugboat.api.v1.NodeStatus.conditions:type_name -> tugboat.api.v1.Condition
 	7,   // 11: tugboat.api.v1.NodeStatus.addresses:type_name -> tugboat.api.v1.NodeAddress
 	8,   // 12: tugboat.api.v1.NodeStatus.node_info:type_name -> tugboat.api.v1.NodeSystemInfo
 	9,   // 13: tugboat.api.v1.NodeStatus.images:type_name -> tugboat.api.v1.ContainerImage
-	103, // 14: tugboat.api.v1.Pod.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	105, // 14: tugboat.api.v1.Pod.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	12,  // 15: tugboat.api.v1.Pod.spec:type_name -> tugboat.api.v1.PodSpec
-	69,  // 16: tugboat.api.v1.Pod.status:type_name -> tugboat.api.v1.PodStatus
-	103, // 17: tugboat.api.v1.PodTemplateSpec.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	70,  // 16: tugboat.api.v1.Pod.status:type_name -> tugboat.api.v1.PodStatus
+	105, // 17: tugboat.api.v1.PodTemplateSpec.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	12,  // 18: tugboat.api.v1.PodTemplateSpec.spec:type_name -> tugboat.api.v1.PodSpec
 	23,  // 19: tugboat.api.v1.PodSpec.containers:type_name -> tugboat.api.v1.Container
 	23,  // 20: tugboat.api.v1.PodSpec.init_containers:type_name -> tugboat.api.v1.Container
-	95,  // 21: tugboat.api.v1.PodSpec.node_selector:type_name -> tugboat.api.v1.PodSpec.NodeSelectorEntry
-	42,  // 22: tugboat.api.v1.PodSpec.tolerations:type_name -> tugboat.api.v1.Toleration
-	53,  // 23: tugboat.api.v1.PodSpec.volumes:type_name -> tugboat.api.v1.Volume
-	43,  // 24: tugboat.api.v1.PodSpec.affinity:type_name -> tugboat.api.v1.Affinity
+	96,  // 21: tugboat.api.v1.PodSpec.node_selector:type_name -> tugboat.api.v1.PodSpec.NodeSelectorEntry
+	43,  // 22: tugboat.api.v1.PodSpec.tolerations:type_name -> tugboat.api.v1.Toleration
+	54,  // 23: tugboat.api.v1.PodSpec.volumes:type_name -> tugboat.api.v1.Volume
+	44,  // 24: tugboat.api.v1.PodSpec.affinity:type_name -> tugboat.api.v1.Affinity
 	16,  // 25: tugboat.api.v1.PodSpec.security_context:type_name -> tugboat.api.v1.PodSecurityContext
 	13,  // 26: tugboat.api.v1.PodSpec.host_aliases:type_name -> tugboat.api.v1.HostAlias
 	14,  // 27: tugboat.api.v1.PodSpec.dns_config:type_name -> tugboat.api.v1.PodDNSConfig
-	50,  // 28: tugboat.api.v1.PodSpec.topology_spread_constraints:type_name -> tugboat.api.v1.TopologySpreadConstraint
+	51,  // 28: tugboat.api.v1.PodSpec.topology_spread_constraints:type_name -> tugboat.api.v1.TopologySpreadConstraint
 	15,  // 29: tugboat.api.v1.PodDNSConfig.options:type_name -> tugboat.api.v1.PodDNSConfigOption
 	20,  // 30: tugboat.api.v1.PodSecurityContext.sysctls:type_name -> tugboat.api.v1.Sysctl
 	19,  // 31: tugboat.api.v1.PodSecurityContext.seccomp_profile:type_name -> tugboat.api.v1.SeccompProfile
@@ -7427,120 +7525,123 @@ var file_api_v1_core_proto_depIdxs = []int32{
 	19,  // 35: tugboat.api.v1.SecurityContext.seccomp_profile:type_name -> tugboat.api.v1.SeccompProfile
 	21,  // 36: tugboat.api.v1.SecurityContext.se_linux_options:type_name -> tugboat.api.v1.SELinuxOptions
 	22,  // 37: tugboat.api.v1.SecurityContext.app_armor_profile:type_name -> tugboat.api.v1.AppArmorProfile
-	27,  // 38: tugboat.api.v1.Container.env:type_name -> tugboat.api.v1.EnvVar
-	33,  // 39: tugboat.api.v1.Container.ports:type_name -> tugboat.api.v1.ContainerPort
-	34,  // 40: tugboat.api.v1.Container.resources:type_name -> tugboat.api.v1.ResourceRequirements
-	35,  // 41: tugboat.api.v1.Container.volume_mounts:type_name -> tugboat.api.v1.VolumeMount
-	36,  // 42: tugboat.api.v1.Container.liveness_probe:type_name -> tugboat.api.v1.Probe
-	36,  // 43: tugboat.api.v1.Container.readiness_probe:type_name -> tugboat.api.v1.Probe
-	36,  // 44: tugboat.api.v1.Container.startup_probe:type_name -> tugboat.api.v1.Probe
-	31,  // 45: tugboat.api.v1.Container.env_from:type_name -> tugboat.api.v1.EnvFromSource
+	28,  // 38: tugboat.api.v1.Container.env:type_name -> tugboat.api.v1.EnvVar
+	34,  // 39: tugboat.api.v1.Container.ports:type_name -> tugboat.api.v1.ContainerPort
+	35,  // 40: tugboat.api.v1.Container.resources:type_name -> tugboat.api.v1.ResourceRequirements
+	36,  // 41: tugboat.api.v1.Container.volume_mounts:type_name -> tugboat.api.v1.VolumeMount
+	37,  // 42: tugboat.api.v1.Container.liveness_probe:type_name -> tugboat.api.v1.Probe
+	37,  // 43: tugboat.api.v1.Container.readiness_probe:type_name -> tugboat.api.v1.Probe
+	37,  // 44: tugboat.api.v1.Container.startup_probe:type_name -> tugboat.api.v1.Probe
+	32,  // 45: tugboat.api.v1.Container.env_from:type_name -> tugboat.api.v1.EnvFromSource
 	17,  // 46: tugboat.api.v1.Container.security_context:type_name -> tugboat.api.v1.SecurityContext
-	24,  // 47: tugboat.api.v1.Container.lifecycle:type_name -> tugboat.api.v1.Lifecycle
-	25,  // 48: tugboat.api.v1.Lifecycle.post_start:type_name -> tugboat.api.v1.LifecycleHandler
-	25,  // 49: tugboat.api.v1.Lifecycle.pre_stop:type_name -> tugboat.api.v1.LifecycleHandler
-	38,  // 50: tugboat.api.v1.LifecycleHandler.exec:type_name -> tugboat.api.v1.ExecAction
-	39,  // 51: tugboat.api.v1.LifecycleHandler.http_get:type_name -> tugboat.api.v1.HTTPGetAction
-	41,  // 52: tugboat.api.v1.LifecycleHandler.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
-	26,  // 53: tugboat.api.v1.LifecycleHandler.sleep:type_name -> tugboat.api.v1.SleepAction
-	28,  // 54: tugboat.api.v1.EnvVar.value_from:type_name -> tugboat.api.v1.EnvVarSource
-	29,  // 55: tugboat.api.v1.EnvVarSource.config_map_key_ref:type_name -> tugboat.api.v1.KeySelector
-	29,  // 56: tugboat.api.v1.EnvVarSource.secret_key_ref:type_name -> tugboat.api.v1.KeySelector
-	30,  // 57: tugboat.api.v1.EnvVarSource.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
-	56,  // 58: tugboat.api.v1.EnvVarSource.resource_field_ref:type_name -> tugboat.api.v1.ResourceFieldSelector
-	32,  // 59: tugboat.api.v1.EnvFromSource.config_map_ref:type_name -> tugboat.api.v1.LocalObjectReference
-	32,  // 60: tugboat.api.v1.EnvFromSource.secret_ref:type_name -> tugboat.api.v1.LocalObjectReference
-	96,  // 61: tugboat.api.v1.ResourceRequirements.requests:type_name -> tugboat.api.v1.ResourceRequirements.RequestsEntry
-	97,  // 62: tugboat.api.v1.ResourceRequirements.limits:type_name -> tugboat.api.v1.ResourceRequirements.LimitsEntry
-	38,  // 63: tugboat.api.v1.Probe.exec:type_name -> tugboat.api.v1.ExecAction
-	39,  // 64: tugboat.api.v1.Probe.http_get:type_name -> tugboat.api.v1.HTTPGetAction
-	41,  // 65: tugboat.api.v1.Probe.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
-	37,  // 66: tugboat.api.v1.Probe.grpc:type_name -> tugboat.api.v1.GRPCAction
-	40,  // 67: tugboat.api.v1.HTTPGetAction.http_headers:type_name -> tugboat.api.v1.HTTPHeader
-	44,  // 68: tugboat.api.v1.Affinity.node_affinity:type_name -> tugboat.api.v1.NodeAffinity
-	46,  // 69: tugboat.api.v1.Affinity.pod_affinity:type_name -> tugboat.api.v1.PodAffinity
-	47,  // 70: tugboat.api.v1.Affinity.pod_anti_affinity:type_name -> tugboat.api.v1.PodAntiAffinity
-	51,  // 71: tugboat.api.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.NodeSelector
-	45,  // 72: tugboat.api.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PreferredSchedulingTerm
-	52,  // 73: tugboat.api.v1.PreferredSchedulingTerm.preference:type_name -> tugboat.api.v1.NodeSelectorTerm
-	48,  // 74: tugboat.api.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
-	49,  // 75: tugboat.api.v1.PodAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
-	48,  // 76: tugboat.api.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
-	49,  // 77: tugboat.api.v1.PodAntiAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
-	106, // 78: tugboat.api.v1.PodAffinityTerm.label_selector:type_name -> tugboat.api.v1.LabelSelector
-	106, // 79: tugboat.api.v1.PodAffinityTerm.namespace_selector:type_name -> tugboat.api.v1.LabelSelector
-	48,  // 80: tugboat.api.v1.WeightedPodAffinityTerm.pod_affinity_term:type_name -> tugboat.api.v1.PodAffinityTerm
-	106, // 81: tugboat.api.v1.TopologySpreadConstraint.label_selector:type_name -> tugboat.api.v1.LabelSelector
-	52,  // 82: tugboat.api.v1.NodeSelector.node_selector_terms:type_name -> tugboat.api.v1.NodeSelectorTerm
-	107, // 83: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
-	107, // 84: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
-	64,  // 85: tugboat.api.v1.Volume.empty_dir:type_name -> tugboat.api.v1.EmptyDirVolumeSource
-	65,  // 86: tugboat.api.v1.Volume.host_path:type_name -> tugboat.api.v1.HostPathVolumeSource
-	67,  // 87: tugboat.api.v1.Volume.config_map:type_name -> tugboat.api.v1.ConfigMapVolumeSource
-	68,  // 88: tugboat.api.v1.Volume.secret:type_name -> tugboat.api.v1.SecretVolumeSource
-	63,  // 89: tugboat.api.v1.Volume.persistent_volume_claim:type_name -> tugboat.api.v1.PersistentVolumeClaimVolumeSource
-	54,  // 90: tugboat.api.v1.Volume.downward_api:type_name -> tugboat.api.v1.DownwardAPIVolumeSource
-	57,  // 91: tugboat.api.v1.Volume.projected:type_name -> tugboat.api.v1.ProjectedVolumeSource
-	55,  // 92: tugboat.api.v1.DownwardAPIVolumeSource.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
-	30,  // 93: tugboat.api.v1.DownwardAPIVolumeFile.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
-	56,  // 94: tugboat.api.v1.DownwardAPIVolumeFile.resource_field_ref:type_name -> tugboat.api.v1.ResourceFieldSelector
-	58,  // 95: tugboat.api.v1.ProjectedVolumeSource.sources:type_name -> tugboat.api.v1.VolumeProjection
-	59,  // 96: tugboat.api.v1.VolumeProjection.secret:type_name -> tugboat.api.v1.SecretProjection
-	61,  // 97: tugboat.api.v1.VolumeProjection.downward_api:type_name -> tugboat.api.v1.DownwardAPIProjection
-	60,  // 98: tugboat.api.v1.VolumeProjection.config_map:type_name -> tugboat.api.v1.ConfigMapProjection
-	62,  // 99: tugboat.api.v1.VolumeProjection.service_account_token:type_name -> tugboat.api.v1.ServiceAccountTokenProjection
-	66,  // 100: tugboat.api.v1.SecretProjection.items:type_name -> tugboat.api.v1.KeyToPath
-	66,  // 101: tugboat.api.v1.ConfigMapProjection.items:type_name -> tugboat.api.v1.KeyToPath
-	55,  // 102: tugboat.api.v1.DownwardAPIProjection.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
-	66,  // 103: tugboat.api.v1.ConfigMapVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
-	66,  // 104: tugboat.api.v1.SecretVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
-	105, // 105: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
-	104, // 106: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	70,  // 107: tugboat.api.v1.PodStatus.container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	70,  // 108: tugboat.api.v1.PodStatus.init_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	71,  // 109: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
-	71,  // 110: tugboat.api.v1.ContainerStatus.last_state:type_name -> tugboat.api.v1.ContainerState
-	72,  // 111: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
-	73,  // 112: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
-	74,  // 113: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
-	104, // 114: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	104, // 115: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	104, // 116: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	103, // 117: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	76,  // 118: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
-	77,  // 119: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
-	104, // 120: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
-	104, // 121: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
-	103, // 122: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	79,  // 123: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
-	104, // 124: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
-	104, // 125: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
-	103, // 126: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	98,  // 127: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
-	99,  // 128: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
-	103, // 129: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	100, // 130: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
-	101, // 131: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
-	103, // 132: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	83,  // 133: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
-	85,  // 134: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
-	102, // 135: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
-	84,  // 136: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
-	105, // 137: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
-	86,  // 138: tugboat.api.v1.ServiceStatus.load_balancer:type_name -> tugboat.api.v1.LoadBalancerStatus
-	87,  // 139: tugboat.api.v1.LoadBalancerStatus.ingress:type_name -> tugboat.api.v1.LoadBalancerIngress
-	88,  // 140: tugboat.api.v1.LoadBalancerIngress.ports:type_name -> tugboat.api.v1.PortStatus
-	103, // 141: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	90,  // 142: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
-	91,  // 143: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
-	91,  // 144: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
-	92,  // 145: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
-	76,  // 146: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
-	147, // [147:147] is the sub-list for method output_type
-	147, // [147:147] is the sub-list for method input_type
-	147, // [147:147] is the sub-list for extension type_name
-	147, // [147:147] is the sub-list for extension extendee
-	0,   // [0:147] is the sub-list for field type_name
+	25,  // 47: tugboat.api.v1.Container.lifecycle:type_name -> tugboat.api.v1.Lifecycle
+	24,  // 48: tugboat.api.v1.Container.resize_policy:type_name -> tugboat.api.v1.ContainerResizePolicy
+	26,  // 49: tugboat.api.v1.Lifecycle.post_start:type_name -> tugboat.api.v1.LifecycleHandler
+	26,  // 50: tugboat.api.v1.Lifecycle.pre_stop:type_name -> tugboat.api.v1.LifecycleHandler
+	39,  // 51: tugboat.api.v1.LifecycleHandler.exec:type_name -> tugboat.api.v1.ExecAction
+	40,  // 52: tugboat.api.v1.LifecycleHandler.http_get:type_name -> tugboat.api.v1.HTTPGetAction
+	42,  // 53: tugboat.api.v1.LifecycleHandler.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
+	27,  // 54: tugboat.api.v1.LifecycleHandler.sleep:type_name -> tugboat.api.v1.SleepAction
+	29,  // 55: tugboat.api.v1.EnvVar.value_from:type_name -> tugboat.api.v1.EnvVarSource
+	30,  // 56: tugboat.api.v1.EnvVarSource.config_map_key_ref:type_name -> tugboat.api.v1.KeySelector
+	30,  // 57: tugboat.api.v1.EnvVarSource.secret_key_ref:type_name -> tugboat.api.v1.KeySelector
+	31,  // 58: tugboat.api.v1.EnvVarSource.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
+	57,  // 59: tugboat.api.v1.EnvVarSource.resource_field_ref:type_name -> tugboat.api.v1.ResourceFieldSelector
+	33,  // 60: tugboat.api.v1.EnvFromSource.config_map_ref:type_name -> tugboat.api.v1.LocalObjectReference
+	33,  // 61: tugboat.api.v1.EnvFromSource.secret_ref:type_name -> tugboat.api.v1.LocalObjectReference
+	97,  // 62: tugboat.api.v1.ResourceRequirements.requests:type_name -> tugboat.api.v1.ResourceRequirements.RequestsEntry
+	98,  // 63: tugboat.api.v1.ResourceRequirements.limits:type_name -> tugboat.api.v1.ResourceRequirements.LimitsEntry
+	39,  // 64: tugboat.api.v1.Probe.exec:type_name -> tugboat.api.v1.ExecAction
+	40,  // 65: tugboat.api.v1.Probe.http_get:type_name -> tugboat.api.v1.HTTPGetAction
+	42,  // 66: tugboat.api.v1.Probe.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
+	38,  // 67: tugboat.api.v1.Probe.grpc:type_name -> tugboat.api.v1.GRPCAction
+	41,  // 68: tugboat.api.v1.HTTPGetAction.http_headers:type_name -> tugboat.api.v1.HTTPHeader
+	45,  // 69: tugboat.api.v1.Affinity.node_affinity:type_name -> tugboat.api.v1.NodeAffinity
+	47,  // 70: tugboat.api.v1.Affinity.pod_affinity:type_name -> tugboat.api.v1.PodAffinity
+	48,  // 71: tugboat.api.v1.Affinity.pod_anti_affinity:type_name -> tugboat.api.v1.PodAntiAffinity
+	52,  // 72: tugboat.api.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.NodeSelector
+	46,  // 73: tugboat.api.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PreferredSchedulingTerm
+	53,  // 74: tugboat.api.v1.PreferredSchedulingTerm.preference:type_name -> tugboat.api.v1.NodeSelectorTerm
+	49,  // 75: tugboat.api.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
+	50,  // 76: tugboat.api.v1.PodAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
+	49,  // 77: tugboat.api.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
+	50,  // 78: tugboat.api.v1.PodAntiAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
+	108, // 79: tugboat.api.v1.PodAffinityTerm.label_selector:type_name -> tugboat.api.v1.LabelSelector
+	108, // 80: tugboat.api.v1.PodAffinityTerm.namespace_selector:type_name -> tugboat.api.v1.LabelSelector
+	49,  // 81: tugboat.api.v1.WeightedPodAffinityTerm.pod_affinity_term:type_name -> tugboat.api.v1.PodAffinityTerm
+	108, // 82: tugboat.api.v1.TopologySpreadConstraint.label_selector:type_name -> tugboat.api.v1.LabelSelector
+	53,  // 83: tugboat.api.v1.NodeSelector.node_selector_terms:type_name -> tugboat.api.v1.NodeSelectorTerm
+	109, // 84: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	109, // 85: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	65,  // 86: tugboat.api.v1.Volume.empty_dir:type_name -> tugboat.api.v1.EmptyDirVolumeSource
+	66,  // 87: tugboat.api.v1.Volume.host_path:type_name -> tugboat.api.v1.HostPathVolumeSource
+	68,  // 88: tugboat.api.v1.Volume.config_map:type_name -> tugboat.api.v1.ConfigMapVolumeSource
+	69,  // 89: tugboat.api.v1.Volume.secret:type_name -> tugboat.api.v1.SecretVolumeSource
+	64,  // 90: tugboat.api.v1.Volume.persistent_volume_claim:type_name -> tugboat.api.v1.PersistentVolumeClaimVolumeSource
+	55,  // 91: tugboat.api.v1.Volume.downward_api:type_name -> tugboat.api.v1.DownwardAPIVolumeSource
+	58,  // 92: tugboat.api.v1.Volume.projected:type_name -> tugboat.api.v1.ProjectedVolumeSource
+	56,  // 93: tugboat.api.v1.DownwardAPIVolumeSource.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
+	31,  // 94: tugboat.api.v1.DownwardAPIVolumeFile.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
+	57,  // 95: tugboat.api.v1.DownwardAPIVolumeFile.resource_field_ref:type_name -> tugboat.api.v1.ResourceFieldSelector
+	59,  // 96: tugboat.api.v1.ProjectedVolumeSource.sources:type_name -> tugboat.api.v1.VolumeProjection
+	60,  // 97: tugboat.api.v1.VolumeProjection.secret:type_name -> tugboat.api.v1.SecretProjection
+	62,  // 98: tugboat.api.v1.VolumeProjection.downward_api:type_name -> tugboat.api.v1.DownwardAPIProjection
+	61,  // 99: tugboat.api.v1.VolumeProjection.config_map:type_name -> tugboat.api.v1.ConfigMapProjection
+	63,  // 100: tugboat.api.v1.VolumeProjection.service_account_token:type_name -> tugboat.api.v1.ServiceAccountTokenProjection
+	67,  // 101: tugboat.api.v1.SecretProjection.items:type_name -> tugboat.api.v1.KeyToPath
+	67,  // 102: tugboat.api.v1.ConfigMapProjection.items:type_name -> tugboat.api.v1.KeyToPath
+	56,  // 103: tugboat.api.v1.DownwardAPIProjection.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
+	67,  // 104: tugboat.api.v1.ConfigMapVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
+	67,  // 105: tugboat.api.v1.SecretVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
+	107, // 106: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
+	106, // 107: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	71,  // 108: tugboat.api.v1.PodStatus.container_statuses:type_name -> tugboat.api.v1.ContainerStatus
+	71,  // 109: tugboat.api.v1.PodStatus.init_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
+	72,  // 110: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
+	72,  // 111: tugboat.api.v1.ContainerStatus.last_state:type_name -> tugboat.api.v1.ContainerState
+	35,  // 112: tugboat.api.v1.ContainerStatus.resources:type_name -> tugboat.api.v1.ResourceRequirements
+	99,  // 113: tugboat.api.v1.ContainerStatus.allocated_resources:type_name -> tugboat.api.v1.ContainerStatus.AllocatedResourcesEntry
+	73,  // 114: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
+	74,  // 115: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
+	75,  // 116: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
+	106, // 117: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	106, // 118: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	106, // 119: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	105, // 120: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	77,  // 121: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
+	78,  // 122: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
+	106, // 123: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
+	106, // 124: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
+	105, // 125: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	80,  // 126: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
+	106, // 127: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
+	106, // 128: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
+	105, // 129: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	100, // 130: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
+	101, // 131: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
+	105, // 132: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	102, // 133: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
+	103, // 134: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
+	105, // 135: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	84,  // 136: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
+	86,  // 137: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
+	104, // 138: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
+	85,  // 139: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
+	107, // 140: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
+	87,  // 141: tugboat.api.v1.ServiceStatus.load_balancer:type_name -> tugboat.api.v1.LoadBalancerStatus
+	88,  // 142: tugboat.api.v1.LoadBalancerStatus.ingress:type_name -> tugboat.api.v1.LoadBalancerIngress
+	89,  // 143: tugboat.api.v1.LoadBalancerIngress.ports:type_name -> tugboat.api.v1.PortStatus
+	105, // 144: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	91,  // 145: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
+	92,  // 146: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
+	92,  // 147: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
+	93,  // 148: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
+	77,  // 149: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
+	150, // [150:150] is the sub-list for method output_type
+	150, // [150:150] is the sub-list for method input_type
+	150, // [150:150] is the sub-list for extension type_name
+	150, // [150:150] is the sub-list for extension extendee
+	0,   // [0:150] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_core_proto_init() }
@@ -7556,25 +7657,25 @@ func file_api_v1_core_proto_init() {
 	file_api_v1_core_proto_msgTypes[17].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[19].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[22].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[36].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[37].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[42].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[50].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[54].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[38].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[43].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[51].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[55].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[57].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[62].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[66].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[56].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[58].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[63].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[67].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[68].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[83].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[69].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[84].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_core_proto_rawDesc), len(file_api_v1_core_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   103,
+			NumMessages:   105,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

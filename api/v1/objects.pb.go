@@ -132,7 +132,8 @@ type GetRequest struct {
 	Name      string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
 	// Empty reads the object; "scale" reads it for its scale subresource
 	// (authorized as get on <resource>/scale, as Kubernetes does; kinds with
-	// spec.replicas only).
+	// spec.replicas only); "resize" reads a pod authorized as get on
+	// pods/resize.
 	Subresource   string `protobuf:"bytes,4,opt,name=subresource,proto3" json:"subresource,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -352,7 +353,11 @@ type UpdateRequest struct {
 	DryRun bool `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	// Empty updates the object (Update) or its status (UpdateStatus);
 	// "scale" (Update only) takes spec.replicas from the object and
-	// everything else as stored, authorized as update on <resource>/scale.
+	// everything else as stored, authorized as update on <resource>/scale;
+	// "resize" (pods, Update only) takes the containers' cpu and memory
+	// requests and limits and everything else as stored, checked by the
+	// resize rules (validation.PodResize), authorized as update on
+	// pods/resize.
 	Subresource string `protobuf:"bytes,3,opt,name=subresource,proto3" json:"subresource,omitempty"`
 	// As CreateRequest.field_manager.
 	FieldManager  string `protobuf:"bytes,4,opt,name=field_manager,json=fieldManager,proto3" json:"field_manager,omitempty"`
@@ -541,7 +546,9 @@ type PatchRequest struct {
 	// Empty patches the object (metadata and spec; status as stored);
 	// "status" patches its status only; "scale" patches the autoscaling/v1
 	// Scale of the object (only spec.replicas is taken), authorized as
-	// patch on <resource>/scale.
+	// patch on <resource>/scale; "resize" patches a pod and takes only its
+	// containers' resources, as UpdateRequest's "resize", authorized as
+	// patch on pods/resize.
 	Subresource string `protobuf:"bytes,6,opt,name=subresource,proto3" json:"subresource,omitempty"`
 	// Precondition: 0 means any version.
 	ResourceVersion int64 `protobuf:"varint,7,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`

@@ -38,6 +38,15 @@ func PodUpdate(old, new *v1.Pod) Errs {
 	for i := range a.Containers {
 		if i < len(b.Containers) {
 			a.Containers[i].Image = b.Containers[i].Image
+			if len(a.Containers[i].ResizePolicy) == 0 {
+				// Stored before resize policies were defaulted.
+				a.Containers[i].ResizePolicy = b.Containers[i].ResizePolicy
+			}
+		}
+	}
+	for i := range a.InitContainers {
+		if i < len(b.InitContainers) && len(a.InitContainers[i].ResizePolicy) == 0 {
+			a.InitContainers[i].ResizePolicy = b.InitContainers[i].ResizePolicy
 		}
 	}
 	a.Tolerations = b.Tolerations
@@ -96,9 +105,11 @@ func PodSpec(errs *Errs, path string, s *v1.PodSpec) {
 	hostPorts := map[string]bool{}
 	for i, c := range s.InitContainers {
 		container(errs, fmt.Sprintf("%s.initContainers[%d]", path, i), c, kindOf(c, true), s.TerminationGracePeriodSeconds, names, vols, hostPorts)
+		resizePolicy(errs, fmt.Sprintf("%s.initContainers[%d]", path, i), c, kindOf(c, true), s.RestartPolicy)
 	}
 	for i, c := range s.Containers {
 		container(errs, fmt.Sprintf("%s.containers[%d]", path, i), c, appContainer, s.TerminationGracePeriodSeconds, names, vols, hostPorts)
+		resizePolicy(errs, fmt.Sprintf("%s.containers[%d]", path, i), c, appContainer, s.RestartPolicy)
 	}
 	podSecurityContext(errs, path+".securityContext", s)
 	if s.RestartPolicy != "" {

@@ -20,6 +20,7 @@ func TestKubeAPI(t *testing.T) {
 		{"kubectl/apply-get", testKubectlApplyGet},
 		{"kubectl/watch", testKubectlWatch},
 		{"kubectl/change", testKubectlChange},
+		{"kubectl/resize", testKubectlResize},
 		{"kubectl/apply-server-side", testKubectlServerSideApply},
 		{"kubectl/managed-fields-updates", testKubectlManagedFieldsUpdates},
 		{"kubectl/edit", testKubectlEdit},

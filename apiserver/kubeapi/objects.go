@@ -26,6 +26,9 @@ func (h *Handler) call(ctx context.Context, method string, req any, f func(ctx c
 
 func (h *Handler) getObject(ctx context.Context, q *request) (v1.Object, error) {
 	req := &v1.GetRequest{Kind: q.res.kind.Name, Namespace: q.namespace, Name: q.name}
+	if q.sub == "resize" {
+		req.Subresource = q.sub // authorized as get on pods/resize
+	}
 	return h.call(ctx, "Get", req, func(ctx context.Context) (any, error) { return h.b.Objects().Get(ctx, req) })
 }
 
@@ -141,8 +144,11 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request, q *request) err
 	}
 	req := &v1.UpdateRequest{Object: a, DryRun: dry, FieldManager: r.URL.Query().Get("fieldManager")}
 	method, f := "Update", h.b.Objects().Update
-	if q.sub == "status" {
+	switch q.sub {
+	case "status":
 		method, f = "UpdateStatus", h.b.Objects().UpdateStatus
+	case "resize":
+		req.Subresource = q.sub
 	}
 	out, err := h.call(r.Context(), method, req, func(ctx context.Context) (any, error) { return f(ctx, req) })
 	if err != nil {

@@ -35,6 +35,7 @@ func (r *resource) subresources() map[string][]string {
 	if r.kind.Name == "Pod" {
 		out["binding"] = []string{"create"}
 		out["eviction"] = []string{"create"}
+		out["resize"] = []string{"get", "patch", "update"}
 		out["log"] = []string{"get"}
 		out["exec"] = []string{"create", "get"}
 		out["attach"] = []string{"create", "get"}

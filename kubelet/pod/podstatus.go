@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tugboat/tugboat/api/resource"
 	v1 "github.com/tugboat/tugboat/api/v1"
 )
 
@@ -76,7 +77,7 @@ func buildStatus(in statusInput) *v1.PodStatus {
 		HostIp:            in.hostIP,
 		PodIp:             in.podIP,
 		StartTime:         prev.StartTime,
-		QosClass:          qosClass(in.pod.GetSpec()),
+		QosClass:          resource.PodQOSClass(in.pod.GetSpec()),
 		NominatedNodeName: prev.NominatedNodeName,
 	}
 	if st.StartTime == nil {

@@ -9,7 +9,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/tugboat/tugboat/api/resource"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 )
@@ -236,41 +235,6 @@ func names(statuses []*v1.ContainerStatus, pred func(*v1.ContainerStatus) bool) 
 	}
 	sort.Strings(out)
 	return out
-}
-
-// qosClass is Kubernetes' QoS class of the pod's containers.
-func qosClass(spec *v1.PodSpec) string {
-	all := append(append([]*v1.Container{}, spec.GetInitContainers()...), spec.GetContainers()...)
-	any, guaranteed := false, true
-	for _, c := range all {
-		req, lim := c.GetResources().GetRequests(), c.GetResources().GetLimits()
-		if len(req) > 0 || len(lim) > 0 {
-			any = true
-		}
-		for _, r := range []string{"cpu", "memory"} {
-			l, ok := lim[r]
-			if !ok {
-				guaranteed = false
-				continue
-			}
-			if q, ok := req[r]; ok && !sameQuantity(q, l) {
-				guaranteed = false
-			}
-		}
-	}
-	switch {
-	case !any:
-		return "BestEffort"
-	case guaranteed:
-		return "Guaranteed"
-	}
-	return "Burstable"
-}
-
-func sameQuantity(a, b string) bool {
-	qa, err1 := resource.Parse(a)
-	qb, err2 := resource.Parse(b)
-	return err1 == nil && err2 == nil && qa.Cmp(qb) == 0
 }
 
 func crashLoopMessage(pod *v1.Pod, c string, delay time.Duration) string {
