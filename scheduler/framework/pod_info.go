@@ -140,8 +140,12 @@ func NewPodInfo(pod *v1.Pod) *PodInfo {
 	}
 	spec := pod.GetSpec()
 	var sum Resources
+	statuses := map[string]*v1.ContainerStatus{}
+	for _, cs := range pod.GetStatus().GetContainerStatuses() {
+		statuses[cs.GetName()] = cs
+	}
 	for _, c := range spec.GetContainers() {
-		sum.Add(containerRequest(c))
+		sum.Add(resizedRequest(containerRequest(c), statuses[c.GetName()]))
 		for _, p := range c.Ports {
 			if hp := hostPort(p, spec.GetHostNetwork()); hp.Port > 0 {
 				pi.Ports = append(pi.Ports, hp)
@@ -209,6 +213,22 @@ func containerRequest(c *v1.Container) Resources {
 		Memory:           quantity(get("memory"), false),
 		EphemeralStorage: quantity(get("ephemeral-storage"), false),
 	}
+}
+
+// resizedRequest is what a container of a resized pod holds on its node
+// (Kubernetes' accounting for in-place resize): the larger of what its
+// spec asks, what the kubelet allocated it and what it runs with, per
+// resource, so neither a pending raise nor a lowering the kubelet has not
+// applied yet lets the scheduler overcommit the node.
+func resizedRequest(r Resources, cs *v1.ContainerStatus) Resources {
+	if cs == nil {
+		return r
+	}
+	for _, m := range []map[string]string{cs.GetAllocatedResources(), cs.GetResources().GetRequests()} {
+		r.MilliCPU = max(r.MilliCPU, quantity(m["cpu"], true))
+		r.Memory = max(r.Memory, quantity(m["memory"], false))
+	}
+	return r
 }
 
 // StorageBytes parses a storage size ("1Gi"), 0 if it cannot.
