@@ -26,7 +26,11 @@ func (r *syncRun) kill(ctx context.Context, s containerStep) (*runtime.Container
 	w, pod, c, cur := r.w, r.in.pod, s.c, s.cur
 	grace := podGrace(pod)
 	msg := fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)
-	if s.killReason != killImageChanged {
+	switch s.killReason {
+	case killImageChanged:
+	case killResize:
+		msg = fmt.Sprintf("Container %s resize requires restart, will be restarted", c.Name)
+	default:
 		msg = fmt.Sprintf("Container %s failed %s, will be restarted", c.Name, s.killReason)
 		pr := c.LivenessProbe
 		if s.killReason == killStartup {
@@ -44,7 +48,7 @@ func (r *syncRun) kill(ctx context.Context, s containerStep) (*runtime.Container
 	if err != nil {
 		return nil, false
 	}
-	if s.killReason == killImageChanged {
+	if s.killReason == killImageChanged || s.killReason == killResize {
 		key := w.uid + "/" + c.Name
 		w.m.crashBackoff.reset(key)
 		r.in.crash[c.Name] = w.m.crashBackoff.state(key)
@@ -86,6 +90,7 @@ func (r *syncRun) start(ctx context.Context, s containerStep, vols map[string]st
 		return
 	}
 	r.touched[id] = true
+	w.applied[id] = applied{res: cfg.Resources, spec: r.in.alloc.container(c).GetResources()}
 	w.m.rec.Eventf(pod, eventNormal, "Created", "Created container %s", c.Name)
 	if !r.networkUp(ctx) {
 		return // the sandbox and this container are gone
@@ -183,7 +188,7 @@ func (r *syncRun) containerConfig(ctx context.Context, c *v1.Container, attempt 
 		return runtime.ContainerConfig{}, err
 	}
 	mounts = append(mounts, tm...)
-	res, err := resources(c)
+	res, err := resources(r.in.alloc.container(c)) // what the node admitted, not an unadmitted resize
 	if err != nil {
 		return runtime.ContainerConfig{}, err
 	}

@@ -44,6 +44,11 @@
 //     rule, on how the container exited. What doing runs into (an image to
 //     import, a missing ConfigMap, a failed CNI ADD) becomes the
 //     containers' and the sandbox's waiting reasons;
+//     A resize of the spec's resources (pods/resize) is first admitted
+//     against the node (the pod's allocation, kept by the Manager: what
+//     containers are created with), then applied to the running
+//     containers in place or by a restart per their resizePolicy
+//     (resize.go);
 //  4. report: the status from the refreshed state and those reasons
 //     (podstatus.go, status.go: phase, conditions with the timeline ones,
 //     IPs, container states, restart counts), published to the status

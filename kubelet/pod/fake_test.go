@@ -40,7 +40,9 @@ type fakeRuntime struct {
 	// onExec, if set, is the exit code and output of an exec.
 	onExec func(container string, cmd []string) (code int, output string)
 	stops  []fakeStop
-	calls  []string
+	// updateErr, if set, is what UpdateContainerResources fails with.
+	updateErr error
+	calls     []string
 }
 
 type fakeContainer struct {
@@ -261,6 +263,23 @@ func (f *fakeRuntime) ListContainers(_ context.Context, flt runtime.ContainerFil
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
+}
+
+// UpdateContainerResources records "Update <name>" and the new limits in
+// the container's config.
+func (f *fakeRuntime) UpdateContainerResources(_ context.Context, id string, res runtime.Resources) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.containers[id]
+	if c == nil {
+		return fmt.Errorf("container %s: %w", id, runtime.ErrNotFound)
+	}
+	if f.updateErr != nil {
+		return f.updateErr
+	}
+	c.cfg.Resources = res
+	f.calls = append(f.calls, "Update "+c.cfg.Name)
+	return nil
 }
 
 func (f *fakeRuntime) ContainerStats(context.Context, string) (runtime.ContainerStats, error) {

@@ -55,6 +55,9 @@ type Manager struct {
 	// the relist; the relist wakes a worker only for changes it has not
 	// seen (an exit), not for the containers it just started.
 	known map[string]containerSeen
+	// allocs are the resources admitted for each pod on the node, by UID
+	// (resize.go).
+	allocs map[string]allocEntry
 }
 
 type podEvent struct {
@@ -93,6 +96,7 @@ func NewManager(cfg Config, d Deps) (*Manager, error) {
 		now:            now,
 		log:            cfg.Logger,
 		workers:        map[string]*worker{},
+		allocs:         map[string]allocEntry{},
 		sandboxErrors:  map[string]string{},
 		known:          map[string]containerSeen{},
 	}
@@ -185,6 +189,7 @@ func (m *Manager) forget(uid string) {
 	m.images.forget(uid)
 	m.mu.Lock()
 	delete(m.sandboxErrors, uid)
+	delete(m.allocs, uid)
 	m.mu.Unlock()
 }
 

@@ -43,6 +43,12 @@ type syncInput struct {
 	evict string
 	// released: the pod is terminal and its sandboxes were released.
 	released bool
+	// alloc is the pod's allocation, resizePending a resize the node could
+	// not admit; applied what each running container was given, by ID
+	// (resize.go).
+	alloc         allocation
+	resizePending *resizePending
+	applied       map[string]applied
 }
 
 // probeResults are one container's probe results.
@@ -135,6 +141,7 @@ const (
 	killImageChanged = "image changed"
 	killStartup      = "startup probe"
 	killLiveness     = "liveness probe"
+	// killResize (resize.go): a resize whose resizePolicy is RestartContainer.
 )
 
 // newSandbox is the scope of containers in a sandbox not made yet: no
@@ -372,6 +379,9 @@ func killReason(in *syncInput, c *v1.Container, cur *runtime.ContainerStatus) st
 	}
 	if c.LivenessProbe != nil && r.liveness.ContainerID == cur.ID && r.liveness.State == prober.Failure {
 		return killLiveness
+	}
+	if needsRestart(in, c, cur) {
+		return killResize
 	}
 	return ""
 }

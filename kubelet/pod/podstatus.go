@@ -28,6 +28,15 @@ type statusInput struct {
 
 	initDone, initFailed bool
 	init, app            []containerView
+
+	// The resize state (resize.go): the allocation, what each running
+	// container was given (by ID), a resize not admitted, one not yet
+	// applied (and why).
+	alloc            allocation
+	applied          map[string]applied
+	resizePending    *resizePending
+	resizeInProgress bool
+	resizeError      string
 }
 
 var imageReasons = map[string]bool{
@@ -84,10 +93,10 @@ func buildStatus(in statusInput) *v1.PodStatus {
 		st.StartTime = ts(in.accepted)
 	}
 	for _, v := range in.init {
-		st.InitContainerStatuses = append(st.InitContainerStatuses, keepLastState(containerStatus(v), prev.InitContainerStatuses))
+		st.InitContainerStatuses = append(st.InitContainerStatuses, in.withResources(keepLastState(containerStatus(v), prev.InitContainerStatuses), v))
 	}
 	for _, v := range in.app {
-		st.ContainerStatuses = append(st.ContainerStatuses, keepLastState(containerStatus(v), prev.ContainerStatuses))
+		st.ContainerStatuses = append(st.ContainerStatuses, in.withResources(keepLastState(containerStatus(v), prev.ContainerStatuses), v))
 	}
 	st.Phase = podPhase(in.pod.GetSpec().GetRestartPolicy(), in.initDone, in.initFailed, st.ContainerStatuses)
 	if IsTerminal(prev.Phase) {
@@ -174,6 +183,6 @@ func buildStatus(in statusInput) *v1.PodStatus {
 		conds = setCondition(conds, CondContainersReady, false, "ContainersNotReady", msg, now)
 		conds = setCondition(conds, CondReady, false, "ContainersNotReady", msg, now)
 	}
-	st.Conditions = conds
+	st.Conditions = resizeConditions(conds, in)
 	return st
 }

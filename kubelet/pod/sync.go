@@ -28,6 +28,8 @@ func (w *worker) sync(ctx context.Context) syncResult {
 		return syncResult{after: 2 * time.Second}
 	}
 	in := w.input(pod, deleted, st)
+	in.alloc, in.resizePending = w.m.allocate(pod)
+	in.applied = w.applied
 	p := decide(in)
 	switch p.action {
 	case actTerminate:
@@ -67,6 +69,10 @@ type syncRun struct {
 	touched, removed map[string]bool
 	// next is when the worker must sync again at the latest.
 	next time.Time
+	// resizeInProgress: a running container does not yet run with its
+	// allocation; resizeError says why, if applying it failed.
+	resizeInProgress bool
+	resizeError      string
 }
 
 func (r *syncRun) wakeAt(t time.Time) { r.next = earliest(r.next, t) }
@@ -85,6 +91,7 @@ func (r *syncRun) run(ctx context.Context) syncResult {
 			w.m.rec.Eventf(pod, eventWarning, "FailedMount", "%v", volErr)
 		}
 		r.doContainers(ctx, vols, volErr)
+		r.resizeInProgress, r.resizeError = r.resizeInPlace(ctx)
 		// A new sandbox whose containers all wait (for an image, say) is
 		// reported only once its network is up (or failed).
 		if !r.networkUp(ctx) {
@@ -280,6 +287,8 @@ func (r *syncRun) status() (*v1.PodStatus, []prober.Target) {
 		hostIP: w.m.cfg.NodeIP.String(), podIP: podIP,
 		sandboxReady: r.sb != nil, sandboxWaiting: r.sandboxWait,
 		initDone: r.plan.initDone, initFailed: r.plan.initFailed,
+		alloc: in.alloc, applied: w.applied,
+		resizePending: in.resizePending, resizeInProgress: r.resizeInProgress, resizeError: r.resizeError,
 	}
 	for _, c := range in.pod.GetSpec().GetInitContainers() {
 		s.init = append(s.init, view(c, sbID))

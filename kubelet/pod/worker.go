@@ -62,6 +62,10 @@ type worker struct {
 	// messages are the exited containers' termination messages by
 	// container ID (read once: an exited attempt's cannot change).
 	messages map[string]string
+	// applied is what each running container was last given (resize.go),
+	// by container ID; a container not in it (adopted after a restart) is
+	// given its allocation once.
+	applied map[string]applied
 }
 
 func newWorker(m *Manager, pod *v1.Pod) *worker {
@@ -76,6 +80,7 @@ func newWorker(m *Manager, pod *v1.Pod) *worker {
 		accepted: m.now(),
 		ips:      map[string]string{},
 		messages: map[string]string{},
+		applied:  map[string]applied{},
 	}
 	if s := pod.GetStatus(); s != nil {
 		w.status = proto.Clone(s).(*v1.PodStatus)

@@ -111,6 +111,11 @@ func (i *instrumentedRuntime) ListContainers(ctx context.Context, f ContainerFil
 	return i.rt.ListContainers(ctx, f)
 }
 
+func (i *instrumentedRuntime) UpdateContainerResources(ctx context.Context, id string, res Resources) (err error) {
+	defer func(t time.Time) { i.observe("update_container_resources", t, err) }(time.Now())
+	return i.rt.UpdateContainerResources(ctx, id, res)
+}
+
 func (i *instrumentedRuntime) ContainerStats(ctx context.Context, id string) (s ContainerStats, err error) {
 	defer func(t time.Time) { i.observe("container_stats", t, err) }(time.Now())
 	return i.rt.ContainerStats(ctx, id)

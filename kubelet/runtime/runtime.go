@@ -88,6 +88,13 @@ type ContainerRuntime interface {
 	// zero filter), with the same status as ContainerStatus.
 	ListContainers(ctx context.Context, filter ContainerFilter) ([]ContainerStatus, error)
 
+	// UpdateContainerResources sets the cgroup limits of a running (or
+	// created) container to res in place, without restarting it (an
+	// in-place resize). A zero field lifts that limit. ErrNotFound if the
+	// container does not exist; ErrNotRunning if it exited. The kernel may
+	// refuse a memory limit below the container's usage: an error.
+	UpdateContainerResources(ctx context.Context, id string, res Resources) error
+
 	// ContainerStats returns the cgroup usage of a running container;
 	// ErrNotRunning if it is not running.
 	ContainerStats(ctx context.Context, id string) (ContainerStats, error)

@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -90,4 +91,23 @@ func (r *Runtime) ListPodSandboxStats(ctx context.Context, labels map[string]str
 		})
 	}
 	return out, nil
+}
+
+// UpdateContainerResources implements runtime.ContainerRuntime with the
+// CRI's UpdateContainerResources (the runtime rewrites the container's
+// cgroup and its recorded spec, so a restart of the runtime keeps them).
+func (r *Runtime) UpdateContainerResources(ctx context.Context, id string, res runtime.Resources) error {
+	st, err := r.ContainerStatus(ctx, id)
+	if err != nil {
+		return err
+	}
+	if st.State == runtime.ContainerExited {
+		return fmt.Errorf("update resources of container %s: %w", id, runtime.ErrNotRunning)
+	}
+	cctx, cancel := r.call(ctx)
+	defer cancel()
+	if _, err := r.rs.UpdateContainerResources(cctx, &cri.UpdateContainerResourcesRequest{ContainerId: id, Linux: resources(res)}); err != nil {
+		return wrap(err, "update resources of container %s", id)
+	}
+	return nil
 }

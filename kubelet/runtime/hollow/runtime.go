@@ -309,6 +309,22 @@ func (r *Runtime) ListContainers(_ context.Context, f runtime.ContainerFilter) (
 	return out, nil
 }
 
+// UpdateContainerResources implements runtime.Runtime: there is no
+// cgroup, so it only checks the container can take it (the kubelet keeps
+// what it gave each container).
+func (r *Runtime) UpdateContainerResources(_ context.Context, id string, _ runtime.Resources) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.containers[id]
+	switch {
+	case c == nil:
+		return fmt.Errorf("container %s: %w", id, runtime.ErrNotFound)
+	case c.status.State == runtime.ContainerExited:
+		return fmt.Errorf("container %s: %w", id, runtime.ErrNotRunning)
+	}
+	return nil
+}
+
 // ContainerStats implements runtime.Runtime: zero usage.
 func (r *Runtime) ContainerStats(_ context.Context, id string) (runtime.ContainerStats, error) {
 	r.mu.Lock()
