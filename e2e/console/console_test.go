@@ -214,7 +214,7 @@ spec:
 kind: Pod
 metadata: {name: noimage}
 spec:
-  containers: [{name: c, image: tugboat.local/missing:v1, imagePullPolicy: IfNotPresent}]
+  containers: [{name: c, image: "127.0.0.1:5/tugboat/missing:v1", imagePullPolicy: IfNotPresent}]
 `, "apply", "-f", "-")
 		b.run("back to the cluster view (Escape)", chromedp.KeyEvent(kb.Escape))
 		b.waitFor("noimage's chip failed on a node", `(() => {

@@ -39,7 +39,9 @@ func TestMissingImageThenImport(t *testing.T) {
 	c := sharedCluster(t)
 	t.Parallel()
 	ns := "images"
-	const late = "tugboat.local/late:v1"
+	// A registry host on a closed loopback port: a pull fails at once
+	// without asking any resolver or registry outside the test.
+	const late = "127.0.0.1:5/tugboat/late:v1"
 	never := busyboxPod(ns, "never", "node1", "exec sleep 3600")
 	never.Spec.Containers[0].Image, never.Spec.Containers[0].ImagePullPolicy = late, "Never"
 	ifNot := busyboxPod(ns, "ifnot", "node1", "exec sleep 3600")
