@@ -128,6 +128,8 @@ func (s *Server) serveKube(ctx context.Context) error {
 
 func (b kubeBackend) Auth() v1.AuthServer { return &authService{s: b.s} }
 
+func (b kubeBackend) Cluster() v1.ClusterServer { return &clusterService{s: b.s} }
+
 // OpenIDConfiguration is the issuer's OpenID Connect discovery document
 // (kubeapi.IssuerDiscovery), as kube-apiserver's: jwks_uri under the
 // issuer.

@@ -51,8 +51,10 @@ type Server struct {
 	log     *slog.Logger
 	etcd    *embed.Etcd // nil with external etcd
 	etcdCli *clientv3.Client
-	store   *storage.Store
-	caches  map[*kinds.Kind]*watchcache.Cache
+	// identity names this apiserver's identity Lease (identitylease.go).
+	identity identity
+	store    *storage.Store
+	caches   map[*kinds.Kind]*watchcache.Cache
 	// applier holds server-side apply's field managers (apply.go).
 	applier fieldManagers
 	reg     *prometheus.Registry
@@ -101,6 +103,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err := s.listen(); err != nil {
 		return nil, err
 	}
+	s.identity = newIdentity(s.lis.Addr().String())
 	etcdLog := cfg.Logger.With("subsystem", "etcd")
 	endpoints, etcdTLS := cfg.EtcdServers, cfg.EtcdTLS
 	if len(endpoints) == 0 {
@@ -194,6 +197,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	v1.RegisterNodeTunnelServer(s.grpc, s.tunnels)
 	v1.RegisterNodeAPIServer(s.grpc, &nodeRelay{s: s})
 	v1.RegisterAuthServer(s.grpc, &authService{s: s})
+	v1.RegisterClusterServer(s.grpc, &clusterService{s: s})
 	s.tunnels.Authorize = s.authorizeTunnel
 	s.tunnels.Audit = func(ctx context.Context, node, event string, err error) {
 		stage := stageComplete
@@ -311,7 +315,8 @@ func (s *Server) Run(ctx context.Context) error {
 			return fail(fmt.Errorf("loading the certificate revocation list: %w", err))
 		}
 	}
-	wg.Add(3)
+	wg.Add(4)
+	go func() { defer wg.Done(); s.runIdentityLease(ctx) }()
 	go func() { defer wg.Done(); s.runCompactor(ctx) }()
 	go func() { defer wg.Done(); s.resumeNamespaceFinalizers(ctx) }()
 	go func() { defer wg.Done(); s.reencrypt(ctx) }()

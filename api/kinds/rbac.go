@@ -23,10 +23,12 @@ var rbacKinds = []*Kind{
 
 // NonKindResources are what RBAC rules name besides the kinds, with their
 // API group: users and groups (impersonate: a user token for them),
-// certificates (revoke, list). Access reviews (tugctl auth can-i) accept
+// certificates (revoke, list), componentstatuses (get, list: the
+// computed cluster status). Access reviews (tugctl auth can-i) accept
 // them as resources.
 var NonKindResources = map[string]string{
-	"users":        "",
-	"groups":       "",
-	"certificates": "certificates.k8s.io",
+	"users":             "",
+	"groups":            "",
+	"certificates":      "certificates.k8s.io",
+	"componentstatuses": "",
 }

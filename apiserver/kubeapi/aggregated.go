@@ -84,6 +84,11 @@ func (h *Handler) aggregated(core bool) map[string]any {
 		}
 		g.Versions[0].Resources = append(g.Versions[0].Resources, discoveredResourceOf(r))
 	}
+	if g := byGroup[""]; core && g != nil {
+		cs := componentStatusResource
+		g.Versions[0].Resources = append(g.Versions[0].Resources, discoveredResource{Resource: cs.Name, ResponseKind: gvk{Version: "v1", Kind: cs.Kind},
+			Scope: "Cluster", SingularResource: cs.SingularName, Verbs: cs.Verbs, ShortNames: cs.ShortNames})
+	}
 	if !core {
 		for _, name := range sortedKeys(virtualGroups) {
 			vg := virtualGroups[name]

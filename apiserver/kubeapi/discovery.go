@@ -145,6 +145,9 @@ func (h *Handler) resourceList(w http.ResponseWriter, gv string) {
 			out = append(out, sr)
 		}
 	}
+	if gv == "v1" {
+		out = append(out, componentStatusResource)
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": out})
 }
 

@@ -31,6 +31,7 @@ func TestKubeAPI(t *testing.T) {
 		{"kubectl/discovery-explain", testKubectlDiscovery},
 		{"kubectl/auth", testKubectlAuth},
 		{"kubectl/create-token", testKubectlCreateToken},
+		{"kubectl/componentstatuses", testKubectlComponentStatuses},
 		{"http/bad-input", testBadInput},
 		{"clientgo/scale-rbac", testScaleSubresourceRBAC},
 		{"clientgo/apply-status", testClientGoApplyStatus},

@@ -35,6 +35,8 @@ type Backend interface {
 	Nodes() v1.NodeAPIServer
 	// Auth is the gRPC Auth service (access reviews, who am I).
 	Auth() v1.AuthServer
+	// Cluster is the gRPC Cluster service (componentstatuses).
+	Cluster() v1.ClusterServer
 	// Ready reports whether the apiserver can serve (etcd answers).
 	Ready(ctx context.Context) error
 }
@@ -116,7 +118,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.discovery(rw, r, path)
 	case path == "/openapi/v2" || strings.HasPrefix(path, "/openapi/v3"):
 		h.serveOpenAPI(rw, r, path)
-	case h.review(rw, r, path), h.metricsAPI(rw, r, path), h.oidc(rw, r, path):
+	case h.review(rw, r, path), h.metricsAPI(rw, r, path), h.oidc(rw, r, path), h.componentStatuses(rw, r, path):
 	case strings.HasPrefix(path, "/api/v1/") || strings.HasPrefix(path, "/apis/"):
 		h.resource(rw, r, path)
 	default:

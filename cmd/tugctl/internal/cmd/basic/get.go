@@ -40,7 +40,9 @@ func newGetCommand(o *cli.Options) *cobra.Command {
 KIND is a kind, plural or short name: pods (po), nodes (no), namespaces (ns),
 deployments (deploy), replicasets (rs), services (svc), endpoints (ep),
 configmaps (cm), events (ev), secrets, leases; several kinds are comma
-separated; "all" is pods, services, deployments and replicasets.`,
+separated; "all" is pods, services, deployments and replicasets.
+componentstatuses (cs) is the control plane's health, computed by the
+apiserver (see tugctl cluster status).`,
 		Example: `  tugctl get pods
   tugctl get deploy nginx -o yaml
   tugctl get po,svc -l app=nginx -o wide
@@ -49,7 +51,8 @@ separated; "all" is pods, services, deployments and replicasets.`,
   tugctl get pods -L app,tier
   tugctl get pods -A --field-selector spec.nodeName=node1
   tugctl get pods -w
-  tugctl get events --for deploy/nginx -w`,
+  tugctl get events --for deploy/nginx -w
+  tugctl get cs`,
 		ValidArgsFunction: o.CompleteObjects,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runGet(cmd.Context(), o, args, f)
@@ -70,6 +73,9 @@ separated; "all" is pods, services, deployments and replicasets.`,
 }
 
 func runGet(ctx context.Context, o *cli.Options, args []string, f *getFlags) error {
+	if names, ok := componentStatusArgs(args); ok {
+		return runGetComponentStatuses(ctx, o, names, f)
+	}
 	output, err := printers.ParseOutput(f.output)
 	if err != nil {
 		return err

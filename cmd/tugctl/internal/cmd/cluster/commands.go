@@ -1,5 +1,6 @@
 // Package cluster is kubectl's "Cluster Management Commands" group: top,
-// cordon, uncordon, drain and taint (certificate goes here too). top reads
+// cordon, uncordon, drain and taint (certificate goes here too), and
+// cluster status (the control plane: apiservers, etcd members, leaders). top reads
 // each node's kubelet statistics through the apiserver's relay and shows
 // them beside the pods' requests and limits (package allocation); cordon
 // and taint change the node's spec; drain cordons and evicts the node's
@@ -17,5 +18,5 @@ import (
 
 // Commands are the group's commands, for the root command.
 func Commands(o *cli.Options) []*cobra.Command {
-	return []*cobra.Command{newTopCommand(o), newCordonCommand(o, true), newCordonCommand(o, false), newDrainCommand(o), newTaintCommand(o)}
+	return []*cobra.Command{newTopCommand(o), newCordonCommand(o, true), newCordonCommand(o, false), newDrainCommand(o), newTaintCommand(o), newClusterCommand(o)}
 }
