@@ -85,12 +85,14 @@ images:
 # The docker-compose cluster (docker-compose.yaml): build every image on this
 # host (no registry, no base image), start it, wait for Ready nodes, write
 # ~/.tugboat/config. `make down` removes containers, networks and volumes
-# (IMAGES=1: the images too). Settings: hack/lib/compose.sh.
+# (IMAGES=1: the images too). HA=1: the highly available control plane
+# (deploy/docker/docker-compose.ha.yaml: 3 etcd members, 2 apiservers, 2
+# schedulers, 2 controller-managers). Settings: hack/lib/compose.sh.
 up:
-	hack/up.sh
+	TUGBOAT_HA=$(or $(HA),$(TUGBOAT_HA)) hack/up.sh
 
 down:
-	hack/down.sh
+	TUGBOAT_HA=$(or $(HA),$(TUGBOAT_HA)) hack/down.sh
 
 # The compose images alone, and the static third-party binaries they need
 # (cached in ~/.cache/tugboat).

@@ -7,6 +7,10 @@
 # recreates only those containers. Any failure stops with what went wrong,
 # how to fix it, and the failing container's last log lines.
 #
+# TUGBOAT_HA=1 (make up HA=1) starts deploy/docker/docker-compose.ha.yaml
+# instead: three etcd members, two apiservers, two schedulers, two
+# controller-managers; the tugctl config names both apiservers.
+#
 # Settings: see hack/lib/compose.sh; TUGBOAT_NODES (nodes to wait for,
 # default 2), TUGBOAT_READY_TIMEOUT (seconds, default 240),
 # TUGBOAT_SKIP_BUILD=1 (use the images as they are).
@@ -40,6 +44,10 @@ check_port TUGBOAT_KUBE_PORT "$TUGBOAT_KUBE_PORT" "the apiserver's Kubernetes AP
 check_port TUGBOAT_REGISTRY_PORT "$TUGBOAT_REGISTRY_PORT" "the image registry"
 check_port TUGBOAT_NODEPORT_1 "$TUGBOAT_NODEPORT_1" "nodePort 30080 of worker-1"
 check_port TUGBOAT_NODEPORT_2 "$TUGBOAT_NODEPORT_2" "nodePort 30080 of worker-2"
+if ((ha)); then
+  check_port TUGBOAT_API_PORT_2 "$TUGBOAT_API_PORT_2" "the second apiserver"
+  check_port TUGBOAT_KUBE_PORT_2 "$TUGBOAT_KUBE_PORT_2" "the second apiserver's Kubernetes API"
+fi
 
 # --- images -------------------------------------------------------------------
 if [[ ${TUGBOAT_SKIP_BUILD:-} != 1 ]]; then
@@ -49,10 +57,10 @@ fi
 t_images=$((SECONDS - t0))
 
 # --- compose up ---------------------------------------------------------------
-say "starting the cluster (project $project, $COMPOSE_NAME)"
+say "starting the cluster (project $project, ${compose_file#"$top"/}, $COMPOSE_NAME)"
 if ! "${COMPOSE[@]}" up -d --remove-orphans; then
   echo >&2
-  for s in pki etcd apiserver scheduler controller-manager registry worker-1 worker-2; do
+  for s in "${control_services[@]}" registry worker-1 worker-2; do
     id=$(container "$s")
     [[ -z $id ]] && continue
     st=$(docker inspect -f '{{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{end}} {{.State.ExitCode}}' "$id")
@@ -67,7 +75,7 @@ fi
 t_compose=$((SECONDS - t0))
 
 # --- admin credentials and tugctl config --------------------------------------
-api=$(container apiserver)
+api=$(container "${apiserver_services[0]}")
 mkdir -p "$creds_dir"
 chmod 700 "$creds_dir"
 for f in ca.crt admin.crt admin.key; do
@@ -82,7 +90,7 @@ fi
 mkdir -p "$(dirname "$config_path")"
 cat >"$config_path" <<CFG
 $marker
-server: 127.0.0.1:$TUGBOAT_API_PORT
+server: $api_servers
 caFile: $creds_dir/ca.crt
 certFile: $creds_dir/admin.crt
 keyFile: $creds_dir/admin.key
@@ -119,7 +127,9 @@ while :; do
     for s in worker-1 worker-2; do
       awk -v n="$s" '$1 == n && $2 ~ /^Ready/ {found=1} END {exit !found}' <<<"$out" || show_logs "$s" 40
     done
-    show_logs controller-manager 15
+    for s in "${control_services[@]}"; do
+      [[ $s == controller-manager* ]] && show_logs "$s" 15
+    done
     fail "only $ready of $nodes_wanted nodes became Ready within ${ready_timeout}s" \
       "read the node logs above ('$tugctl describe node worker-1' shows its conditions); a slow machine may need TUGBOAT_READY_TIMEOUT=600"
   fi
@@ -127,16 +137,25 @@ while :; do
 done
 t_ready=$((SECONDS - t0))
 
+ha_lines=""
+if ((ha)); then
+  ha_lines="  HA control plane: etcd-1..3, apiserver-1 (127.0.0.1:$TUGBOAT_API_PORT) and apiserver-2 (127.0.0.1:$TUGBOAT_API_PORT_2),
+    2 schedulers, 2 controller-managers; tugctl uses both apiservers (server: $api_servers)
+  $tugctl get componentstatuses   # every apiserver, etcd member and leader
+  kubectl --server https://127.0.0.1:$TUGBOAT_KUBE_PORT_2 get nodes   (kubectl takes one server: apiserver-2's)
+  TUGBOAT_HA=1 hack/compose.sh kill apiserver-1 etcd-2   # a fault to try; ... start apiserver-1 etcd-2 brings them back
+"
+fi
 cat >&2 <<EOF
 
 Tugboat is up: $ready nodes Ready in ${t_ready}s (images ${t_images}s, compose $((t_compose - t_images))s, nodes $((t_ready - t_compose))s).
   TLS and RBAC are on; you are admin through $config_path.
-  $tugctl get nodes
+$ha_lines  $tugctl get nodes
   $kube_hint
   kubectl get nodes        (the Kubernetes API: https://127.0.0.1:$TUGBOAT_KUBE_PORT, $kubeconfig_path)
   $tugctl apply -f deploy/examples/web.yaml
   $tugctl console          # the live web console of both flows: http://127.0.0.1:8080/ (--open, --listen)
   curl http://127.0.0.1:$TUGBOAT_NODEPORT_1/      # nodePort 30080 on worker-1 (worker-2: $TUGBOAT_NODEPORT_2)
   registry: 127.0.0.1:$TUGBOAT_REGISTRY_PORT (from pods' nodes: registry:5000, plain HTTP)
-  make down    removes the containers, networks and volumes
+  make down$( ((ha)) && echo " HA=1")    removes the containers, networks and volumes
 EOF

@@ -2,6 +2,7 @@ package compose
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/apiserver/kubeapi/kubectltest"
@@ -28,11 +31,19 @@ func TestComposeCluster(t *testing.T) {
 	e := newEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
+	upCluster(t, ctx, e)
+	walkthrough(t, ctx, e)
+}
+
+// upCluster runs make up for e (make down, with the test's images, when
+// the test ends) and checks both nodes Ready through tugctl and kubectl.
+func upCluster(t *testing.T, ctx context.Context, e *env) {
+	t.Helper()
 	t.Cleanup(func() {
 		if t.Failed() {
 			out, _ := exec.Command("docker", "ps", "-a", "--filter", "label=com.docker.compose.project="+e.project).CombinedOutput()
 			t.Logf("containers:\n%s", out)
-			for _, s := range []string{"apiserver", "controller-manager", "scheduler", "worker-1", "worker-2", "registry"} {
+			for _, s := range append(e.controlServices(), "worker-1", "worker-2", "registry") {
 				if id := e.container(s); id != "" {
 					out, _ := exec.Command("docker", "logs", "--tail", "30", id).CombinedOutput()
 					t.Logf("--- %s:\n%s", s, out)
@@ -68,12 +79,22 @@ func TestComposeCluster(t *testing.T) {
 	if out, err := kc.CombinedOutput(); err != nil || strings.Count(string(out), " Ready ") != 2 {
 		t.Fatalf("kubectl get nodes after make up: %v\n%s", err, out)
 	}
+}
 
-	// etcd answers only the apiserver's client certificate: from the
-	// apiserver's container (the one that shares etcd's network), a client
+// walkthrough is what a user does on a fresh cluster (the quick start),
+// checked step by step: etcd closed to all but the apiservers, the web
+// Deployment spread over both nodes and answering on each node's
+// nodePort, tugctl logs, crictl on a node, a pod pulling from the cluster
+// registry, a node container stopped and its pods replaced on the other.
+func walkthrough(t *testing.T, ctx context.Context, e *env) {
+	t.Helper()
+	// etcd answers only the apiserver's client certificate: from an
+	// apiserver's container (the one that shares etcd's network; a
+	// running one, and a running member, under HA with some killed), a client
 	// without one is refused over TLS, and plaintext is not served.
-	api := e.container("apiserver")
-	for url, want := range map[string]string{"https://etcd:2379/health": "certificate", "http://etcd:2379/health": ""} {
+	api := e.container(e.runningService(e.apiservers()))
+	etcd := e.runningService(e.etcdMembers())
+	for url, want := range map[string]string{"https://" + etcd + ":2379/health": "certificate", "http://" + etcd + ":2379/health": ""} {
 		out, err := exec.CommandContext(ctx, "docker", "exec", api, "tugboat-init", "probe", url).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), want) {
 			t.Errorf("etcd at %s without a client certificate: err=%v, output %q (want a refusal mentioning %q)", url, err, out, want)
@@ -85,6 +106,7 @@ func TestComposeCluster(t *testing.T) {
 	if _, err := e.tugctl(ctx, "apply", "-f", filepath.Join(e.module, "deploy", "examples", "web.yaml")); err != nil {
 		t.Fatal(err)
 	}
+	var err error
 	applied := time.Now()
 	waitAvailable(t, ctx, e, 4)
 	t.Logf("Deployment web available %s after apply", time.Since(applied).Round(100*time.Millisecond))
@@ -295,6 +317,21 @@ func TestComposeFileValid(t *testing.T) {
 		if strings.Join(got, " ") != strings.Join(want, " ") {
 			t.Errorf("%s config --services = %v, want %v", strings.Join(c, " "), got, want)
 		}
+		args = append(c[1:], "-p", e.project, "-f", filepath.Join(e.module, "deploy", "docker", "docker-compose.ha.yaml"), "--project-directory", e.module, "config", "--services")
+		cmd = exec.Command(c[0], args...)
+		cmd.Env = e.vars()
+		out, err = cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("%s config of the HA file: %v\n%s", strings.Join(c, " "), err, out)
+			continue
+		}
+		got = strings.Fields(string(out))
+		sort.Strings(got)
+		want = []string{"apiserver-1", "apiserver-2", "controller-manager-1", "controller-manager-2", "etcd-1", "etcd-2", "etcd-3",
+			"pki", "registry", "scheduler-1", "scheduler-2", "worker-1", "worker-2"}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("%s config --services of the HA file = %v, want %v", strings.Join(c, " "), got, want)
+		}
 	}
 	if tried == 0 {
 		t.Skip("no compose installed")
@@ -307,4 +344,67 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestComposeFilesAgree: deploy/docker/docker-compose.ha.yaml is
+// docker-compose.yaml but for what HA changes (the members and replicas,
+// their commands, ports, host names and start order, the nodes'
+// --server): every service of the HA file, with those left out, is the
+// same as its counterpart in the plain file, as compose resolves both.
+func TestComposeFilesAgree(t *testing.T) {
+	requireDocker(t)
+	e := newEnv(t)
+	resolve := func(file string) map[string]map[string]any {
+		c := []string{"docker-compose"}
+		if exec.Command(c[0], "version").Run() != nil {
+			c = []string{"docker", "compose"}
+		}
+		cmd := exec.Command(c[0], append(c[1:], "-p", e.project, "-f", file, "--project-directory", e.module, "config")...)
+		cmd.Env = e.vars()
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s config: %v", file, err)
+		}
+		var doc struct {
+			Services map[string]map[string]any `json:"services"`
+		}
+		if err := yaml.Unmarshal(out, &doc); err != nil {
+			t.Fatalf("%s config: %v", file, err)
+		}
+		return doc.Services
+	}
+	plain := resolve(filepath.Join(e.module, "docker-compose.yaml"))
+	ha := resolve(filepath.Join(e.module, "deploy", "docker", "docker-compose.ha.yaml"))
+	servers := regexp.MustCompile(`apiserver-1:6443,apiserver-2:6443`)
+	counterpart := regexp.MustCompile(`-[0-9]$`)
+	for name, svc := range ha {
+		base := name
+		if _, ok := plain[name]; !ok {
+			base = counterpart.ReplaceAllString(name, "")
+		}
+		want, ok := plain[base]
+		if !ok {
+			t.Errorf("HA service %s has no counterpart in docker-compose.yaml", name)
+			continue
+		}
+		strip := func(s map[string]any) string {
+			c := map[string]any{}
+			for k, v := range s {
+				switch k {
+				case "command", "ports", "hostname", "depends_on", "container_name":
+					continue
+				case "volumes":
+					if strings.HasPrefix(base, "etcd") {
+						continue // its own data volume per member
+					}
+				}
+				c[k] = v
+			}
+			b, _ := json.Marshal(c)
+			return servers.ReplaceAllString(string(b), "apiserver:6443")
+		}
+		if got, want := strip(svc), strip(want); got != want {
+			t.Errorf("HA service %s differs from %s of docker-compose.yaml beyond what HA changes:\n HA:    %s\n plain: %s", name, base, got, want)
+		}
+	}
 }

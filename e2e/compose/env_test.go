@@ -50,6 +50,11 @@ type env struct {
 	kubePort int
 	regPort  int
 	nodePort [2]int
+	// ha: make up HA=1 (deploy/docker/docker-compose.ha.yaml), whose
+	// second apiserver publishes apiPort2 and kubePort2.
+	ha        bool
+	apiPort2  int
+	kubePort2 int
 }
 
 func newEnv(t *testing.T) *env {
@@ -62,9 +67,38 @@ func newEnv(t *testing.T) *env {
 	_, _ = rand.Read(b)
 	id := hex.EncodeToString(b)
 	e := &env{t: t, module: mod, project: "tugboat-e2e-" + id, tag: "e2e-" + id, config: filepath.Join(t.TempDir(), "config")}
-	ports := freePorts(t, 5)
+	ports := freePorts(t, 7)
 	e.apiPort, e.regPort, e.nodePort[0], e.nodePort[1], e.kubePort = ports[0], ports[1], ports[2], ports[3], ports[4]
+	e.apiPort2, e.kubePort2 = ports[5], ports[6]
 	return e
+}
+
+// apiservers, etcdMembers and controlServices name the env's compose
+// services.
+func (e *env) apiservers() []string {
+	if e.ha {
+		return []string{"apiserver-1", "apiserver-2"}
+	}
+	return []string{"apiserver"}
+}
+
+func (e *env) etcdMembers() []string {
+	if e.ha {
+		return []string{"etcd-1", "etcd-2", "etcd-3"}
+	}
+	return []string{"etcd"}
+}
+
+func (e *env) controlServices() []string {
+	s := append(e.etcdMembers(), e.apiservers()...)
+	for _, c := range []string{"scheduler", "controller-manager"} {
+		if !e.ha {
+			s = append(s, c)
+			continue
+		}
+		s = append(s, c+"-1", c+"-2")
+	}
+	return s
 }
 
 // vars are the environment of hack/up.sh and hack/down.sh for this env.
@@ -78,6 +112,9 @@ func (e *env) vars() []string {
 		"TUGBOAT_REGISTRY_PORT="+strconv.Itoa(e.regPort),
 		"TUGBOAT_NODEPORT_1="+strconv.Itoa(e.nodePort[0]),
 		"TUGBOAT_NODEPORT_2="+strconv.Itoa(e.nodePort[1]),
+		"TUGBOAT_API_PORT_2="+strconv.Itoa(e.apiPort2),
+		"TUGBOAT_KUBE_PORT_2="+strconv.Itoa(e.kubePort2),
+		"TUGBOAT_HA="+map[bool]string{true: "1", false: ""}[e.ha],
 	)
 }
 
@@ -111,6 +148,20 @@ func (e *env) container(service string) string {
 		"--filter", "label=com.docker.compose.project="+e.project,
 		"--filter", "label=com.docker.compose.service="+service).Output()
 	return strings.TrimSpace(string(out))
+}
+
+// runningService is the first of services whose container runs (the
+// first one when none does).
+func (e *env) runningService(services []string) string {
+	for _, s := range services {
+		if id := e.container(s); id != "" {
+			out, _ := exec.Command("docker", "inspect", "-f", "{{.State.Running}}", id).Output()
+			if strings.TrimSpace(string(out)) == "true" {
+				return s
+			}
+		}
+	}
+	return services[0]
 }
 
 // leftovers lists what of this project docker still has.

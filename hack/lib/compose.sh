@@ -2,7 +2,10 @@
 # command (v2 `docker compose` or v1 `docker-compose`), preflight checks
 # that say what is wrong and how to fix it. Source it; it sets:
 #   top project compose_file config_path creds_dir COMPOSE (array)
+#   ha control_services apiserver_services api_servers
 # Settings (environment):
+#   TUGBOAT_HA         1: the highly available control plane,
+#                      deploy/docker/docker-compose.ha.yaml (make up HA=1)
 #   TUGBOAT_PROJECT    compose project name (default tugboat)
 #   TUGBOAT_COMPOSE    compose command, e.g. "docker-compose" (default: v2 if
 #                      present, else v1)
@@ -10,6 +13,7 @@
 #                      the kubeconfig goes beside it (kubeconfig)
 #   TUGBOAT_TAG, TUGBOAT_API_PORT, TUGBOAT_KUBE_PORT, TUGBOAT_REGISTRY_PORT,
 #   TUGBOAT_NODEPORT_1, TUGBOAT_NODEPORT_2   see docker-compose.yaml
+#   TUGBOAT_API_PORT_2, TUGBOAT_KUBE_PORT_2  the second apiserver's (HA=1)
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # TUGBOAT_* settings from the root's .env (as compose reads it), unless the
@@ -20,7 +24,18 @@ if [[ -f $top/.env ]]; then
   done <"$top/.env"
 fi
 project=${TUGBOAT_PROJECT:-tugboat}
+ha=0
+[[ ${TUGBOAT_HA:-} == 1 ]] && ha=1
 compose_file=$top/docker-compose.yaml
+# The control plane's services (in start order) and the apiservers among
+# them.
+control_services=(pki etcd apiserver scheduler controller-manager)
+apiserver_services=(apiserver)
+if ((ha)); then
+  compose_file=$top/deploy/docker/docker-compose.ha.yaml
+  control_services=(pki etcd-1 etcd-2 etcd-3 apiserver-1 apiserver-2 scheduler-1 scheduler-2 controller-manager-1 controller-manager-2)
+  apiserver_services=(apiserver-1 apiserver-2)
+fi
 config_path=${TUGBOAT_CONFIG:-$HOME/.tugboat/config}
 creds_dir=$(dirname "$config_path")/compose-$project
 kubeconfig_path=$(dirname "$config_path")/kubeconfig
@@ -30,6 +45,12 @@ export TUGBOAT_KUBE_PORT=${TUGBOAT_KUBE_PORT:-6444}
 export TUGBOAT_REGISTRY_PORT=${TUGBOAT_REGISTRY_PORT:-5000}
 export TUGBOAT_NODEPORT_1=${TUGBOAT_NODEPORT_1:-30080}
 export TUGBOAT_NODEPORT_2=${TUGBOAT_NODEPORT_2:-30081}
+export TUGBOAT_API_PORT_2=${TUGBOAT_API_PORT_2:-6445}
+export TUGBOAT_KUBE_PORT_2=${TUGBOAT_KUBE_PORT_2:-6446}
+# api_servers: the host addresses of the apiservers' gRPC API, as tugctl's
+# server setting (comma-separated: tugctl spreads over them).
+api_servers=127.0.0.1:$TUGBOAT_API_PORT
+((ha)) && api_servers+=,127.0.0.1:$TUGBOAT_API_PORT_2
 
 say() { echo "$(basename "$0" .sh): $*" >&2; }
 fail() { # fail MESSAGE [FIX]: print what is wrong and how to fix it, exit 1
