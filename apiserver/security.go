@@ -121,12 +121,38 @@ func (s *Server) authorize(ctx context.Context, verb string, k *kinds.Kind, sub,
 	} else {
 		// RBAC refuses without a reason, as Kubernetes' does.
 		ok, _ = s.rbac.Authorize(a)
+		if !ok && u.Name == auth.UserKubeProxy && a.Resource == "secrets" {
+			fieldName := ""
+			if fs, err := fields.Parse(fieldSelector); err == nil {
+				fieldName, _ = fs.Get("metadata.name")
+			}
+			ok, why = auth.AuthorizeProxySecret(ctx, a, fieldName, proxyFacts{s})
+		}
 	}
 	if !ok {
 		s.metrics.authFailures.WithLabelValues("authorization").Inc()
 		return apierrors.New(apierrors.ErrForbidden, "%s", a.Denied(why))
 	}
 	return nil
+}
+
+// proxyFacts answers the proxy authorizer from storage.
+type proxyFacts struct{ s *Server }
+
+func (f proxyFacts) IngressSecret(ctx context.Context, ns, name string) (bool, error) {
+	ingKind, _ := kinds.Lookup("Ingress")
+	res, err := f.s.store.List(ctx, ingKind, storage.ListOptions{Namespace: ns, Filter: func(o v1.Object) bool {
+		for _, t := range o.(*v1.Ingress).GetSpec().GetTls() {
+			if t.GetSecretName() == name {
+				return true
+			}
+		}
+		return false
+	}})
+	if err != nil {
+		return false, err
+	}
+	return len(res.Items) > 0, nil
 }
 
 // nodeFacts answers the node authorizer from storage.

@@ -100,12 +100,11 @@ func DefaultPolicy() []v1.Object {
 			rule(core, []string{"services", "endpoints", "nodes", "pods", "namespaces"}, readVerbs),
 			rule([]string{"discovery.k8s.io"}, []string{"endpointslices"}, readVerbs),
 			rule([]string{"networking.k8s.io"}, []string{"networkpolicies", "ingressclasses", "ingresses"}, readVerbs),
-			// The Ingress datapath (proxy/ingress, whose package doc says
-			// why): the TLS Secrets Ingresses name (RBAC cannot narrow
-			// by type: this reads every Secret; service account tokens
-			// are redacted from reads), status.loadBalancer written by
-			// the one proxy holding the Lease kube-system/tugboat-ingress-status.
-			rule(core, []string{"secrets"}, readVerbs),
+			// The Ingress datapath (proxy/ingress): status.loadBalancer
+			// and Events written by the one proxy holding the Lease
+			// kube-system/tugboat-ingress-status. No Secret: the proxy
+			// authorizer (AuthorizeProxySecret) lets it read only those
+			// an Ingress names in spec.tls.
 			rule([]string{"networking.k8s.io"}, []string{"ingresses/status"}, []string{"get", "update", "patch"}),
 			rule(anyGroup, []string{"leases"}, []string{"get", "create", "update"}),
 			rule(core, []string{"events"}, []string{"create", "update", "get"})),

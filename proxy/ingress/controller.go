@@ -6,9 +6,9 @@
 // own), straight to the Services' ready endpoints (from EndpointSlices,
 // round robin; no ClusterIP hop, as ingress-nginx does).
 //
-// Loop: informers for Ingresses, IngressClasses and TLS Secrets (its own;
-// Services, EndpointSlices and Nodes are the proxy's, through Source) only
-// signal Changed. One goroutine then rebuilds the whole routing table and
+// Loop: informers for Ingresses and IngressClasses, and one per Secret an
+// Ingress names in spec.tls (its own; Services, EndpointSlices and Nodes
+// are the proxy's, through Source) only signal Changed. One goroutine then rebuilds the whole routing table and
 // the certificate table from the caches (Build: pure, O(rules)), and swaps
 // both in through atomic pointers. A request reads the current table once
 // and keeps the backend it picked, so a rule or endpoint change never
@@ -36,12 +36,13 @@
 // last are reported by the new writer at once.
 //
 // Permissions (system:kube-proxy): read ingresses, ingressclasses,
-// services, endpointslices, nodes and secrets, update ingresses/status,
-// the Lease. Reading secrets is needed for the TLS certificates an
-// Ingress names; RBAC cannot narrow a grant by Secret type, so the
-// identity may read every Secret in the cluster (the informer asks only
-// for type kubernetes.io/tls; service account tokens are redacted from
-// every read by the apiserver). Guard the proxy's credentials accordingly.
+// services, endpointslices and nodes, update ingresses/status, the Lease.
+// Secrets: RBAC grants the proxy none; the apiserver's proxy authorizer
+// (apiserver/auth AuthorizeProxySecret, as the node authorizer narrows a
+// kubelet to its pods' Secrets) lets it get, and list or watch by
+// metadata.name, only a Secret that an Ingress in its namespace names in
+// spec.tls. So the proxy watches each such Secret by name (secrets.go)
+// rather than listing all of them.
 package ingress
 
 import (
@@ -111,7 +112,7 @@ type Controller struct {
 
 	ingresses *informer.Informer[*v1.Ingress]
 	classes   *informer.Informer[*v1.IngressClass]
-	secrets   *informer.Informer[*v1.Secret]
+	secrets   *secretWatches
 
 	table   atomic.Pointer[Table]
 	certs   atomic.Pointer[certTable]
@@ -149,7 +150,6 @@ func New(cfg Config) (*Controller, error) {
 		recorder:  record.New(cfg.Client, "ingress-controller", cfg.NodeName, cfg.Registry, log),
 		ingresses: informer.New(client.For[*v1.Ingress](cfg.Client), informer.Options{Logger: log}),
 		classes:   informer.New(client.For[*v1.IngressClass](cfg.Client), informer.Options{Logger: log}),
-		secrets:   informer.New(client.For[*v1.Secret](cfg.Client), informer.Options{FieldSelector: "type=" + SecretTypeTLS, Logger: log}),
 		changed:   make(chan struct{}, 1), status: make(chan struct{}, 1),
 		reported: map[string]time.Time{}, synced: map[string]int64{}, ready: make(chan struct{}),
 	}
@@ -160,8 +160,7 @@ func New(cfg Config) (*Controller, error) {
 		OnUpdate: func(_, _ *v1.Ingress) { changed() }, OnDelete: func(*v1.Ingress) { changed() }})
 	c.classes.AddHandler(informer.Handler[*v1.IngressClass]{OnAdd: func(*v1.IngressClass) { changed() },
 		OnUpdate: func(_, _ *v1.IngressClass) { changed() }, OnDelete: func(*v1.IngressClass) { changed() }})
-	c.secrets.AddHandler(informer.Handler[*v1.Secret]{OnAdd: func(*v1.Secret) { changed() },
-		OnUpdate: func(_, _ *v1.Secret) { changed() }, OnDelete: func(*v1.Secret) { changed() }})
+	c.secrets = newSecretWatches(cfg.Client, log, changed)
 	return c, nil
 }
 
@@ -195,6 +194,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.certs.Store(&certTable{fallback: fallback})
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	c.secrets.start(ctx)
+	defer c.secrets.wait()
 	errc := make(chan error, 6)
 	spawn := func(name string, run func(context.Context) error) {
 		wg.Add(1)
@@ -208,8 +209,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	spawn("events", func(ctx context.Context) error { c.recorder.Run(ctx); return nil })
 	spawn("informer", c.ingresses.Run)
 	spawn("informer", c.classes.Run)
-	spawn("informer", c.secrets.Run)
-	for _, synced := range []func(context.Context) bool{c.ingresses.WaitForSync, c.classes.WaitForSync, c.secrets.WaitForSync} {
+	for _, synced := range []func(context.Context) bool{c.ingresses.WaitForSync, c.classes.WaitForSync} {
 		if !synced(ctx) {
 			return nil
 		}
@@ -300,8 +300,9 @@ func (c *Controller) serve(ctx context.Context, ln net.Listener, tc *tls.Config)
 func (c *Controller) rebuild(fallback *tls.Certificate) {
 	t, problems := Build(Snapshot{Ingresses: c.ingresses.List(), Classes: c.classes.List(),
 		Service: c.cfg.Source.Service, EndpointSlices: c.cfg.Source.EndpointSlices})
-	certs, certProblems := buildCerts(t.served, c.secrets.Get, fallback)
 	c.table.Store(t)
+	c.secrets.set(secretKeys(t.served))
+	certs, certProblems := buildCerts(t.served, c.secrets.Get, fallback)
 	c.certs.Store(certs)
 	c.metrics.served.Set(float64(len(t.served)))
 	c.report(t.served, append(problems, certProblems...))
