@@ -165,10 +165,15 @@ func testExec(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	defer func() { pw.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	time.Sleep(500 * time.Millisecond)
-	fmt.Fprintf(pw, "echo answer-$((40+2)); [ -t 0 ] && echo on-a-tty\n")
+	// What is typed before kubectl has its stream may be lost, as on a
+	// real terminal: type the line again until the shell answers it.
+	var typed time.Time
 	eventually(t, "the shell's answer", func() error {
 		if !strings.Contains(b.String(), "answer-42") || !strings.Contains(b.String(), "on-a-tty") {
+			if time.Since(typed) > time.Second {
+				fmt.Fprintf(pw, "echo answer-$((40+2)); [ -t 0 ] && echo on-a-tty\n")
+				typed = time.Now()
+			}
 			return fmt.Errorf("terminal so far: %q", b.String())
 		}
 		return nil
