@@ -44,9 +44,16 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.MetricsListen, "metrics-listen", DefaultMetricsListen, "HTTP address for /metrics, /healthz and /debug/pprof (empty disables)")
 	fs.DurationVar(&f.FullSyncPeriod, "full-sync-period", 10*time.Minute, "how often the nftables table is rebuilt whole, repairing changes made behind the proxy's back (negative: never)")
 	fs.BoolVar(&f.NetworkPolicy, "network-policy", true, "enforce NetworkPolicies for this node's pods in nftables (table ip tugboat-policy); false when another agent enforces them")
-	fs.StringVar(&f.IngressListen, "ingress-listen", ingress.DefaultListen, "HTTP address Ingresses of class tugboat are served on (empty disables)")
-	fs.StringVar(&f.IngressTLSListen, "ingress-tls-listen", ingress.DefaultTLSListen, "HTTPS address Ingresses are served on, certificates chosen by SNI from their kubernetes.io/tls Secrets (empty disables)")
+	RegisterIngressFlags(fs, &f.IngressListen, &f.IngressTLSListen)
 	fs.BoolVar(&f.Cleanup, "cleanup", false, "remove everything the proxy installed on this node (nftables table, pod CIDR routes, cluster DNS address) and exit")
+}
+
+// RegisterIngressFlags adds --ingress-listen and --ingress-tls-listen to
+// fs: the proxy's, and the all-in-one binary's (tugboat up), which runs
+// the same proxy.
+func RegisterIngressFlags(fs *flag.FlagSet, listen, tlsListen *string) {
+	fs.StringVar(listen, "ingress-listen", ingress.DefaultListen, "HTTP address Ingresses of class tugboat are served on (empty disables)")
+	fs.StringVar(tlsListen, "ingress-tls-listen", ingress.DefaultTLSListen, "HTTPS address Ingresses are served on, certificates chosen by SNI from their kubernetes.io/tls Secrets (empty disables)")
 }
 
 // Config parses the flags. The caller sets Client, Registry and Logger.

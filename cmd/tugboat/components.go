@@ -124,25 +124,33 @@ func parts(cfg Config) []part {
 			return kubelet.Run(ctx, kc)
 		}},
 		{"proxy", withClient(cfg, "proxy", func(ctx context.Context, c *client.Client) error {
-			pc := proxy.Config{
-				Client:          c,
-				NodeName:        cfg.NodeName,
-				ClusterCIDR:     netip.MustParsePrefix(cfg.ClusterCIDR),
-				ClusterDNS:      netip.MustParseAddr(proxy.DefaultClusterDNS),
-				ClusterDomain:   proxy.DefaultClusterDomain,
-				ResolvConf:      resolvConf(),
-				UpstreamTimeout: 2 * time.Second,
-				MetricsListen:   proxy.DefaultMetricsListen,
-				FullSyncPeriod:  10 * time.Minute,
-				NetworkPolicy:   true,
-				Logger:          log.With("component", "proxy"),
-			}
-			if cfg.NodeIP != "" {
-				pc.NodeIP = netip.MustParseAddr(cfg.NodeIP)
-			}
-			return proxy.Run(ctx, pc)
+			return proxy.Run(ctx, proxyConfig(cfg, c))
 		})},
 	}
+}
+
+// proxyConfig is the node's proxy: cmd/proxy's defaults, the Ingress
+// listeners of --ingress-listen and --ingress-tls-listen.
+func proxyConfig(cfg Config, c *client.Client) proxy.Config {
+	pc := proxy.Config{
+		Client:           c,
+		NodeName:         cfg.NodeName,
+		ClusterCIDR:      netip.MustParsePrefix(cfg.ClusterCIDR),
+		ClusterDNS:       netip.MustParseAddr(proxy.DefaultClusterDNS),
+		ClusterDomain:    proxy.DefaultClusterDomain,
+		ResolvConf:       resolvConf(),
+		UpstreamTimeout:  2 * time.Second,
+		MetricsListen:    proxy.DefaultMetricsListen,
+		FullSyncPeriod:   10 * time.Minute,
+		NetworkPolicy:    true,
+		IngressListen:    cfg.IngressListen,
+		IngressTLSListen: cfg.IngressTLSListen,
+		Logger:           cfg.Logger.With("component", "proxy"),
+	}
+	if cfg.NodeIP != "" {
+		pc.NodeIP = netip.MustParseAddr(cfg.NodeIP)
+	}
+	return pc
 }
 
 // kubeletConfig is the node's kubelet, without its client: what up runs

@@ -60,7 +60,11 @@ type Config struct {
 	// who ran sudo.
 	AdminConfig  string
 	NoUserConfig bool
-	Logger       *slog.Logger
+	// IngressListen and IngressTLSListen are the proxy's Ingress
+	// listeners (--ingress-listen, --ingress-tls-listen, as the proxy's
+	// flags; empty: that one off).
+	IngressListen, IngressTLSListen string
+	Logger                          *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -86,6 +90,14 @@ func (c *Config) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("--listen %q: %v", c.Listen, err)
+	}
+	for flag, addr := range map[string]string{"--ingress-listen": c.IngressListen, "--ingress-tls-listen": c.IngressTLSListen} {
+		if addr == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return fmt.Errorf("%s %q: %v", flag, addr, err)
+		}
 	}
 	if c.KubeListen != "" {
 		if _, _, err := net.SplitHostPort(c.KubeListen); err != nil {

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"flag"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tugboat/tugboat/proxy"
+	"github.com/tugboat/tugboat/proxy/ingress"
 )
 
 func validConfig() Config {
@@ -106,5 +110,43 @@ func TestImportImages(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(c.DataDir, "kubelet", "images", "echo.tar")); err != nil || string(b) != "archive" {
 		t.Errorf("copied archive = %q, %v", b, err)
+	}
+}
+
+// The all-in-one binary runs the proxy's Ingress listeners, with the
+// proxy's flags and defaults; a bad address is refused naming its flag.
+func TestIngressFlags(t *testing.T) {
+	var proxyFlags proxy.Flags
+	pfs := flag.NewFlagSet("proxy", flag.ContinueOnError)
+	proxyFlags.Register(pfs)
+	for _, args := range [][]string{nil, {"--ingress-listen", "127.0.0.1:8080", "--ingress-tls-listen", ""}} {
+		c := validConfig()
+		fs := flag.NewFlagSet("tugboat up", flag.ContinueOnError)
+		registerFlags(fs, &c)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"ingress-listen", "ingress-tls-listen"} {
+			if fs.Lookup(name).DefValue != pfs.Lookup(name).DefValue || fs.Lookup(name).Usage != pfs.Lookup(name).Usage {
+				t.Errorf("--%s: default %q, want the proxy's %q", name, fs.Lookup(name).DefValue, pfs.Lookup(name).DefValue)
+			}
+		}
+		c.Logger = slog.New(slog.DiscardHandler)
+		pc := proxyConfig(c, nil)
+		want := [2]string{ingress.DefaultListen, ingress.DefaultTLSListen}
+		if args != nil {
+			want = [2]string{"127.0.0.1:8080", ""}
+		}
+		if got := [2]string{pc.IngressListen, pc.IngressTLSListen}; got != want {
+			t.Errorf("%q: the proxy's Ingress listeners %q, want %q", args, got, want)
+		}
+		if err := c.Validate(); err != nil {
+			t.Errorf("%q: %v", args, err)
+		}
+	}
+	c := validConfig()
+	c.IngressTLSListen = "443"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--ingress-tls-listen") {
+		t.Errorf("err = %v, want it to name --ingress-tls-listen", err)
 	}
 }
