@@ -5,7 +5,8 @@
 //     conditions (Ready with KubeletReady, ContainerRuntimeNotReady or
 //     NetworkPluginNotReady; MemoryPressure and DiskPressure from eviction);
 //   - eviction: the hard eviction thresholds (--eviction-hard); under
-//     pressure it evicts pods one at a time, best-effort first;
+//     pressure it evicts pods one at a time, best-effort first; and
+//     pods whose emptyDir uses more than its sizeLimit;
 //   - a pod informer with the server-side field selector
 //     spec.nodeName=<node>, feeding pod.Manager: one worker per pod, a
 //     state machine driven through the runtime.Runtime interface: a CRI
@@ -175,7 +176,7 @@ func Run(ctx context.Context, cfg Config) error {
 	evictions, err := eviction.New(eviction.Config{
 		Thresholds: thresholds, RootDir: cfg.RootDir, ImageFSDir: cfg.ImageFSDir,
 		Interval: min(eviction.DefaultInterval, cfg.NodeStatusInterval),
-		Pods:     podInformer.List, MemoryUsage: podMemory(rt), Evictor: pods,
+		Pods:     podInformer.List, MemoryUsage: podMemory(rt), Evictor: pods, EmptyDirPath: pcfg.EmptyDirPath,
 		Recorder: rec, Node: func() *v1.Node { return agent.Node() }, Registry: reg, Logger: log,
 	})
 	if err != nil {

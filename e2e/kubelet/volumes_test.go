@@ -210,3 +210,25 @@ func TestServiceAccountTokenAutomount(t *testing.T) {
 		t.Errorf("opted-out pod (exit %d): %q, want no token", code, out)
 	}
 }
+
+// An emptyDir with a sizeLimit of 1Mi, written past it: the eviction
+// manager evicts the pod (phase Failed, reason Evicted, Kubernetes'
+// message), with a Warning Evicted event, and its container is killed.
+func TestEmptyDirSizeLimitEviction(t *testing.T) {
+	c := sharedCluster(t)
+	t.Parallel()
+	const ns = "sizelimit"
+	pod := busyboxPod(ns, "filler", "node2", "dd if=/dev/zero of=/scratch/fill bs=1024 count=2048 && exec sleep 3600")
+	pod.Spec.Volumes = []*v1.Volume{{Name: "scratch", EmptyDir: &v1.EmptyDirVolumeSource{SizeLimit: "1Mi"}}}
+	pod.Spec.Containers[0].VolumeMounts = []*v1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+	createPod(t, c.Client, pod)
+	got := waitPod(t, c.Client, ns, "filler", 90*time.Second, "Failed", func(p *v1.Pod) bool { return p.Status.GetPhase() == "Failed" })
+	const msg = `Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". `
+	if got.Status.Reason != "Evicted" || got.Status.Message != msg {
+		t.Errorf("status reason %q message %q, want Evicted, %q", got.Status.Reason, got.Status.Message, msg)
+	}
+	if cs := containerStatus(got, "main"); cs.GetState().GetTerminated() == nil {
+		t.Errorf("container state %v, want terminated", cs.GetState())
+	}
+	waitEvent(t, c.Client, ns, "filler", "Evicted: "+msg, 10*time.Second)
+}

@@ -17,6 +17,10 @@
 // has it evicted (Evictor: the pod manager fails it with reason Evicted
 // and a Warning Evicted event). One pod per interval, so the next
 // observation sees what the eviction freed before another goes.
+//
+// Each round also enforces the pods' emptyDir sizeLimits first
+// (local_storage.go): a pod whose emptyDir uses more than its limit is
+// evicted whatever the node's pressure.
 package eviction
 
 import (
@@ -62,6 +66,9 @@ type Config struct {
 	// used for ranking).
 	MemoryUsage func(ctx context.Context) map[string]int64
 	Evictor     Evictor
+	// EmptyDirPath is the host directory of a pod's emptyDir volume (nil:
+	// sizeLimits are not enforced).
+	EmptyDirPath func(uid, volume string) string
 	// Recorder and Node, if set, get an EvictionThresholdMet event on the
 	// Node when a threshold is first crossed.
 	Recorder Recorder
@@ -113,7 +120,7 @@ func New(cfg Config) (*Manager, error) {
 		cfg: cfg, log: cfg.Logger, asked: map[string]time.Time{},
 		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tugboat_kubelet_pressure_evictions_total",
-			Help: "Pods the eviction manager evicted, by the signal whose threshold was crossed.",
+			Help: "Pods the eviction manager evicted, by the signal whose threshold was crossed (emptydirfs.limit: an emptyDir over its sizeLimit).",
 		}, []string{"signal"}),
 		pressure: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "tugboat_kubelet_eviction_threshold_crossed",
@@ -159,6 +166,9 @@ func (m *Manager) Synchronize(ctx context.Context) {
 		}
 		m.pressure.WithLabelValues(t.Signal).Set(v)
 	}
+	if m.cfg.EmptyDirPath != nil && m.localStorageEviction() {
+		return
+	}
 	if len(cr) == 0 {
 		return
 	}
@@ -175,31 +185,55 @@ func (m *Manager) Synchronize(ctx context.Context) {
 	if c.Signal == MemoryAvailable && m.cfg.MemoryUsage != nil {
 		usage = m.cfg.MemoryUsage(ctx)
 	}
-	now := time.Now()
 	for _, p := range rank(m.cfg.Pods(), usage) {
-		uid := p.GetMetadata().GetUid()
-		m.mu.Lock()
-		at, asked := m.asked[uid]
-		m.mu.Unlock()
-		if asked && now.Sub(at) < 2*time.Minute {
-			continue // still stopping
+		if m.evict(p, c.message(), c.Signal) {
+			m.log.Warn("evicting a pod", "pod", p.GetMetadata().GetNamespace()+"/"+p.GetMetadata().GetName(),
+				"qos", qosClass(p), "threshold", c.Threshold.String())
+			return
 		}
-		if !m.cfg.Evictor.Evict(uid, c.message()) {
+	}
+}
+
+// localStorageEviction evicts every running pod with an emptyDir over its
+// sizeLimit; true if it evicted any.
+func (m *Manager) localStorageEviction() bool {
+	evicted := false
+	for _, p := range rank(m.cfg.Pods(), nil) {
+		vol, size := overLimit(p, m.cfg.EmptyDirPath)
+		if vol == "" || !m.evict(p, emptyDirMessage(vol, size), SignalEmptyDirFsLimit) {
 			continue
 		}
-		m.mu.Lock()
-		m.asked[uid] = now
-		for k, t := range m.asked {
-			if now.Sub(t) > 10*time.Minute {
-				delete(m.asked, k)
-			}
-		}
-		m.mu.Unlock()
-		m.evictions.WithLabelValues(c.Signal).Inc()
+		evicted = true
 		m.log.Warn("evicting a pod", "pod", p.GetMetadata().GetNamespace()+"/"+p.GetMetadata().GetName(),
-			"qos", qosClass(p), "threshold", c.Threshold.String())
-		return
+			"volume", vol, "sizeLimit", size)
 	}
+	return evicted
+}
+
+// evict asks the Evictor to evict p, unless it was asked less than two
+// minutes ago (still stopping); true if it was asked now.
+func (m *Manager) evict(p *v1.Pod, message, signal string) bool {
+	uid := p.GetMetadata().GetUid()
+	now := time.Now()
+	m.mu.Lock()
+	at, asked := m.asked[uid]
+	m.mu.Unlock()
+	if asked && now.Sub(at) < 2*time.Minute {
+		return false
+	}
+	if !m.cfg.Evictor.Evict(uid, message) {
+		return false
+	}
+	m.mu.Lock()
+	m.asked[uid] = now
+	for k, t := range m.asked {
+		if now.Sub(t) > 10*time.Minute {
+			delete(m.asked, k)
+		}
+	}
+	m.mu.Unlock()
+	m.evictions.WithLabelValues(signal).Inc()
+	return true
 }
 
 func signals(cr []crossed) string {

@@ -178,6 +178,12 @@ func (c Config) LogPath(uid, container string, attempt uint32) string {
 	return filepath.Join(c.PodDir(uid), "containers", container, fmt.Sprintf("%d.log", attempt))
 }
 
+// EmptyDirPath is the host directory of a pod's emptyDir volume (the
+// eviction manager measures it against the volume's sizeLimit).
+func (c Config) EmptyDirPath(uid, volume string) string {
+	return c.volumeDir(uid, "empty-dir", volume)
+}
+
 func (c Config) volumeDir(uid, kind, name string) string {
 	return filepath.Join(c.PodDir(uid), "volumes", kind, name)
 }

@@ -23,7 +23,9 @@ import (
 // <name>) and are bind-mounted into containers:
 //
 //   - emptyDir: a directory (mode 0777, as Kubernetes), or a tmpfs for
-//     medium Memory (sizeLimit as its size), removed with the pod;
+//     medium Memory (sizeLimit as its size), removed with the pod; the
+//     eviction manager evicts a pod whose emptyDir uses more than its
+//     sizeLimit (kubelet/eviction, local_storage.go);
 //   - hostPath: the host path itself, checked or created per its type;
 //   - persistentVolumeClaim: the directory of the volume bound to the claim
 //     (a local or hostPath volume, made with mode 0777 if missing: the
@@ -55,7 +57,7 @@ func prepareVolumes(ctx context.Context, cfg Config, src Sources, pod *v1.Pod) (
 		owned, readOnly := true, false
 		switch {
 		case v.EmptyDir != nil:
-			p, err = emptyDir(cfg.volumeDir(uid, "empty-dir", v.Name), v.EmptyDir)
+			p, err = emptyDir(cfg.EmptyDirPath(uid, v.Name), v.EmptyDir)
 		case v.HostPath != nil:
 			p, err = hostPath(v.HostPath)
 			owned = false // Kubernetes leaves a hostPath's ownership alone
