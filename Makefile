@@ -36,11 +36,16 @@ test: lint static
 
 # The CRI runtime's tests again on the compose node image's containerd
 # (2.x, static, from hack/build-static.sh) — the full suite runs on
-# Debian's 1.6.
+# Debian's 1.6 — and the kubelet binary's CRI wiring on it: crictl's view
+# of its pods, the missing sandbox image, --containerd-dir and --cleanup
+# (e2e/kubelet, a test cluster whose nodes run that containerd).
+CRI_E2E_TESTS := TestCrictlShowsPods|TestMissingSandboxImage|TestCleanupAndContainerdDirCRI
 test-containerd2:
 	@static=$$(hack/build-static.sh) && \
 	  PATH=$$static/containerd-$(CONTAINERD_VERSION):$$static/runc-$(RUNC_VERSION):$$PATH \
-	  $(GO) test -count=1 -timeout 10m ./kubelet/runtime/cri
+	  $(GO) test -count=1 -timeout 10m ./kubelet/runtime/cri && \
+	  PATH=$$static/containerd-$(CONTAINERD_VERSION):$$static/runc-$(RUNC_VERSION):$$PATH \
+	  TUGBOAT_E2E_RUNTIME=cri $(GO) test -count=1 -timeout 10m -run '^($(CRI_E2E_TESTS))$$' ./e2e/kubelet
 
 # The kubelet's end-to-end tests again on its native containerd backend
 # (--runtime containerd; the suite runs them on the default, CRI).

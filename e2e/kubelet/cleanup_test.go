@@ -51,6 +51,9 @@ func TestCleanupAndContainerdDirCRI(t *testing.T) {
 	n := c.Nodes[0]
 	nodeEP := n.CRIEndpoint()
 	mine := "tugboat.io/node=" + n.Name
+	if v, err := crictlAt(nodeEP, "version"); err == nil {
+		t.Logf("the node's runtime (crictl version):\n%s", v) // make test-containerd2 runs this on 2.x
+	}
 
 	foreign := runForeignSandbox(t, nodeEP, filepath.Join(t.TempDir(), "foreign"), filepath.Join(filepath.Dir(n.CgroupRoot), "foreign"))
 	t.Cleanup(func() { _, _ = crictlAt(nodeEP, "rmp", "-f", foreign) })
