@@ -94,7 +94,8 @@ func (o *Options) WriteAPI(k *kinds.Kind, d DryRun) (*client.Typed[v1.Object], e
 type WriteOptions struct {
 	DryRun          DryRun
 	ResourceVersion int64
-	// Subresource "status" writes the status alone (patch --subresource).
+	// Subresource "status" writes the status alone, "resize" a pod's
+	// containers' resources (patch --subresource).
 	Subresource string
 }
 

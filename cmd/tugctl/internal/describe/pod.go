@@ -52,6 +52,12 @@ func describePod(ctx context.Context, d *describer, p *v1.Pod) error {
 	d.text(0, "Containers:")
 	d.containers(sp.GetContainers(), st.GetContainerStatuses())
 	d.conditions(st.GetConditions(), false)
+	for _, c := range st.GetConditions() {
+		// A resize the kubelet has not admitted or applied says why.
+		if (c.Type == "PodResizePending" || c.Type == "PodResizeInProgress") && c.Status == "True" {
+			d.kv(0, strings.TrimPrefix(c.Type, "Pod"), strings.TrimSuffix(cmp.Or(c.Reason, "InProgress")+": "+c.Message, ": "))
+		}
+	}
 	d.volumes(sp.GetVolumes())
 	if st.GetQosClass() != "" {
 		d.kv(0, "QoS Class", st.GetQosClass())
@@ -126,6 +132,7 @@ func (d *describer) containers(cs []*v1.Container, statuses []*v1.ContainerStatu
 				d.quantities(3, r.Requests)
 			}
 		}
+		d.resized(c, s)
 		for _, pr := range []struct {
 			name  string
 			probe *v1.Probe
@@ -178,6 +185,46 @@ func (d *describer) containers(cs []*v1.Container, statuses []*v1.ContainerStatu
 			}
 		}
 	}
+}
+
+// resized shows a container's resize state: its resize policy, the
+// requests the kubelet allocated it and, when they differ from the spec
+// (a resize pending or in progress), what it runs with.
+func (d *describer) resized(c *v1.Container, s *v1.ContainerStatus) {
+	var pol []string
+	for _, p := range c.GetResizePolicy() {
+		pol = append(pol, p.ResourceName+"="+p.RestartPolicy)
+	}
+	if len(pol) > 0 {
+		d.kv(2, "Resize Policy", strings.Join(pol, ", "))
+	}
+	if len(s.GetAllocatedResources()) > 0 {
+		d.text(2, "Allocated Resources:")
+		d.quantities(3, s.GetAllocatedResources())
+	}
+	if r := s.GetResources(); r != nil && !(sameQuantities(r.Limits, c.GetResources().GetLimits()) && sameQuantities(r.Requests, c.GetResources().GetRequests())) {
+		d.text(2, "Running With:")
+		if len(r.Limits) > 0 {
+			d.text(3, "Limits:")
+			d.quantities(4, r.Limits)
+		}
+		if len(r.Requests) > 0 {
+			d.text(3, "Requests:")
+			d.quantities(4, r.Requests)
+		}
+	}
+}
+
+func sameQuantities(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 func (d *describer) listLines(level int, key string, items []string) {

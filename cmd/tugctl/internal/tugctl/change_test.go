@@ -204,6 +204,19 @@ func testPatch(t *testing.T, e *env) {
 	if d := dep(); d.Status.GetObservedGeneration() != 42 {
 		t.Errorf("status patch: %v", d.Status)
 	}
+	// The resize subresource: a pod's container cpu and memory, nothing else.
+	mustCreate(t, e.c, &v1.Pod{Metadata: &v1.ObjectMeta{Name: "sized", Namespace: e.ns}, Spec: &v1.PodSpec{Containers: []*v1.Container{{
+		Name: "c", Image: "busybox", Resources: &v1.ResourceRequirements{Requests: map[string]string{"cpu": "100m"}, Limits: map[string]string{"cpu": "200m"}}}}}})
+	if r := mustOK(t, e.run("patch", "pod", "sized", "--subresource", "resize", "-p", `{"spec":{"containers":[{"name":"c","resources":{"limits":{"cpu":"400m"}}}]}}`)); r.out != "pod/sized patched\n" {
+		t.Errorf("resize: %q", r.out)
+	}
+	if l := get[*v1.Pod](t, e.c, e.ns, "sized").Spec.Containers[0].Resources.Limits; l["cpu"] != "400m" {
+		t.Errorf("after the resize: limits %v", l)
+	}
+	mustFail(t, e.run("patch", "pod", "sized", "--subresource=resize", "-p", `{"spec":{"containers":[{"name":"c","resources":{"requests":{"ephemeral-storage":"1Gi"}}}]}}`),
+		"spec: Forbidden: only cpu and memory resources are mutable")
+	mustFail(t, e.run("patch", "pod", "sized", "-p", `{"spec":{"containers":[{"name":"c","resources":{"limits":{"cpu":"1"}}}]}}`), "pod updates may not change fields")
+	mustFail(t, e.run("patch", "pod", "sized", "--subresource=resize", "--dry-run=client", "-p", `{}`), "use --dry-run=server")
 	// Bad patches name what is wrong and change nothing.
 	before := dep()
 	for _, tc := range []struct {

@@ -32,3 +32,25 @@ func TestDescribePodContainerFields(t *testing.T) {
 		"Host Aliases:\n 10.1.2.3: foo.local, bar.local\n",
 	)
 }
+
+// TestDescribePodResize: describe pod shows a container's resize policy,
+// its allocated resources, what it runs with while a resize is not yet
+// applied, and why a resize is pending.
+func TestDescribePodResize(t *testing.T) {
+	e := newEnv(t)
+	p := testPod("sized", nil)
+	p.Spec.Containers[0].Resources = &v1.ResourceRequirements{Requests: map[string]string{"cpu": "100m"}, Limits: map[string]string{"cpu": "200m"}}
+	mustCreate(t, e.c, p)
+	setPodStatus(t, e.c, "sized", &v1.PodStatus{Phase: "Running",
+		Conditions: []*v1.Condition{{Type: "PodResizePending", Status: "True", Reason: "Infeasible", Message: "Node didn't have enough capacity: cpu, requested: 64000, capacity: 2000"}},
+		ContainerStatuses: []*v1.ContainerStatus{{Name: "c", State: &v1.ContainerState{Running: &v1.ContainerStateRunning{}},
+			AllocatedResources: map[string]string{"cpu": "50m"},
+			Resources:          &v1.ResourceRequirements{Requests: map[string]string{"cpu": "50m"}, Limits: map[string]string{"cpu": "100m"}}}}})
+	r := mustOK(t, e.run("describe", "pod", "sized"))
+	assertContains(t, "describe pod", r.out,
+		"Resize Policy: cpu=NotRequired\n",
+		"Allocated Resources:\n cpu: 50m\n",
+		"Running With:\n Limits:\n cpu: 100m\n Requests:\n cpu: 50m\n",
+		"ResizePending: Infeasible: Node didn't have enough capacity: cpu, requested: 64000, capacity: 2000\n",
+	)
+}

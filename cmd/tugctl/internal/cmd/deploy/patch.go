@@ -39,7 +39,8 @@ gives an invalid object changes nothing.`,
   tugctl patch deploy/web -p 'spec: {template: {spec: {containers: [{name: app, image: app:v2}]}}}'
   tugctl patch svc web --type merge -p '{"metadata":{"labels":{"tier":null}}}'
   tugctl patch pod web-1 --type json -p '[{"op":"replace","path":"/spec/activeDeadlineSeconds","value":60}]'
-  tugctl patch node n1 --patch-file unschedulable.yaml --dry-run=server -o yaml`,
+  tugctl patch node n1 --patch-file unschedulable.yaml --dry-run=server -o yaml
+  tugctl patch pod web-1 --subresource resize -p '{"spec":{"containers":[{"name":"web","resources":{"limits":{"cpu":"1"}}}]}}'`,
 		ValidArgsFunction: o.CompleteObjects,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPatch(cmd.Context(), o, args, f)
@@ -49,7 +50,7 @@ gives an invalid object changes nothing.`,
 	fl.StringVarP(&f.patch, "patch", "p", "", "the patch, JSON or YAML")
 	fl.StringVar(&f.patchFile, "patch-file", "", "a file holding the patch")
 	fl.StringVar(&f.typ, "type", "strategic", "the patch type: strategic, merge or json")
-	fl.StringVar(&f.subresource, "subresource", "", `"status" patches the status alone`)
+	fl.StringVar(&f.subresource, "subresource", "", `"status" patches the status alone; "resize" a pod's containers' cpu and memory in place`)
 	fl.StringVarP(&f.output, "output", "o", "", "print the patched objects: yaml, json, name or a template")
 	cli.RegisterDryRun(cmd, &f.dryRun)
 	f.sel.Files.Register(cmd, "naming the objects to patch")
@@ -87,8 +88,12 @@ func runPatch(ctx context.Context, o *cli.Options, args []string, f *patchFlags)
 	}
 	switch f.subresource {
 	case "", "status":
+	case "resize":
+		if f.dryRun == cli.DryRunClient {
+			return fmt.Errorf("--subresource resize: the server decides what a resize may change; use --dry-run=server")
+		}
 	default:
-		return fmt.Errorf("--subresource %q: only \"status\" can be patched", f.subresource)
+		return fmt.Errorf("--subresource %q: only \"status\" and, for pods, \"resize\" can be patched", f.subresource)
 	}
 	p, err := readPatch(f)
 	if err != nil {
