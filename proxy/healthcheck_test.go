@@ -25,7 +25,9 @@ import (
 // TestExternalTrafficPolicyLocalAgainstAPIServer: a LoadBalancer Service
 // with externalTrafficPolicy Local, its healthCheckNodePort allocated by
 // the apiserver, served by the proxy of node-a; the peer host (outside the
-// cluster CIDR) probes it and reaches the nodePort with its own address.
+// cluster CIDR) probes it and reaches the nodePort with its own address,
+// the moment the check says healthy (its count is the datapath's, as
+// programmed), and is dropped the moment it says unavailable.
 func TestExternalTrafficPolicyLocalAgainstAPIServer(t *testing.T) {
 	nstest.RequireRoot(t)
 	srv := apiservertest.Start(t)
@@ -78,15 +80,11 @@ func TestExternalTrafficPolicyLocalAgainstAPIServer(t *testing.T) {
 		}
 		return nil
 	})
-	// The health check reads the informers, the datapath syncs on its
-	// own: the nodePort may answer a moment after the check says healthy.
-	wait.Eventually(t, 20*time.Second, "the nodePort answering the peer with its own address", func() error {
-		got, err := nstest.Ask(l.Peer, fmt.Sprintf("%s:%d", nstest.NodeIP, nodePort))
-		if err != nil || got != "pod1 "+nstest.PeerIP {
-			return fmt.Errorf("got %q, %v; want the client's own address", got, err)
-		}
-		return nil
-	})
+	// The check counts the endpoints the datapath has programmed: once it
+	// says healthy, the nodePort answers at once.
+	if got, err := nstest.Ask(l.Peer, fmt.Sprintf("%s:%d", nstest.NodeIP, nodePort)); err != nil || got != "pod1 "+nstest.PeerIP {
+		t.Fatalf("right after the check turned healthy the nodePort answered %q, %v; want the client's own address", got, err)
+	}
 
 	// The endpoint now said to be on another node: 503, and the peer's
 	// connections to the nodePort are dropped.
@@ -101,17 +99,13 @@ func TestExternalTrafficPolicyLocalAgainstAPIServer(t *testing.T) {
 		}
 		return nil
 	})
-	wait.Eventually(t, 20*time.Second, "the nodePort dropped for the peer", func() error {
-		c, err := l.Peer.Dial("tcp", fmt.Sprintf("%s:%d", nstest.NodeIP, nodePort), time.Second)
-		if err == nil {
-			c.Close()
-			return errors.New("connected")
-		}
-		if !strings.Contains(err.Error(), "timeout") {
-			return err
-		}
-		return nil
-	})
+	// And once it says unavailable, the rule is gone.
+	if c, err := l.Peer.Dial("tcp", fmt.Sprintf("%s:%d", nstest.NodeIP, nodePort), time.Second); err == nil {
+		c.Close()
+		t.Fatal("right after the check turned unavailable the peer connected to the nodePort")
+	} else if !strings.Contains(err.Error(), "timeout") {
+		t.Fatalf("the nodePort after the check turned unavailable: %v, want a timeout (dropped)", err)
+	}
 
 	// The Service deleted: the port closes.
 	if _, err := svcs.Delete(ctx, "default", "lb", client.DeleteOptions{}); err != nil {

@@ -182,8 +182,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return true
 	}
 	// Health check node ports of externalTrafficPolicy Local Services.
+	// Its endpoint count is the datapath's, as programmed (not the caches').
 	hc, err := healthcheck.New(healthcheck.Config{NodeName: cfg.NodeName, Source: &source{svcs: svcs, eps: eps},
-		NetNS: cfg.NetNS, Healthy: synced, Logger: log})
+		LocalEndpoints: dp.LocalEndpoints, NetNS: cfg.NetNS, Healthy: synced, Logger: log})
 	if err != nil {
 		return err
 	}

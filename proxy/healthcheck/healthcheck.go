@@ -10,15 +10,18 @@
 // status 200 when N ≥ 1 and the proxy is healthy, 503 otherwise, so a load
 // balancer probing every node sends clients only to nodes that have an
 // endpoint (the datapath drops external traffic on the others). N counts
-// the ready endpoints (address and port) on this node, from the Service's
-// EndpointSlices, as kube-proxy's count does; terminating ones do not
-// count. Headers as kube-proxy's: Content-Type application/json,
+// the local endpoints (address and port) as the datapath last programmed
+// them (Config.LocalEndpoints: the nftables datapath's external chains),
+// so the check never says healthy before the rule that reaches the
+// endpoint is live, nor after it is gone; without it, the ready
+// endpoints on this node in the Service's EndpointSlices, as kube-proxy's
+// count does (terminating ones do not count). Headers as kube-proxy's: Content-Type application/json,
 // X-Content-Type-Options nosniff, X-Load-Balancing-Endpoint-Weight N.
 //
 // Listeners follow the Services: Changed wakes Run, which opens the ports
 // of new Services and closes those of Services gone or changed (the port,
-// the type or the policy); the answer itself is computed per request from
-// the caches, so it follows endpoint changes at once. A port that cannot
+// the type or the policy); the answer itself is computed per request, so
+// it follows each datapath sync at once. A port that cannot
 // be bound is logged and retried every RetryPeriod; the other ports are
 // served meanwhile.
 package healthcheck
@@ -62,6 +65,10 @@ type Config struct {
 	// NetNS is an open file descriptor of the network namespace to listen
 	// in; 0: the process's own.
 	NetNS int
+	// LocalEndpoints, if set, is the count of the Service key's local
+	// endpoints the datapath has programmed (nftables.Datapath's); nil:
+	// counted from Source's EndpointSlices.
+	LocalEndpoints func(key string) int
 	// Healthy reports the proxy's own health (serviceProxyHealthy); nil:
 	// always healthy.
 	Healthy func() bool
@@ -230,7 +237,11 @@ func (s *Server) handler(key string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		var st Status
 		st.Service.Namespace, st.Service.Name, _ = strings.Cut(key, "/")
-		st.LocalEndpoints = LocalReadyEndpoints(s.cfg.Source.EndpointSlices(key), s.cfg.NodeName)
+		if s.cfg.LocalEndpoints != nil {
+			st.LocalEndpoints = s.cfg.LocalEndpoints(key)
+		} else {
+			st.LocalEndpoints = LocalReadyEndpoints(s.cfg.Source.EndpointSlices(key), s.cfg.NodeName)
+		}
 		st.ServiceProxyHealthy = s.cfg.Healthy()
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("X-Content-Type-Options", "nosniff")

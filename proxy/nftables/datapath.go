@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -94,8 +95,26 @@ type Datapath struct {
 	portOwner   map[PortKey]string
 	hairpinRefs map[netip.Addr]int
 
+	// local is what the last successful sync programmed for the
+	// externalTrafficPolicy Local Services: service key -> its distinct
+	// local endpoints in the external chains (read by the health check).
+	local atomic.Pointer[map[string]int]
+
 	// onSync, if set (tests), is called after every successful sync.
 	onSync func()
+}
+
+// LocalEndpoints is the number of distinct local endpoints (address and
+// port) that the last successful sync put in the external chains of the
+// externalTrafficPolicy Local Service key: what a nodePort or
+// load-balancer address of it reaches on this node now, not what the
+// caches say will be programmed. 0 before the first sync. Safe from any
+// goroutine.
+func (d *Datapath) LocalEndpoints(key string) int {
+	if m := d.local.Load(); m != nil {
+		return (*m)[key]
+	}
+	return 0
 }
 
 // New validates cfg and makes a Datapath.
@@ -306,6 +325,21 @@ func (d *Datapath) done(mode string, start time.Time, changed map[string]time.Ti
 			}
 		}
 	}
+	local := map[string]int{}
+	for key, rs := range d.applied {
+		seen := map[Endpoint]struct{}{}
+		for _, c := range rs.Chains {
+			if c.Cluster != "" { // an external chain: the local endpoints
+				for _, e := range c.Endpoints {
+					seen[e] = struct{}{}
+				}
+			}
+		}
+		if len(seen) > 0 {
+			local[key] = len(seen)
+		}
+	}
+	d.local.Store(&local)
 	d.metrics.servicePorts.Set(float64(ports))
 	d.metrics.endpoints.Set(float64(eps))
 	d.metrics.rejecting.Set(float64(rejected))

@@ -50,6 +50,12 @@ func TestExternalTrafficPolicyLocalInNamespaces(t *testing.T) {
 		return nil
 	})
 	listing := listTable(t, l.node)
+	wait.Eventually(t, 10*time.Second, "LocalEndpoints of the first sync", func() error {
+		if n, m := d.LocalEndpoints("default/local"), d.LocalEndpoints(elsewhere); n != 1 || m != 0 {
+			return fmt.Errorf("local %d (want 1), elsewhere %d (want 0)", n, m)
+		}
+		return nil
+	})
 	// What nft(8) decodes is what the rule builder meant.
 	for _, key := range src.ServiceKeys() {
 		s, _ := src.Service(key)
@@ -129,14 +135,22 @@ func TestExternalTrafficPolicyLocalInNamespaces(t *testing.T) {
 	t.Run("incremental: the endpoint moves to this node, then away again", func(t *testing.T) {
 		src.setSlices(withETP(svc("elsewhere", "NodePort", "10.96.0.42", port("", "TCP", 80, 30102)), "Local"),
 			nodeSlice([2]string{"10.244.1.3", "node1"}))
+		// The count the health check answers with is what is programmed,
+		// not what the source says: still 0 until the datapath syncs.
+		if n := d.LocalEndpoints(elsewhere); n != 0 {
+			t.Fatalf("LocalEndpoints(%s) = %d before the change was programmed, want 0", elsewhere, n)
+		}
 		d.Changed(elsewhere)
-		wait.Eventually(t, 10*time.Second, "the outside client served by the now local endpoint", func() error {
-			got, err := ask(l.peer, nstest.NodeIP+":30102")
-			if err != nil || got != "pod2 "+nstest.PeerIP {
-				return fmt.Errorf("got %q, %v", got, err)
+		wait.Eventually(t, 10*time.Second, "LocalEndpoints 1 once programmed", func() error {
+			if n := d.LocalEndpoints(elsewhere); n != 1 {
+				return fmt.Errorf("LocalEndpoints = %d", n)
 			}
 			return nil
 		})
+		// Once it says 1, the outside client is served at once.
+		if got, err := ask(l.peer, nstest.NodeIP+":30102"); err != nil || got != "pod2 "+nstest.PeerIP {
+			t.Fatalf("right after LocalEndpoints turned 1: got %q, %v", got, err)
+		}
 		src.setSlices(withETP(svc("elsewhere", "NodePort", "10.96.0.42", port("", "TCP", 80, 30102)), "Cluster"),
 			nodeSlice([2]string{"10.244.1.3", "node2"}))
 		d.Changed(elsewhere)
@@ -147,6 +161,9 @@ func TestExternalTrafficPolicyLocalInNamespaces(t *testing.T) {
 			}
 			return nil
 		})
+		if n := d.LocalEndpoints(elsewhere); n != 0 {
+			t.Errorf("LocalEndpoints(%s) = %d under Cluster, want 0 (no external chain)", elsewhere, n)
+		}
 		if out := listTable(t, l.node); strings.Contains(out, "external-default/elsewhere/") {
 			t.Fatalf("the external chain is left:\n%s", out)
 		}
