@@ -12,9 +12,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/proxy/internal/nstest"
 )
+
+// lbIP is a load-balancer address (status.loadBalancer.ingress) in the
+// lab: TEST-NET-3, DNATed on the lab's node, never leaving it.
+const lbIP = "203.0.113.10"
 
 // serveUDP answers every datagram on addr inside ns with "<name>".
 func serveUDP(t *testing.T, ns *nstest.NS, name, addr string) {
@@ -84,6 +89,12 @@ func TestDatapathInNamespaces(t *testing.T) {
 	src.set(svc("self", "ClusterIP", "10.96.0.23", port("", "TCP", 80, 0)), endpointsOf(8080, "TCP", "10.244.1.2"))
 	src.set(svc("emptyudp", "ClusterIP", "10.96.0.24", port("", "UDP", 53, 0)), nil)
 	dns := src.set(svc("dns", "ClusterIP", "10.96.0.25", port("", "UDP", 53, 0)), endpointsOf(5353, "UDP", "10.244.1.3"))
+	lbDNS := func() *v1.Service {
+		s := svc("lbdns", "LoadBalancer", "10.96.0.26", port("", "UDP", 53, 30053))
+		s.Status = &v1.ServiceStatus{LoadBalancer: &v1.LoadBalancerStatus{Ingress: []*v1.LoadBalancerIngress{{Ip: lbIP}}}}
+		return s
+	}
+	lbdns := src.set(lbDNS(), endpointsOf(5353, "UDP", "10.244.1.3"))
 
 	reg := prometheus.NewRegistry()
 	d, err := New(Config{ClusterCIDR: clusterCIDR, NetNS: l.node.Fd(), Source: src, Registry: reg})
@@ -209,6 +220,26 @@ func TestDatapathInNamespaces(t *testing.T) {
 		d.Changed(dns)
 		// The same socket (same conntrack flow) must now reach pod1.
 		wait.Eventually(t, 10*time.Second, "the UDP flow moved to pod1", func() error {
+			got, err := askUDP(c)
+			if err != nil || got != "udp-pod1" {
+				return fmt.Errorf("got %q, %v", got, err)
+			}
+			return nil
+		})
+	})
+	t.Run("UDP to a load-balancer address: stale flows cleared when the endpoint leaves", func(t *testing.T) {
+		c, err := l.pod1.Dial("udp", lbIP+":53", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if got, err := askUDP(c); err != nil || got != "udp-pod2" {
+			t.Fatalf("got %q, %v", got, err)
+		}
+		src.set(lbDNS(), endpointsOf(5353, "UDP", "10.244.1.2"))
+		d.Changed(lbdns)
+		// pod2 still answers: only clearing the flow moves this socket.
+		wait.Eventually(t, 10*time.Second, "the UDP flow to the load-balancer address moved to pod1", func() error {
 			got, err := askUDP(c)
 			if err != nil || got != "udp-pod1" {
 				return fmt.Errorf("got %q, %v", got, err)

@@ -122,6 +122,14 @@ func staleFlows(old ServiceChain, keep []Endpoint) []StaleFlow {
 		if old.NodePort != 0 {
 			out = append(out, StaleFlow{DstPort: old.NodePort, Endpoint: e.IP})
 		}
+		// The load-balancer addresses reach the service chain (or, under
+		// externalTrafficPolicy Local, the external one, whose endpoints
+		// are among the service chain's): flows to them too.
+		if old.ClusterIP.IsValid() {
+			for _, lb := range old.LoadBalancerIPs {
+				out = append(out, StaleFlow{Dst: lb, DstPort: old.Port, Endpoint: e.IP})
+			}
+		}
 	}
 	return out
 }

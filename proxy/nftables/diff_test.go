@@ -70,6 +70,11 @@ func summary(c *Changes) []string {
 func TestDiff(t *testing.T) {
 	web := func(eps ...string) ServicePort { return sp("web", TCP, "10.96.0.20", 80, 0, eps...) }
 	dns := func(eps ...string) ServicePort { return sp("dns", UDP, "10.96.0.53", 53, 30053, eps...) }
+	lbDNS := func(eps ...string) ServicePort {
+		p := dns(eps...)
+		p.LoadBalancerIPs = []netip.Addr{netip.MustParseAddr("203.0.113.10")}
+		return p
+	}
 	tests := []struct {
 		name     string
 		old, new *Ruleset
@@ -88,6 +93,8 @@ func TestDiff(t *testing.T) {
 			"-chain svc-default/web/tcp/80", "-hairpin 10.244.1.2", "-ip 10.96.0.20 . tcp . 80"}},
 		{"UDP endpoint removed: its flows are stale, on the ClusterIP and the nodePort", build(dns("10.244.1.2:53", "10.244.2.2:53")), build(dns("10.244.2.2:53")), []string{
 			"-hairpin 10.244.1.2", "stale 10.96.0.53:53<-10.244.1.2", "stale invalid IP:30053<-10.244.1.2", "~chain svc-default/dns/udp/53"}},
+		{"UDP endpoint removed from a LoadBalancer: flows to its load-balancer address are stale too", build(lbDNS("10.244.1.2:53", "10.244.2.2:53")), build(lbDNS("10.244.2.2:53")), []string{
+			"-hairpin 10.244.1.2", "stale 10.96.0.53:53<-10.244.1.2", "stale 203.0.113.10:53<-10.244.1.2", "stale invalid IP:30053<-10.244.1.2", "~chain svc-default/dns/udp/53"}},
 		{"UDP service deleted", build(dns("10.244.1.2:53")), nil, []string{
 			"-chain svc-default/dns/udp/53", "-hairpin 10.244.1.2", "-ip 10.96.0.53 . udp . 53", "-np udp . 30053", "stale 10.96.0.53:53<-10.244.1.2", "stale invalid IP:30053<-10.244.1.2"}},
 		{"nodePort changed", build(sp("np", TCP, "10.96.0.9", 80, 30001, "10.244.1.2:80")), build(sp("np", TCP, "10.96.0.9", 80, 30002, "10.244.1.2:80")), []string{

@@ -55,10 +55,12 @@ type ServiceChain struct {
 	// endpoints, for traffic policy Local): the chain ends in drop.
 	Endpoints []Endpoint
 	// Where the chain is reached from; not part of its rules, kept to
-	// clear stale UDP flows when endpoints go away.
-	ClusterIP netip.Addr
-	Port      uint16
-	NodePort  uint16
+	// clear stale UDP flows when endpoints go away (the load-balancer
+	// addresses are not in Equal: a change of them alone rewrites no rule).
+	ClusterIP       netip.Addr
+	Port            uint16
+	NodePort        uint16
+	LoadBalancerIPs []netip.Addr
 }
 
 // Equal reports whether two chains hold the same rules and keys.
@@ -169,7 +171,7 @@ func Build(sps []ServicePort, opts Options) *Ruleset {
 		name := sp.ChainName()
 		chain := ServiceChain{
 			Name: name, Protocol: sp.Protocol, MasqueradeUnless: opts.ClusterCIDR, Endpoints: slices.Clone(sp.Endpoints),
-			ClusterIP: sp.ClusterIP, Port: sp.Port, NodePort: sp.NodePort,
+			ClusterIP: sp.ClusterIP, Port: sp.Port, NodePort: sp.NodePort, LoadBalancerIPs: slices.Clone(sp.LoadBalancerIPs),
 		}
 		if sp.InternalLocal {
 			chain.Endpoints = slices.Clone(sp.LocalEndpoints)
