@@ -180,6 +180,10 @@ func (f nodeFacts) Referenced(ctx context.Context, node, kind, ns, name string) 
 		}
 		return f.Referenced(ctx, node, "persistentvolumeclaims", ref.GetNamespace(), ref.GetName())
 	}
+	if f.s.pods != nil && f.s.pods.referenced(node, kind, ns, name) {
+		return true, nil
+	}
+	// Not (yet) in the graph: storage decides (podGraph says why).
 	podKind, _ := kinds.Lookup("Pod")
 	res, err := f.s.store.List(ctx, podKind, storage.ListOptions{Namespace: ns, Filter: func(o v1.Object) bool {
 		return o.(*v1.Pod).GetSpec().GetNodeName() == node

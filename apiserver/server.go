@@ -74,8 +74,11 @@ type Server struct {
 	tunnels  *tunnel.Registry
 	authn    *auth.Authenticator // nil: authentication off
 	// saTokens issues service account tokens (nil: no key configured).
-	saTokens    *auth.ServiceAccountTokens
-	rbac        *auth.RBAC
+	saTokens *auth.ServiceAccountTokens
+	rbac     *auth.RBAC
+	// pods is the node authorizer's graph (filled by Run when
+	// authentication is on).
+	pods        *podGraph
 	watchLimits *watchLimits
 	// revoked is the revocation list (nil: authentication off).
 	revoked  *revocations
@@ -91,7 +94,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cfg.setDefaults()
-	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "apiserver"), caches: map[*kinds.Kind]*watchcache.Cache{}, nsActive: map[string]bool{}, admission: map[string][]Admitter{}}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "apiserver"), caches: map[*kinds.Kind]*watchcache.Cache{}, nsActive: map[string]bool{}, admission: map[string][]Admitter{}, pods: newPodGraph()}
 	s.reg = prometheus.NewRegistry()
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	limits, err := connectionLimits(cfg, s.log)
@@ -310,6 +313,9 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		if err := s.followRBAC(ctx); err != nil {
 			return fail(fmt.Errorf("loading RBAC: %w", err))
+		}
+		if err := s.followPods(ctx); err != nil {
+			return fail(fmt.Errorf("loading the node authorizer's pods: %w", err))
 		}
 		if err := s.followRevocations(ctx); err != nil {
 			return fail(fmt.Errorf("loading the certificate revocation list: %w", err))
