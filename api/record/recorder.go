@@ -2,9 +2,12 @@
 //
 // Recording never blocks the caller's loop and keeps up with a burst: an
 // event goes into one of Shards pending queues (chosen by its aggregation
-// key), each written by its own goroutine, so Shards writes are in flight
-// at once over the client's connection while the events of one key stay
-// in order. Repeats are aggregated as Kubernetes does: an event with the
+// key), each written by a goroutine of its own while it holds events, so
+// Shards writes are in flight at once over the client's connection while
+// the events of one key stay in order. A queue's writer ends when the
+// queue is empty and the next event starts another: an idle recorder has
+// no goroutine (a process of a thousand hollow kubelets had 16 idle
+// writers per node, 30% of its goroutines). Repeats are aggregated as Kubernetes does: an event with the
 // same involved object, type, reason, message and source as one recorded
 // earlier bumps that Event's count and lastTimestamp instead of creating
 // a new object — and a repeat of an event still waiting in its queue only
@@ -13,10 +16,11 @@
 // event is dropped and counted (tugboat_events_dropped_total), which is
 // the recorder's only back-pressure.
 //
-// The loop of a shard: take the oldest pending key, write it (update the
-// stored Event this recorder made for the key, with one Update on the
-// version it remembers, or create a new one), remember what was stored,
-// repeat; wait when empty.
+// The loop of a shard's writer: take the oldest pending key, write it
+// (update the stored Event this recorder made for the key, with one
+// Update on the version it remembers, or create a new one), remember what
+// was stored, repeat; end when empty. Events recorded before Run, or
+// after its context ends, wait for a Run.
 package record
 
 import (
@@ -66,6 +70,12 @@ type Recorder struct {
 	pendingG  prometheus.Gauge
 	unwritten atomic.Int64 // queued or being written
 	shards    [Shards]*shard
+
+	// runMu guards runCtx, Run's context while it runs (nil otherwise),
+	// and writers' Add: no writer starts once Run waits for them.
+	runMu   sync.Mutex
+	runCtx  context.Context
+	writers sync.WaitGroup
 }
 
 // shard is one queue of pending events and what its writer stored.
@@ -74,7 +84,7 @@ type shard struct {
 	pending map[string]*v1.Event // aggregation key -> event to write
 	order   []string             // pending keys, oldest first
 	seen    map[string]*v1.Event // aggregation key -> last stored event
-	wake    chan struct{}
+	writing bool                 // a writer runs for this shard
 }
 
 // New makes a recorder; call Run to start writing. reg may be nil.
@@ -95,7 +105,7 @@ func New(c *client.Client, component, host string, reg prometheus.Registerer, lo
 		}),
 	}
 	for i := range r.shards {
-		r.shards[i] = &shard{pending: map[string]*v1.Event{}, seen: map[string]*v1.Event{}, wake: make(chan struct{}, 1)}
+		r.shards[i] = &shard{pending: map[string]*v1.Event{}, seen: map[string]*v1.Event{}}
 	}
 	if reg != nil {
 		r.dropped = register(reg, r.dropped)
@@ -165,9 +175,24 @@ func (r *Recorder) enqueue(ev *v1.Event) {
 	s.mu.Unlock()
 	r.unwritten.Add(1)
 	r.pendingG.Inc()
-	select {
-	case s.wake <- struct{}{}:
-	default:
+	r.startWriter(s)
+}
+
+// startWriter starts s's writer unless one runs or Run does not.
+func (r *Recorder) startWriter(s *shard) {
+	r.runMu.Lock()
+	defer r.runMu.Unlock()
+	ctx := r.runCtx
+	if ctx == nil {
+		return
+	}
+	s.mu.Lock()
+	start := !s.writing && len(s.order) > 0
+	s.writing = s.writing || start
+	s.mu.Unlock()
+	if start {
+		r.writers.Add(1)
+		go func() { defer r.writers.Done(); r.runShard(ctx, s) }()
 	}
 }
 
@@ -183,44 +208,42 @@ func (r *Recorder) Dropped() prometheus.Counter { return r.dropped }
 // Pending is the number of events queued or being written.
 func (r *Recorder) Pending() int { return int(r.unwritten.Load()) }
 
-// Run writes queued events until ctx ends.
+// Run writes queued events until ctx ends, and returns once the writers
+// have stopped. One Run at a time.
 func (r *Recorder) Run(ctx context.Context) {
-	var wg sync.WaitGroup
+	r.runMu.Lock()
+	r.runCtx = ctx
+	r.runMu.Unlock()
 	for _, s := range r.shards {
-		wg.Add(1)
-		go func() { defer wg.Done(); r.runShard(ctx, s) }()
+		r.startWriter(s) // what was recorded before Run
 	}
-	wg.Wait()
+	<-ctx.Done()
+	r.runMu.Lock()
+	r.runCtx = nil
+	r.runMu.Unlock()
+	r.writers.Wait()
 }
 
+// runShard writes s's events until it is empty or ctx ends.
 func (r *Recorder) runShard(ctx context.Context, s *shard) {
 	for {
 		s.mu.Lock()
-		var key string
-		var ev *v1.Event
-		if len(s.order) > 0 {
-			key, s.order = s.order[0], s.order[1:]
-			ev = s.pending[key]
-			delete(s.pending, key)
+		if len(s.order) == 0 || ctx.Err() != nil {
 			if len(s.order) == 0 {
 				s.order = nil // let the backing array go after a burst
 			}
+			s.writing = false
+			s.mu.Unlock()
+			return
 		}
+		var key string
+		key, s.order = s.order[0], s.order[1:]
+		ev := s.pending[key]
+		delete(s.pending, key)
 		s.mu.Unlock()
-		if ev == nil {
-			select {
-			case <-ctx.Done():
-				return
-			case <-s.wake:
-				continue
-			}
-		}
 		r.write(ctx, s, key, ev)
 		r.unwritten.Add(-1)
 		r.pendingG.Dec()
-		if ctx.Err() != nil {
-			return
-		}
 	}
 }
 
