@@ -249,7 +249,7 @@ func Run(ctx context.Context, cfg Config) error {
 	goRun("service informer", serviceInformer.Run)
 	// One tunnel to every apiserver (package tunnel says why).
 	goRun("tunnel", func(ctx context.Context) error {
-		return tunnel.ServeAll(ctx, cfg.Client, cfg.NodeName, grpcServer, log)
+		return tunnel.ServeAll(ctx, cfg.Client, c, cfg.NodeName, grpcServer, log)
 	})
 	goRun("image import folder", (&imagedir.Watcher{
 		Dir: cfg.importDir(), Importer: rt, Recorder: rec, OnImport: pods.WakeAll, Logger: log, Node: agent.Node,

@@ -17,15 +17,21 @@ import (
 
 // ServeAll keeps a tunnel to every apiserver of cfg (one Serve each, over
 // a client of its own to that one address) until ctx ends, and serves srv
-// on all of them. It returns when ctx ends, or at once with an error for a
-// client configuration it cannot use.
-func ServeAll(ctx context.Context, cfg client.Config, node string, srv *grpc.Server, log *slog.Logger) error {
+// on all of them. c is the caller's client of cfg: when cfg names a single
+// apiserver, the tunnel is a stream on c's connection rather than a second
+// connection to the same server (the apiserver tells a tunnel by its
+// stream, not its connection). It returns when ctx ends, or at once with
+// an error for a client configuration it cannot use.
+func ServeAll(ctx context.Context, cfg client.Config, c *client.Client, node string, srv *grpc.Server, log *slog.Logger) error {
 	each, err := cfg.EachServer()
 	if err != nil {
 		return err
 	}
 	if log == nil {
 		log = slog.Default()
+	}
+	if len(each) == 1 && c != nil {
+		return Serve(ctx, c, node, srv, log)
 	}
 	clients := make([]*client.Client, 0, len(each))
 	defer func() {
