@@ -13,7 +13,9 @@
 // it (p50/p90/p99); API call latency p99 per verb and kind (the
 // apiserver's tugboat_apiserver_request_duration_seconds, watches left
 // out: they last as long as the stream); CPU seconds and peak RSS of every
-// component; the time from the deletes to no pod left.
+// component; the time from the deletes to no pod left. -idle-only stops
+// after the idle figures (RSS, Go heap in use and goroutines per node,
+// over a 1-node process's), -profile DIR saves the heap and goroutine profiles at idle.
 package main
 
 import (
@@ -33,6 +35,11 @@ type options struct {
 	timeout                                  time.Duration
 	idle                                     time.Duration
 	keep                                     bool
+	// idleOnly stops after the idle figures (no pods).
+	idleOnly bool
+	// profile, if set, is where the hollow process's heap profile at
+	// idle is saved.
+	profile string
 }
 
 func main() {
@@ -46,6 +53,8 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long in any one phase")
 	flag.DurationVar(&o.idle, "idle", 25*time.Second, "how long the Ready nodes idle before their RSS is read (two lease and status periods)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work dir (logs) afterwards")
+	flag.BoolVar(&o.idleOnly, "idle-only", false, "measure the hollow process at idle only (RSS, heap and goroutines per node), no pods")
+	flag.StringVar(&o.profile, "profile", "", "save the hollow process's heap profile at idle as DIR/hollow-heap-<nodes>.pprof (go tool pprof -sample_index=inuse_space) and its goroutines as DIR/hollow-goroutines-<nodes>.pprof (text)")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if err := run(o, log); err != nil {

@@ -27,6 +27,10 @@ type result struct {
 	nodesReady       time.Duration // hollow start -> every node Ready
 	idleRSS          int64         // the hollow process at idle, bytes
 	idleBaseline     int64         // a hollow process with no node, bytes
+	idleHeap         float64       // its Go heap in use at idle, bytes (go_memstats_heap_inuse_bytes)
+	idleHeapBaseline float64       // the 1-node process's
+	goroutines       float64       // its goroutines at idle (go_goroutines)
+	goroutinesBase   float64       // the 1-node process's
 	createSpan       time.Duration // first to last Deployment create
 	allRunning       time.Duration // first create -> every pod Running
 	startup          []time.Duration
@@ -103,12 +107,14 @@ func measure(ctx context.Context, o options, log *slog.Logger) (*result, error) 
 	r.pods -= r.pods % o.deploymentSize
 	// The hollow process's own floor: RSS with one node, for the per-node
 	// figure's baseline.
-	hollowArgs := func(n int, prefix string) []string {
+	hollowArgs := func(n int, prefix, metrics string) []string {
 		return []string{"--server", apiAddr, "--ca-file", filepath.Join(pkiDir, "ca.crt"), "--ca-key-file", filepath.Join(pkiDir, "ca.key"),
-			"--nodes", strconv.Itoa(n), "--name-prefix", prefix, "--root-dir", filepath.Join(o.workDir, "nodes"), "--log-level", "warn"}
+			"--nodes", strconv.Itoa(n), "--name-prefix", prefix, "--root-dir", filepath.Join(o.workDir, "nodes"), "--log-level", "warn",
+			"--metrics-listen", metrics}
 	}
 	t0 := time.Now()
-	hp, err := start("hollow", filepath.Join(o.binDir, "hollow"), logs, hollowArgs(o.nodes, hollow.DefaultNamePrefix)...)
+	hollowMetrics, _ := procfs.FreeAddr()
+	hp, err := start("hollow", filepath.Join(o.binDir, "hollow"), logs, hollowArgs(o.nodes, hollow.DefaultNamePrefix, hollowMetrics)...)
 	if err != nil {
 		return nil, err
 	}
@@ -136,11 +142,27 @@ func measure(ctx context.Context, o options, log *slog.Logger) (*result, error) 
 	log.Info("nodes Ready; idling before reading the hollow process's RSS", "nodes", o.nodes, "after", r.nodesReady.Round(time.Millisecond), "idle", o.idle)
 	time.Sleep(o.idle)
 	r.idleRSS = procfs.RSS(hp.Pid())
-	base, err := start("hollow-baseline", filepath.Join(o.binDir, "hollow"), logs, hollowArgs(1, "density-baseline-")...)
+	r.idleHeap, r.goroutines = goStats(ctx, hollowMetrics)
+	if o.profile != "" {
+		for name, url := range map[string]string{"heap": "/debug/pprof/heap", "goroutines": "/debug/pprof/goroutine?debug=1"} {
+			path := filepath.Join(o.profile, fmt.Sprintf("hollow-%s-%d.pprof", name, o.nodes))
+			if err := saveURL(ctx, path, "http://"+hollowMetrics+url); err != nil {
+				log.Warn("profile", "of", name, "err", err)
+			} else {
+				log.Info("profile of the hollow process at idle", "of", name, "path", path)
+			}
+		}
+	}
+	baseMetrics, _ := procfs.FreeAddr()
+	base, err := start("hollow-baseline", filepath.Join(o.binDir, "hollow"), logs, hollowArgs(1, "density-baseline-", baseMetrics)...)
 	if err == nil {
 		time.Sleep(o.idle)
 		r.idleBaseline = procfs.RSS(base.Pid())
+		r.idleHeapBaseline, r.goroutinesBase = goStats(ctx, baseMetrics)
 		base.Stop(stopGrace)
+	}
+	if o.idleOnly {
+		return r, nil
 	}
 
 	// Pod startup latency: creationTimestamp -> Running, as a watch sees it.
@@ -303,6 +325,12 @@ func (r *result) print(w io.Writer, o options) {
 	per := float64(r.idleRSS-r.idleBaseline) / float64(r.nodes) / 1024
 	fmt.Fprintf(w, "hollow process at idle: RSS %s for %d nodes = %.0f KiB per node (%.0f KiB per node over a 1-node process's %s; target <= 200 KiB)\n",
 		mib(r.idleRSS), r.nodes, float64(r.idleRSS)/float64(r.nodes)/1024, per, mib(r.idleBaseline))
+	fmt.Fprintf(w, "  Go heap in use %s = %.0f KiB per node over the 1-node process's %s; goroutines %.0f = %.1f per node over its %.0f\n",
+		mib(int64(r.idleHeap)), (r.idleHeap-r.idleHeapBaseline)/float64(r.nodes)/1024, mib(int64(r.idleHeapBaseline)),
+		r.goroutines, (r.goroutines-r.goroutinesBase)/float64(r.nodes), r.goroutinesBase)
+	if o.idleOnly {
+		return
+	}
 	fmt.Fprintf(w, "Deployments created over %s; every pod Running %s after the first create (%.0f pods/s)\n",
 		r.createSpan.Round(time.Millisecond), r.allRunning.Round(time.Millisecond), float64(r.pods)/r.allRunning.Seconds())
 	fmt.Fprintf(w, "pod startup latency (create -> Running seen by a watch): p50 %s p90 %s p99 %s (target p99 <= 5s)\n",

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+
+	"github.com/tugboat/tugboat/internal/promtext"
+)
+
+// goStats reads the Go heap in use (bytes) and the goroutines of the
+// process whose metrics are at addr (zeros if they cannot be read).
+func goStats(ctx context.Context, addr string) (heap, goroutines float64) {
+	m, err := promtext.Scrape(ctx, nil, "http://"+addr+"/metrics")
+	if err != nil {
+		return 0, 0
+	}
+	heap, _ = m.Sum("go_memstats_heap_inuse_bytes")
+	goroutines, _ = m.Sum("go_goroutines")
+	return heap, goroutines
+}
+
+// saveURL writes what url answers to path (a profile).
+func saveURL(ctx context.Context, path, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
