@@ -72,11 +72,11 @@ func noDefault(v1.Object) {}
 
 // table is every kind, group by group: each API group's file (core.go,
 // core_volumes.go, core_policy.go, apps.go, autoscaling.go, batch.go, coordination.go,
-// discovery.go, networking.go, policy.go, rbac.go, scheduling.go, storage.go) holds its
+// discovery.go, networking.go, policy.go, rbac.go, resource.go, scheduling.go, storage.go) holds its
 // kinds' entries and defaults, and its validation lives in api/validation's
 // file of the same name. A new kind touches only its group's files; a new
 // group adds its files and one name here.
-var table = slices.Concat(coreKinds, coreVolumeKinds, corePolicyKinds, appsKinds, autoscalingKinds, batchKinds, coordinationKinds, discoveryKinds, networkingKinds, policyKinds, rbacKinds, schedulingKinds, storageKinds)
+var table = slices.Concat(coreKinds, coreVolumeKinds, corePolicyKinds, appsKinds, autoscalingKinds, batchKinds, coordinationKinds, discoveryKinds, networkingKinds, policyKinds, rbacKinds, resourceKinds, schedulingKinds, storageKinds)
 
 // index maps every accepted spelling (lower-cased) to its kind.
 var index = func() map[string]*Kind {

@@ -67,7 +67,7 @@ func kindDef[T v1.Object](columns []Column, cells func(T, time.Time) []any) def 
 }
 
 // byKind is every kind's table, by Kind name, from the API group files.
-var byKind = merge(core, coreVolumes, corePolicy, apps, autoscaling, batch, coordination, discovery, networking, policy, scheduling, storage)
+var byKind = merge(core, coreVolumes, corePolicy, apps, autoscaling, batch, coordination, discovery, networking, policy, resource, scheduling, storage)
 
 func merge(groups ...map[string]def) map[string]def {
 	out := map[string]def{}
