@@ -324,11 +324,992 @@ func (x *OpaqueDeviceConfiguration) GetParameters() *structpb.Struct {
 	return nil
 }
 
+// A ResourceClaim asks for devices: pods name it in spec.resourceClaims
+// (directly, or through a ResourceClaimTemplate from which the
+// resourceclaim controller makes one per pod). A claim is usable once
+// status.allocation says which devices it got; allocation is the
+// scheduler's, from devices that DRA drivers publish in ResourceSlices.
+// Tugboat runs no driver, so claims stay unallocated and their pods
+// Pending, the scheduler naming why.
+type ResourceClaim struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Metadata *ObjectMeta            `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	// What is asked for; immutable.
+	Spec *ResourceClaimSpec `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
+	// Written by the allocator and the scheduler only (UpdateStatus).
+	Status        *ResourceClaimStatus `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceClaim) Reset() {
+	*x = ResourceClaim{}
+	mi := &file_api_v1_resource_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceClaim) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceClaim) ProtoMessage() {}
+
+func (x *ResourceClaim) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_resource_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceClaim.ProtoReflect.Descriptor instead.
+func (*ResourceClaim) Descriptor() ([]byte, []int) {
+	return file_api_v1_resource_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ResourceClaim) GetMetadata() *ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *ResourceClaim) GetSpec() *ResourceClaimSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *ResourceClaim) GetStatus() *ResourceClaimStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+type ResourceClaimSpec struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Devices       *DeviceClaim           `protobuf:"bytes,1,opt,name=devices,proto3" json:"devices,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceClaimSpec) Reset() {
+	*x = ResourceClaimSpec{}
+	mi := &file_api_v1_resource_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceClaimSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceClaimSpec) ProtoMessage() {}
+
+func (x *ResourceClaimSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_resource_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceClaimSpec.ProtoReflect.Descriptor instead.
+func (*ResourceClaimSpec) Descriptor() ([]byte, []int) {
+	return file_api_v1_resource_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ResourceClaimSpec) GetDevices() *DeviceClaim {
+	if x != nil {
+		return x.Devices
+	}
+	return nil
+}
+
+type DeviceClaim struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The devices asked for, each by a request name unique in the claim.
+	Requests []*DeviceRequest `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
+	// Conditions across requests (devices sharing an attribute's value).
+	Constraints []*DeviceConstraint `protobuf:"bytes,2,rep,name=constraints,proto3" json:"constraints,omitempty"`
+	// Driver parameters for the devices of some or all requests.
+	Config        []*DeviceClaimConfiguration `protobuf:"bytes,3,rep,name=config,proto3" json:"config,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeviceClaim) Reset() {
+	*x = DeviceClaim{}
+	mi := &file_api_v1_resource_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeviceClaim) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeviceClaim) ProtoMessage() {}
+
+func (x *DeviceClaim) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_resource_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeviceClaim.ProtoReflect.Descriptor instead.
+func (*DeviceClaim) Descriptor() ([]byte, []int) {
+	return file_api_v1_resource_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *DeviceClaim) GetRequests() []*DeviceRequest {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+func (x *DeviceClaim) GetConstraints() []*DeviceConstraint {
+	if x != nil {
+		return x.Constraints
+	}
+	return nil
+}
+
+func (x *DeviceClaim) GetConfig() []*DeviceClaimConfiguration {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+// DeviceRequest has exactly one of exactly and firstAvailable.
+type DeviceRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A DNS label, unique in the claim; containers name it in
+	// resources.claims[].request.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The devices of one class.
+	Exactly *ExactDeviceRequest `protobuf:"bytes,2,opt,name=exactly,proto3" json:"exactly,omitempty"`
+	// Alternatives, tried in order: the first that can be allocated wins.
+	FirstAvailable []*DeviceSubRequest `protobuf:"bytes,3,rep,name=first_available,json=firstAvailable,proto3" json:"first_available,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *DeviceRequest) Reset() {
+	*x = DeviceRequest{}
+	mi := &file_api_v1_resource_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeviceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeviceRequest) ProtoMessage() {}
+
+func (x *DeviceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_resource_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeviceRequest.ProtoReflect.Descriptor instead.
+func (*DeviceRequest) Descriptor() ([]byte, []int) {
+	return file_api_v1_resource_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *DeviceRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DeviceRequest) GetExactly() *ExactDeviceRequest {
+	if x != nil {
+		return x.Exactly
+	}
+	return nil
+}
+
+func (x *DeviceRequest) GetFirstAvailable() []*DeviceSubRequest {
+	if x != nil {
+		return x.FirstAvailable
+	}
+	return nil
+}
+
+type ExactDeviceRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The DeviceClass the devices come from. Required.
+	DeviceClassName string `protobuf:"bytes,1,opt,name=device_class_name,json=deviceClassName,proto3" json:"device_class_name,omitempty"`
+	// Further conditions a device must meet (all of them).
+	Selectors []*DeviceSelector `protobuf:"bytes,2,rep,name=selectors,proto3" json:"selectors,omitempty"`
+	// ExactCount (default: count devices) or All (every matching device).
+	AllocationMode string `protobuf:"bytes,3,opt,name=allocation_mode,json=allocationMode,proto3" json:"allocation_mode,omitempty"`
+	// With ExactCount: how many (default 1).
+	Count int64 `protobuf:"varint,4,opt,name=count,proto3" json:"count,omitempty"`
+	// Access to devices already in use, for monitoring (needs the
+	// namespace label resource.kubernetes.io/admin-access: "true" in
+	// Kubernetes; refused here, see validation).
+	AdminAccess *bool `protobuf:"varint,5,opt,name=admin_access,json=adminAccess,proto3,oneof" json:"admin_access,omitempty"`
+	// Device taints the request tolerates.
+	Tolerations   []*DeviceToleration `protobuf:"bytes,6,rep,name=tolerations,proto3" json:"tolerations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExactDeviceRequest) Reset() {
+	*x = ExactDeviceRequest{}
+	mi := &file_api_v1_resource_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExactDeviceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExactDeviceRequest) ProtoMessage() {}
+
+func (x *ExactDeviceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_resource_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExactDeviceRequest.ProtoReflect.Descriptor instead.
+func (*ExactDeviceRequest) Descriptor() ([]byte, []int) {
+	return file_api_v1_resource_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ExactDeviceRequest) GetDeviceClassName() string {
+	if x != nil {
+		return x.DeviceClassName
+	}
+	return ""
+}
+
+func (x *ExactDeviceRequest) GetSelectors() []*DeviceSelector {
+	if x != nil {
+		return x.Selectors
+	}
+	return nil
+}
+
+func (x *ExactDeviceRequest) GetAllocationMode() string {
+	if x != nil {
+		return x.AllocationMode
+	}
+	return ""
+}
+
+func (x *ExactDeviceRequest) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *ExactDeviceRequest) GetAdminAccess() bool {
+	if x != nil && x.AdminAccess != nil {
+		return *x.AdminAccess
+	}
+	return false
+}
+
+func (x *ExactDeviceRequest) GetTolerations() []*DeviceToleration {
+	if x != nil {
+		return x.Tolerations
+	}
+	return nil
+}
+
+// DeviceSubRequest is one alternative of firstAvailable: an exact request
+// under its own name (referred to as <request>/<subrequest>); no adminAccess.
+type DeviceSubRequest struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Name            string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	DeviceClassName string                 `protobuf:"bytes,2,opt,name=device_class_name,json=deviceClassName,proto3" json:"device_class_name,omitempty"`
+	Selectors       []*DeviceSelector      `protobuf:"bytes,3,rep,name=selectors,proto3" json:"selectors,omitempty"`
+	AllocationMode  string                 `protobuf:"bytes,4,opt,name=allocation_mode,json=allocationMode,proto3" json:"allocation_mode,omitempty"`
+	Count           int64                  `protobuf:"varint,5,opt,name=count,proto3" json:"count,omitempty"`
+	Tolerations     []*DeviceToleration    `protobuf:"bytes,6,rep,name=tolerations,proto3" json:"tolerations,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *DeviceSubRequest) Reset() {
+	*x = DeviceSubRequest{}
+	mi := &file_api_v1_resource_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeviceSubRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeviceSubRequest) ProtoMessage() {}
+
+func (x *DeviceSubRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_resource_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeviceSubRequest.ProtoReflect.Descriptor instead.
+func (*DeviceSubRequest) Descriptor() ([]byte, []int) {
+	return file_api_v1_resource_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *DeviceSubRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DeviceSubRequest) GetDeviceClassName() string {
+	if x != nil {
+		return x.DeviceClassName
+	}
+	return ""
+}
+
+func (x *DeviceSubRequest) GetSelectors() []*DeviceSelector {
+	if x != nil {
+		return x.Selectors
+	}
+	return nil
+}
+
+func (x *DeviceSubRequest) GetAllocationMode() string {
+	if x != nil {
+		return x.AllocationMode
+	}
+	return ""
+}
+
+func (x *DeviceSubRequest) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *DeviceSubRequest) GetTolerations() []*DeviceToleration {
+	if x != nil {
+		return x.Tolerations
+	}
+	return nil
+}
+
+type DeviceToleration struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The taint key, a label name; empty with Exists matches every key.
+	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// Equal (default) or Exists.
+	Operator string `protobuf:"bytes,2,opt,name=operator,proto3" json:"operator,omitempty"`
+	Value    string `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	// NoSchedule, NoExecute, or empty for both.
+	Effect string `protobuf:"bytes,4,opt,name=effect,proto3" json:"effect,omitempty"`
+	// With NoExecute: how long an allocated device stays after the taint.
+	TolerationSeconds *int64 `protobuf:"varint,5,opt,name=toleration_seconds,json=tolerationSeconds,proto3,oneof" json:"toleration_seconds,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *DeviceToleration) Reset() {
+	*x = DeviceToleration{}
+	mi := &file_api_v1_resource_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeviceToleration) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeviceToleration) ProtoMessage() {}
+
+func (x *DeviceToleration) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_resource_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeviceToleration.ProtoReflect.Descriptor instead.
+func (*DeviceToleration) Descriptor() ([]byte, []int) {
+	return file_api_v1_resource_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *DeviceToleration) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *DeviceToleration) GetOperator() string {
+	if x != nil {
+		return x.Operator
+	}
+	return ""
+}
+
+func (x *DeviceToleration) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+func (x *DeviceToleration) GetEffect() string {
+	if x != nil {
+		return x.Effect
+	}
+	return ""
+}
+
+func (x *DeviceToleration) GetTolerationSeconds() int64 {
+	if x != nil && x.TolerationSeconds != nil {
+		return *x.TolerationSeconds
+	}
+	return 0
+}
+
+type DeviceConstraint struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The requests (or request/subrequest) it applies to; empty: all.
+	Requests []string `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
+	// A fully qualified attribute name (domain/name) whose value all the
+	// devices must share. Required (distinctAttribute, 1.34 alpha, is not
+	// served).
+	MatchAttribute *string `protobuf:"bytes,2,opt,name=match_attribute,json=matchAttribute,proto3,oneof" json:"match_attribute,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *DeviceConstraint) Reset() {
+	*x = DeviceConstraint{}
+	mi := &file_api_v1_resource_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeviceConstraint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeviceConstraint) ProtoMessage() {}
+
+func (x *DeviceConstraint) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_resource_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeviceConstraint.ProtoReflect.Descriptor instead.
+func (*DeviceConstraint) Descriptor() ([]byte, []int) {
+	return file_api_v1_resource_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *DeviceConstraint) GetRequests() []string {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+func (x *DeviceConstraint) GetMatchAttribute() string {
+	if x != nil && x.MatchAttribute != nil {
+		return *x.MatchAttribute
+	}
+	return ""
+}
+
+type DeviceClaimConfiguration struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The requests (or request/subrequest) it applies to; empty: all.
+	Requests      []string                   `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
+	Opaque        *OpaqueDeviceConfiguration `protobuf:"bytes,2,opt,name=opaque,proto3" json:"opaque,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeviceClaimConfiguration) Reset() {
+	*x = DeviceClaimConfiguration{}
+	mi := &file_api_v1_resource_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeviceClaimConfiguration) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeviceClaimConfiguration) ProtoMessage() {}
+
+func (x *DeviceClaimConfiguration) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_resource_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeviceClaimConfiguration.ProtoReflect.Descriptor instead.
+func (*DeviceClaimConfiguration) Descriptor() ([]byte, []int) {
+	return file_api_v1_resource_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *DeviceClaimConfiguration) GetRequests() []string {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+func (x *DeviceClaimConfiguration) GetOpaque() *OpaqueDeviceConfiguration {
+	if x != nil {
+		return x.Opaque
+	}
+	return nil
+}
+
+type ResourceClaimStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Which devices the claim got; unset until allocated.
+	Allocation *AllocationResult `protobuf:"bytes,1,opt,name=allocation,proto3" json:"allocation,omitempty"`
+	// The pods (or other consumers) that use the claim, at most 256.
+	ReservedFor   []*ResourceClaimConsumerReference `protobuf:"bytes,2,rep,name=reserved_for,json=reservedFor,proto3" json:"reserved_for,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceClaimStatus) Reset() {
+	*x = ResourceClaimStatus{}
+	mi := &file_api_v1_resource_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceClaimStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceClaimStatus) ProtoMessage() {}
+
+func (x *ResourceClaimStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_resource_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceClaimStatus.ProtoReflect.Descriptor instead.
+func (*ResourceClaimStatus) Descriptor() ([]byte, []int) {
+	return file_api_v1_resource_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ResourceClaimStatus) GetAllocation() *AllocationResult {
+	if x != nil {
+		return x.Allocation
+	}
+	return nil
+}
+
+func (x *ResourceClaimStatus) GetReservedFor() []*ResourceClaimConsumerReference {
+	if x != nil {
+		return x.ReservedFor
+	}
+	return nil
+}
+
+type AllocationResult struct {
+	state   protoimpl.MessageState  `protogen:"open.v1"`
+	Devices *DeviceAllocationResult `protobuf:"bytes,1,opt,name=devices,proto3" json:"devices,omitempty"`
+	// The nodes where the devices are reachable; unset: everywhere.
+	NodeSelector  *NodeSelector `protobuf:"bytes,2,opt,name=node_selector,json=nodeSelector,proto3" json:"node_selector,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AllocationResult) Reset() {
+	*x = AllocationResult{}
+	mi := &file_api_v1_resource_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllocationResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllocationResult) ProtoMessage() {}
+
+func (x *AllocationResult) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_resource_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllocationResult.ProtoReflect.Descriptor instead.
+func (*AllocationResult) Descriptor() ([]byte, []int) {
+	return file_api_v1_resource_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *AllocationResult) GetDevices() *DeviceAllocationResult {
+	if x != nil {
+		return x.Devices
+	}
+	return nil
+}
+
+func (x *AllocationResult) GetNodeSelector() *NodeSelector {
+	if x != nil {
+		return x.NodeSelector
+	}
+	return nil
+}
+
+type DeviceAllocationResult struct {
+	state         protoimpl.MessageState           `protogen:"open.v1"`
+	Results       []*DeviceRequestAllocationResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	Config        []*DeviceAllocationConfiguration `protobuf:"bytes,2,rep,name=config,proto3" json:"config,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeviceAllocationResult) Reset() {
+	*x = DeviceAllocationResult{}
+	mi := &file_api_v1_resource_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeviceAllocationResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeviceAllocationResult) ProtoMessage() {}
+
+func (x *DeviceAllocationResult) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_resource_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeviceAllocationResult.ProtoReflect.Descriptor instead.
+func (*DeviceAllocationResult) Descriptor() ([]byte, []int) {
+	return file_api_v1_resource_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *DeviceAllocationResult) GetResults() []*DeviceRequestAllocationResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+func (x *DeviceAllocationResult) GetConfig() []*DeviceAllocationConfiguration {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+type DeviceRequestAllocationResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Request       string                 `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
+	Driver        string                 `protobuf:"bytes,2,opt,name=driver,proto3" json:"driver,omitempty"`
+	Pool          string                 `protobuf:"bytes,3,opt,name=pool,proto3" json:"pool,omitempty"`
+	Device        string                 `protobuf:"bytes,4,opt,name=device,proto3" json:"device,omitempty"`
+	AdminAccess   *bool                  `protobuf:"varint,5,opt,name=admin_access,json=adminAccess,proto3,oneof" json:"admin_access,omitempty"`
+	Tolerations   []*DeviceToleration    `protobuf:"bytes,6,rep,name=tolerations,proto3" json:"tolerations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeviceRequestAllocationResult) Reset() {
+	*x = DeviceRequestAllocationResult{}
+	mi := &file_api_v1_resource_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeviceRequestAllocationResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeviceRequestAllocationResult) ProtoMessage() {}
+
+func (x *DeviceRequestAllocationResult) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_resource_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeviceRequestAllocationResult.ProtoReflect.Descriptor instead.
+func (*DeviceRequestAllocationResult) Descriptor() ([]byte, []int) {
+	return file_api_v1_resource_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *DeviceRequestAllocationResult) GetRequest() string {
+	if x != nil {
+		return x.Request
+	}
+	return ""
+}
+
+func (x *DeviceRequestAllocationResult) GetDriver() string {
+	if x != nil {
+		return x.Driver
+	}
+	return ""
+}
+
+func (x *DeviceRequestAllocationResult) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *DeviceRequestAllocationResult) GetDevice() string {
+	if x != nil {
+		return x.Device
+	}
+	return ""
+}
+
+func (x *DeviceRequestAllocationResult) GetAdminAccess() bool {
+	if x != nil && x.AdminAccess != nil {
+		return *x.AdminAccess
+	}
+	return false
+}
+
+func (x *DeviceRequestAllocationResult) GetTolerations() []*DeviceToleration {
+	if x != nil {
+		return x.Tolerations
+	}
+	return nil
+}
+
+type DeviceAllocationConfiguration struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// FromClass or FromClaim.
+	Source        string                     `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	Requests      []string                   `protobuf:"bytes,2,rep,name=requests,proto3" json:"requests,omitempty"`
+	Opaque        *OpaqueDeviceConfiguration `protobuf:"bytes,3,opt,name=opaque,proto3" json:"opaque,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeviceAllocationConfiguration) Reset() {
+	*x = DeviceAllocationConfiguration{}
+	mi := &file_api_v1_resource_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeviceAllocationConfiguration) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeviceAllocationConfiguration) ProtoMessage() {}
+
+func (x *DeviceAllocationConfiguration) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_resource_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeviceAllocationConfiguration.ProtoReflect.Descriptor instead.
+func (*DeviceAllocationConfiguration) Descriptor() ([]byte, []int) {
+	return file_api_v1_resource_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *DeviceAllocationConfiguration) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *DeviceAllocationConfiguration) GetRequests() []string {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+func (x *DeviceAllocationConfiguration) GetOpaque() *OpaqueDeviceConfiguration {
+	if x != nil {
+		return x.Opaque
+	}
+	return nil
+}
+
+type ResourceClaimConsumerReference struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The consumer's API group ("" for pods).
+	ApiGroup      string `protobuf:"bytes,1,opt,name=api_group,json=apiGroup,proto3" json:"api_group,omitempty"`
+	Resource      string `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
+	Name          string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Uid           string `protobuf:"bytes,4,opt,name=uid,proto3" json:"uid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceClaimConsumerReference) Reset() {
+	*x = ResourceClaimConsumerReference{}
+	mi := &file_api_v1_resource_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceClaimConsumerReference) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceClaimConsumerReference) ProtoMessage() {}
+
+func (x *ResourceClaimConsumerReference) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_resource_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceClaimConsumerReference.ProtoReflect.Descriptor instead.
+func (*ResourceClaimConsumerReference) Descriptor() ([]byte, []int) {
+	return file_api_v1_resource_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ResourceClaimConsumerReference) GetApiGroup() string {
+	if x != nil {
+		return x.ApiGroup
+	}
+	return ""
+}
+
+func (x *ResourceClaimConsumerReference) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *ResourceClaimConsumerReference) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ResourceClaimConsumerReference) GetUid() string {
+	if x != nil {
+		return x.Uid
+	}
+	return ""
+}
+
 var File_api_v1_resource_proto protoreflect.FileDescriptor
 
 const file_api_v1_resource_proto_rawDesc = "" +
 	"\n" +
-	"\x15api/v1/resource.proto\x12\x0etugboat.api.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x11api/v1/meta.proto\"z\n" +
+	"\x15api/v1/resource.proto\x12\x0etugboat.api.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x11api/v1/core.proto\x1a\x11api/v1/meta.proto\"z\n" +
 	"\vDeviceClass\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x123\n" +
 	"\x04spec\x18\x02 \x01(\v2\x1f.tugboat.api.v1.DeviceClassSpecR\x04spec\"\x91\x01\n" +
@@ -347,7 +1328,78 @@ const file_api_v1_resource_proto_rawDesc = "" +
 	"\x06driver\x18\x01 \x01(\tR\x06driver\x127\n" +
 	"\n" +
 	"parameters\x18\x02 \x01(\v2\x17.google.protobuf.StructR\n" +
-	"parametersB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
+	"parameters\"\xbb\x01\n" +
+	"\rResourceClaim\x126\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x125\n" +
+	"\x04spec\x18\x02 \x01(\v2!.tugboat.api.v1.ResourceClaimSpecR\x04spec\x12;\n" +
+	"\x06status\x18\x03 \x01(\v2#.tugboat.api.v1.ResourceClaimStatusR\x06status\"J\n" +
+	"\x11ResourceClaimSpec\x125\n" +
+	"\adevices\x18\x01 \x01(\v2\x1b.tugboat.api.v1.DeviceClaimR\adevices\"\xce\x01\n" +
+	"\vDeviceClaim\x129\n" +
+	"\brequests\x18\x01 \x03(\v2\x1d.tugboat.api.v1.DeviceRequestR\brequests\x12B\n" +
+	"\vconstraints\x18\x02 \x03(\v2 .tugboat.api.v1.DeviceConstraintR\vconstraints\x12@\n" +
+	"\x06config\x18\x03 \x03(\v2(.tugboat.api.v1.DeviceClaimConfigurationR\x06config\"\xac\x01\n" +
+	"\rDeviceRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12<\n" +
+	"\aexactly\x18\x02 \x01(\v2\".tugboat.api.v1.ExactDeviceRequestR\aexactly\x12I\n" +
+	"\x0ffirst_available\x18\x03 \x03(\v2 .tugboat.api.v1.DeviceSubRequestR\x0efirstAvailable\"\xba\x02\n" +
+	"\x12ExactDeviceRequest\x12*\n" +
+	"\x11device_class_name\x18\x01 \x01(\tR\x0fdeviceClassName\x12<\n" +
+	"\tselectors\x18\x02 \x03(\v2\x1e.tugboat.api.v1.DeviceSelectorR\tselectors\x12'\n" +
+	"\x0fallocation_mode\x18\x03 \x01(\tR\x0eallocationMode\x12\x14\n" +
+	"\x05count\x18\x04 \x01(\x03R\x05count\x12&\n" +
+	"\fadmin_access\x18\x05 \x01(\bH\x00R\vadminAccess\x88\x01\x01\x12B\n" +
+	"\vtolerations\x18\x06 \x03(\v2 .tugboat.api.v1.DeviceTolerationR\vtolerationsB\x0f\n" +
+	"\r_admin_access\"\x93\x02\n" +
+	"\x10DeviceSubRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12*\n" +
+	"\x11device_class_name\x18\x02 \x01(\tR\x0fdeviceClassName\x12<\n" +
+	"\tselectors\x18\x03 \x03(\v2\x1e.tugboat.api.v1.DeviceSelectorR\tselectors\x12'\n" +
+	"\x0fallocation_mode\x18\x04 \x01(\tR\x0eallocationMode\x12\x14\n" +
+	"\x05count\x18\x05 \x01(\x03R\x05count\x12B\n" +
+	"\vtolerations\x18\x06 \x03(\v2 .tugboat.api.v1.DeviceTolerationR\vtolerations\"\xb9\x01\n" +
+	"\x10DeviceToleration\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1a\n" +
+	"\boperator\x18\x02 \x01(\tR\boperator\x12\x14\n" +
+	"\x05value\x18\x03 \x01(\tR\x05value\x12\x16\n" +
+	"\x06effect\x18\x04 \x01(\tR\x06effect\x122\n" +
+	"\x12toleration_seconds\x18\x05 \x01(\x03H\x00R\x11tolerationSeconds\x88\x01\x01B\x15\n" +
+	"\x13_toleration_seconds\"p\n" +
+	"\x10DeviceConstraint\x12\x1a\n" +
+	"\brequests\x18\x01 \x03(\tR\brequests\x12,\n" +
+	"\x0fmatch_attribute\x18\x02 \x01(\tH\x00R\x0ematchAttribute\x88\x01\x01B\x12\n" +
+	"\x10_match_attribute\"y\n" +
+	"\x18DeviceClaimConfiguration\x12\x1a\n" +
+	"\brequests\x18\x01 \x03(\tR\brequests\x12A\n" +
+	"\x06opaque\x18\x02 \x01(\v2).tugboat.api.v1.OpaqueDeviceConfigurationR\x06opaque\"\xaa\x01\n" +
+	"\x13ResourceClaimStatus\x12@\n" +
+	"\n" +
+	"allocation\x18\x01 \x01(\v2 .tugboat.api.v1.AllocationResultR\n" +
+	"allocation\x12Q\n" +
+	"\freserved_for\x18\x02 \x03(\v2..tugboat.api.v1.ResourceClaimConsumerReferenceR\vreservedFor\"\x97\x01\n" +
+	"\x10AllocationResult\x12@\n" +
+	"\adevices\x18\x01 \x01(\v2&.tugboat.api.v1.DeviceAllocationResultR\adevices\x12A\n" +
+	"\rnode_selector\x18\x02 \x01(\v2\x1c.tugboat.api.v1.NodeSelectorR\fnodeSelector\"\xa8\x01\n" +
+	"\x16DeviceAllocationResult\x12G\n" +
+	"\aresults\x18\x01 \x03(\v2-.tugboat.api.v1.DeviceRequestAllocationResultR\aresults\x12E\n" +
+	"\x06config\x18\x02 \x03(\v2-.tugboat.api.v1.DeviceAllocationConfigurationR\x06config\"\xfa\x01\n" +
+	"\x1dDeviceRequestAllocationResult\x12\x18\n" +
+	"\arequest\x18\x01 \x01(\tR\arequest\x12\x16\n" +
+	"\x06driver\x18\x02 \x01(\tR\x06driver\x12\x12\n" +
+	"\x04pool\x18\x03 \x01(\tR\x04pool\x12\x16\n" +
+	"\x06device\x18\x04 \x01(\tR\x06device\x12&\n" +
+	"\fadmin_access\x18\x05 \x01(\bH\x00R\vadminAccess\x88\x01\x01\x12B\n" +
+	"\vtolerations\x18\x06 \x03(\v2 .tugboat.api.v1.DeviceTolerationR\vtolerationsB\x0f\n" +
+	"\r_admin_access\"\x96\x01\n" +
+	"\x1dDeviceAllocationConfiguration\x12\x16\n" +
+	"\x06source\x18\x01 \x01(\tR\x06source\x12\x1a\n" +
+	"\brequests\x18\x02 \x03(\tR\brequests\x12A\n" +
+	"\x06opaque\x18\x03 \x01(\v2).tugboat.api.v1.OpaqueDeviceConfigurationR\x06opaque\"\x7f\n" +
+	"\x1eResourceClaimConsumerReference\x12\x1b\n" +
+	"\tapi_group\x18\x01 \x01(\tR\bapiGroup\x12\x1a\n" +
+	"\bresource\x18\x02 \x01(\tR\bresource\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x10\n" +
+	"\x03uid\x18\x04 \x01(\tR\x03uidB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
 
 var (
 	file_api_v1_resource_proto_rawDescOnce sync.Once
@@ -361,30 +1413,68 @@ func file_api_v1_resource_proto_rawDescGZIP() []byte {
 	return file_api_v1_resource_proto_rawDescData
 }
 
-var file_api_v1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_api_v1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_api_v1_resource_proto_goTypes = []any{
-	(*DeviceClass)(nil),               // 0: tugboat.api.v1.DeviceClass
-	(*DeviceClassSpec)(nil),           // 1: tugboat.api.v1.DeviceClassSpec
-	(*DeviceSelector)(nil),            // 2: tugboat.api.v1.DeviceSelector
-	(*CELDeviceSelector)(nil),         // 3: tugboat.api.v1.CELDeviceSelector
-	(*DeviceClassConfiguration)(nil),  // 4: tugboat.api.v1.DeviceClassConfiguration
-	(*OpaqueDeviceConfiguration)(nil), // 5: tugboat.api.v1.OpaqueDeviceConfiguration
-	(*ObjectMeta)(nil),                // 6: tugboat.api.v1.ObjectMeta
-	(*structpb.Struct)(nil),           // 7: google.protobuf.Struct
+	(*DeviceClass)(nil),                    // 0: tugboat.api.v1.DeviceClass
+	(*DeviceClassSpec)(nil),                // 1: tugboat.api.v1.DeviceClassSpec
+	(*DeviceSelector)(nil),                 // 2: tugboat.api.v1.DeviceSelector
+	(*CELDeviceSelector)(nil),              // 3: tugboat.api.v1.CELDeviceSelector
+	(*DeviceClassConfiguration)(nil),       // 4: tugboat.api.v1.DeviceClassConfiguration
+	(*OpaqueDeviceConfiguration)(nil),      // 5: tugboat.api.v1.OpaqueDeviceConfiguration
+	(*ResourceClaim)(nil),                  // 6: tugboat.api.v1.ResourceClaim
+	(*ResourceClaimSpec)(nil),              // 7: tugboat.api.v1.ResourceClaimSpec
+	(*DeviceClaim)(nil),                    // 8: tugboat.api.v1.DeviceClaim
+	(*DeviceRequest)(nil),                  // 9: tugboat.api.v1.DeviceRequest
+	(*ExactDeviceRequest)(nil),             // 10: tugboat.api.v1.ExactDeviceRequest
+	(*DeviceSubRequest)(nil),               // 11: tugboat.api.v1.DeviceSubRequest
+	(*DeviceToleration)(nil),               // 12: tugboat.api.v1.DeviceToleration
+	(*DeviceConstraint)(nil),               // 13: tugboat.api.v1.DeviceConstraint
+	(*DeviceClaimConfiguration)(nil),       // 14: tugboat.api.v1.DeviceClaimConfiguration
+	(*ResourceClaimStatus)(nil),            // 15: tugboat.api.v1.ResourceClaimStatus
+	(*AllocationResult)(nil),               // 16: tugboat.api.v1.AllocationResult
+	(*DeviceAllocationResult)(nil),         // 17: tugboat.api.v1.DeviceAllocationResult
+	(*DeviceRequestAllocationResult)(nil),  // 18: tugboat.api.v1.DeviceRequestAllocationResult
+	(*DeviceAllocationConfiguration)(nil),  // 19: tugboat.api.v1.DeviceAllocationConfiguration
+	(*ResourceClaimConsumerReference)(nil), // 20: tugboat.api.v1.ResourceClaimConsumerReference
+	(*ObjectMeta)(nil),                     // 21: tugboat.api.v1.ObjectMeta
+	(*structpb.Struct)(nil),                // 22: google.protobuf.Struct
+	(*NodeSelector)(nil),                   // 23: tugboat.api.v1.NodeSelector
 }
 var file_api_v1_resource_proto_depIdxs = []int32{
-	6, // 0: tugboat.api.v1.DeviceClass.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	1, // 1: tugboat.api.v1.DeviceClass.spec:type_name -> tugboat.api.v1.DeviceClassSpec
-	2, // 2: tugboat.api.v1.DeviceClassSpec.selectors:type_name -> tugboat.api.v1.DeviceSelector
-	4, // 3: tugboat.api.v1.DeviceClassSpec.config:type_name -> tugboat.api.v1.DeviceClassConfiguration
-	3, // 4: tugboat.api.v1.DeviceSelector.cel:type_name -> tugboat.api.v1.CELDeviceSelector
-	5, // 5: tugboat.api.v1.DeviceClassConfiguration.opaque:type_name -> tugboat.api.v1.OpaqueDeviceConfiguration
-	7, // 6: tugboat.api.v1.OpaqueDeviceConfiguration.parameters:type_name -> google.protobuf.Struct
-	7, // [7:7] is the sub-list for method output_type
-	7, // [7:7] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	21, // 0: tugboat.api.v1.DeviceClass.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	1,  // 1: tugboat.api.v1.DeviceClass.spec:type_name -> tugboat.api.v1.DeviceClassSpec
+	2,  // 2: tugboat.api.v1.DeviceClassSpec.selectors:type_name -> tugboat.api.v1.DeviceSelector
+	4,  // 3: tugboat.api.v1.DeviceClassSpec.config:type_name -> tugboat.api.v1.DeviceClassConfiguration
+	3,  // 4: tugboat.api.v1.DeviceSelector.cel:type_name -> tugboat.api.v1.CELDeviceSelector
+	5,  // 5: tugboat.api.v1.DeviceClassConfiguration.opaque:type_name -> tugboat.api.v1.OpaqueDeviceConfiguration
+	22, // 6: tugboat.api.v1.OpaqueDeviceConfiguration.parameters:type_name -> google.protobuf.Struct
+	21, // 7: tugboat.api.v1.ResourceClaim.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	7,  // 8: tugboat.api.v1.ResourceClaim.spec:type_name -> tugboat.api.v1.ResourceClaimSpec
+	15, // 9: tugboat.api.v1.ResourceClaim.status:type_name -> tugboat.api.v1.ResourceClaimStatus
+	8,  // 10: tugboat.api.v1.ResourceClaimSpec.devices:type_name -> tugboat.api.v1.DeviceClaim
+	9,  // 11: tugboat.api.v1.DeviceClaim.requests:type_name -> tugboat.api.v1.DeviceRequest
+	13, // 12: tugboat.api.v1.DeviceClaim.constraints:type_name -> tugboat.api.v1.DeviceConstraint
+	14, // 13: tugboat.api.v1.DeviceClaim.config:type_name -> tugboat.api.v1.DeviceClaimConfiguration
+	10, // 14: tugboat.api.v1.DeviceRequest.exactly:type_name -> tugboat.api.v1.ExactDeviceRequest
+	11, // 15: tugboat.api.v1.DeviceRequest.first_available:type_name -> tugboat.api.v1.DeviceSubRequest
+	2,  // 16: tugboat.api.v1.ExactDeviceRequest.selectors:type_name -> tugboat.api.v1.DeviceSelector
+	12, // 17: tugboat.api.v1.ExactDeviceRequest.tolerations:type_name -> tugboat.api.v1.DeviceToleration
+	2,  // 18: tugboat.api.v1.DeviceSubRequest.selectors:type_name -> tugboat.api.v1.DeviceSelector
+	12, // 19: tugboat.api.v1.DeviceSubRequest.tolerations:type_name -> tugboat.api.v1.DeviceToleration
+	5,  // 20: tugboat.api.v1.DeviceClaimConfiguration.opaque:type_name -> tugboat.api.v1.OpaqueDeviceConfiguration
+	16, // 21: tugboat.api.v1.ResourceClaimStatus.allocation:type_name -> tugboat.api.v1.AllocationResult
+	20, // 22: tugboat.api.v1.ResourceClaimStatus.reserved_for:type_name -> tugboat.api.v1.ResourceClaimConsumerReference
+	17, // 23: tugboat.api.v1.AllocationResult.devices:type_name -> tugboat.api.v1.DeviceAllocationResult
+	23, // 24: tugboat.api.v1.AllocationResult.node_selector:type_name -> tugboat.api.v1.NodeSelector
+	18, // 25: tugboat.api.v1.DeviceAllocationResult.results:type_name -> tugboat.api.v1.DeviceRequestAllocationResult
+	19, // 26: tugboat.api.v1.DeviceAllocationResult.config:type_name -> tugboat.api.v1.DeviceAllocationConfiguration
+	12, // 27: tugboat.api.v1.DeviceRequestAllocationResult.tolerations:type_name -> tugboat.api.v1.DeviceToleration
+	5,  // 28: tugboat.api.v1.DeviceAllocationConfiguration.opaque:type_name -> tugboat.api.v1.OpaqueDeviceConfiguration
+	29, // [29:29] is the sub-list for method output_type
+	29, // [29:29] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_resource_proto_init() }
@@ -392,14 +1482,19 @@ func file_api_v1_resource_proto_init() {
 	if File_api_v1_resource_proto != nil {
 		return
 	}
+	file_api_v1_core_proto_init()
 	file_api_v1_meta_proto_init()
+	file_api_v1_resource_proto_msgTypes[10].OneofWrappers = []any{}
+	file_api_v1_resource_proto_msgTypes[12].OneofWrappers = []any{}
+	file_api_v1_resource_proto_msgTypes[13].OneofWrappers = []any{}
+	file_api_v1_resource_proto_msgTypes[18].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_resource_proto_rawDesc), len(file_api_v1_resource_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

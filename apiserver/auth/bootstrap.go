@@ -18,9 +18,9 @@ var (
 		"namespaces", "nodes", "leases", "replicasets/status", "deployments/status", "pods/status",
 		"jobs", "jobs/status", "cronjobs", "cronjobs/status", "poddisruptionbudgets", "poddisruptionbudgets/status",
 		"daemonsets", "daemonsets/status", "controllerrevisions", "horizontalpodautoscalers", "horizontalpodautoscalers/status",
-		"persistentvolumeclaims", "persistentvolumes", "storageclasses", "statefulsets", "statefulsets/status", "serviceaccounts", "endpointslices", "limitranges", "resourcequotas", "resourcequotas/status", "networkpolicies", "ingressclasses", "ingresses", "ingresses/status", "deviceclasses"}
+		"persistentvolumeclaims", "persistentvolumes", "storageclasses", "statefulsets", "statefulsets/status", "serviceaccounts", "endpointslices", "limitranges", "resourcequotas", "resourcequotas/status", "networkpolicies", "ingressclasses", "ingresses", "ingresses/status", "deviceclasses", "resourceclaims", "resourceclaims/status"}
 	editable = []string{"pods", "pods/exec", "pods/attach", "pods/portforward", "pods/eviction", "pods/log", "services", "endpoints", "configmaps", "secrets", "events",
-		"replicasets", "deployments", "replicasets/scale", "deployments/scale", "jobs", "cronjobs", "poddisruptionbudgets", "daemonsets", "horizontalpodautoscalers", "persistentvolumeclaims", "statefulsets", "statefulsets/scale", "serviceaccounts", "networkpolicies", "ingresses"}
+		"replicasets", "deployments", "replicasets/scale", "deployments/scale", "jobs", "cronjobs", "poddisruptionbudgets", "daemonsets", "horizontalpodautoscalers", "persistentvolumeclaims", "statefulsets", "statefulsets/scale", "serviceaccounts", "networkpolicies", "ingresses", "resourceclaims"}
 )
 
 // tokenRule lets admin and edit make service account tokens, as
@@ -64,6 +64,8 @@ func DefaultPolicy() []v1.Object {
 			rule(core, []string{"events"}, []string{"create", "update", "get"}),
 			rule(anyGroup, []string{"leases"}, []string{"get", "create", "update"}),
 			rule(anyGroup, []string{"replicasets", "deployments", "statefulsets", "services", "persistentvolumes", "storageclasses", "poddisruptionbudgets"}, readVerbs),
+			// Dynamic resource allocation: the claims pods use and their classes.
+			rule([]string{"resource.k8s.io"}, []string{"resourceclaims", "deviceclasses"}, readVerbs),
 			// Volume binding: the scheduler names the node of a WaitForFirstConsumer claim.
 			rule(core, []string{"persistentvolumeclaims"}, []string{"get", "list", "watch", "update"})),
 		// The controller-manager gets what its controllers do, no more:
@@ -75,8 +77,8 @@ func DefaultPolicy() []v1.Object {
 		clusterRole("system:kube-controller-manager",
 			rule(anyGroup, []string{"pods", "replicasets", "deployments", "jobs", "cronjobs", "daemonsets", "controllerrevisions",
 				"poddisruptionbudgets", "horizontalpodautoscalers", "endpoints", "services", "configmaps", "namespaces", "nodes", "leases",
-				"statefulsets", "persistentvolumes", "persistentvolumeclaims", "storageclasses", "endpointslices"}, gcVerbs),
-			rule(anyGroup, []string{"pods", "replicasets", "jobs", "controllerrevisions", "endpoints", "endpointslices", "persistentvolumes", "persistentvolumeclaims"}, []string{"create"}),
+				"statefulsets", "persistentvolumes", "persistentvolumeclaims", "storageclasses", "endpointslices", "resourceclaims"}, gcVerbs),
+			rule(anyGroup, []string{"pods", "replicasets", "jobs", "controllerrevisions", "endpoints", "endpointslices", "persistentvolumes", "persistentvolumeclaims", "resourceclaims"}, []string{"create"}),
 			// The root CA publisher makes kube-root-ca.crt in every
 			// namespace (and updates it: gcVerbs).
 			rule(core, []string{"configmaps"}, []string{"create", "update"}),
