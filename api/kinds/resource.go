@@ -1,4 +1,5 @@
-// The resource group (resource.k8s.io/v1): DeviceClass, ResourceClaim.
+// The resource group (resource.k8s.io/v1): DeviceClass, ResourceClaim,
+// ResourceClaimTemplate.
 
 package kinds
 
@@ -13,6 +14,10 @@ var resourceKinds = []*Kind{
 	{Name: "ResourceClaim", Plural: "resourceclaims", APIVersion: "resource.k8s.io/v1", Namespaced: true,
 		New: func() v1.Object { return &v1.ResourceClaim{} }, Default: typedDefault(defaultResourceClaim),
 		Validate: typed(validation.ResourceClaim), ValidateUpdate: typedUpdate(validation.ResourceClaimUpdate)},
+	{Name: "ResourceClaimTemplate", Plural: "resourceclaimtemplates", APIVersion: "resource.k8s.io/v1", Namespaced: true,
+		New:      func() v1.Object { return &v1.ResourceClaimTemplate{} },
+		Default:  typedDefault(func(t *v1.ResourceClaimTemplate) { DefaultResourceClaimSpec(t.GetSpec().GetSpec()) }),
+		Validate: typed(validation.ResourceClaimTemplate), ValidateUpdate: typedUpdate(validation.ResourceClaimTemplateUpdate)},
 }
 
 func defaultResourceClaim(c *v1.ResourceClaim) { DefaultResourceClaimSpec(c.GetSpec()) }

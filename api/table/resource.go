@@ -11,8 +11,12 @@ import (
 var resource = map[string]def{
 	"DeviceClass":   kindDef(deviceClassColumns, deviceClassCells),
 	"ResourceClaim": kindDef(resourceClaimColumns, resourceClaimCells),
+	"ResourceClaimTemplate": kindDef(deviceClassColumns, func(t *v1.ResourceClaimTemplate, now time.Time) []any {
+		return []any{t.Metadata.GetName(), Age(t.Metadata.GetCreationTimestamp(), now)}
+	}),
 }
 
+// deviceClassColumns are kubectl's for DeviceClass and ResourceClaimTemplate.
 var deviceClassColumns = []Column{nameColumn, ageColumn}
 
 func deviceClassCells(c *v1.DeviceClass, now time.Time) []any {

@@ -1305,6 +1305,119 @@ func (x *ResourceClaimConsumerReference) GetUid() string {
 	return ""
 }
 
+// A ResourceClaimTemplate is what a pod names in
+// spec.resourceClaims[].resourceClaimTemplateName: the resourceclaim
+// controller makes a claim from it for each such pod (named
+// <pod>-<claim>-<random>, owned by the pod, deleted with it) and records
+// the name in the pod's status.resourceClaimStatuses.
+type ResourceClaimTemplate struct {
+	state         protoimpl.MessageState     `protogen:"open.v1"`
+	Metadata      *ObjectMeta                `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Spec          *ResourceClaimTemplateSpec `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceClaimTemplate) Reset() {
+	*x = ResourceClaimTemplate{}
+	mi := &file_api_v1_resource_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceClaimTemplate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceClaimTemplate) ProtoMessage() {}
+
+func (x *ResourceClaimTemplate) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_resource_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceClaimTemplate.ProtoReflect.Descriptor instead.
+func (*ResourceClaimTemplate) Descriptor() ([]byte, []int) {
+	return file_api_v1_resource_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ResourceClaimTemplate) GetMetadata() *ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *ResourceClaimTemplate) GetSpec() *ResourceClaimTemplateSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+type ResourceClaimTemplateSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Labels and annotations copied to every claim made from the template
+	// (name, namespace, generateName and ownerReferences are the
+	// controller's: validation refuses them).
+	Metadata *ObjectMeta `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	// The claims' spec. Required.
+	Spec          *ResourceClaimSpec `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceClaimTemplateSpec) Reset() {
+	*x = ResourceClaimTemplateSpec{}
+	mi := &file_api_v1_resource_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceClaimTemplateSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceClaimTemplateSpec) ProtoMessage() {}
+
+func (x *ResourceClaimTemplateSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_resource_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceClaimTemplateSpec.ProtoReflect.Descriptor instead.
+func (*ResourceClaimTemplateSpec) Descriptor() ([]byte, []int) {
+	return file_api_v1_resource_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ResourceClaimTemplateSpec) GetMetadata() *ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *ResourceClaimTemplateSpec) GetSpec() *ResourceClaimSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
 var File_api_v1_resource_proto protoreflect.FileDescriptor
 
 const file_api_v1_resource_proto_rawDesc = "" +
@@ -1399,7 +1512,13 @@ const file_api_v1_resource_proto_rawDesc = "" +
 	"\tapi_group\x18\x01 \x01(\tR\bapiGroup\x12\x1a\n" +
 	"\bresource\x18\x02 \x01(\tR\bresource\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x10\n" +
-	"\x03uid\x18\x04 \x01(\tR\x03uidB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
+	"\x03uid\x18\x04 \x01(\tR\x03uid\"\x8e\x01\n" +
+	"\x15ResourceClaimTemplate\x126\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x12=\n" +
+	"\x04spec\x18\x02 \x01(\v2).tugboat.api.v1.ResourceClaimTemplateSpecR\x04spec\"\x8a\x01\n" +
+	"\x19ResourceClaimTemplateSpec\x126\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x125\n" +
+	"\x04spec\x18\x02 \x01(\v2!.tugboat.api.v1.ResourceClaimSpecR\x04specB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
 
 var (
 	file_api_v1_resource_proto_rawDescOnce sync.Once
@@ -1413,7 +1532,7 @@ func file_api_v1_resource_proto_rawDescGZIP() []byte {
 	return file_api_v1_resource_proto_rawDescData
 }
 
-var file_api_v1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_api_v1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_api_v1_resource_proto_goTypes = []any{
 	(*DeviceClass)(nil),                    // 0: tugboat.api.v1.DeviceClass
 	(*DeviceClassSpec)(nil),                // 1: tugboat.api.v1.DeviceClassSpec
@@ -1436,19 +1555,21 @@ var file_api_v1_resource_proto_goTypes = []any{
 	(*DeviceRequestAllocationResult)(nil),  // 18: tugboat.api.v1.DeviceRequestAllocationResult
 	(*DeviceAllocationConfiguration)(nil),  // 19: tugboat.api.v1.DeviceAllocationConfiguration
 	(*ResourceClaimConsumerReference)(nil), // 20: tugboat.api.v1.ResourceClaimConsumerReference
-	(*ObjectMeta)(nil),                     // 21: tugboat.api.v1.ObjectMeta
-	(*structpb.Struct)(nil),                // 22: google.protobuf.Struct
-	(*NodeSelector)(nil),                   // 23: tugboat.api.v1.NodeSelector
+	(*ResourceClaimTemplate)(nil),          // 21: tugboat.api.v1.ResourceClaimTemplate
+	(*ResourceClaimTemplateSpec)(nil),      // 22: tugboat.api.v1.ResourceClaimTemplateSpec
+	(*ObjectMeta)(nil),                     // 23: tugboat.api.v1.ObjectMeta
+	(*structpb.Struct)(nil),                // 24: google.protobuf.Struct
+	(*NodeSelector)(nil),                   // 25: tugboat.api.v1.NodeSelector
 }
 var file_api_v1_resource_proto_depIdxs = []int32{
-	21, // 0: tugboat.api.v1.DeviceClass.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	23, // 0: tugboat.api.v1.DeviceClass.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	1,  // 1: tugboat.api.v1.DeviceClass.spec:type_name -> tugboat.api.v1.DeviceClassSpec
 	2,  // 2: tugboat.api.v1.DeviceClassSpec.selectors:type_name -> tugboat.api.v1.DeviceSelector
 	4,  // 3: tugboat.api.v1.DeviceClassSpec.config:type_name -> tugboat.api.v1.DeviceClassConfiguration
 	3,  // 4: tugboat.api.v1.DeviceSelector.cel:type_name -> tugboat.api.v1.CELDeviceSelector
 	5,  // 5: tugboat.api.v1.DeviceClassConfiguration.opaque:type_name -> tugboat.api.v1.OpaqueDeviceConfiguration
-	22, // 6: tugboat.api.v1.OpaqueDeviceConfiguration.parameters:type_name -> google.protobuf.Struct
-	21, // 7: tugboat.api.v1.ResourceClaim.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	24, // 6: tugboat.api.v1.OpaqueDeviceConfiguration.parameters:type_name -> google.protobuf.Struct
+	23, // 7: tugboat.api.v1.ResourceClaim.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	7,  // 8: tugboat.api.v1.ResourceClaim.spec:type_name -> tugboat.api.v1.ResourceClaimSpec
 	15, // 9: tugboat.api.v1.ResourceClaim.status:type_name -> tugboat.api.v1.ResourceClaimStatus
 	8,  // 10: tugboat.api.v1.ResourceClaimSpec.devices:type_name -> tugboat.api.v1.DeviceClaim
@@ -1465,16 +1586,20 @@ var file_api_v1_resource_proto_depIdxs = []int32{
 	16, // 21: tugboat.api.v1.ResourceClaimStatus.allocation:type_name -> tugboat.api.v1.AllocationResult
 	20, // 22: tugboat.api.v1.ResourceClaimStatus.reserved_for:type_name -> tugboat.api.v1.ResourceClaimConsumerReference
 	17, // 23: tugboat.api.v1.AllocationResult.devices:type_name -> tugboat.api.v1.DeviceAllocationResult
-	23, // 24: tugboat.api.v1.AllocationResult.node_selector:type_name -> tugboat.api.v1.NodeSelector
+	25, // 24: tugboat.api.v1.AllocationResult.node_selector:type_name -> tugboat.api.v1.NodeSelector
 	18, // 25: tugboat.api.v1.DeviceAllocationResult.results:type_name -> tugboat.api.v1.DeviceRequestAllocationResult
 	19, // 26: tugboat.api.v1.DeviceAllocationResult.config:type_name -> tugboat.api.v1.DeviceAllocationConfiguration
 	12, // 27: tugboat.api.v1.DeviceRequestAllocationResult.tolerations:type_name -> tugboat.api.v1.DeviceToleration
 	5,  // 28: tugboat.api.v1.DeviceAllocationConfiguration.opaque:type_name -> tugboat.api.v1.OpaqueDeviceConfiguration
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	23, // 29: tugboat.api.v1.ResourceClaimTemplate.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	22, // 30: tugboat.api.v1.ResourceClaimTemplate.spec:type_name -> tugboat.api.v1.ResourceClaimTemplateSpec
+	23, // 31: tugboat.api.v1.ResourceClaimTemplateSpec.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	7,  // 32: tugboat.api.v1.ResourceClaimTemplateSpec.spec:type_name -> tugboat.api.v1.ResourceClaimSpec
+	33, // [33:33] is the sub-list for method output_type
+	33, // [33:33] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_resource_proto_init() }
@@ -1494,7 +1619,7 @@ func file_api_v1_resource_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_resource_proto_rawDesc), len(file_api_v1_resource_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -319,3 +319,36 @@ func fullyQualifiedName(errs *Errs, path, v string) {
 }
 
 var cIdentifierRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// ResourceClaimTemplate validates a template: spec.spec as a claim's
+// spec, spec.metadata's labels and annotations (the only metadata a claim
+// made from it gets; other fields are refused rather than ignored).
+func ResourceClaimTemplate(t *v1.ResourceClaimTemplate) Errs {
+	var errs Errs
+	ObjectMeta(&errs, t.Metadata, true, DNSSubdomain)
+	if t.GetSpec() == nil {
+		errs.Add("spec", "Required value")
+		return errs
+	}
+	if m := t.GetSpec().GetMetadata(); m != nil {
+		Labels(&errs, "spec.metadata.labels", m.GetLabels())
+		Annotations(&errs, "spec.metadata.annotations", m.GetAnnotations())
+		for field, set := range map[string]bool{"name": m.GetName() != "", "generateName": m.GetGenerateName() != "",
+			"namespace": m.GetNamespace() != "", "ownerReferences": len(m.GetOwnerReferences()) > 0, "finalizers": len(m.GetFinalizers()) > 0} {
+			if set {
+				errs.Add("spec.metadata."+field, "Forbidden: not supported: a claim made from the template gets only its labels and annotations (the resourceclaim controller names it <pod>-<claim>-<random>, in the pod's namespace, owned by the pod)")
+			}
+		}
+	}
+	ResourceClaimSpec(&errs, "spec.spec", t.GetSpec().GetSpec())
+	return errs
+}
+
+// ResourceClaimTemplateUpdate: the spec is immutable, as in Kubernetes.
+func ResourceClaimTemplateUpdate(old, new *v1.ResourceClaimTemplate) Errs {
+	var errs Errs
+	if !proto.Equal(old.GetSpec(), new.GetSpec()) {
+		errs.Add("spec", "Invalid value: field is immutable")
+	}
+	return errs
+}

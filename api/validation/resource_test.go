@@ -175,3 +175,24 @@ func TestResourceClaimSpecImmutable(t *testing.T) {
 		t.Errorf("unchanged: %v", errs)
 	}
 }
+
+func TestResourceClaimTemplateValidation(t *testing.T) {
+	template := func() *v1.ResourceClaimTemplate {
+		return &v1.ResourceClaimTemplate{Metadata: &v1.ObjectMeta{Name: "gpu", Namespace: "default"},
+			Spec: &v1.ResourceClaimTemplateSpec{Metadata: &v1.ObjectMeta{Labels: map[string]string{"app": "x"}}, Spec: resourceClaim().Spec}}
+	}
+	runValidation(t, []validationCase{
+		{"valid", func() v1.Object { return template() }, nil},
+		{"no spec", func() v1.Object { tp := template(); tp.Spec = nil; return tp }, []string{"spec: Required value"}},
+		{"claim spec checked", func() v1.Object {
+			tp := template()
+			tp.Spec.Spec.Devices.Requests[0].Exactly.DeviceClassName = ""
+			return tp
+		},
+			[]string{"spec.spec.devices.requests[0].exactly.deviceClassName: Required value"}},
+		{"name refused", func() v1.Object { tp := template(); tp.Spec.Metadata.Name = "fixed"; return tp },
+			[]string{"spec.metadata.name: Forbidden: not supported"}},
+		{"bad label", func() v1.Object { tp := template(); tp.Spec.Metadata.Labels = map[string]string{"a b": "x"}; return tp },
+			[]string{"spec.metadata.labels"}},
+	})
+}

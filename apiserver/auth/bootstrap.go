@@ -18,9 +18,9 @@ var (
 		"namespaces", "nodes", "leases", "replicasets/status", "deployments/status", "pods/status",
 		"jobs", "jobs/status", "cronjobs", "cronjobs/status", "poddisruptionbudgets", "poddisruptionbudgets/status",
 		"daemonsets", "daemonsets/status", "controllerrevisions", "horizontalpodautoscalers", "horizontalpodautoscalers/status",
-		"persistentvolumeclaims", "persistentvolumes", "storageclasses", "statefulsets", "statefulsets/status", "serviceaccounts", "endpointslices", "limitranges", "resourcequotas", "resourcequotas/status", "networkpolicies", "ingressclasses", "ingresses", "ingresses/status", "deviceclasses", "resourceclaims", "resourceclaims/status"}
+		"persistentvolumeclaims", "persistentvolumes", "storageclasses", "statefulsets", "statefulsets/status", "serviceaccounts", "endpointslices", "limitranges", "resourcequotas", "resourcequotas/status", "networkpolicies", "ingressclasses", "ingresses", "ingresses/status", "deviceclasses", "resourceclaims", "resourceclaims/status", "resourceclaimtemplates"}
 	editable = []string{"pods", "pods/exec", "pods/attach", "pods/portforward", "pods/eviction", "pods/log", "services", "endpoints", "configmaps", "secrets", "events",
-		"replicasets", "deployments", "replicasets/scale", "deployments/scale", "jobs", "cronjobs", "poddisruptionbudgets", "daemonsets", "horizontalpodautoscalers", "persistentvolumeclaims", "statefulsets", "statefulsets/scale", "serviceaccounts", "networkpolicies", "ingresses", "resourceclaims"}
+		"replicasets", "deployments", "replicasets/scale", "deployments/scale", "jobs", "cronjobs", "poddisruptionbudgets", "daemonsets", "horizontalpodautoscalers", "persistentvolumeclaims", "statefulsets", "statefulsets/scale", "serviceaccounts", "networkpolicies", "ingresses", "resourceclaims", "resourceclaimtemplates"}
 )
 
 // tokenRule lets admin and edit make service account tokens, as
