@@ -829,6 +829,12 @@ type PodSpec struct {
 	// PreemptLowerPriority (unset means it) or Never; the admission copies
 	// the class's.
 	PreemptionPolicy *string `protobuf:"bytes,62,opt,name=preemption_policy,json=preemptionPolicy,proto3,oneof" json:"preemption_policy,omitempty"`
+	// The ResourceClaims (dynamic resource allocation, resource.k8s.io) the
+	// pod uses, by a name its containers' resources.claims refer to. The
+	// scheduler does not place the pod until every claim exists and is
+	// allocated; Tugboat runs no DRA driver, so such a pod stays Pending
+	// and the scheduler says why. Immutable.
+	ResourceClaims []*PodResourceClaim `protobuf:"bytes,63,rep,name=resource_claims,json=resourceClaims,proto3" json:"resource_claims,omitempty"`
 	// Entries added to the pod's /etc/hosts (after the pod's own), as
 	// Kubernetes writes them; not with hostNetwork.
 	HostAliases []*HostAlias `protobuf:"bytes,80,rep,name=host_aliases,json=hostAliases,proto3" json:"host_aliases,omitempty"`
@@ -1023,6 +1029,13 @@ func (x *PodSpec) GetPreemptionPolicy() string {
 		return *x.PreemptionPolicy
 	}
 	return ""
+}
+
+func (x *PodSpec) GetResourceClaims() []*PodResourceClaim {
+	if x != nil {
+		return x.ResourceClaims
+	}
+	return nil
 }
 
 func (x *PodSpec) GetHostAliases() []*HostAlias {
@@ -2648,8 +2661,10 @@ func (x *ContainerPort) GetHostIp() string {
 type ResourceRequirements struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Quantities by resource name ("cpu": "250m", "memory": "128Mi").
-	Requests      map[string]string `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Limits        map[string]string `protobuf:"bytes,2,rep,name=limits,proto3" json:"limits,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Requests map[string]string `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Limits   map[string]string `protobuf:"bytes,2,rep,name=limits,proto3" json:"limits,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The pod's resourceClaims (by name) this container uses.
+	Claims        []*ContainerResourceClaim `protobuf:"bytes,3,rep,name=claims,proto3" json:"claims,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2698,6 +2713,190 @@ func (x *ResourceRequirements) GetLimits() map[string]string {
 	return nil
 }
 
+func (x *ResourceRequirements) GetClaims() []*ContainerResourceClaim {
+	if x != nil {
+		return x.Claims
+	}
+	return nil
+}
+
+// ContainerResourceClaim is core/v1's ResourceClaim: one of the pod's
+// spec.resourceClaims a container uses, all of it or one request.
+type ContainerResourceClaim struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The name of an entry of the pod's spec.resourceClaims.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// One request of the claim; empty: all of them.
+	Request       string `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContainerResourceClaim) Reset() {
+	*x = ContainerResourceClaim{}
+	mi := &file_api_v1_core_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContainerResourceClaim) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContainerResourceClaim) ProtoMessage() {}
+
+func (x *ContainerResourceClaim) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContainerResourceClaim.ProtoReflect.Descriptor instead.
+func (*ContainerResourceClaim) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ContainerResourceClaim) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ContainerResourceClaim) GetRequest() string {
+	if x != nil {
+		return x.Request
+	}
+	return ""
+}
+
+// PodResourceClaim names a claim the pod uses: an existing ResourceClaim
+// (resourceClaimName), or a ResourceClaimTemplate from which the
+// resourceclaim controller makes the pod its own claim
+// (resourceClaimTemplateName). Exactly one.
+type PodResourceClaim struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A DNS label, unique in the pod.
+	Name                      string  `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	ResourceClaimName         *string `protobuf:"bytes,2,opt,name=resource_claim_name,json=resourceClaimName,proto3,oneof" json:"resource_claim_name,omitempty"`
+	ResourceClaimTemplateName *string `protobuf:"bytes,3,opt,name=resource_claim_template_name,json=resourceClaimTemplateName,proto3,oneof" json:"resource_claim_template_name,omitempty"`
+	unknownFields             protoimpl.UnknownFields
+	sizeCache                 protoimpl.SizeCache
+}
+
+func (x *PodResourceClaim) Reset() {
+	*x = PodResourceClaim{}
+	mi := &file_api_v1_core_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodResourceClaim) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodResourceClaim) ProtoMessage() {}
+
+func (x *PodResourceClaim) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodResourceClaim.ProtoReflect.Descriptor instead.
+func (*PodResourceClaim) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *PodResourceClaim) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PodResourceClaim) GetResourceClaimName() string {
+	if x != nil && x.ResourceClaimName != nil {
+		return *x.ResourceClaimName
+	}
+	return ""
+}
+
+func (x *PodResourceClaim) GetResourceClaimTemplateName() string {
+	if x != nil && x.ResourceClaimTemplateName != nil {
+		return *x.ResourceClaimTemplateName
+	}
+	return ""
+}
+
+// PodResourceClaimStatus is the claim the resourceclaim controller made
+// for a pod's template-based entry.
+type PodResourceClaimStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The entry of spec.resourceClaims.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The ResourceClaim made for it (unset: none is needed).
+	ResourceClaimName *string `protobuf:"bytes,2,opt,name=resource_claim_name,json=resourceClaimName,proto3,oneof" json:"resource_claim_name,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *PodResourceClaimStatus) Reset() {
+	*x = PodResourceClaimStatus{}
+	mi := &file_api_v1_core_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodResourceClaimStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodResourceClaimStatus) ProtoMessage() {}
+
+func (x *PodResourceClaimStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodResourceClaimStatus.ProtoReflect.Descriptor instead.
+func (*PodResourceClaimStatus) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *PodResourceClaimStatus) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PodResourceClaimStatus) GetResourceClaimName() string {
+	if x != nil && x.ResourceClaimName != nil {
+		return *x.ResourceClaimName
+	}
+	return ""
+}
+
 type VolumeMount struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -2710,7 +2909,7 @@ type VolumeMount struct {
 
 func (x *VolumeMount) Reset() {
 	*x = VolumeMount{}
-	mi := &file_api_v1_core_proto_msgTypes[36]
+	mi := &file_api_v1_core_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2722,7 +2921,7 @@ func (x *VolumeMount) String() string {
 func (*VolumeMount) ProtoMessage() {}
 
 func (x *VolumeMount) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[36]
+	mi := &file_api_v1_core_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2735,7 +2934,7 @@ func (x *VolumeMount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeMount.ProtoReflect.Descriptor instead.
 func (*VolumeMount) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{36}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *VolumeMount) GetName() string {
@@ -2784,7 +2983,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_api_v1_core_proto_msgTypes[37]
+	mi := &file_api_v1_core_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2796,7 +2995,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[37]
+	mi := &file_api_v1_core_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2809,7 +3008,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{37}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Probe) GetExec() *ExecAction {
@@ -2894,7 +3093,7 @@ type GRPCAction struct {
 
 func (x *GRPCAction) Reset() {
 	*x = GRPCAction{}
-	mi := &file_api_v1_core_proto_msgTypes[38]
+	mi := &file_api_v1_core_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2906,7 +3105,7 @@ func (x *GRPCAction) String() string {
 func (*GRPCAction) ProtoMessage() {}
 
 func (x *GRPCAction) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[38]
+	mi := &file_api_v1_core_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2919,7 +3118,7 @@ func (x *GRPCAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GRPCAction.ProtoReflect.Descriptor instead.
 func (*GRPCAction) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{38}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GRPCAction) GetPort() int32 {
@@ -2945,7 +3144,7 @@ type ExecAction struct {
 
 func (x *ExecAction) Reset() {
 	*x = ExecAction{}
-	mi := &file_api_v1_core_proto_msgTypes[39]
+	mi := &file_api_v1_core_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2957,7 +3156,7 @@ func (x *ExecAction) String() string {
 func (*ExecAction) ProtoMessage() {}
 
 func (x *ExecAction) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[39]
+	mi := &file_api_v1_core_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2970,7 +3169,7 @@ func (x *ExecAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecAction.ProtoReflect.Descriptor instead.
 func (*ExecAction) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{39}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ExecAction) GetCommand() []string {
@@ -2995,7 +3194,7 @@ type HTTPGetAction struct {
 
 func (x *HTTPGetAction) Reset() {
 	*x = HTTPGetAction{}
-	mi := &file_api_v1_core_proto_msgTypes[40]
+	mi := &file_api_v1_core_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3007,7 +3206,7 @@ func (x *HTTPGetAction) String() string {
 func (*HTTPGetAction) ProtoMessage() {}
 
 func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[40]
+	mi := &file_api_v1_core_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3020,7 +3219,7 @@ func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPGetAction.ProtoReflect.Descriptor instead.
 func (*HTTPGetAction) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{40}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *HTTPGetAction) GetPath() string {
@@ -3068,7 +3267,7 @@ type HTTPHeader struct {
 
 func (x *HTTPHeader) Reset() {
 	*x = HTTPHeader{}
-	mi := &file_api_v1_core_proto_msgTypes[41]
+	mi := &file_api_v1_core_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3080,7 +3279,7 @@ func (x *HTTPHeader) String() string {
 func (*HTTPHeader) ProtoMessage() {}
 
 func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[41]
+	mi := &file_api_v1_core_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3093,7 +3292,7 @@ func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPHeader.ProtoReflect.Descriptor instead.
 func (*HTTPHeader) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{41}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *HTTPHeader) GetName() string {
@@ -3121,7 +3320,7 @@ type TCPSocketAction struct {
 
 func (x *TCPSocketAction) Reset() {
 	*x = TCPSocketAction{}
-	mi := &file_api_v1_core_proto_msgTypes[42]
+	mi := &file_api_v1_core_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3133,7 +3332,7 @@ func (x *TCPSocketAction) String() string {
 func (*TCPSocketAction) ProtoMessage() {}
 
 func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[42]
+	mi := &file_api_v1_core_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3146,7 +3345,7 @@ func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPSocketAction.ProtoReflect.Descriptor instead.
 func (*TCPSocketAction) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{42}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *TCPSocketAction) GetPort() string {
@@ -3178,7 +3377,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_api_v1_core_proto_msgTypes[43]
+	mi := &file_api_v1_core_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3190,7 +3389,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[43]
+	mi := &file_api_v1_core_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3203,7 +3402,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{43}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Toleration) GetKey() string {
@@ -3255,7 +3454,7 @@ type Affinity struct {
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_api_v1_core_proto_msgTypes[44]
+	mi := &file_api_v1_core_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3267,7 +3466,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[44]
+	mi := &file_api_v1_core_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3280,7 +3479,7 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{44}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Affinity) GetNodeAffinity() *NodeAffinity {
@@ -3316,7 +3515,7 @@ type NodeAffinity struct {
 
 func (x *NodeAffinity) Reset() {
 	*x = NodeAffinity{}
-	mi := &file_api_v1_core_proto_msgTypes[45]
+	mi := &file_api_v1_core_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3328,7 +3527,7 @@ func (x *NodeAffinity) String() string {
 func (*NodeAffinity) ProtoMessage() {}
 
 func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[45]
+	mi := &file_api_v1_core_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3341,7 +3540,7 @@ func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAffinity.ProtoReflect.Descriptor instead.
 func (*NodeAffinity) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{45}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *NodeAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() *NodeSelector {
@@ -3368,7 +3567,7 @@ type PreferredSchedulingTerm struct {
 
 func (x *PreferredSchedulingTerm) Reset() {
 	*x = PreferredSchedulingTerm{}
-	mi := &file_api_v1_core_proto_msgTypes[46]
+	mi := &file_api_v1_core_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3380,7 +3579,7 @@ func (x *PreferredSchedulingTerm) String() string {
 func (*PreferredSchedulingTerm) ProtoMessage() {}
 
 func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[46]
+	mi := &file_api_v1_core_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3393,7 +3592,7 @@ func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreferredSchedulingTerm.ProtoReflect.Descriptor instead.
 func (*PreferredSchedulingTerm) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{46}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *PreferredSchedulingTerm) GetWeight() int32 {
@@ -3420,7 +3619,7 @@ type PodAffinity struct {
 
 func (x *PodAffinity) Reset() {
 	*x = PodAffinity{}
-	mi := &file_api_v1_core_proto_msgTypes[47]
+	mi := &file_api_v1_core_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3432,7 +3631,7 @@ func (x *PodAffinity) String() string {
 func (*PodAffinity) ProtoMessage() {}
 
 func (x *PodAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[47]
+	mi := &file_api_v1_core_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3445,7 +3644,7 @@ func (x *PodAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAffinity.ProtoReflect.Descriptor instead.
 func (*PodAffinity) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{47}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *PodAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() []*PodAffinityTerm {
@@ -3472,7 +3671,7 @@ type PodAntiAffinity struct {
 
 func (x *PodAntiAffinity) Reset() {
 	*x = PodAntiAffinity{}
-	mi := &file_api_v1_core_proto_msgTypes[48]
+	mi := &file_api_v1_core_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3484,7 +3683,7 @@ func (x *PodAntiAffinity) String() string {
 func (*PodAntiAffinity) ProtoMessage() {}
 
 func (x *PodAntiAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[48]
+	mi := &file_api_v1_core_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3497,7 +3696,7 @@ func (x *PodAntiAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAntiAffinity.ProtoReflect.Descriptor instead.
 func (*PodAntiAffinity) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{48}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *PodAntiAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() []*PodAffinityTerm {
@@ -3534,7 +3733,7 @@ type PodAffinityTerm struct {
 
 func (x *PodAffinityTerm) Reset() {
 	*x = PodAffinityTerm{}
-	mi := &file_api_v1_core_proto_msgTypes[49]
+	mi := &file_api_v1_core_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3546,7 +3745,7 @@ func (x *PodAffinityTerm) String() string {
 func (*PodAffinityTerm) ProtoMessage() {}
 
 func (x *PodAffinityTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[49]
+	mi := &file_api_v1_core_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3559,7 +3758,7 @@ func (x *PodAffinityTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAffinityTerm.ProtoReflect.Descriptor instead.
 func (*PodAffinityTerm) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{49}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *PodAffinityTerm) GetLabelSelector() *LabelSelector {
@@ -3614,7 +3813,7 @@ type WeightedPodAffinityTerm struct {
 
 func (x *WeightedPodAffinityTerm) Reset() {
 	*x = WeightedPodAffinityTerm{}
-	mi := &file_api_v1_core_proto_msgTypes[50]
+	mi := &file_api_v1_core_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3626,7 +3825,7 @@ func (x *WeightedPodAffinityTerm) String() string {
 func (*WeightedPodAffinityTerm) ProtoMessage() {}
 
 func (x *WeightedPodAffinityTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[50]
+	mi := &file_api_v1_core_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3639,7 +3838,7 @@ func (x *WeightedPodAffinityTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WeightedPodAffinityTerm.ProtoReflect.Descriptor instead.
 func (*WeightedPodAffinityTerm) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{50}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *WeightedPodAffinityTerm) GetWeight() int32 {
@@ -3682,7 +3881,7 @@ type TopologySpreadConstraint struct {
 
 func (x *TopologySpreadConstraint) Reset() {
 	*x = TopologySpreadConstraint{}
-	mi := &file_api_v1_core_proto_msgTypes[51]
+	mi := &file_api_v1_core_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3694,7 +3893,7 @@ func (x *TopologySpreadConstraint) String() string {
 func (*TopologySpreadConstraint) ProtoMessage() {}
 
 func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[51]
+	mi := &file_api_v1_core_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3707,7 +3906,7 @@ func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologySpreadConstraint.ProtoReflect.Descriptor instead.
 func (*TopologySpreadConstraint) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{51}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *TopologySpreadConstraint) GetMaxSkew() int32 {
@@ -3776,7 +3975,7 @@ type NodeSelector struct {
 
 func (x *NodeSelector) Reset() {
 	*x = NodeSelector{}
-	mi := &file_api_v1_core_proto_msgTypes[52]
+	mi := &file_api_v1_core_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3788,7 +3987,7 @@ func (x *NodeSelector) String() string {
 func (*NodeSelector) ProtoMessage() {}
 
 func (x *NodeSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[52]
+	mi := &file_api_v1_core_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3801,7 +4000,7 @@ func (x *NodeSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelector.ProtoReflect.Descriptor instead.
 func (*NodeSelector) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{52}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *NodeSelector) GetNodeSelectorTerms() []*NodeSelectorTerm {
@@ -3823,7 +4022,7 @@ type NodeSelectorTerm struct {
 
 func (x *NodeSelectorTerm) Reset() {
 	*x = NodeSelectorTerm{}
-	mi := &file_api_v1_core_proto_msgTypes[53]
+	mi := &file_api_v1_core_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3835,7 +4034,7 @@ func (x *NodeSelectorTerm) String() string {
 func (*NodeSelectorTerm) ProtoMessage() {}
 
 func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[53]
+	mi := &file_api_v1_core_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3848,7 +4047,7 @@ func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorTerm.ProtoReflect.Descriptor instead.
 func (*NodeSelectorTerm) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{53}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *NodeSelectorTerm) GetMatchExpressions() []*LabelSelectorRequirement {
@@ -3887,7 +4086,7 @@ type Volume struct {
 
 func (x *Volume) Reset() {
 	*x = Volume{}
-	mi := &file_api_v1_core_proto_msgTypes[54]
+	mi := &file_api_v1_core_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3899,7 +4098,7 @@ func (x *Volume) String() string {
 func (*Volume) ProtoMessage() {}
 
 func (x *Volume) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[54]
+	mi := &file_api_v1_core_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3912,7 +4111,7 @@ func (x *Volume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Volume.ProtoReflect.Descriptor instead.
 func (*Volume) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{54}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Volume) GetName() string {
@@ -3982,7 +4181,7 @@ type DownwardAPIVolumeSource struct {
 
 func (x *DownwardAPIVolumeSource) Reset() {
 	*x = DownwardAPIVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[55]
+	mi := &file_api_v1_core_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3994,7 +4193,7 @@ func (x *DownwardAPIVolumeSource) String() string {
 func (*DownwardAPIVolumeSource) ProtoMessage() {}
 
 func (x *DownwardAPIVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[55]
+	mi := &file_api_v1_core_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4007,7 +4206,7 @@ func (x *DownwardAPIVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIVolumeSource.ProtoReflect.Descriptor instead.
 func (*DownwardAPIVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{55}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *DownwardAPIVolumeSource) GetItems() []*DownwardAPIVolumeFile {
@@ -4043,7 +4242,7 @@ type DownwardAPIVolumeFile struct {
 
 func (x *DownwardAPIVolumeFile) Reset() {
 	*x = DownwardAPIVolumeFile{}
-	mi := &file_api_v1_core_proto_msgTypes[56]
+	mi := &file_api_v1_core_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4055,7 +4254,7 @@ func (x *DownwardAPIVolumeFile) String() string {
 func (*DownwardAPIVolumeFile) ProtoMessage() {}
 
 func (x *DownwardAPIVolumeFile) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[56]
+	mi := &file_api_v1_core_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4068,7 +4267,7 @@ func (x *DownwardAPIVolumeFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIVolumeFile.ProtoReflect.Descriptor instead.
 func (*DownwardAPIVolumeFile) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{56}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *DownwardAPIVolumeFile) GetPath() string {
@@ -4114,7 +4313,7 @@ type ResourceFieldSelector struct {
 
 func (x *ResourceFieldSelector) Reset() {
 	*x = ResourceFieldSelector{}
-	mi := &file_api_v1_core_proto_msgTypes[57]
+	mi := &file_api_v1_core_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4126,7 +4325,7 @@ func (x *ResourceFieldSelector) String() string {
 func (*ResourceFieldSelector) ProtoMessage() {}
 
 func (x *ResourceFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[57]
+	mi := &file_api_v1_core_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4139,7 +4338,7 @@ func (x *ResourceFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceFieldSelector.ProtoReflect.Descriptor instead.
 func (*ResourceFieldSelector) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{57}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ResourceFieldSelector) GetContainerName() string {
@@ -4174,7 +4373,7 @@ type ProjectedVolumeSource struct {
 
 func (x *ProjectedVolumeSource) Reset() {
 	*x = ProjectedVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[58]
+	mi := &file_api_v1_core_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4186,7 +4385,7 @@ func (x *ProjectedVolumeSource) String() string {
 func (*ProjectedVolumeSource) ProtoMessage() {}
 
 func (x *ProjectedVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[58]
+	mi := &file_api_v1_core_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4199,7 +4398,7 @@ func (x *ProjectedVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProjectedVolumeSource.ProtoReflect.Descriptor instead.
 func (*ProjectedVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{58}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ProjectedVolumeSource) GetSources() []*VolumeProjection {
@@ -4230,7 +4429,7 @@ type VolumeProjection struct {
 
 func (x *VolumeProjection) Reset() {
 	*x = VolumeProjection{}
-	mi := &file_api_v1_core_proto_msgTypes[59]
+	mi := &file_api_v1_core_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4242,7 +4441,7 @@ func (x *VolumeProjection) String() string {
 func (*VolumeProjection) ProtoMessage() {}
 
 func (x *VolumeProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[59]
+	mi := &file_api_v1_core_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4255,7 +4454,7 @@ func (x *VolumeProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeProjection.ProtoReflect.Descriptor instead.
 func (*VolumeProjection) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{59}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *VolumeProjection) GetSecret() *SecretProjection {
@@ -4297,7 +4496,7 @@ type SecretProjection struct {
 
 func (x *SecretProjection) Reset() {
 	*x = SecretProjection{}
-	mi := &file_api_v1_core_proto_msgTypes[60]
+	mi := &file_api_v1_core_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4309,7 +4508,7 @@ func (x *SecretProjection) String() string {
 func (*SecretProjection) ProtoMessage() {}
 
 func (x *SecretProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[60]
+	mi := &file_api_v1_core_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4322,7 +4521,7 @@ func (x *SecretProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretProjection.ProtoReflect.Descriptor instead.
 func (*SecretProjection) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{60}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *SecretProjection) GetName() string {
@@ -4357,7 +4556,7 @@ type ConfigMapProjection struct {
 
 func (x *ConfigMapProjection) Reset() {
 	*x = ConfigMapProjection{}
-	mi := &file_api_v1_core_proto_msgTypes[61]
+	mi := &file_api_v1_core_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4369,7 +4568,7 @@ func (x *ConfigMapProjection) String() string {
 func (*ConfigMapProjection) ProtoMessage() {}
 
 func (x *ConfigMapProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[61]
+	mi := &file_api_v1_core_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4382,7 +4581,7 @@ func (x *ConfigMapProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapProjection.ProtoReflect.Descriptor instead.
 func (*ConfigMapProjection) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{61}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ConfigMapProjection) GetName() string {
@@ -4415,7 +4614,7 @@ type DownwardAPIProjection struct {
 
 func (x *DownwardAPIProjection) Reset() {
 	*x = DownwardAPIProjection{}
-	mi := &file_api_v1_core_proto_msgTypes[62]
+	mi := &file_api_v1_core_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4427,7 +4626,7 @@ func (x *DownwardAPIProjection) String() string {
 func (*DownwardAPIProjection) ProtoMessage() {}
 
 func (x *DownwardAPIProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[62]
+	mi := &file_api_v1_core_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4440,7 +4639,7 @@ func (x *DownwardAPIProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIProjection.ProtoReflect.Descriptor instead.
 func (*DownwardAPIProjection) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{62}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *DownwardAPIProjection) GetItems() []*DownwardAPIVolumeFile {
@@ -4466,7 +4665,7 @@ type ServiceAccountTokenProjection struct {
 
 func (x *ServiceAccountTokenProjection) Reset() {
 	*x = ServiceAccountTokenProjection{}
-	mi := &file_api_v1_core_proto_msgTypes[63]
+	mi := &file_api_v1_core_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4478,7 +4677,7 @@ func (x *ServiceAccountTokenProjection) String() string {
 func (*ServiceAccountTokenProjection) ProtoMessage() {}
 
 func (x *ServiceAccountTokenProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[63]
+	mi := &file_api_v1_core_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4491,7 +4690,7 @@ func (x *ServiceAccountTokenProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceAccountTokenProjection.ProtoReflect.Descriptor instead.
 func (*ServiceAccountTokenProjection) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{63}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ServiceAccountTokenProjection) GetAudience() string {
@@ -4525,7 +4724,7 @@ type PersistentVolumeClaimVolumeSource struct {
 
 func (x *PersistentVolumeClaimVolumeSource) Reset() {
 	*x = PersistentVolumeClaimVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[64]
+	mi := &file_api_v1_core_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4537,7 +4736,7 @@ func (x *PersistentVolumeClaimVolumeSource) String() string {
 func (*PersistentVolumeClaimVolumeSource) ProtoMessage() {}
 
 func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[64]
+	mi := &file_api_v1_core_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4550,7 +4749,7 @@ func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use PersistentVolumeClaimVolumeSource.ProtoReflect.Descriptor instead.
 func (*PersistentVolumeClaimVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{64}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *PersistentVolumeClaimVolumeSource) GetClaimName() string {
@@ -4577,7 +4776,7 @@ type EmptyDirVolumeSource struct {
 
 func (x *EmptyDirVolumeSource) Reset() {
 	*x = EmptyDirVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[65]
+	mi := &file_api_v1_core_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4589,7 +4788,7 @@ func (x *EmptyDirVolumeSource) String() string {
 func (*EmptyDirVolumeSource) ProtoMessage() {}
 
 func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[65]
+	mi := &file_api_v1_core_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4602,7 +4801,7 @@ func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmptyDirVolumeSource.ProtoReflect.Descriptor instead.
 func (*EmptyDirVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{65}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *EmptyDirVolumeSource) GetMedium() string {
@@ -4629,7 +4828,7 @@ type HostPathVolumeSource struct {
 
 func (x *HostPathVolumeSource) Reset() {
 	*x = HostPathVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[66]
+	mi := &file_api_v1_core_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4641,7 +4840,7 @@ func (x *HostPathVolumeSource) String() string {
 func (*HostPathVolumeSource) ProtoMessage() {}
 
 func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[66]
+	mi := &file_api_v1_core_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4654,7 +4853,7 @@ func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostPathVolumeSource.ProtoReflect.Descriptor instead.
 func (*HostPathVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{66}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *HostPathVolumeSource) GetPath() string {
@@ -4682,7 +4881,7 @@ type KeyToPath struct {
 
 func (x *KeyToPath) Reset() {
 	*x = KeyToPath{}
-	mi := &file_api_v1_core_proto_msgTypes[67]
+	mi := &file_api_v1_core_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4694,7 +4893,7 @@ func (x *KeyToPath) String() string {
 func (*KeyToPath) ProtoMessage() {}
 
 func (x *KeyToPath) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[67]
+	mi := &file_api_v1_core_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4707,7 +4906,7 @@ func (x *KeyToPath) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyToPath.ProtoReflect.Descriptor instead.
 func (*KeyToPath) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{67}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *KeyToPath) GetKey() string {
@@ -4743,7 +4942,7 @@ type ConfigMapVolumeSource struct {
 
 func (x *ConfigMapVolumeSource) Reset() {
 	*x = ConfigMapVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[68]
+	mi := &file_api_v1_core_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4755,7 +4954,7 @@ func (x *ConfigMapVolumeSource) String() string {
 func (*ConfigMapVolumeSource) ProtoMessage() {}
 
 func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[68]
+	mi := &file_api_v1_core_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4768,7 +4967,7 @@ func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapVolumeSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{68}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ConfigMapVolumeSource) GetName() string {
@@ -4811,7 +5010,7 @@ type SecretVolumeSource struct {
 
 func (x *SecretVolumeSource) Reset() {
 	*x = SecretVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[69]
+	mi := &file_api_v1_core_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4823,7 +5022,7 @@ func (x *SecretVolumeSource) String() string {
 func (*SecretVolumeSource) ProtoMessage() {}
 
 func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[69]
+	mi := &file_api_v1_core_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4836,7 +5035,7 @@ func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretVolumeSource.ProtoReflect.Descriptor instead.
 func (*SecretVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{69}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *SecretVolumeSource) GetSecretName() string {
@@ -4881,13 +5080,16 @@ type PodStatus struct {
 	InitContainerStatuses []*ContainerStatus     `protobuf:"bytes,9,rep,name=init_container_statuses,json=initContainerStatuses,proto3" json:"init_container_statuses,omitempty"`
 	QosClass              string                 `protobuf:"bytes,10,opt,name=qos_class,json=qosClass,proto3" json:"qos_class,omitempty"`
 	NominatedNodeName     string                 `protobuf:"bytes,11,opt,name=nominated_node_name,json=nominatedNodeName,proto3" json:"nominated_node_name,omitempty"`
+	// The claims made for the pod's template-based resourceClaims entries
+	// (written by the resourceclaim controller).
+	ResourceClaimStatuses []*PodResourceClaimStatus `protobuf:"bytes,12,rep,name=resource_claim_statuses,json=resourceClaimStatuses,proto3" json:"resource_claim_statuses,omitempty"`
 	unknownFields         protoimpl.UnknownFields
 	sizeCache             protoimpl.SizeCache
 }
 
 func (x *PodStatus) Reset() {
 	*x = PodStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[70]
+	mi := &file_api_v1_core_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4899,7 +5101,7 @@ func (x *PodStatus) String() string {
 func (*PodStatus) ProtoMessage() {}
 
 func (x *PodStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[70]
+	mi := &file_api_v1_core_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4912,7 +5114,7 @@ func (x *PodStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStatus.ProtoReflect.Descriptor instead.
 func (*PodStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{70}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *PodStatus) GetPhase() string {
@@ -4992,6 +5194,13 @@ func (x *PodStatus) GetNominatedNodeName() string {
 	return ""
 }
 
+func (x *PodStatus) GetResourceClaimStatuses() []*PodResourceClaimStatus {
+	if x != nil {
+		return x.ResourceClaimStatuses
+	}
+	return nil
+}
+
 type ContainerStatus struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	Name         string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -5015,7 +5224,7 @@ type ContainerStatus struct {
 
 func (x *ContainerStatus) Reset() {
 	*x = ContainerStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[71]
+	mi := &file_api_v1_core_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5027,7 +5236,7 @@ func (x *ContainerStatus) String() string {
 func (*ContainerStatus) ProtoMessage() {}
 
 func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[71]
+	mi := &file_api_v1_core_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5040,7 +5249,7 @@ func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStatus.ProtoReflect.Descriptor instead.
 func (*ContainerStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{71}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ContainerStatus) GetName() string {
@@ -5132,7 +5341,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_api_v1_core_proto_msgTypes[72]
+	mi := &file_api_v1_core_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5144,7 +5353,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[72]
+	mi := &file_api_v1_core_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5157,7 +5366,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{72}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ContainerState) GetWaiting() *ContainerStateWaiting {
@@ -5191,7 +5400,7 @@ type ContainerStateWaiting struct {
 
 func (x *ContainerStateWaiting) Reset() {
 	*x = ContainerStateWaiting{}
-	mi := &file_api_v1_core_proto_msgTypes[73]
+	mi := &file_api_v1_core_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5203,7 +5412,7 @@ func (x *ContainerStateWaiting) String() string {
 func (*ContainerStateWaiting) ProtoMessage() {}
 
 func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[73]
+	mi := &file_api_v1_core_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5216,7 +5425,7 @@ func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateWaiting.ProtoReflect.Descriptor instead.
 func (*ContainerStateWaiting) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{73}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ContainerStateWaiting) GetReason() string {
@@ -5242,7 +5451,7 @@ type ContainerStateRunning struct {
 
 func (x *ContainerStateRunning) Reset() {
 	*x = ContainerStateRunning{}
-	mi := &file_api_v1_core_proto_msgTypes[74]
+	mi := &file_api_v1_core_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5254,7 +5463,7 @@ func (x *ContainerStateRunning) String() string {
 func (*ContainerStateRunning) ProtoMessage() {}
 
 func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[74]
+	mi := &file_api_v1_core_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5267,7 +5476,7 @@ func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateRunning.ProtoReflect.Descriptor instead.
 func (*ContainerStateRunning) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{74}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ContainerStateRunning) GetStartedAt() *timestamppb.Timestamp {
@@ -5292,7 +5501,7 @@ type ContainerStateTerminated struct {
 
 func (x *ContainerStateTerminated) Reset() {
 	*x = ContainerStateTerminated{}
-	mi := &file_api_v1_core_proto_msgTypes[75]
+	mi := &file_api_v1_core_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5304,7 +5513,7 @@ func (x *ContainerStateTerminated) String() string {
 func (*ContainerStateTerminated) ProtoMessage() {}
 
 func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[75]
+	mi := &file_api_v1_core_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5317,7 +5526,7 @@ func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateTerminated.ProtoReflect.Descriptor instead.
 func (*ContainerStateTerminated) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{75}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ContainerStateTerminated) GetExitCode() int32 {
@@ -5391,7 +5600,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_api_v1_core_proto_msgTypes[76]
+	mi := &file_api_v1_core_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5403,7 +5612,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[76]
+	mi := &file_api_v1_core_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5416,7 +5625,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{76}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *Event) GetMetadata() *ObjectMeta {
@@ -5511,7 +5720,7 @@ type ObjectReference struct {
 
 func (x *ObjectReference) Reset() {
 	*x = ObjectReference{}
-	mi := &file_api_v1_core_proto_msgTypes[77]
+	mi := &file_api_v1_core_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5523,7 +5732,7 @@ func (x *ObjectReference) String() string {
 func (*ObjectReference) ProtoMessage() {}
 
 func (x *ObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[77]
+	mi := &file_api_v1_core_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5536,7 +5745,7 @@ func (x *ObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectReference.ProtoReflect.Descriptor instead.
 func (*ObjectReference) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{77}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ObjectReference) GetKind() string {
@@ -5598,7 +5807,7 @@ type EventSource struct {
 
 func (x *EventSource) Reset() {
 	*x = EventSource{}
-	mi := &file_api_v1_core_proto_msgTypes[78]
+	mi := &file_api_v1_core_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5610,7 +5819,7 @@ func (x *EventSource) String() string {
 func (*EventSource) ProtoMessage() {}
 
 func (x *EventSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[78]
+	mi := &file_api_v1_core_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5623,7 +5832,7 @@ func (x *EventSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventSource.ProtoReflect.Descriptor instead.
 func (*EventSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{78}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *EventSource) GetComponent() string {
@@ -5650,7 +5859,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_api_v1_core_proto_msgTypes[79]
+	mi := &file_api_v1_core_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5662,7 +5871,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[79]
+	mi := &file_api_v1_core_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5675,7 +5884,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{79}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *Lease) GetMetadata() *ObjectMeta {
@@ -5705,7 +5914,7 @@ type LeaseSpec struct {
 
 func (x *LeaseSpec) Reset() {
 	*x = LeaseSpec{}
-	mi := &file_api_v1_core_proto_msgTypes[80]
+	mi := &file_api_v1_core_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5717,7 +5926,7 @@ func (x *LeaseSpec) String() string {
 func (*LeaseSpec) ProtoMessage() {}
 
 func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[80]
+	mi := &file_api_v1_core_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5730,7 +5939,7 @@ func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseSpec.ProtoReflect.Descriptor instead.
 func (*LeaseSpec) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{80}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *LeaseSpec) GetHolderIdentity() string {
@@ -5780,7 +5989,7 @@ type ConfigMap struct {
 
 func (x *ConfigMap) Reset() {
 	*x = ConfigMap{}
-	mi := &file_api_v1_core_proto_msgTypes[81]
+	mi := &file_api_v1_core_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5792,7 +6001,7 @@ func (x *ConfigMap) String() string {
 func (*ConfigMap) ProtoMessage() {}
 
 func (x *ConfigMap) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[81]
+	mi := &file_api_v1_core_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5805,7 +6014,7 @@ func (x *ConfigMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMap.ProtoReflect.Descriptor instead.
 func (*ConfigMap) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{81}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ConfigMap) GetMetadata() *ObjectMeta {
@@ -5851,7 +6060,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_api_v1_core_proto_msgTypes[82]
+	mi := &file_api_v1_core_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5863,7 +6072,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[82]
+	mi := &file_api_v1_core_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5876,7 +6085,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{82}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *Secret) GetMetadata() *ObjectMeta {
@@ -5925,7 +6134,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_api_v1_core_proto_msgTypes[83]
+	mi := &file_api_v1_core_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5937,7 +6146,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[83]
+	mi := &file_api_v1_core_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5950,7 +6159,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{83}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *Service) GetMetadata() *ObjectMeta {
@@ -6028,7 +6237,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_api_v1_core_proto_msgTypes[84]
+	mi := &file_api_v1_core_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6040,7 +6249,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[84]
+	mi := &file_api_v1_core_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6053,7 +6262,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{84}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ServiceSpec) GetType() string {
@@ -6194,7 +6403,7 @@ type ServicePort struct {
 
 func (x *ServicePort) Reset() {
 	*x = ServicePort{}
-	mi := &file_api_v1_core_proto_msgTypes[85]
+	mi := &file_api_v1_core_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6206,7 +6415,7 @@ func (x *ServicePort) String() string {
 func (*ServicePort) ProtoMessage() {}
 
 func (x *ServicePort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[85]
+	mi := &file_api_v1_core_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6219,7 +6428,7 @@ func (x *ServicePort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServicePort.ProtoReflect.Descriptor instead.
 func (*ServicePort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{85}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *ServicePort) GetName() string {
@@ -6276,7 +6485,7 @@ type ServiceStatus struct {
 
 func (x *ServiceStatus) Reset() {
 	*x = ServiceStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[86]
+	mi := &file_api_v1_core_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6288,7 +6497,7 @@ func (x *ServiceStatus) String() string {
 func (*ServiceStatus) ProtoMessage() {}
 
 func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[86]
+	mi := &file_api_v1_core_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6301,7 +6510,7 @@ func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceStatus.ProtoReflect.Descriptor instead.
 func (*ServiceStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{86}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *ServiceStatus) GetConditions() []*Condition {
@@ -6327,7 +6536,7 @@ type LoadBalancerStatus struct {
 
 func (x *LoadBalancerStatus) Reset() {
 	*x = LoadBalancerStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[87]
+	mi := &file_api_v1_core_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6339,7 +6548,7 @@ func (x *LoadBalancerStatus) String() string {
 func (*LoadBalancerStatus) ProtoMessage() {}
 
 func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[87]
+	mi := &file_api_v1_core_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6352,7 +6561,7 @@ func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerStatus.ProtoReflect.Descriptor instead.
 func (*LoadBalancerStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{87}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *LoadBalancerStatus) GetIngress() []*LoadBalancerIngress {
@@ -6375,7 +6584,7 @@ type LoadBalancerIngress struct {
 
 func (x *LoadBalancerIngress) Reset() {
 	*x = LoadBalancerIngress{}
-	mi := &file_api_v1_core_proto_msgTypes[88]
+	mi := &file_api_v1_core_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6387,7 +6596,7 @@ func (x *LoadBalancerIngress) String() string {
 func (*LoadBalancerIngress) ProtoMessage() {}
 
 func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[88]
+	mi := &file_api_v1_core_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6400,7 +6609,7 @@ func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerIngress.ProtoReflect.Descriptor instead.
 func (*LoadBalancerIngress) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{88}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *LoadBalancerIngress) GetIp() string {
@@ -6442,7 +6651,7 @@ type PortStatus struct {
 
 func (x *PortStatus) Reset() {
 	*x = PortStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[89]
+	mi := &file_api_v1_core_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6454,7 +6663,7 @@ func (x *PortStatus) String() string {
 func (*PortStatus) ProtoMessage() {}
 
 func (x *PortStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[89]
+	mi := &file_api_v1_core_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6467,7 +6676,7 @@ func (x *PortStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortStatus.ProtoReflect.Descriptor instead.
 func (*PortStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{89}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *PortStatus) GetPort() int32 {
@@ -6501,7 +6710,7 @@ type Endpoints struct {
 
 func (x *Endpoints) Reset() {
 	*x = Endpoints{}
-	mi := &file_api_v1_core_proto_msgTypes[90]
+	mi := &file_api_v1_core_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6513,7 +6722,7 @@ func (x *Endpoints) String() string {
 func (*Endpoints) ProtoMessage() {}
 
 func (x *Endpoints) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[90]
+	mi := &file_api_v1_core_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6526,7 +6735,7 @@ func (x *Endpoints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoints.ProtoReflect.Descriptor instead.
 func (*Endpoints) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{90}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *Endpoints) GetMetadata() *ObjectMeta {
@@ -6554,7 +6763,7 @@ type EndpointSubset struct {
 
 func (x *EndpointSubset) Reset() {
 	*x = EndpointSubset{}
-	mi := &file_api_v1_core_proto_msgTypes[91]
+	mi := &file_api_v1_core_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6566,7 +6775,7 @@ func (x *EndpointSubset) String() string {
 func (*EndpointSubset) ProtoMessage() {}
 
 func (x *EndpointSubset) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[91]
+	mi := &file_api_v1_core_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6579,7 +6788,7 @@ func (x *EndpointSubset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointSubset.ProtoReflect.Descriptor instead.
 func (*EndpointSubset) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{91}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *EndpointSubset) GetAddresses() []*EndpointAddress {
@@ -6615,7 +6824,7 @@ type EndpointAddress struct {
 
 func (x *EndpointAddress) Reset() {
 	*x = EndpointAddress{}
-	mi := &file_api_v1_core_proto_msgTypes[92]
+	mi := &file_api_v1_core_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6627,7 +6836,7 @@ func (x *EndpointAddress) String() string {
 func (*EndpointAddress) ProtoMessage() {}
 
 func (x *EndpointAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[92]
+	mi := &file_api_v1_core_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6640,7 +6849,7 @@ func (x *EndpointAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointAddress.ProtoReflect.Descriptor instead.
 func (*EndpointAddress) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{92}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *EndpointAddress) GetIp() string {
@@ -6682,7 +6891,7 @@ type EndpointPort struct {
 
 func (x *EndpointPort) Reset() {
 	*x = EndpointPort{}
-	mi := &file_api_v1_core_proto_msgTypes[93]
+	mi := &file_api_v1_core_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6694,7 +6903,7 @@ func (x *EndpointPort) String() string {
 func (*EndpointPort) ProtoMessage() {}
 
 func (x *EndpointPort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[93]
+	mi := &file_api_v1_core_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6707,7 +6916,7 @@ func (x *EndpointPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointPort.ProtoReflect.Descriptor instead.
 func (*EndpointPort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{93}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *EndpointPort) GetName() string {
@@ -6803,7 +7012,7 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x06status\x18\x03 \x01(\v2\x19.tugboat.api.v1.PodStatusR\x06status\"v\n" +
 	"\x0fPodTemplateSpec\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x12+\n" +
-	"\x04spec\x18\x02 \x01(\v2\x17.tugboat.api.v1.PodSpecR\x04spec\"\xf0\f\n" +
+	"\x04spec\x18\x02 \x01(\v2\x17.tugboat.api.v1.PodSpecR\x04spec\"\xd9\r\n" +
 	"\aPodSpec\x12L\n" +
 	"\n" +
 	"containers\x18\x01 \x03(\v2\x19.tugboat.api.v1.ContainerB\x11\xd2\xf3\x18\x04name\xda\xf3\x18\x05mergeR\n" +
@@ -6830,7 +7039,8 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x10security_context\x18( \x01(\v2\".tugboat.api.v1.PodSecurityContextR\x0fsecurityContext\x12J\n" +
 	"\x1fautomount_service_account_token\x18< \x01(\bH\x03R\x1cautomountServiceAccountToken\x88\x01\x01\x12.\n" +
 	"\x13priority_class_name\x18= \x01(\tR\x11priorityClassName\x120\n" +
-	"\x11preemption_policy\x18> \x01(\tH\x04R\x10preemptionPolicy\x88\x01\x01\x12<\n" +
+	"\x11preemption_policy\x18> \x01(\tH\x04R\x10preemptionPolicy\x88\x01\x01\x12g\n" +
+	"\x0fresource_claims\x18? \x03(\v2 .tugboat.api.v1.PodResourceClaimB\x1c\xd2\xf3\x18\x04name\xda\xf3\x18\x10merge,retainKeysR\x0eresourceClaims\x12<\n" +
 	"\fhost_aliases\x18P \x03(\v2\x19.tugboat.api.v1.HostAliasR\vhostAliases\x12;\n" +
 	"\n" +
 	"dns_config\x18Q \x01(\v2\x1c.tugboat.api.v1.PodDNSConfigR\tdnsConfig\x12h\n" +
@@ -6986,16 +7196,30 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x0econtainer_port\x18\x02 \x01(\x05R\rcontainerPort\x12\x1b\n" +
 	"\thost_port\x18\x03 \x01(\x05R\bhostPort\x12\x1a\n" +
 	"\bprotocol\x18\x04 \x01(\tR\bprotocol\x12\x17\n" +
-	"\ahost_ip\x18\x05 \x01(\tR\x06hostIP\"\xa8\x02\n" +
+	"\ahost_ip\x18\x05 \x01(\tR\x06hostIP\"\xe8\x02\n" +
 	"\x14ResourceRequirements\x12N\n" +
 	"\brequests\x18\x01 \x03(\v22.tugboat.api.v1.ResourceRequirements.RequestsEntryR\brequests\x12H\n" +
-	"\x06limits\x18\x02 \x03(\v20.tugboat.api.v1.ResourceRequirements.LimitsEntryR\x06limits\x1a;\n" +
+	"\x06limits\x18\x02 \x03(\v20.tugboat.api.v1.ResourceRequirements.LimitsEntryR\x06limits\x12>\n" +
+	"\x06claims\x18\x03 \x03(\v2&.tugboat.api.v1.ContainerResourceClaimR\x06claims\x1a;\n" +
 	"\rRequestsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a9\n" +
 	"\vLimitsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"x\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"F\n" +
+	"\x16ContainerResourceClaim\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\arequest\x18\x02 \x01(\tR\arequest\"\xda\x01\n" +
+	"\x10PodResourceClaim\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x123\n" +
+	"\x13resource_claim_name\x18\x02 \x01(\tH\x00R\x11resourceClaimName\x88\x01\x01\x12D\n" +
+	"\x1cresource_claim_template_name\x18\x03 \x01(\tH\x01R\x19resourceClaimTemplateName\x88\x01\x01B\x16\n" +
+	"\x14_resource_claim_nameB\x1f\n" +
+	"\x1d_resource_claim_template_name\"y\n" +
+	"\x16PodResourceClaimStatus\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x123\n" +
+	"\x13resource_claim_name\x18\x02 \x01(\tH\x00R\x11resourceClaimName\x88\x01\x01B\x16\n" +
+	"\x14_resource_claim_name\"x\n" +
 	"\vVolumeMount\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
@@ -7171,7 +7395,7 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x05items\x18\x02 \x03(\v2\x19.tugboat.api.v1.KeyToPathR\x05items\x12&\n" +
 	"\fdefault_mode\x18\x03 \x01(\x05H\x00R\vdefaultMode\x88\x01\x01\x12\x1a\n" +
 	"\boptional\x18\x04 \x01(\bR\boptionalB\x0f\n" +
-	"\r_default_mode\"\x82\x04\n" +
+	"\r_default_mode\"\x80\x05\n" +
 	"\tPodStatus\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x12L\n" +
 	"\n" +
@@ -7187,7 +7411,8 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x17init_container_statuses\x18\t \x03(\v2\x1f.tugboat.api.v1.ContainerStatusR\x15initContainerStatuses\x12\x1b\n" +
 	"\tqos_class\x18\n" +
 	" \x01(\tR\bqosClass\x12.\n" +
-	"\x13nominated_node_name\x18\v \x01(\tR\x11nominatedNodeName\"\xb8\x04\n" +
+	"\x13nominated_node_name\x18\v \x01(\tR\x11nominatedNodeName\x12|\n" +
+	"\x17resource_claim_statuses\x18\f \x03(\v2&.tugboat.api.v1.PodResourceClaimStatusB\x1c\xd2\xf3\x18\x04name\xda\xf3\x18\x10merge,retainKeysR\x15resourceClaimStatuses\"\xb8\x04\n" +
 	"\x0fContainerStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x124\n" +
 	"\x05state\x18\x02 \x01(\v2\x1e.tugboat.api.v1.ContainerStateR\x05state\x12=\n" +
@@ -7373,7 +7598,7 @@ func file_api_v1_core_proto_rawDescGZIP() []byte {
 	return file_api_v1_core_proto_rawDescData
 }
 
-var file_api_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 105)
+var file_api_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 108)
 var file_api_v1_core_proto_goTypes = []any{
 	(*Namespace)(nil),                         // 0: tugboat.api.v1.Namespace
 	(*NamespaceSpec)(nil),                     // 1: tugboat.api.v1.NamespaceSpec
@@ -7411,237 +7636,243 @@ var file_api_v1_core_proto_goTypes = []any{
 	(*LocalObjectReference)(nil),              // 33: tugboat.api.v1.LocalObjectReference
 	(*ContainerPort)(nil),                     // 34: tugboat.api.v1.ContainerPort
 	(*ResourceRequirements)(nil),              // 35: tugboat.api.v1.ResourceRequirements
-	(*VolumeMount)(nil),                       // 36: tugboat.api.v1.VolumeMount
-	(*Probe)(nil),                             // 37: tugboat.api.v1.Probe
-	(*GRPCAction)(nil),                        // 38: tugboat.api.v1.GRPCAction
-	(*ExecAction)(nil),                        // 39: tugboat.api.v1.ExecAction
-	(*HTTPGetAction)(nil),                     // 40: tugboat.api.v1.HTTPGetAction
-	(*HTTPHeader)(nil),                        // 41: tugboat.api.v1.HTTPHeader
-	(*TCPSocketAction)(nil),                   // 42: tugboat.api.v1.TCPSocketAction
-	(*Toleration)(nil),                        // 43: tugboat.api.v1.Toleration
-	(*Affinity)(nil),                          // 44: tugboat.api.v1.Affinity
-	(*NodeAffinity)(nil),                      // 45: tugboat.api.v1.NodeAffinity
-	(*PreferredSchedulingTerm)(nil),           // 46: tugboat.api.v1.PreferredSchedulingTerm
-	(*PodAffinity)(nil),                       // 47: tugboat.api.v1.PodAffinity
-	(*PodAntiAffinity)(nil),                   // 48: tugboat.api.v1.PodAntiAffinity
-	(*PodAffinityTerm)(nil),                   // 49: tugboat.api.v1.PodAffinityTerm
-	(*WeightedPodAffinityTerm)(nil),           // 50: tugboat.api.v1.WeightedPodAffinityTerm
-	(*TopologySpreadConstraint)(nil),          // 51: tugboat.api.v1.TopologySpreadConstraint
-	(*NodeSelector)(nil),                      // 52: tugboat.api.v1.NodeSelector
-	(*NodeSelectorTerm)(nil),                  // 53: tugboat.api.v1.NodeSelectorTerm
-	(*Volume)(nil),                            // 54: tugboat.api.v1.Volume
-	(*DownwardAPIVolumeSource)(nil),           // 55: tugboat.api.v1.DownwardAPIVolumeSource
-	(*DownwardAPIVolumeFile)(nil),             // 56: tugboat.api.v1.DownwardAPIVolumeFile
-	(*ResourceFieldSelector)(nil),             // 57: tugboat.api.v1.ResourceFieldSelector
-	(*ProjectedVolumeSource)(nil),             // 58: tugboat.api.v1.ProjectedVolumeSource
-	(*VolumeProjection)(nil),                  // 59: tugboat.api.v1.VolumeProjection
-	(*SecretProjection)(nil),                  // 60: tugboat.api.v1.SecretProjection
-	(*ConfigMapProjection)(nil),               // 61: tugboat.api.v1.ConfigMapProjection
-	(*DownwardAPIProjection)(nil),             // 62: tugboat.api.v1.DownwardAPIProjection
-	(*ServiceAccountTokenProjection)(nil),     // 63: tugboat.api.v1.ServiceAccountTokenProjection
-	(*PersistentVolumeClaimVolumeSource)(nil), // 64: tugboat.api.v1.PersistentVolumeClaimVolumeSource
-	(*EmptyDirVolumeSource)(nil),              // 65: tugboat.api.v1.EmptyDirVolumeSource
-	(*HostPathVolumeSource)(nil),              // 66: tugboat.api.v1.HostPathVolumeSource
-	(*KeyToPath)(nil),                         // 67: tugboat.api.v1.KeyToPath
-	(*ConfigMapVolumeSource)(nil),             // 68: tugboat.api.v1.ConfigMapVolumeSource
-	(*SecretVolumeSource)(nil),                // 69: tugboat.api.v1.SecretVolumeSource
-	(*PodStatus)(nil),                         // 70: tugboat.api.v1.PodStatus
-	(*ContainerStatus)(nil),                   // 71: tugboat.api.v1.ContainerStatus
-	(*ContainerState)(nil),                    // 72: tugboat.api.v1.ContainerState
-	(*ContainerStateWaiting)(nil),             // 73: tugboat.api.v1.ContainerStateWaiting
-	(*ContainerStateRunning)(nil),             // 74: tugboat.api.v1.ContainerStateRunning
-	(*ContainerStateTerminated)(nil),          // 75: tugboat.api.v1.ContainerStateTerminated
-	(*Event)(nil),                             // 76: tugboat.api.v1.Event
-	(*ObjectReference)(nil),                   // 77: tugboat.api.v1.ObjectReference
-	(*EventSource)(nil),                       // 78: tugboat.api.v1.EventSource
-	(*Lease)(nil),                             // 79: tugboat.api.v1.Lease
-	(*LeaseSpec)(nil),                         // 80: tugboat.api.v1.LeaseSpec
-	(*ConfigMap)(nil),                         // 81: tugboat.api.v1.ConfigMap
-	(*Secret)(nil),                            // 82: tugboat.api.v1.Secret
-	(*Service)(nil),                           // 83: tugboat.api.v1.Service
-	(*ServiceSpec)(nil),                       // 84: tugboat.api.v1.ServiceSpec
-	(*ServicePort)(nil),                       // 85: tugboat.api.v1.ServicePort
-	(*ServiceStatus)(nil),                     // 86: tugboat.api.v1.ServiceStatus
-	(*LoadBalancerStatus)(nil),                // 87: tugboat.api.v1.LoadBalancerStatus
-	(*LoadBalancerIngress)(nil),               // 88: tugboat.api.v1.LoadBalancerIngress
-	(*PortStatus)(nil),                        // 89: tugboat.api.v1.PortStatus
-	(*Endpoints)(nil),                         // 90: tugboat.api.v1.Endpoints
-	(*EndpointSubset)(nil),                    // 91: tugboat.api.v1.EndpointSubset
-	(*EndpointAddress)(nil),                   // 92: tugboat.api.v1.EndpointAddress
-	(*EndpointPort)(nil),                      // 93: tugboat.api.v1.EndpointPort
-	nil,                                       // 94: tugboat.api.v1.NodeStatus.CapacityEntry
-	nil,                                       // 95: tugboat.api.v1.NodeStatus.AllocatableEntry
-	nil,                                       // 96: tugboat.api.v1.PodSpec.NodeSelectorEntry
-	nil,                                       // 97: tugboat.api.v1.ResourceRequirements.RequestsEntry
-	nil,                                       // 98: tugboat.api.v1.ResourceRequirements.LimitsEntry
-	nil,                                       // 99: tugboat.api.v1.ContainerStatus.AllocatedResourcesEntry
-	nil,                                       // 100: tugboat.api.v1.ConfigMap.DataEntry
-	nil,                                       // 101: tugboat.api.v1.ConfigMap.BinaryDataEntry
-	nil,                                       // 102: tugboat.api.v1.Secret.DataEntry
-	nil,                                       // 103: tugboat.api.v1.Secret.StringDataEntry
-	nil,                                       // 104: tugboat.api.v1.ServiceSpec.SelectorEntry
-	(*ObjectMeta)(nil),                        // 105: tugboat.api.v1.ObjectMeta
-	(*timestamppb.Timestamp)(nil),             // 106: google.protobuf.Timestamp
-	(*Condition)(nil),                         // 107: tugboat.api.v1.Condition
-	(*LabelSelector)(nil),                     // 108: tugboat.api.v1.LabelSelector
-	(*LabelSelectorRequirement)(nil),          // 109: tugboat.api.v1.LabelSelectorRequirement
+	(*ContainerResourceClaim)(nil),            // 36: tugboat.api.v1.ContainerResourceClaim
+	(*PodResourceClaim)(nil),                  // 37: tugboat.api.v1.PodResourceClaim
+	(*PodResourceClaimStatus)(nil),            // 38: tugboat.api.v1.PodResourceClaimStatus
+	(*VolumeMount)(nil),                       // 39: tugboat.api.v1.VolumeMount
+	(*Probe)(nil),                             // 40: tugboat.api.v1.Probe
+	(*GRPCAction)(nil),                        // 41: tugboat.api.v1.GRPCAction
+	(*ExecAction)(nil),                        // 42: tugboat.api.v1.ExecAction
+	(*HTTPGetAction)(nil),                     // 43: tugboat.api.v1.HTTPGetAction
+	(*HTTPHeader)(nil),                        // 44: tugboat.api.v1.HTTPHeader
+	(*TCPSocketAction)(nil),                   // 45: tugboat.api.v1.TCPSocketAction
+	(*Toleration)(nil),                        // 46: tugboat.api.v1.Toleration
+	(*Affinity)(nil),                          // 47: tugboat.api.v1.Affinity
+	(*NodeAffinity)(nil),                      // 48: tugboat.api.v1.NodeAffinity
+	(*PreferredSchedulingTerm)(nil),           // 49: tugboat.api.v1.PreferredSchedulingTerm
+	(*PodAffinity)(nil),                       // 50: tugboat.api.v1.PodAffinity
+	(*PodAntiAffinity)(nil),                   // 51: tugboat.api.v1.PodAntiAffinity
+	(*PodAffinityTerm)(nil),                   // 52: tugboat.api.v1.PodAffinityTerm
+	(*WeightedPodAffinityTerm)(nil),           // 53: tugboat.api.v1.WeightedPodAffinityTerm
+	(*TopologySpreadConstraint)(nil),          // 54: tugboat.api.v1.TopologySpreadConstraint
+	(*NodeSelector)(nil),                      // 55: tugboat.api.v1.NodeSelector
+	(*NodeSelectorTerm)(nil),                  // 56: tugboat.api.v1.NodeSelectorTerm
+	(*Volume)(nil),                            // 57: tugboat.api.v1.Volume
+	(*DownwardAPIVolumeSource)(nil),           // 58: tugboat.api.v1.DownwardAPIVolumeSource
+	(*DownwardAPIVolumeFile)(nil),             // 59: tugboat.api.v1.DownwardAPIVolumeFile
+	(*ResourceFieldSelector)(nil),             // 60: tugboat.api.v1.ResourceFieldSelector
+	(*ProjectedVolumeSource)(nil),             // 61: tugboat.api.v1.ProjectedVolumeSource
+	(*VolumeProjection)(nil),                  // 62: tugboat.api.v1.VolumeProjection
+	(*SecretProjection)(nil),                  // 63: tugboat.api.v1.SecretProjection
+	(*ConfigMapProjection)(nil),               // 64: tugboat.api.v1.ConfigMapProjection
+	(*DownwardAPIProjection)(nil),             // 65: tugboat.api.v1.DownwardAPIProjection
+	(*ServiceAccountTokenProjection)(nil),     // 66: tugboat.api.v1.ServiceAccountTokenProjection
+	(*PersistentVolumeClaimVolumeSource)(nil), // 67: tugboat.api.v1.PersistentVolumeClaimVolumeSource
+	(*EmptyDirVolumeSource)(nil),              // 68: tugboat.api.v1.EmptyDirVolumeSource
+	(*HostPathVolumeSource)(nil),              // 69: tugboat.api.v1.HostPathVolumeSource
+	(*KeyToPath)(nil),                         // 70: tugboat.api.v1.KeyToPath
+	(*ConfigMapVolumeSource)(nil),             // 71: tugboat.api.v1.ConfigMapVolumeSource
+	(*SecretVolumeSource)(nil),                // 72: tugboat.api.v1.SecretVolumeSource
+	(*PodStatus)(nil),                         // 73: tugboat.api.v1.PodStatus
+	(*ContainerStatus)(nil),                   // 74: tugboat.api.v1.ContainerStatus
+	(*ContainerState)(nil),                    // 75: tugboat.api.v1.ContainerState
+	(*ContainerStateWaiting)(nil),             // 76: tugboat.api.v1.ContainerStateWaiting
+	(*ContainerStateRunning)(nil),             // 77: tugboat.api.v1.ContainerStateRunning
+	(*ContainerStateTerminated)(nil),          // 78: tugboat.api.v1.ContainerStateTerminated
+	(*Event)(nil),                             // 79: tugboat.api.v1.Event
+	(*ObjectReference)(nil),                   // 80: tugboat.api.v1.ObjectReference
+	(*EventSource)(nil),                       // 81: tugboat.api.v1.EventSource
+	(*Lease)(nil),                             // 82: tugboat.api.v1.Lease
+	(*LeaseSpec)(nil),                         // 83: tugboat.api.v1.LeaseSpec
+	(*ConfigMap)(nil),                         // 84: tugboat.api.v1.ConfigMap
+	(*Secret)(nil),                            // 85: tugboat.api.v1.Secret
+	(*Service)(nil),                           // 86: tugboat.api.v1.Service
+	(*ServiceSpec)(nil),                       // 87: tugboat.api.v1.ServiceSpec
+	(*ServicePort)(nil),                       // 88: tugboat.api.v1.ServicePort
+	(*ServiceStatus)(nil),                     // 89: tugboat.api.v1.ServiceStatus
+	(*LoadBalancerStatus)(nil),                // 90: tugboat.api.v1.LoadBalancerStatus
+	(*LoadBalancerIngress)(nil),               // 91: tugboat.api.v1.LoadBalancerIngress
+	(*PortStatus)(nil),                        // 92: tugboat.api.v1.PortStatus
+	(*Endpoints)(nil),                         // 93: tugboat.api.v1.Endpoints
+	(*EndpointSubset)(nil),                    // 94: tugboat.api.v1.EndpointSubset
+	(*EndpointAddress)(nil),                   // 95: tugboat.api.v1.EndpointAddress
+	(*EndpointPort)(nil),                      // 96: tugboat.api.v1.EndpointPort
+	nil,                                       // 97: tugboat.api.v1.NodeStatus.CapacityEntry
+	nil,                                       // 98: tugboat.api.v1.NodeStatus.AllocatableEntry
+	nil,                                       // 99: tugboat.api.v1.PodSpec.NodeSelectorEntry
+	nil,                                       // 100: tugboat.api.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 101: tugboat.api.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 102: tugboat.api.v1.ContainerStatus.AllocatedResourcesEntry
+	nil,                                       // 103: tugboat.api.v1.ConfigMap.DataEntry
+	nil,                                       // 104: tugboat.api.v1.ConfigMap.BinaryDataEntry
+	nil,                                       // 105: tugboat.api.v1.Secret.DataEntry
+	nil,                                       // 106: tugboat.api.v1.Secret.StringDataEntry
+	nil,                                       // 107: tugboat.api.v1.ServiceSpec.SelectorEntry
+	(*ObjectMeta)(nil),                        // 108: tugboat.api.v1.ObjectMeta
+	(*timestamppb.Timestamp)(nil),             // 109: google.protobuf.Timestamp
+	(*Condition)(nil),                         // 110: tugboat.api.v1.Condition
+	(*LabelSelector)(nil),                     // 111: tugboat.api.v1.LabelSelector
+	(*LabelSelectorRequirement)(nil),          // 112: tugboat.api.v1.LabelSelectorRequirement
 }
 var file_api_v1_core_proto_depIdxs = []int32{
-	105, // 0: tugboat.api.v1.Namespace.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	108, // 0: tugboat.api.v1.Namespace.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	1,   // 1: tugboat.api.v1.Namespace.spec:type_name -> tugboat.api.v1.NamespaceSpec
 	2,   // 2: tugboat.api.v1.Namespace.status:type_name -> tugboat.api.v1.NamespaceStatus
-	105, // 3: tugboat.api.v1.Node.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	108, // 3: tugboat.api.v1.Node.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	4,   // 4: tugboat.api.v1.Node.spec:type_name -> tugboat.api.v1.NodeSpec
 	6,   // 5: tugboat.api.v1.Node.status:type_name -> tugboat.api.v1.NodeStatus
 	5,   // 6: tugboat.api.v1.NodeSpec.taints:type_name -> tugboat.api.v1.Taint
-	106, // 7: tugboat.api.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
-	94,  // 8: tugboat.api.v1.NodeStatus.capacity:type_name -> tugboat.api.v1.NodeStatus.CapacityEntry
-	95,  // 9: tugboat.api.v1.NodeStatus.allocatable:type_name -> tugboat.api.v1.NodeStatus.AllocatableEntry
-	107, // 10: tugboat.api.v1.NodeStatus.conditions:type_name -> tugboat.api.v1.Condition
+	109, // 7: tugboat.api.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
+	97,  // 8: tugboat.api.v1.NodeStatus.capacity:type_name -> tugboat.api.v1.NodeStatus.CapacityEntry
+	98,  // 9: tugboat.api.v1.NodeStatus.allocatable:type_name -> tugboat.api.v1.NodeStatus.AllocatableEntry
+	110, // 10: tugboat.api.v1.NodeStatus.conditions:type_name -> tugboat.api.v1.Condition
 	7,   // 11: tugboat.api.v1.NodeStatus.addresses:type_name -> tugboat.api.v1.NodeAddress
 	8,   // 12: tugboat.api.v1.NodeStatus.node_info:type_name -> tugboat.api.v1.NodeSystemInfo
 	9,   // 13: tugboat.api.v1.NodeStatus.images:type_name -> tugboat.api.v1.ContainerImage
-	105, // 14: tugboat.api.v1.Pod.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	108, // 14: tugboat.api.v1.Pod.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	12,  // 15: tugboat.api.v1.Pod.spec:type_name -> tugboat.api.v1.PodSpec
-	70,  // 16: tugboat.api.v1.Pod.status:type_name -> tugboat.api.v1.PodStatus
-	105, // 17: tugboat.api.v1.PodTemplateSpec.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	73,  // 16: tugboat.api.v1.Pod.status:type_name -> tugboat.api.v1.PodStatus
+	108, // 17: tugboat.api.v1.PodTemplateSpec.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	12,  // 18: tugboat.api.v1.PodTemplateSpec.spec:type_name -> tugboat.api.v1.PodSpec
 	23,  // 19: tugboat.api.v1.PodSpec.containers:type_name -> tugboat.api.v1.Container
 	23,  // 20: tugboat.api.v1.PodSpec.init_containers:type_name -> tugboat.api.v1.Container
-	96,  // 21: tugboat.api.v1.PodSpec.node_selector:type_name -> tugboat.api.v1.PodSpec.NodeSelectorEntry
-	43,  // 22: tugboat.api.v1.PodSpec.tolerations:type_name -> tugboat.api.v1.Toleration
-	54,  // 23: tugboat.api.v1.PodSpec.volumes:type_name -> tugboat.api.v1.Volume
-	44,  // 24: tugboat.api.v1.PodSpec.affinity:type_name -> tugboat.api.v1.Affinity
+	99,  // 21: tugboat.api.v1.PodSpec.node_selector:type_name -> tugboat.api.v1.PodSpec.NodeSelectorEntry
+	46,  // 22: tugboat.api.v1.PodSpec.tolerations:type_name -> tugboat.api.v1.Toleration
+	57,  // 23: tugboat.api.v1.PodSpec.volumes:type_name -> tugboat.api.v1.Volume
+	47,  // 24: tugboat.api.v1.PodSpec.affinity:type_name -> tugboat.api.v1.Affinity
 	16,  // 25: tugboat.api.v1.PodSpec.security_context:type_name -> tugboat.api.v1.PodSecurityContext
-	13,  // 26: tugboat.api.v1.PodSpec.host_aliases:type_name -> tugboat.api.v1.HostAlias
-	14,  // 27: tugboat.api.v1.PodSpec.dns_config:type_name -> tugboat.api.v1.PodDNSConfig
-	51,  // 28: tugboat.api.v1.PodSpec.topology_spread_constraints:type_name -> tugboat.api.v1.TopologySpreadConstraint
-	15,  // 29: tugboat.api.v1.PodDNSConfig.options:type_name -> tugboat.api.v1.PodDNSConfigOption
-	20,  // 30: tugboat.api.v1.PodSecurityContext.sysctls:type_name -> tugboat.api.v1.Sysctl
-	19,  // 31: tugboat.api.v1.PodSecurityContext.seccomp_profile:type_name -> tugboat.api.v1.SeccompProfile
-	21,  // 32: tugboat.api.v1.PodSecurityContext.se_linux_options:type_name -> tugboat.api.v1.SELinuxOptions
-	22,  // 33: tugboat.api.v1.PodSecurityContext.app_armor_profile:type_name -> tugboat.api.v1.AppArmorProfile
-	18,  // 34: tugboat.api.v1.SecurityContext.capabilities:type_name -> tugboat.api.v1.Capabilities
-	19,  // 35: tugboat.api.v1.SecurityContext.seccomp_profile:type_name -> tugboat.api.v1.SeccompProfile
-	21,  // 36: tugboat.api.v1.SecurityContext.se_linux_options:type_name -> tugboat.api.v1.SELinuxOptions
-	22,  // 37: tugboat.api.v1.SecurityContext.app_armor_profile:type_name -> tugboat.api.v1.AppArmorProfile
-	28,  // 38: tugboat.api.v1.Container.env:type_name -> tugboat.api.v1.EnvVar
-	34,  // 39: tugboat.api.v1.Container.ports:type_name -> tugboat.api.v1.ContainerPort
-	35,  // 40: tugboat.api.v1.Container.resources:type_name -> tugboat.api.v1.ResourceRequirements
-	36,  // 41: tugboat.api.v1.Container.volume_mounts:type_name -> tugboat.api.v1.VolumeMount
-	37,  // 42: tugboat.api.v1.Container.liveness_probe:type_name -> tugboat.api.v1.Probe
-	37,  // 43: tugboat.api.v1.Container.readiness_probe:type_name -> tugboat.api.v1.Probe
-	37,  // 44: tugboat.api.v1.Container.startup_probe:type_name -> tugboat.api.v1.Probe
-	32,  // 45: tugboat.api.v1.Container.env_from:type_name -> tugboat.api.v1.EnvFromSource
-	17,  // 46: tugboat.api.v1.Container.security_context:type_name -> tugboat.api.v1.SecurityContext
-	25,  // 47: tugboat.api.v1.Container.lifecycle:type_name -> tugboat.api.v1.Lifecycle
-	24,  // 48: tugboat.api.v1.Container.resize_policy:type_name -> tugboat.api.v1.ContainerResizePolicy
-	26,  // 49: tugboat.api.v1.Lifecycle.post_start:type_name -> tugboat.api.v1.LifecycleHandler
-	26,  // 50: tugboat.api.v1.Lifecycle.pre_stop:type_name -> tugboat.api.v1.LifecycleHandler
-	39,  // 51: tugboat.api.v1.LifecycleHandler.exec:type_name -> tugboat.api.v1.ExecAction
-	40,  // 52: tugboat.api.v1.LifecycleHandler.http_get:type_name -> tugboat.api.v1.HTTPGetAction
-	42,  // 53: tugboat.api.v1.LifecycleHandler.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
-	27,  // 54: tugboat.api.v1.LifecycleHandler.sleep:type_name -> tugboat.api.v1.SleepAction
-	29,  // 55: tugboat.api.v1.EnvVar.value_from:type_name -> tugboat.api.v1.EnvVarSource
-	30,  // 56: tugboat.api.v1.EnvVarSource.config_map_key_ref:type_name -> tugboat.api.v1.KeySelector
-	30,  // 57: tugboat.api.v1.EnvVarSource.secret_key_ref:type_name -> tugboat.api.v1.KeySelector
-	31,  // 58: tugboat.api.v1.EnvVarSource.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
-	57,  // 59: tugboat.api.v1.EnvVarSource.resource_field_ref:type_name -> tugboat.api.v1.ResourceFieldSelector
-	33,  // 60: tugboat.api.v1.EnvFromSource.config_map_ref:type_name -> tugboat.api.v1.LocalObjectReference
-	33,  // 61: tugboat.api.v1.EnvFromSource.secret_ref:type_name -> tugboat.api.v1.LocalObjectReference
-	97,  // 62: tugboat.api.v1.ResourceRequirements.requests:type_name -> tugboat.api.v1.ResourceRequirements.RequestsEntry
-	98,  // 63: tugboat.api.v1.ResourceRequirements.limits:type_name -> tugboat.api.v1.ResourceRequirements.LimitsEntry
-	39,  // 64: tugboat.api.v1.Probe.exec:type_name -> tugboat.api.v1.ExecAction
-	40,  // 65: tugboat.api.v1.Probe.http_get:type_name -> tugboat.api.v1.HTTPGetAction
-	42,  // 66: tugboat.api.v1.Probe.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
-	38,  // 67: tugboat.api.v1.Probe.grpc:type_name -> tugboat.api.v1.GRPCAction
-	41,  // 68: tugboat.api.v1.HTTPGetAction.http_headers:type_name -> tugboat.api.v1.HTTPHeader
-	45,  // 69: tugboat.api.v1.Affinity.node_affinity:type_name -> tugboat.api.v1.NodeAffinity
-	47,  // 70: tugboat.api.v1.Affinity.pod_affinity:type_name -> tugboat.api.v1.PodAffinity
-	48,  // 71: tugboat.api.v1.Affinity.pod_anti_affinity:type_name -> tugboat.api.v1.PodAntiAffinity
-	52,  // 72: tugboat.api.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.NodeSelector
-	46,  // 73: tugboat.api.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PreferredSchedulingTerm
-	53,  // 74: tugboat.api.v1.PreferredSchedulingTerm.preference:type_name -> tugboat.api.v1.NodeSelectorTerm
-	49,  // 75: tugboat.api.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
-	50,  // 76: tugboat.api.v1.PodAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
-	49,  // 77: tugboat.api.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
-	50,  // 78: tugboat.api.v1.PodAntiAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
-	108, // 79: tugboat.api.v1.PodAffinityTerm.label_selector:type_name -> tugboat.api.v1.LabelSelector
-	108, // 80: tugboat.api.v1.PodAffinityTerm.namespace_selector:type_name -> tugboat.api.v1.LabelSelector
-	49,  // 81: tugboat.api.v1.WeightedPodAffinityTerm.pod_affinity_term:type_name -> tugboat.api.v1.PodAffinityTerm
-	108, // 82: tugboat.api.v1.TopologySpreadConstraint.label_selector:type_name -> tugboat.api.v1.LabelSelector
-	53,  // 83: tugboat.api.v1.NodeSelector.node_selector_terms:type_name -> tugboat.api.v1.NodeSelectorTerm
-	109, // 84: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
-	109, // 85: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
-	65,  // 86: tugboat.api.v1.Volume.empty_dir:type_name -> tugboat.api.v1.EmptyDirVolumeSource
-	66,  // 87: tugboat.api.v1.Volume.host_path:type_name -> tugboat.api.v1.HostPathVolumeSource
-	68,  // 88: tugboat.api.v1.Volume.config_map:type_name -> tugboat.api.v1.ConfigMapVolumeSource
-	69,  // 89: tugboat.api.v1.Volume.secret:type_name -> tugboat.api.v1.SecretVolumeSource
-	64,  // 90: tugboat.api.v1.Volume.persistent_volume_claim:type_name -> tugboat.api.v1.PersistentVolumeClaimVolumeSource
-	55,  // 91: tugboat.api.v1.Volume.downward_api:type_name -> tugboat.api.v1.DownwardAPIVolumeSource
-	58,  // 92: tugboat.api.v1.Volume.projected:type_name -> tugboat.api.v1.ProjectedVolumeSource
-	56,  // 93: tugboat.api.v1.DownwardAPIVolumeSource.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
-	31,  // 94: tugboat.api.v1.DownwardAPIVolumeFile.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
-	57,  // 95: tugboat.api.v1.DownwardAPIVolumeFile.resource_field_ref:type_name -> tugboat.api.v1.ResourceFieldSelector
-	59,  // 96: tugboat.api.v1.ProjectedVolumeSource.sources:type_name -> tugboat.api.v1.VolumeProjection
-	60,  // 97: tugboat.api.v1.VolumeProjection.secret:type_name -> tugboat.api.v1.SecretProjection
-	62,  // 98: tugboat.api.v1.VolumeProjection.downward_api:type_name -> tugboat.api.v1.DownwardAPIProjection
-	61,  // 99: tugboat.api.v1.VolumeProjection.config_map:type_name -> tugboat.api.v1.ConfigMapProjection
-	63,  // 100: tugboat.api.v1.VolumeProjection.service_account_token:type_name -> tugboat.api.v1.ServiceAccountTokenProjection
-	67,  // 101: tugboat.api.v1.SecretProjection.items:type_name -> tugboat.api.v1.KeyToPath
-	67,  // 102: tugboat.api.v1.ConfigMapProjection.items:type_name -> tugboat.api.v1.KeyToPath
-	56,  // 103: tugboat.api.v1.DownwardAPIProjection.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
-	67,  // 104: tugboat.api.v1.ConfigMapVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
-	67,  // 105: tugboat.api.v1.SecretVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
-	107, // 106: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
-	106, // 107: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	71,  // 108: tugboat.api.v1.PodStatus.container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	71,  // 109: tugboat.api.v1.PodStatus.init_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	72,  // 110: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
-	72,  // 111: tugboat.api.v1.ContainerStatus.last_state:type_name -> tugboat.api.v1.ContainerState
-	35,  // 112: tugboat.api.v1.ContainerStatus.resources:type_name -> tugboat.api.v1.ResourceRequirements
-	99,  // 113: tugboat.api.v1.ContainerStatus.allocated_resources:type_name -> tugboat.api.v1.ContainerStatus.AllocatedResourcesEntry
-	73,  // 114: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
-	74,  // 115: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
-	75,  // 116: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
-	106, // 117: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	106, // 118: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	106, // 119: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	105, // 120: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	77,  // 121: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
-	78,  // 122: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
-	106, // 123: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
-	106, // 124: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
-	105, // 125: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	80,  // 126: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
-	106, // 127: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
-	106, // 128: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
-	105, // 129: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	100, // 130: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
-	101, // 131: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
-	105, // 132: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	102, // 133: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
-	103, // 134: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
-	105, // 135: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	84,  // 136: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
-	86,  // 137: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
-	104, // 138: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
-	85,  // 139: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
-	107, // 140: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
-	87,  // 141: tugboat.api.v1.ServiceStatus.load_balancer:type_name -> tugboat.api.v1.LoadBalancerStatus
-	88,  // 142: tugboat.api.v1.LoadBalancerStatus.ingress:type_name -> tugboat.api.v1.LoadBalancerIngress
-	89,  // 143: tugboat.api.v1.LoadBalancerIngress.ports:type_name -> tugboat.api.v1.PortStatus
-	105, // 144: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	91,  // 145: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
-	92,  // 146: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
-	92,  // 147: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
-	93,  // 148: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
-	77,  // 149: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
-	150, // [150:150] is the sub-list for method output_type
-	150, // [150:150] is the sub-list for method input_type
-	150, // [150:150] is the sub-list for extension type_name
-	150, // [150:150] is the sub-list for extension extendee
-	0,   // [0:150] is the sub-list for field type_name
+	37,  // 26: tugboat.api.v1.PodSpec.resource_claims:type_name -> tugboat.api.v1.PodResourceClaim
+	13,  // 27: tugboat.api.v1.PodSpec.host_aliases:type_name -> tugboat.api.v1.HostAlias
+	14,  // 28: tugboat.api.v1.PodSpec.dns_config:type_name -> tugboat.api.v1.PodDNSConfig
+	54,  // 29: tugboat.api.v1.PodSpec.topology_spread_constraints:type_name -> tugboat.api.v1.TopologySpreadConstraint
+	15,  // 30: tugboat.api.v1.PodDNSConfig.options:type_name -> tugboat.api.v1.PodDNSConfigOption
+	20,  // 31: tugboat.api.v1.PodSecurityContext.sysctls:type_name -> tugboat.api.v1.Sysctl
+	19,  // 32: tugboat.api.v1.PodSecurityContext.seccomp_profile:type_name -> tugboat.api.v1.SeccompProfile
+	21,  // 33: tugboat.api.v1.PodSecurityContext.se_linux_options:type_name -> tugboat.api.v1.SELinuxOptions
+	22,  // 34: tugboat.api.v1.PodSecurityContext.app_armor_profile:type_name -> tugboat.api.v1.AppArmorProfile
+	18,  // 35: tugboat.api.v1.SecurityContext.capabilities:type_name -> tugboat.api.v1.Capabilities
+	19,  // 36: tugboat.api.v1.SecurityContext.seccomp_profile:type_name -> tugboat.api.v1.SeccompProfile
+	21,  // 37: tugboat.api.v1.SecurityContext.se_linux_options:type_name -> tugboat.api.v1.SELinuxOptions
+	22,  // 38: tugboat.api.v1.SecurityContext.app_armor_profile:type_name -> tugboat.api.v1.AppArmorProfile
+	28,  // 39: tugboat.api.v1.Container.env:type_name -> tugboat.api.v1.EnvVar
+	34,  // 40: tugboat.api.v1.Container.ports:type_name -> tugboat.api.v1.ContainerPort
+	35,  // 41: tugboat.api.v1.Container.resources:type_name -> tugboat.api.v1.ResourceRequirements
+	39,  // 42: tugboat.api.v1.Container.volume_mounts:type_name -> tugboat.api.v1.VolumeMount
+	40,  // 43: tugboat.api.v1.Container.liveness_probe:type_name -> tugboat.api.v1.Probe
+	40,  // 44: tugboat.api.v1.Container.readiness_probe:type_name -> tugboat.api.v1.Probe
+	40,  // 45: tugboat.api.v1.Container.startup_probe:type_name -> tugboat.api.v1.Probe
+	32,  // 46: tugboat.api.v1.Container.env_from:type_name -> tugboat.api.v1.EnvFromSource
+	17,  // 47: tugboat.api.v1.Container.security_context:type_name -> tugboat.api.v1.SecurityContext
+	25,  // 48: tugboat.api.v1.Container.lifecycle:type_name -> tugboat.api.v1.Lifecycle
+	24,  // 49: tugboat.api.v1.Container.resize_policy:type_name -> tugboat.api.v1.ContainerResizePolicy
+	26,  // 50: tugboat.api.v1.Lifecycle.post_start:type_name -> tugboat.api.v1.LifecycleHandler
+	26,  // 51: tugboat.api.v1.Lifecycle.pre_stop:type_name -> tugboat.api.v1.LifecycleHandler
+	42,  // 52: tugboat.api.v1.LifecycleHandler.exec:type_name -> tugboat.api.v1.ExecAction
+	43,  // 53: tugboat.api.v1.LifecycleHandler.http_get:type_name -> tugboat.api.v1.HTTPGetAction
+	45,  // 54: tugboat.api.v1.LifecycleHandler.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
+	27,  // 55: tugboat.api.v1.LifecycleHandler.sleep:type_name -> tugboat.api.v1.SleepAction
+	29,  // 56: tugboat.api.v1.EnvVar.value_from:type_name -> tugboat.api.v1.EnvVarSource
+	30,  // 57: tugboat.api.v1.EnvVarSource.config_map_key_ref:type_name -> tugboat.api.v1.KeySelector
+	30,  // 58: tugboat.api.v1.EnvVarSource.secret_key_ref:type_name -> tugboat.api.v1.KeySelector
+	31,  // 59: tugboat.api.v1.EnvVarSource.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
+	60,  // 60: tugboat.api.v1.EnvVarSource.resource_field_ref:type_name -> tugboat.api.v1.ResourceFieldSelector
+	33,  // 61: tugboat.api.v1.EnvFromSource.config_map_ref:type_name -> tugboat.api.v1.LocalObjectReference
+	33,  // 62: tugboat.api.v1.EnvFromSource.secret_ref:type_name -> tugboat.api.v1.LocalObjectReference
+	100, // 63: tugboat.api.v1.ResourceRequirements.requests:type_name -> tugboat.api.v1.ResourceRequirements.RequestsEntry
+	101, // 64: tugboat.api.v1.ResourceRequirements.limits:type_name -> tugboat.api.v1.ResourceRequirements.LimitsEntry
+	36,  // 65: tugboat.api.v1.ResourceRequirements.claims:type_name -> tugboat.api.v1.ContainerResourceClaim
+	42,  // 66: tugboat.api.v1.Probe.exec:type_name -> tugboat.api.v1.ExecAction
+	43,  // 67: tugboat.api.v1.Probe.http_get:type_name -> tugboat.api.v1.HTTPGetAction
+	45,  // 68: tugboat.api.v1.Probe.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
+	41,  // 69: tugboat.api.v1.Probe.grpc:type_name -> tugboat.api.v1.GRPCAction
+	44,  // 70: tugboat.api.v1.HTTPGetAction.http_headers:type_name -> tugboat.api.v1.HTTPHeader
+	48,  // 71: tugboat.api.v1.Affinity.node_affinity:type_name -> tugboat.api.v1.NodeAffinity
+	50,  // 72: tugboat.api.v1.Affinity.pod_affinity:type_name -> tugboat.api.v1.PodAffinity
+	51,  // 73: tugboat.api.v1.Affinity.pod_anti_affinity:type_name -> tugboat.api.v1.PodAntiAffinity
+	55,  // 74: tugboat.api.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.NodeSelector
+	49,  // 75: tugboat.api.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PreferredSchedulingTerm
+	56,  // 76: tugboat.api.v1.PreferredSchedulingTerm.preference:type_name -> tugboat.api.v1.NodeSelectorTerm
+	52,  // 77: tugboat.api.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
+	53,  // 78: tugboat.api.v1.PodAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
+	52,  // 79: tugboat.api.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
+	53,  // 80: tugboat.api.v1.PodAntiAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
+	111, // 81: tugboat.api.v1.PodAffinityTerm.label_selector:type_name -> tugboat.api.v1.LabelSelector
+	111, // 82: tugboat.api.v1.PodAffinityTerm.namespace_selector:type_name -> tugboat.api.v1.LabelSelector
+	52,  // 83: tugboat.api.v1.WeightedPodAffinityTerm.pod_affinity_term:type_name -> tugboat.api.v1.PodAffinityTerm
+	111, // 84: tugboat.api.v1.TopologySpreadConstraint.label_selector:type_name -> tugboat.api.v1.LabelSelector
+	56,  // 85: tugboat.api.v1.NodeSelector.node_selector_terms:type_name -> tugboat.api.v1.NodeSelectorTerm
+	112, // 86: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	112, // 87: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	68,  // 88: tugboat.api.v1.Volume.empty_dir:type_name -> tugboat.api.v1.EmptyDirVolumeSource
+	69,  // 89: tugboat.api.v1.Volume.host_path:type_name -> tugboat.api.v1.HostPathVolumeSource
+	71,  // 90: tugboat.api.v1.Volume.config_map:type_name -> tugboat.api.v1.ConfigMapVolumeSource
+	72,  // 91: tugboat.api.v1.Volume.secret:type_name -> tugboat.api.v1.SecretVolumeSource
+	67,  // 92: tugboat.api.v1.Volume.persistent_volume_claim:type_name -> tugboat.api.v1.PersistentVolumeClaimVolumeSource
+	58,  // 93: tugboat.api.v1.Volume.downward_api:type_name -> tugboat.api.v1.DownwardAPIVolumeSource
+	61,  // 94: tugboat.api.v1.Volume.projected:type_name -> tugboat.api.v1.ProjectedVolumeSource
+	59,  // 95: tugboat.api.v1.DownwardAPIVolumeSource.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
+	31,  // 96: tugboat.api.v1.DownwardAPIVolumeFile.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
+	60,  // 97: tugboat.api.v1.DownwardAPIVolumeFile.resource_field_ref:type_name -> tugboat.api.v1.ResourceFieldSelector
+	62,  // 98: tugboat.api.v1.ProjectedVolumeSource.sources:type_name -> tugboat.api.v1.VolumeProjection
+	63,  // 99: tugboat.api.v1.VolumeProjection.secret:type_name -> tugboat.api.v1.SecretProjection
+	65,  // 100: tugboat.api.v1.VolumeProjection.downward_api:type_name -> tugboat.api.v1.DownwardAPIProjection
+	64,  // 101: tugboat.api.v1.VolumeProjection.config_map:type_name -> tugboat.api.v1.ConfigMapProjection
+	66,  // 102: tugboat.api.v1.VolumeProjection.service_account_token:type_name -> tugboat.api.v1.ServiceAccountTokenProjection
+	70,  // 103: tugboat.api.v1.SecretProjection.items:type_name -> tugboat.api.v1.KeyToPath
+	70,  // 104: tugboat.api.v1.ConfigMapProjection.items:type_name -> tugboat.api.v1.KeyToPath
+	59,  // 105: tugboat.api.v1.DownwardAPIProjection.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
+	70,  // 106: tugboat.api.v1.ConfigMapVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
+	70,  // 107: tugboat.api.v1.SecretVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
+	110, // 108: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
+	109, // 109: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	74,  // 110: tugboat.api.v1.PodStatus.container_statuses:type_name -> tugboat.api.v1.ContainerStatus
+	74,  // 111: tugboat.api.v1.PodStatus.init_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
+	38,  // 112: tugboat.api.v1.PodStatus.resource_claim_statuses:type_name -> tugboat.api.v1.PodResourceClaimStatus
+	75,  // 113: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
+	75,  // 114: tugboat.api.v1.ContainerStatus.last_state:type_name -> tugboat.api.v1.ContainerState
+	35,  // 115: tugboat.api.v1.ContainerStatus.resources:type_name -> tugboat.api.v1.ResourceRequirements
+	102, // 116: tugboat.api.v1.ContainerStatus.allocated_resources:type_name -> tugboat.api.v1.ContainerStatus.AllocatedResourcesEntry
+	76,  // 117: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
+	77,  // 118: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
+	78,  // 119: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
+	109, // 120: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	109, // 121: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	109, // 122: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	108, // 123: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	80,  // 124: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
+	81,  // 125: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
+	109, // 126: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
+	109, // 127: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
+	108, // 128: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	83,  // 129: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
+	109, // 130: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
+	109, // 131: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
+	108, // 132: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	103, // 133: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
+	104, // 134: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
+	108, // 135: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	105, // 136: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
+	106, // 137: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
+	108, // 138: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	87,  // 139: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
+	89,  // 140: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
+	107, // 141: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
+	88,  // 142: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
+	110, // 143: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
+	90,  // 144: tugboat.api.v1.ServiceStatus.load_balancer:type_name -> tugboat.api.v1.LoadBalancerStatus
+	91,  // 145: tugboat.api.v1.LoadBalancerStatus.ingress:type_name -> tugboat.api.v1.LoadBalancerIngress
+	92,  // 146: tugboat.api.v1.LoadBalancerIngress.ports:type_name -> tugboat.api.v1.PortStatus
+	108, // 147: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	94,  // 148: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
+	95,  // 149: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
+	95,  // 150: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
+	96,  // 151: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
+	80,  // 152: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
+	153, // [153:153] is the sub-list for method output_type
+	153, // [153:153] is the sub-list for method input_type
+	153, // [153:153] is the sub-list for extension type_name
+	153, // [153:153] is the sub-list for extension extendee
+	0,   // [0:153] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_core_proto_init() }
@@ -7659,23 +7890,25 @@ func file_api_v1_core_proto_init() {
 	file_api_v1_core_proto_msgTypes[22].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[37].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[38].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[43].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[51].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[55].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[56].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[40].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[41].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[46].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[54].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[58].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[63].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[67].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[68].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[69].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[84].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[59].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[61].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[66].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[70].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[71].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[72].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[87].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_core_proto_rawDesc), len(file_api_v1_core_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   105,
+			NumMessages:   108,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

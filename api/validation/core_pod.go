@@ -16,6 +16,7 @@ func Pod(p *v1.Pod) Errs {
 	var errs Errs
 	ObjectMeta(&errs, p.Metadata, true, DNSSubdomain)
 	PodSpec(&errs, "spec", p.Spec)
+	podResourceClaimStatuses(&errs, p)
 	return errs
 }
 
@@ -137,6 +138,7 @@ func PodSpec(errs *Errs, path string, s *v1.PodSpec) {
 		DNSLabel(errs, path+".hostname", s.Hostname)
 	}
 	podScheduling(errs, path, s)
+	podResourceClaims(errs, path, s)
 }
 
 func container(errs *Errs, path string, c *v1.Container, kind containerKind, grace *int64, names, vols, hostPorts map[string]bool) {

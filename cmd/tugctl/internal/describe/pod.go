@@ -59,6 +59,7 @@ func describePod(ctx context.Context, d *describer, p *v1.Pod) error {
 		}
 	}
 	d.volumes(sp.GetVolumes())
+	d.resourceClaims(sp.GetResourceClaims(), st.GetResourceClaimStatuses())
 	if st.GetQosClass() != "" {
 		d.kv(0, "QoS Class", st.GetQosClass())
 	}
@@ -130,6 +131,16 @@ func (d *describer) containers(cs []*v1.Container, statuses []*v1.ContainerStatu
 			if len(r.Requests) > 0 {
 				d.text(2, "Requests:")
 				d.quantities(3, r.Requests)
+			}
+			if len(r.Claims) > 0 {
+				d.text(2, "Claims:")
+				for _, rc := range r.Claims {
+					if rc.Request != "" {
+						d.text(3, "%s (request %s)", rc.Name, rc.Request)
+					} else {
+						d.text(3, "%s", rc.Name)
+					}
+				}
 			}
 		}
 		d.resized(c, s)
@@ -441,6 +452,36 @@ func (d *describer) podDNS(sp *v1.PodSpec) {
 		d.text(0, "Host Aliases:")
 		for _, a := range sp.GetHostAliases() {
 			d.kv(1, a.Ip, strings.Join(a.Hostnames, ", "))
+		}
+	}
+}
+
+// resourceClaims lists the pod's claims: each entry's ResourceClaim, or its
+// template and the claim the resourceclaim controller made from it (or
+// that none is made yet).
+func (d *describer) resourceClaims(claims []*v1.PodResourceClaim, statuses []*v1.PodResourceClaimStatus) {
+	if len(claims) == 0 {
+		return
+	}
+	made := map[string]*v1.PodResourceClaimStatus{}
+	for _, s := range statuses {
+		made[s.GetName()] = s
+	}
+	d.text(0, "Resource Claims:")
+	for _, c := range claims {
+		d.text(1, "%s:", c.GetName())
+		if c.ResourceClaimName != nil {
+			d.kv(2, "ResourceClaim", c.GetResourceClaimName())
+			continue
+		}
+		d.kv(2, "ResourceClaimTemplate", c.GetResourceClaimTemplateName())
+		switch s := made[c.GetName()]; {
+		case s == nil:
+			d.kv(2, "ResourceClaim", "<not created yet>")
+		case s.ResourceClaimName == nil:
+			d.kv(2, "ResourceClaim", "<none needed>")
+		default:
+			d.kv(2, "ResourceClaim", s.GetResourceClaimName())
 		}
 	}
 }
