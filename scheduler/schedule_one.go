@@ -33,6 +33,11 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 		info.Volumes = vi
 		qp.Info = &info
 	}
+	if cs := s.claims.claimsStatus(pod); cs != nil || qp.Info.Claims != nil {
+		info := *qp.Info
+		info.Claims = cs
+		qp.Info = &info
+	}
 	s.cache.UpdateSnapshot(s.snapshot)
 	if ts := s.cache.Topology(qp.Info, s.namespaceLabels); ts != nil || qp.Info.Topology != nil {
 		info := *qp.Info

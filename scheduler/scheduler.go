@@ -65,6 +65,7 @@ type Scheduler struct {
 	metrics  *metrics
 
 	volumes *volumeCaches
+	claims  *claimCaches
 	// nominated are the pending pods a preemption nominated to a node.
 	nominated *nominator
 
@@ -113,6 +114,7 @@ func New(c *client.Client, cfg Config) (*Scheduler, error) {
 	_ = cfg.Registry.Register(collectors.NewGoCollector())
 	_ = cfg.Registry.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.volumes = newVolumeCaches(c, s)
+	s.claims = newClaimCaches(c, s)
 	s.pods.AddHandler(s.podHandler())
 	s.nodes.AddHandler(s.nodeHandler())
 	s.namespaces.AddHandler(s.namespaceHandler())
@@ -156,6 +158,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	goRun("claim informer", s.volumes.pvcs.Run)
 	goRun("volume informer", s.volumes.pvs.Run)
 	goRun("storage class informer", s.volumes.scs.Run)
+	goRun("resource claim informer", s.claims.claims.Run)
+	goRun("device class informer", s.claims.classes.Run)
 	goRun("queue", s.queue.Run)
 	goRun("cache", s.cache.Run)
 	for i := 0; i < s.cfg.EventWriters; i++ {
@@ -182,7 +186,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // election if configured) until ctx ends.
 func (s *Scheduler) runScheduling(ctx context.Context) error {
 	if !s.pods.WaitForSync(ctx) || !s.nodes.WaitForSync(ctx) || !s.namespaces.WaitForSync(ctx) || !s.pdbs.WaitForSync(ctx) || !s.volumes.pvcs.WaitForSync(ctx) ||
-		!s.volumes.pvs.WaitForSync(ctx) || !s.volumes.scs.WaitForSync(ctx) {
+		!s.volumes.pvs.WaitForSync(ctx) || !s.volumes.scs.WaitForSync(ctx) || !s.claims.claims.WaitForSync(ctx) || !s.claims.classes.WaitForSync(ctx) {
 		return nil
 	}
 	st := s.cache.Stats()

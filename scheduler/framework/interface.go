@@ -25,6 +25,9 @@ const (
 	// PodAdded: a pod was bound to a node (or assumed there), or a bound
 	// pod's labels changed: pod affinity and spread may now pass.
 	PodAdded
+	// ResourceClaimChanged: a ResourceClaim or DeviceClass appeared,
+	// changed or went (dynamic resource allocation).
+	ResourceClaimChanged
 	// AllEvents is every event.
 	AllEvents ClusterEvent = 1<<iota - 1
 )

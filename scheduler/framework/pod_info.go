@@ -91,6 +91,11 @@ type PodInfo struct {
 	// Volumes are the constraints of the pod's PersistentVolumeClaims, set
 	// for each decision from the scheduler's volume caches (nil: none).
 	Volumes *VolumeInfo
+	// Claims, set for each decision from the scheduler's ResourceClaim
+	// cache, refuses every node with its reason (a claim missing, not
+	// allocated, or allocated but unusable: no DRA driver runs); nil when
+	// the pod uses no claims.
+	Claims *Status
 	// Priority is spec.priority; StartTime status.startTime (or the
 	// creation time) in Unix nanoseconds: what preemption orders by.
 	Priority  int32

@@ -11,7 +11,7 @@ import (
 // FilterNames are the filters in the order they run (a node is refused by
 // the first that refuses it, which decides the reason users see).
 func FilterNames() []string {
-	return []string{"NodeReady", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "VolumeBinding", "NodePorts", "MaxPods", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"}
+	return []string{"NodeReady", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "VolumeBinding", "DynamicResources", "NodePorts", "MaxPods", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"}
 }
 
 // DefaultScores are the score plugins with their weights, as --scores
@@ -32,6 +32,8 @@ func newFilter(name string) framework.FilterPlugin {
 		return NewNodeAffinity()
 	case "VolumeBinding":
 		return NewVolumeBinding()
+	case "DynamicResources":
+		return DynamicResources{}
 	case "NodePorts":
 		return NewNodePorts()
 	case "MaxPods":
