@@ -22,6 +22,7 @@ import (
 	"github.com/tugboat/tugboat/controllers/nodelifecycle"
 	"github.com/tugboat/tugboat/controllers/podautoscaler"
 	"github.com/tugboat/tugboat/controllers/replicaset"
+	"github.com/tugboat/tugboat/controllers/resourceclaim"
 	"github.com/tugboat/tugboat/controllers/resourcequota"
 	"github.com/tugboat/tugboat/controllers/rootcacertpublisher"
 	"github.com/tugboat/tugboat/controllers/statefulset"
@@ -68,6 +69,8 @@ type Config struct {
 	// RootCACertPublisher publishes the cluster CA (--root-ca-file, by
 	// default --ca-file) as kube-root-ca.crt in every namespace.
 	RootCACertPublisher rootcacertpublisher.Config
+	// ResourceClaim makes pods' ResourceClaims from their templates.
+	ResourceClaim resourceclaim.Config
 
 	Logger *slog.Logger
 }
@@ -111,7 +114,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("--leader-elect-renew-deadline (%s) must be shorter than --leader-elect-lease-duration (%s)", le.RenewDeadline, le.LeaseDuration)
 		}
 	}
-	for _, v := range []interface{ Validate() error }{&c.ReplicaSet, &c.Deployment, &c.GarbageCollector, &c.NodeLifecycle, &c.NodeIPAM, &c.Endpoints, &c.EndpointSlice, &c.LoadBalancer, &c.Job, &c.CronJob, &c.Disruption, &c.DaemonSet, &c.HorizontalPodAutoscaler, &c.PersistentVolume, &c.StatefulSet, &c.ResourceQuota, &c.RootCACertPublisher} {
+	for _, v := range []interface{ Validate() error }{&c.ReplicaSet, &c.Deployment, &c.GarbageCollector, &c.NodeLifecycle, &c.NodeIPAM, &c.Endpoints, &c.EndpointSlice, &c.LoadBalancer, &c.Job, &c.CronJob, &c.Disruption, &c.DaemonSet, &c.HorizontalPodAutoscaler, &c.PersistentVolume, &c.StatefulSet, &c.ResourceQuota, &c.RootCACertPublisher, &c.ResourceClaim} {
 		if err := v.Validate(); err != nil {
 			return err
 		}

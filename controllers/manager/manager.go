@@ -41,6 +41,7 @@ import (
 	"github.com/tugboat/tugboat/controllers/nodelifecycle"
 	"github.com/tugboat/tugboat/controllers/podautoscaler"
 	"github.com/tugboat/tugboat/controllers/replicaset"
+	"github.com/tugboat/tugboat/controllers/resourceclaim"
 	"github.com/tugboat/tugboat/controllers/resourcequota"
 	"github.com/tugboat/tugboat/controllers/rootcacertpublisher"
 	"github.com/tugboat/tugboat/controllers/statefulset"
@@ -89,6 +90,9 @@ func controllers() []entry {
 		}},
 		{"root-ca-cert-publisher", func(d controller.Deps, c *Config) (controller.Runner, error) {
 			return rootcacertpublisher.New(d, c.RootCACertPublisher)
+		}},
+		{"resourceclaim", func(d controller.Deps, c *Config) (controller.Runner, error) {
+			return resourceclaim.New(d, c.ResourceClaim)
 		}},
 	}
 }
