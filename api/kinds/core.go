@@ -140,8 +140,8 @@ func DefaultPodSpec(s *v1.PodSpec) {
 // downwardAPI and projected volumes that set none (Kubernetes' 0644).
 const DefaultVolumeMode = 0o644
 
-// defaultVolume fills what Kubernetes fills in volume sources: the file
-// modes, a token's lifetime, the field selectors' apiVersion (a
+// defaultVolume fills what Kubernetes fills in volume sources: an image
+// volume's pullPolicy, the file modes, a token's lifetime, the field selectors' apiVersion (a
 // resourceFieldRef's divisor stays unset: it means 1, as Kubernetes' zero
 // Quantity does).
 func defaultVolume(v *v1.Volume) {
@@ -156,6 +156,14 @@ func defaultVolume(v *v1.Volume) {
 		}
 	}
 	switch {
+	case v.Image != nil:
+		// As a container's imagePullPolicy (SetDefaults_ImageVolumeSource).
+		if v.Image.PullPolicy == "" {
+			v.Image.PullPolicy = "IfNotPresent"
+			if imageTag(v.Image.Reference) == "latest" {
+				v.Image.PullPolicy = "Always"
+			}
+		}
 	case v.ConfigMap != nil:
 		mode(&v.ConfigMap.DefaultMode)
 	case v.Secret != nil:

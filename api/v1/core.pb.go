@@ -4079,7 +4079,11 @@ type Volume struct {
 	DownwardApi *DownwardAPIVolumeSource `protobuf:"bytes,7,opt,name=downward_api,json=downwardAPI,proto3" json:"downward_api,omitempty"`
 	// Several sources (configMap, secret, downwardAPI, serviceAccountToken)
 	// in one directory.
-	Projected     *ProjectedVolumeSource `protobuf:"bytes,8,opt,name=projected,proto3" json:"projected,omitempty"`
+	Projected *ProjectedVolumeSource `protobuf:"bytes,8,opt,name=projected,proto3" json:"projected,omitempty"`
+	// An OCI image's content, mounted read-only (Kubernetes 1.33+ image
+	// volumes): pulled per its pullPolicy like a container image. Needs the
+	// CRI backend on containerd 2.1 or later (CRI Mount.image).
+	Image         *ImageVolumeSource `protobuf:"bytes,9,opt,name=image,proto3" json:"image,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4170,6 +4174,69 @@ func (x *Volume) GetProjected() *ProjectedVolumeSource {
 	return nil
 }
 
+func (x *Volume) GetImage() *ImageVolumeSource {
+	if x != nil {
+		return x.Image
+	}
+	return nil
+}
+
+// ImageVolumeSource is an OCI image (or artifact) to mount.
+type ImageVolumeSource struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The image reference, as a container's image. Required.
+	Reference string `protobuf:"bytes,1,opt,name=reference,proto3" json:"reference,omitempty"`
+	// Always, Never or IfNotPresent; default Always for a :latest (or
+	// untagged) reference, else IfNotPresent.
+	PullPolicy    string `protobuf:"bytes,2,opt,name=pull_policy,json=pullPolicy,proto3" json:"pull_policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImageVolumeSource) Reset() {
+	*x = ImageVolumeSource{}
+	mi := &file_api_v1_core_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImageVolumeSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImageVolumeSource) ProtoMessage() {}
+
+func (x *ImageVolumeSource) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImageVolumeSource.ProtoReflect.Descriptor instead.
+func (*ImageVolumeSource) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *ImageVolumeSource) GetReference() string {
+	if x != nil {
+		return x.Reference
+	}
+	return ""
+}
+
+func (x *ImageVolumeSource) GetPullPolicy() string {
+	if x != nil {
+		return x.PullPolicy
+	}
+	return ""
+}
+
 type DownwardAPIVolumeSource struct {
 	state protoimpl.MessageState   `protogen:"open.v1"`
 	Items []*DownwardAPIVolumeFile `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
@@ -4181,7 +4248,7 @@ type DownwardAPIVolumeSource struct {
 
 func (x *DownwardAPIVolumeSource) Reset() {
 	*x = DownwardAPIVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[58]
+	mi := &file_api_v1_core_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4193,7 +4260,7 @@ func (x *DownwardAPIVolumeSource) String() string {
 func (*DownwardAPIVolumeSource) ProtoMessage() {}
 
 func (x *DownwardAPIVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[58]
+	mi := &file_api_v1_core_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4206,7 +4273,7 @@ func (x *DownwardAPIVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIVolumeSource.ProtoReflect.Descriptor instead.
 func (*DownwardAPIVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{58}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *DownwardAPIVolumeSource) GetItems() []*DownwardAPIVolumeFile {
@@ -4242,7 +4309,7 @@ type DownwardAPIVolumeFile struct {
 
 func (x *DownwardAPIVolumeFile) Reset() {
 	*x = DownwardAPIVolumeFile{}
-	mi := &file_api_v1_core_proto_msgTypes[59]
+	mi := &file_api_v1_core_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4254,7 +4321,7 @@ func (x *DownwardAPIVolumeFile) String() string {
 func (*DownwardAPIVolumeFile) ProtoMessage() {}
 
 func (x *DownwardAPIVolumeFile) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[59]
+	mi := &file_api_v1_core_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4267,7 +4334,7 @@ func (x *DownwardAPIVolumeFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIVolumeFile.ProtoReflect.Descriptor instead.
 func (*DownwardAPIVolumeFile) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{59}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *DownwardAPIVolumeFile) GetPath() string {
@@ -4313,7 +4380,7 @@ type ResourceFieldSelector struct {
 
 func (x *ResourceFieldSelector) Reset() {
 	*x = ResourceFieldSelector{}
-	mi := &file_api_v1_core_proto_msgTypes[60]
+	mi := &file_api_v1_core_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4325,7 +4392,7 @@ func (x *ResourceFieldSelector) String() string {
 func (*ResourceFieldSelector) ProtoMessage() {}
 
 func (x *ResourceFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[60]
+	mi := &file_api_v1_core_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4338,7 +4405,7 @@ func (x *ResourceFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceFieldSelector.ProtoReflect.Descriptor instead.
 func (*ResourceFieldSelector) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{60}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ResourceFieldSelector) GetContainerName() string {
@@ -4373,7 +4440,7 @@ type ProjectedVolumeSource struct {
 
 func (x *ProjectedVolumeSource) Reset() {
 	*x = ProjectedVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[61]
+	mi := &file_api_v1_core_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4385,7 +4452,7 @@ func (x *ProjectedVolumeSource) String() string {
 func (*ProjectedVolumeSource) ProtoMessage() {}
 
 func (x *ProjectedVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[61]
+	mi := &file_api_v1_core_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4398,7 +4465,7 @@ func (x *ProjectedVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProjectedVolumeSource.ProtoReflect.Descriptor instead.
 func (*ProjectedVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{61}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ProjectedVolumeSource) GetSources() []*VolumeProjection {
@@ -4429,7 +4496,7 @@ type VolumeProjection struct {
 
 func (x *VolumeProjection) Reset() {
 	*x = VolumeProjection{}
-	mi := &file_api_v1_core_proto_msgTypes[62]
+	mi := &file_api_v1_core_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4441,7 +4508,7 @@ func (x *VolumeProjection) String() string {
 func (*VolumeProjection) ProtoMessage() {}
 
 func (x *VolumeProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[62]
+	mi := &file_api_v1_core_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4454,7 +4521,7 @@ func (x *VolumeProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeProjection.ProtoReflect.Descriptor instead.
 func (*VolumeProjection) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{62}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *VolumeProjection) GetSecret() *SecretProjection {
@@ -4496,7 +4563,7 @@ type SecretProjection struct {
 
 func (x *SecretProjection) Reset() {
 	*x = SecretProjection{}
-	mi := &file_api_v1_core_proto_msgTypes[63]
+	mi := &file_api_v1_core_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4508,7 +4575,7 @@ func (x *SecretProjection) String() string {
 func (*SecretProjection) ProtoMessage() {}
 
 func (x *SecretProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[63]
+	mi := &file_api_v1_core_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4521,7 +4588,7 @@ func (x *SecretProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretProjection.ProtoReflect.Descriptor instead.
 func (*SecretProjection) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{63}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *SecretProjection) GetName() string {
@@ -4556,7 +4623,7 @@ type ConfigMapProjection struct {
 
 func (x *ConfigMapProjection) Reset() {
 	*x = ConfigMapProjection{}
-	mi := &file_api_v1_core_proto_msgTypes[64]
+	mi := &file_api_v1_core_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4568,7 +4635,7 @@ func (x *ConfigMapProjection) String() string {
 func (*ConfigMapProjection) ProtoMessage() {}
 
 func (x *ConfigMapProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[64]
+	mi := &file_api_v1_core_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4581,7 +4648,7 @@ func (x *ConfigMapProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapProjection.ProtoReflect.Descriptor instead.
 func (*ConfigMapProjection) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{64}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ConfigMapProjection) GetName() string {
@@ -4614,7 +4681,7 @@ type DownwardAPIProjection struct {
 
 func (x *DownwardAPIProjection) Reset() {
 	*x = DownwardAPIProjection{}
-	mi := &file_api_v1_core_proto_msgTypes[65]
+	mi := &file_api_v1_core_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4626,7 +4693,7 @@ func (x *DownwardAPIProjection) String() string {
 func (*DownwardAPIProjection) ProtoMessage() {}
 
 func (x *DownwardAPIProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[65]
+	mi := &file_api_v1_core_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4639,7 +4706,7 @@ func (x *DownwardAPIProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIProjection.ProtoReflect.Descriptor instead.
 func (*DownwardAPIProjection) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{65}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *DownwardAPIProjection) GetItems() []*DownwardAPIVolumeFile {
@@ -4665,7 +4732,7 @@ type ServiceAccountTokenProjection struct {
 
 func (x *ServiceAccountTokenProjection) Reset() {
 	*x = ServiceAccountTokenProjection{}
-	mi := &file_api_v1_core_proto_msgTypes[66]
+	mi := &file_api_v1_core_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4677,7 +4744,7 @@ func (x *ServiceAccountTokenProjection) String() string {
 func (*ServiceAccountTokenProjection) ProtoMessage() {}
 
 func (x *ServiceAccountTokenProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[66]
+	mi := &file_api_v1_core_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4690,7 +4757,7 @@ func (x *ServiceAccountTokenProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceAccountTokenProjection.ProtoReflect.Descriptor instead.
 func (*ServiceAccountTokenProjection) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{66}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ServiceAccountTokenProjection) GetAudience() string {
@@ -4724,7 +4791,7 @@ type PersistentVolumeClaimVolumeSource struct {
 
 func (x *PersistentVolumeClaimVolumeSource) Reset() {
 	*x = PersistentVolumeClaimVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[67]
+	mi := &file_api_v1_core_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4736,7 +4803,7 @@ func (x *PersistentVolumeClaimVolumeSource) String() string {
 func (*PersistentVolumeClaimVolumeSource) ProtoMessage() {}
 
 func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[67]
+	mi := &file_api_v1_core_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4749,7 +4816,7 @@ func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use PersistentVolumeClaimVolumeSource.ProtoReflect.Descriptor instead.
 func (*PersistentVolumeClaimVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{67}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *PersistentVolumeClaimVolumeSource) GetClaimName() string {
@@ -4776,7 +4843,7 @@ type EmptyDirVolumeSource struct {
 
 func (x *EmptyDirVolumeSource) Reset() {
 	*x = EmptyDirVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[68]
+	mi := &file_api_v1_core_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4788,7 +4855,7 @@ func (x *EmptyDirVolumeSource) String() string {
 func (*EmptyDirVolumeSource) ProtoMessage() {}
 
 func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[68]
+	mi := &file_api_v1_core_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4801,7 +4868,7 @@ func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmptyDirVolumeSource.ProtoReflect.Descriptor instead.
 func (*EmptyDirVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{68}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *EmptyDirVolumeSource) GetMedium() string {
@@ -4828,7 +4895,7 @@ type HostPathVolumeSource struct {
 
 func (x *HostPathVolumeSource) Reset() {
 	*x = HostPathVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[69]
+	mi := &file_api_v1_core_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4840,7 +4907,7 @@ func (x *HostPathVolumeSource) String() string {
 func (*HostPathVolumeSource) ProtoMessage() {}
 
 func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[69]
+	mi := &file_api_v1_core_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4853,7 +4920,7 @@ func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostPathVolumeSource.ProtoReflect.Descriptor instead.
 func (*HostPathVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{69}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *HostPathVolumeSource) GetPath() string {
@@ -4881,7 +4948,7 @@ type KeyToPath struct {
 
 func (x *KeyToPath) Reset() {
 	*x = KeyToPath{}
-	mi := &file_api_v1_core_proto_msgTypes[70]
+	mi := &file_api_v1_core_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4893,7 +4960,7 @@ func (x *KeyToPath) String() string {
 func (*KeyToPath) ProtoMessage() {}
 
 func (x *KeyToPath) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[70]
+	mi := &file_api_v1_core_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4906,7 +4973,7 @@ func (x *KeyToPath) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyToPath.ProtoReflect.Descriptor instead.
 func (*KeyToPath) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{70}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *KeyToPath) GetKey() string {
@@ -4942,7 +5009,7 @@ type ConfigMapVolumeSource struct {
 
 func (x *ConfigMapVolumeSource) Reset() {
 	*x = ConfigMapVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[71]
+	mi := &file_api_v1_core_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4954,7 +5021,7 @@ func (x *ConfigMapVolumeSource) String() string {
 func (*ConfigMapVolumeSource) ProtoMessage() {}
 
 func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[71]
+	mi := &file_api_v1_core_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4967,7 +5034,7 @@ func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapVolumeSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{71}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ConfigMapVolumeSource) GetName() string {
@@ -5010,7 +5077,7 @@ type SecretVolumeSource struct {
 
 func (x *SecretVolumeSource) Reset() {
 	*x = SecretVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[72]
+	mi := &file_api_v1_core_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5022,7 +5089,7 @@ func (x *SecretVolumeSource) String() string {
 func (*SecretVolumeSource) ProtoMessage() {}
 
 func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[72]
+	mi := &file_api_v1_core_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5035,7 +5102,7 @@ func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretVolumeSource.ProtoReflect.Descriptor instead.
 func (*SecretVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{72}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *SecretVolumeSource) GetSecretName() string {
@@ -5089,7 +5156,7 @@ type PodStatus struct {
 
 func (x *PodStatus) Reset() {
 	*x = PodStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[73]
+	mi := &file_api_v1_core_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5101,7 +5168,7 @@ func (x *PodStatus) String() string {
 func (*PodStatus) ProtoMessage() {}
 
 func (x *PodStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[73]
+	mi := &file_api_v1_core_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5114,7 +5181,7 @@ func (x *PodStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStatus.ProtoReflect.Descriptor instead.
 func (*PodStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{73}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *PodStatus) GetPhase() string {
@@ -5224,7 +5291,7 @@ type ContainerStatus struct {
 
 func (x *ContainerStatus) Reset() {
 	*x = ContainerStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[74]
+	mi := &file_api_v1_core_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5236,7 +5303,7 @@ func (x *ContainerStatus) String() string {
 func (*ContainerStatus) ProtoMessage() {}
 
 func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[74]
+	mi := &file_api_v1_core_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5249,7 +5316,7 @@ func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStatus.ProtoReflect.Descriptor instead.
 func (*ContainerStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{74}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ContainerStatus) GetName() string {
@@ -5341,7 +5408,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_api_v1_core_proto_msgTypes[75]
+	mi := &file_api_v1_core_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5353,7 +5420,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[75]
+	mi := &file_api_v1_core_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5366,7 +5433,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{75}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ContainerState) GetWaiting() *ContainerStateWaiting {
@@ -5400,7 +5467,7 @@ type ContainerStateWaiting struct {
 
 func (x *ContainerStateWaiting) Reset() {
 	*x = ContainerStateWaiting{}
-	mi := &file_api_v1_core_proto_msgTypes[76]
+	mi := &file_api_v1_core_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5412,7 +5479,7 @@ func (x *ContainerStateWaiting) String() string {
 func (*ContainerStateWaiting) ProtoMessage() {}
 
 func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[76]
+	mi := &file_api_v1_core_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5425,7 +5492,7 @@ func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateWaiting.ProtoReflect.Descriptor instead.
 func (*ContainerStateWaiting) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{76}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ContainerStateWaiting) GetReason() string {
@@ -5451,7 +5518,7 @@ type ContainerStateRunning struct {
 
 func (x *ContainerStateRunning) Reset() {
 	*x = ContainerStateRunning{}
-	mi := &file_api_v1_core_proto_msgTypes[77]
+	mi := &file_api_v1_core_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5463,7 +5530,7 @@ func (x *ContainerStateRunning) String() string {
 func (*ContainerStateRunning) ProtoMessage() {}
 
 func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[77]
+	mi := &file_api_v1_core_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5476,7 +5543,7 @@ func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateRunning.ProtoReflect.Descriptor instead.
 func (*ContainerStateRunning) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{77}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ContainerStateRunning) GetStartedAt() *timestamppb.Timestamp {
@@ -5501,7 +5568,7 @@ type ContainerStateTerminated struct {
 
 func (x *ContainerStateTerminated) Reset() {
 	*x = ContainerStateTerminated{}
-	mi := &file_api_v1_core_proto_msgTypes[78]
+	mi := &file_api_v1_core_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5513,7 +5580,7 @@ func (x *ContainerStateTerminated) String() string {
 func (*ContainerStateTerminated) ProtoMessage() {}
 
 func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[78]
+	mi := &file_api_v1_core_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5526,7 +5593,7 @@ func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateTerminated.ProtoReflect.Descriptor instead.
 func (*ContainerStateTerminated) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{78}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ContainerStateTerminated) GetExitCode() int32 {
@@ -5600,7 +5667,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_api_v1_core_proto_msgTypes[79]
+	mi := &file_api_v1_core_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5612,7 +5679,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[79]
+	mi := &file_api_v1_core_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5625,7 +5692,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{79}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *Event) GetMetadata() *ObjectMeta {
@@ -5720,7 +5787,7 @@ type ObjectReference struct {
 
 func (x *ObjectReference) Reset() {
 	*x = ObjectReference{}
-	mi := &file_api_v1_core_proto_msgTypes[80]
+	mi := &file_api_v1_core_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5732,7 +5799,7 @@ func (x *ObjectReference) String() string {
 func (*ObjectReference) ProtoMessage() {}
 
 func (x *ObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[80]
+	mi := &file_api_v1_core_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5745,7 +5812,7 @@ func (x *ObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectReference.ProtoReflect.Descriptor instead.
 func (*ObjectReference) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{80}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ObjectReference) GetKind() string {
@@ -5807,7 +5874,7 @@ type EventSource struct {
 
 func (x *EventSource) Reset() {
 	*x = EventSource{}
-	mi := &file_api_v1_core_proto_msgTypes[81]
+	mi := &file_api_v1_core_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5819,7 +5886,7 @@ func (x *EventSource) String() string {
 func (*EventSource) ProtoMessage() {}
 
 func (x *EventSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[81]
+	mi := &file_api_v1_core_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5832,7 +5899,7 @@ func (x *EventSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventSource.ProtoReflect.Descriptor instead.
 func (*EventSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{81}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *EventSource) GetComponent() string {
@@ -5859,7 +5926,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_api_v1_core_proto_msgTypes[82]
+	mi := &file_api_v1_core_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5871,7 +5938,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[82]
+	mi := &file_api_v1_core_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5884,7 +5951,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{82}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *Lease) GetMetadata() *ObjectMeta {
@@ -5914,7 +5981,7 @@ type LeaseSpec struct {
 
 func (x *LeaseSpec) Reset() {
 	*x = LeaseSpec{}
-	mi := &file_api_v1_core_proto_msgTypes[83]
+	mi := &file_api_v1_core_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5926,7 +5993,7 @@ func (x *LeaseSpec) String() string {
 func (*LeaseSpec) ProtoMessage() {}
 
 func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[83]
+	mi := &file_api_v1_core_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5939,7 +6006,7 @@ func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseSpec.ProtoReflect.Descriptor instead.
 func (*LeaseSpec) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{83}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *LeaseSpec) GetHolderIdentity() string {
@@ -5989,7 +6056,7 @@ type ConfigMap struct {
 
 func (x *ConfigMap) Reset() {
 	*x = ConfigMap{}
-	mi := &file_api_v1_core_proto_msgTypes[84]
+	mi := &file_api_v1_core_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6001,7 +6068,7 @@ func (x *ConfigMap) String() string {
 func (*ConfigMap) ProtoMessage() {}
 
 func (x *ConfigMap) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[84]
+	mi := &file_api_v1_core_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6014,7 +6081,7 @@ func (x *ConfigMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMap.ProtoReflect.Descriptor instead.
 func (*ConfigMap) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{84}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ConfigMap) GetMetadata() *ObjectMeta {
@@ -6060,7 +6127,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_api_v1_core_proto_msgTypes[85]
+	mi := &file_api_v1_core_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6072,7 +6139,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[85]
+	mi := &file_api_v1_core_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6085,7 +6152,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{85}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *Secret) GetMetadata() *ObjectMeta {
@@ -6134,7 +6201,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_api_v1_core_proto_msgTypes[86]
+	mi := &file_api_v1_core_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6146,7 +6213,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[86]
+	mi := &file_api_v1_core_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6159,7 +6226,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{86}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *Service) GetMetadata() *ObjectMeta {
@@ -6237,7 +6304,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_api_v1_core_proto_msgTypes[87]
+	mi := &file_api_v1_core_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6249,7 +6316,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[87]
+	mi := &file_api_v1_core_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6262,7 +6329,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{87}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *ServiceSpec) GetType() string {
@@ -6403,7 +6470,7 @@ type ServicePort struct {
 
 func (x *ServicePort) Reset() {
 	*x = ServicePort{}
-	mi := &file_api_v1_core_proto_msgTypes[88]
+	mi := &file_api_v1_core_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6415,7 +6482,7 @@ func (x *ServicePort) String() string {
 func (*ServicePort) ProtoMessage() {}
 
 func (x *ServicePort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[88]
+	mi := &file_api_v1_core_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6428,7 +6495,7 @@ func (x *ServicePort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServicePort.ProtoReflect.Descriptor instead.
 func (*ServicePort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{88}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *ServicePort) GetName() string {
@@ -6485,7 +6552,7 @@ type ServiceStatus struct {
 
 func (x *ServiceStatus) Reset() {
 	*x = ServiceStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[89]
+	mi := &file_api_v1_core_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6497,7 +6564,7 @@ func (x *ServiceStatus) String() string {
 func (*ServiceStatus) ProtoMessage() {}
 
 func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[89]
+	mi := &file_api_v1_core_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6510,7 +6577,7 @@ func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceStatus.ProtoReflect.Descriptor instead.
 func (*ServiceStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{89}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *ServiceStatus) GetConditions() []*Condition {
@@ -6536,7 +6603,7 @@ type LoadBalancerStatus struct {
 
 func (x *LoadBalancerStatus) Reset() {
 	*x = LoadBalancerStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[90]
+	mi := &file_api_v1_core_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6548,7 +6615,7 @@ func (x *LoadBalancerStatus) String() string {
 func (*LoadBalancerStatus) ProtoMessage() {}
 
 func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[90]
+	mi := &file_api_v1_core_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6561,7 +6628,7 @@ func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerStatus.ProtoReflect.Descriptor instead.
 func (*LoadBalancerStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{90}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *LoadBalancerStatus) GetIngress() []*LoadBalancerIngress {
@@ -6584,7 +6651,7 @@ type LoadBalancerIngress struct {
 
 func (x *LoadBalancerIngress) Reset() {
 	*x = LoadBalancerIngress{}
-	mi := &file_api_v1_core_proto_msgTypes[91]
+	mi := &file_api_v1_core_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6596,7 +6663,7 @@ func (x *LoadBalancerIngress) String() string {
 func (*LoadBalancerIngress) ProtoMessage() {}
 
 func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[91]
+	mi := &file_api_v1_core_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6609,7 +6676,7 @@ func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerIngress.ProtoReflect.Descriptor instead.
 func (*LoadBalancerIngress) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{91}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *LoadBalancerIngress) GetIp() string {
@@ -6651,7 +6718,7 @@ type PortStatus struct {
 
 func (x *PortStatus) Reset() {
 	*x = PortStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[92]
+	mi := &file_api_v1_core_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6663,7 +6730,7 @@ func (x *PortStatus) String() string {
 func (*PortStatus) ProtoMessage() {}
 
 func (x *PortStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[92]
+	mi := &file_api_v1_core_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6676,7 +6743,7 @@ func (x *PortStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortStatus.ProtoReflect.Descriptor instead.
 func (*PortStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{92}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *PortStatus) GetPort() int32 {
@@ -6710,7 +6777,7 @@ type Endpoints struct {
 
 func (x *Endpoints) Reset() {
 	*x = Endpoints{}
-	mi := &file_api_v1_core_proto_msgTypes[93]
+	mi := &file_api_v1_core_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6722,7 +6789,7 @@ func (x *Endpoints) String() string {
 func (*Endpoints) ProtoMessage() {}
 
 func (x *Endpoints) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[93]
+	mi := &file_api_v1_core_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6735,7 +6802,7 @@ func (x *Endpoints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoints.ProtoReflect.Descriptor instead.
 func (*Endpoints) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{93}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *Endpoints) GetMetadata() *ObjectMeta {
@@ -6763,7 +6830,7 @@ type EndpointSubset struct {
 
 func (x *EndpointSubset) Reset() {
 	*x = EndpointSubset{}
-	mi := &file_api_v1_core_proto_msgTypes[94]
+	mi := &file_api_v1_core_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6775,7 +6842,7 @@ func (x *EndpointSubset) String() string {
 func (*EndpointSubset) ProtoMessage() {}
 
 func (x *EndpointSubset) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[94]
+	mi := &file_api_v1_core_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6788,7 +6855,7 @@ func (x *EndpointSubset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointSubset.ProtoReflect.Descriptor instead.
 func (*EndpointSubset) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{94}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *EndpointSubset) GetAddresses() []*EndpointAddress {
@@ -6824,7 +6891,7 @@ type EndpointAddress struct {
 
 func (x *EndpointAddress) Reset() {
 	*x = EndpointAddress{}
-	mi := &file_api_v1_core_proto_msgTypes[95]
+	mi := &file_api_v1_core_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6836,7 +6903,7 @@ func (x *EndpointAddress) String() string {
 func (*EndpointAddress) ProtoMessage() {}
 
 func (x *EndpointAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[95]
+	mi := &file_api_v1_core_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6849,7 +6916,7 @@ func (x *EndpointAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointAddress.ProtoReflect.Descriptor instead.
 func (*EndpointAddress) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{95}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *EndpointAddress) GetIp() string {
@@ -6891,7 +6958,7 @@ type EndpointPort struct {
 
 func (x *EndpointPort) Reset() {
 	*x = EndpointPort{}
-	mi := &file_api_v1_core_proto_msgTypes[96]
+	mi := &file_api_v1_core_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6903,7 +6970,7 @@ func (x *EndpointPort) String() string {
 func (*EndpointPort) ProtoMessage() {}
 
 func (x *EndpointPort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[96]
+	mi := &file_api_v1_core_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6916,7 +6983,7 @@ func (x *EndpointPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointPort.ProtoReflect.Descriptor instead.
 func (*EndpointPort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{96}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *EndpointPort) GetName() string {
@@ -7317,7 +7384,7 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x13node_selector_terms\x18\x01 \x03(\v2 .tugboat.api.v1.NodeSelectorTermR\x11nodeSelectorTerms\"\xb6\x01\n" +
 	"\x10NodeSelectorTerm\x12U\n" +
 	"\x11match_expressions\x18\x01 \x03(\v2(.tugboat.api.v1.LabelSelectorRequirementR\x10matchExpressions\x12K\n" +
-	"\fmatch_fields\x18\x02 \x03(\v2(.tugboat.api.v1.LabelSelectorRequirementR\vmatchFields\"\xa0\x04\n" +
+	"\fmatch_fields\x18\x02 \x03(\v2(.tugboat.api.v1.LabelSelectorRequirementR\vmatchFields\"\xd9\x04\n" +
 	"\x06Volume\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12A\n" +
 	"\tempty_dir\x18\x02 \x01(\v2$.tugboat.api.v1.EmptyDirVolumeSourceR\bemptyDir\x12A\n" +
@@ -7327,7 +7394,12 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x06secret\x18\x05 \x01(\v2\".tugboat.api.v1.SecretVolumeSourceR\x06secret\x12i\n" +
 	"\x17persistent_volume_claim\x18\x06 \x01(\v21.tugboat.api.v1.PersistentVolumeClaimVolumeSourceR\x15persistentVolumeClaim\x12J\n" +
 	"\fdownward_api\x18\a \x01(\v2'.tugboat.api.v1.DownwardAPIVolumeSourceR\vdownwardAPI\x12C\n" +
-	"\tprojected\x18\b \x01(\v2%.tugboat.api.v1.ProjectedVolumeSourceR\tprojected\"\x8f\x01\n" +
+	"\tprojected\x18\b \x01(\v2%.tugboat.api.v1.ProjectedVolumeSourceR\tprojected\x127\n" +
+	"\x05image\x18\t \x01(\v2!.tugboat.api.v1.ImageVolumeSourceR\x05image\"R\n" +
+	"\x11ImageVolumeSource\x12\x1c\n" +
+	"\treference\x18\x01 \x01(\tR\treference\x12\x1f\n" +
+	"\vpull_policy\x18\x02 \x01(\tR\n" +
+	"pullPolicy\"\x8f\x01\n" +
 	"\x17DownwardAPIVolumeSource\x12;\n" +
 	"\x05items\x18\x01 \x03(\v2%.tugboat.api.v1.DownwardAPIVolumeFileR\x05items\x12&\n" +
 	"\fdefault_mode\x18\x02 \x01(\x05H\x00R\vdefaultMode\x88\x01\x01B\x0f\n" +
@@ -7598,7 +7670,7 @@ func file_api_v1_core_proto_rawDescGZIP() []byte {
 	return file_api_v1_core_proto_rawDescData
 }
 
-var file_api_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 108)
+var file_api_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 109)
 var file_api_v1_core_proto_goTypes = []any{
 	(*Namespace)(nil),                         // 0: tugboat.api.v1.Namespace
 	(*NamespaceSpec)(nil),                     // 1: tugboat.api.v1.NamespaceSpec
@@ -7658,85 +7730,86 @@ var file_api_v1_core_proto_goTypes = []any{
 	(*NodeSelector)(nil),                      // 55: tugboat.api.v1.NodeSelector
 	(*NodeSelectorTerm)(nil),                  // 56: tugboat.api.v1.NodeSelectorTerm
 	(*Volume)(nil),                            // 57: tugboat.api.v1.Volume
-	(*DownwardAPIVolumeSource)(nil),           // 58: tugboat.api.v1.DownwardAPIVolumeSource
-	(*DownwardAPIVolumeFile)(nil),             // 59: tugboat.api.v1.DownwardAPIVolumeFile
-	(*ResourceFieldSelector)(nil),             // 60: tugboat.api.v1.ResourceFieldSelector
-	(*ProjectedVolumeSource)(nil),             // 61: tugboat.api.v1.ProjectedVolumeSource
-	(*VolumeProjection)(nil),                  // 62: tugboat.api.v1.VolumeProjection
-	(*SecretProjection)(nil),                  // 63: tugboat.api.v1.SecretProjection
-	(*ConfigMapProjection)(nil),               // 64: tugboat.api.v1.ConfigMapProjection
-	(*DownwardAPIProjection)(nil),             // 65: tugboat.api.v1.DownwardAPIProjection
-	(*ServiceAccountTokenProjection)(nil),     // 66: tugboat.api.v1.ServiceAccountTokenProjection
-	(*PersistentVolumeClaimVolumeSource)(nil), // 67: tugboat.api.v1.PersistentVolumeClaimVolumeSource
-	(*EmptyDirVolumeSource)(nil),              // 68: tugboat.api.v1.EmptyDirVolumeSource
-	(*HostPathVolumeSource)(nil),              // 69: tugboat.api.v1.HostPathVolumeSource
-	(*KeyToPath)(nil),                         // 70: tugboat.api.v1.KeyToPath
-	(*ConfigMapVolumeSource)(nil),             // 71: tugboat.api.v1.ConfigMapVolumeSource
-	(*SecretVolumeSource)(nil),                // 72: tugboat.api.v1.SecretVolumeSource
-	(*PodStatus)(nil),                         // 73: tugboat.api.v1.PodStatus
-	(*ContainerStatus)(nil),                   // 74: tugboat.api.v1.ContainerStatus
-	(*ContainerState)(nil),                    // 75: tugboat.api.v1.ContainerState
-	(*ContainerStateWaiting)(nil),             // 76: tugboat.api.v1.ContainerStateWaiting
-	(*ContainerStateRunning)(nil),             // 77: tugboat.api.v1.ContainerStateRunning
-	(*ContainerStateTerminated)(nil),          // 78: tugboat.api.v1.ContainerStateTerminated
-	(*Event)(nil),                             // 79: tugboat.api.v1.Event
-	(*ObjectReference)(nil),                   // 80: tugboat.api.v1.ObjectReference
-	(*EventSource)(nil),                       // 81: tugboat.api.v1.EventSource
-	(*Lease)(nil),                             // 82: tugboat.api.v1.Lease
-	(*LeaseSpec)(nil),                         // 83: tugboat.api.v1.LeaseSpec
-	(*ConfigMap)(nil),                         // 84: tugboat.api.v1.ConfigMap
-	(*Secret)(nil),                            // 85: tugboat.api.v1.Secret
-	(*Service)(nil),                           // 86: tugboat.api.v1.Service
-	(*ServiceSpec)(nil),                       // 87: tugboat.api.v1.ServiceSpec
-	(*ServicePort)(nil),                       // 88: tugboat.api.v1.ServicePort
-	(*ServiceStatus)(nil),                     // 89: tugboat.api.v1.ServiceStatus
-	(*LoadBalancerStatus)(nil),                // 90: tugboat.api.v1.LoadBalancerStatus
-	(*LoadBalancerIngress)(nil),               // 91: tugboat.api.v1.LoadBalancerIngress
-	(*PortStatus)(nil),                        // 92: tugboat.api.v1.PortStatus
-	(*Endpoints)(nil),                         // 93: tugboat.api.v1.Endpoints
-	(*EndpointSubset)(nil),                    // 94: tugboat.api.v1.EndpointSubset
-	(*EndpointAddress)(nil),                   // 95: tugboat.api.v1.EndpointAddress
-	(*EndpointPort)(nil),                      // 96: tugboat.api.v1.EndpointPort
-	nil,                                       // 97: tugboat.api.v1.NodeStatus.CapacityEntry
-	nil,                                       // 98: tugboat.api.v1.NodeStatus.AllocatableEntry
-	nil,                                       // 99: tugboat.api.v1.PodSpec.NodeSelectorEntry
-	nil,                                       // 100: tugboat.api.v1.ResourceRequirements.RequestsEntry
-	nil,                                       // 101: tugboat.api.v1.ResourceRequirements.LimitsEntry
-	nil,                                       // 102: tugboat.api.v1.ContainerStatus.AllocatedResourcesEntry
-	nil,                                       // 103: tugboat.api.v1.ConfigMap.DataEntry
-	nil,                                       // 104: tugboat.api.v1.ConfigMap.BinaryDataEntry
-	nil,                                       // 105: tugboat.api.v1.Secret.DataEntry
-	nil,                                       // 106: tugboat.api.v1.Secret.StringDataEntry
-	nil,                                       // 107: tugboat.api.v1.ServiceSpec.SelectorEntry
-	(*ObjectMeta)(nil),                        // 108: tugboat.api.v1.ObjectMeta
-	(*timestamppb.Timestamp)(nil),             // 109: google.protobuf.Timestamp
-	(*Condition)(nil),                         // 110: tugboat.api.v1.Condition
-	(*LabelSelector)(nil),                     // 111: tugboat.api.v1.LabelSelector
-	(*LabelSelectorRequirement)(nil),          // 112: tugboat.api.v1.LabelSelectorRequirement
+	(*ImageVolumeSource)(nil),                 // 58: tugboat.api.v1.ImageVolumeSource
+	(*DownwardAPIVolumeSource)(nil),           // 59: tugboat.api.v1.DownwardAPIVolumeSource
+	(*DownwardAPIVolumeFile)(nil),             // 60: tugboat.api.v1.DownwardAPIVolumeFile
+	(*ResourceFieldSelector)(nil),             // 61: tugboat.api.v1.ResourceFieldSelector
+	(*ProjectedVolumeSource)(nil),             // 62: tugboat.api.v1.ProjectedVolumeSource
+	(*VolumeProjection)(nil),                  // 63: tugboat.api.v1.VolumeProjection
+	(*SecretProjection)(nil),                  // 64: tugboat.api.v1.SecretProjection
+	(*ConfigMapProjection)(nil),               // 65: tugboat.api.v1.ConfigMapProjection
+	(*DownwardAPIProjection)(nil),             // 66: tugboat.api.v1.DownwardAPIProjection
+	(*ServiceAccountTokenProjection)(nil),     // 67: tugboat.api.v1.ServiceAccountTokenProjection
+	(*PersistentVolumeClaimVolumeSource)(nil), // 68: tugboat.api.v1.PersistentVolumeClaimVolumeSource
+	(*EmptyDirVolumeSource)(nil),              // 69: tugboat.api.v1.EmptyDirVolumeSource
+	(*HostPathVolumeSource)(nil),              // 70: tugboat.api.v1.HostPathVolumeSource
+	(*KeyToPath)(nil),                         // 71: tugboat.api.v1.KeyToPath
+	(*ConfigMapVolumeSource)(nil),             // 72: tugboat.api.v1.ConfigMapVolumeSource
+	(*SecretVolumeSource)(nil),                // 73: tugboat.api.v1.SecretVolumeSource
+	(*PodStatus)(nil),                         // 74: tugboat.api.v1.PodStatus
+	(*ContainerStatus)(nil),                   // 75: tugboat.api.v1.ContainerStatus
+	(*ContainerState)(nil),                    // 76: tugboat.api.v1.ContainerState
+	(*ContainerStateWaiting)(nil),             // 77: tugboat.api.v1.ContainerStateWaiting
+	(*ContainerStateRunning)(nil),             // 78: tugboat.api.v1.ContainerStateRunning
+	(*ContainerStateTerminated)(nil),          // 79: tugboat.api.v1.ContainerStateTerminated
+	(*Event)(nil),                             // 80: tugboat.api.v1.Event
+	(*ObjectReference)(nil),                   // 81: tugboat.api.v1.ObjectReference
+	(*EventSource)(nil),                       // 82: tugboat.api.v1.EventSource
+	(*Lease)(nil),                             // 83: tugboat.api.v1.Lease
+	(*LeaseSpec)(nil),                         // 84: tugboat.api.v1.LeaseSpec
+	(*ConfigMap)(nil),                         // 85: tugboat.api.v1.ConfigMap
+	(*Secret)(nil),                            // 86: tugboat.api.v1.Secret
+	(*Service)(nil),                           // 87: tugboat.api.v1.Service
+	(*ServiceSpec)(nil),                       // 88: tugboat.api.v1.ServiceSpec
+	(*ServicePort)(nil),                       // 89: tugboat.api.v1.ServicePort
+	(*ServiceStatus)(nil),                     // 90: tugboat.api.v1.ServiceStatus
+	(*LoadBalancerStatus)(nil),                // 91: tugboat.api.v1.LoadBalancerStatus
+	(*LoadBalancerIngress)(nil),               // 92: tugboat.api.v1.LoadBalancerIngress
+	(*PortStatus)(nil),                        // 93: tugboat.api.v1.PortStatus
+	(*Endpoints)(nil),                         // 94: tugboat.api.v1.Endpoints
+	(*EndpointSubset)(nil),                    // 95: tugboat.api.v1.EndpointSubset
+	(*EndpointAddress)(nil),                   // 96: tugboat.api.v1.EndpointAddress
+	(*EndpointPort)(nil),                      // 97: tugboat.api.v1.EndpointPort
+	nil,                                       // 98: tugboat.api.v1.NodeStatus.CapacityEntry
+	nil,                                       // 99: tugboat.api.v1.NodeStatus.AllocatableEntry
+	nil,                                       // 100: tugboat.api.v1.PodSpec.NodeSelectorEntry
+	nil,                                       // 101: tugboat.api.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 102: tugboat.api.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 103: tugboat.api.v1.ContainerStatus.AllocatedResourcesEntry
+	nil,                                       // 104: tugboat.api.v1.ConfigMap.DataEntry
+	nil,                                       // 105: tugboat.api.v1.ConfigMap.BinaryDataEntry
+	nil,                                       // 106: tugboat.api.v1.Secret.DataEntry
+	nil,                                       // 107: tugboat.api.v1.Secret.StringDataEntry
+	nil,                                       // 108: tugboat.api.v1.ServiceSpec.SelectorEntry
+	(*ObjectMeta)(nil),                        // 109: tugboat.api.v1.ObjectMeta
+	(*timestamppb.Timestamp)(nil),             // 110: google.protobuf.Timestamp
+	(*Condition)(nil),                         // 111: tugboat.api.v1.Condition
+	(*LabelSelector)(nil),                     // 112: tugboat.api.v1.LabelSelector
+	(*LabelSelectorRequirement)(nil),          // 113: tugboat.api.v1.LabelSelectorRequirement
 }
 var file_api_v1_core_proto_depIdxs = []int32{
-	108, // 0: tugboat.api.v1.Namespace.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	109, // 0: tugboat.api.v1.Namespace.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	1,   // 1: tugboat.api.v1.Namespace.spec:type_name -> tugboat.api.v1.NamespaceSpec
 	2,   // 2: tugboat.api.v1.Namespace.status:type_name -> tugboat.api.v1.NamespaceStatus
-	108, // 3: tugboat.api.v1.Node.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	109, // 3: tugboat.api.v1.Node.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	4,   // 4: tugboat.api.v1.Node.spec:type_name -> tugboat.api.v1.NodeSpec
 	6,   // 5: tugboat.api.v1.Node.status:type_name -> tugboat.api.v1.NodeStatus
 	5,   // 6: tugboat.api.v1.NodeSpec.taints:type_name -> tugboat.api.v1.Taint
-	109, // 7: tugboat.api.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
-	97,  // 8: tugboat.api.v1.NodeStatus.capacity:type_name -> tugboat.api.v1.NodeStatus.CapacityEntry
-	98,  // 9: tugboat.api.v1.NodeStatus.allocatable:type_name -> tugboat.api.v1.NodeStatus.AllocatableEntry
-	110, // 10: tugboat.api.v1.NodeStatus.conditions:type_name -> tugboat.api.v1.Condition
+	110, // 7: tugboat.api.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
+	98,  // 8: tugboat.api.v1.NodeStatus.capacity:type_name -> tugboat.api.v1.NodeStatus.CapacityEntry
+	99,  // 9: tugboat.api.v1.NodeStatus.allocatable:type_name -> tugboat.api.v1.NodeStatus.AllocatableEntry
+	111, // 10: tugboat.api.v1.NodeStatus.conditions:type_name -> tugboat.api.v1.Condition
 	7,   // 11: tugboat.api.v1.NodeStatus.addresses:type_name -> tugboat.api.v1.NodeAddress
 	8,   // 12: tugboat.api.v1.NodeStatus.node_info:type_name -> tugboat.api.v1.NodeSystemInfo
 	9,   // 13: tugboat.api.v1.NodeStatus.images:type_name -> tugboat.api.v1.ContainerImage
-	108, // 14: tugboat.api.v1.Pod.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	109, // 14: tugboat.api.v1.Pod.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	12,  // 15: tugboat.api.v1.Pod.spec:type_name -> tugboat.api.v1.PodSpec
-	73,  // 16: tugboat.api.v1.Pod.status:type_name -> tugboat.api.v1.PodStatus
-	108, // 17: tugboat.api.v1.PodTemplateSpec.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	74,  // 16: tugboat.api.v1.Pod.status:type_name -> tugboat.api.v1.PodStatus
+	109, // 17: tugboat.api.v1.PodTemplateSpec.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	12,  // 18: tugboat.api.v1.PodTemplateSpec.spec:type_name -> tugboat.api.v1.PodSpec
 	23,  // 19: tugboat.api.v1.PodSpec.containers:type_name -> tugboat.api.v1.Container
 	23,  // 20: tugboat.api.v1.PodSpec.init_containers:type_name -> tugboat.api.v1.Container
-	99,  // 21: tugboat.api.v1.PodSpec.node_selector:type_name -> tugboat.api.v1.PodSpec.NodeSelectorEntry
+	100, // 21: tugboat.api.v1.PodSpec.node_selector:type_name -> tugboat.api.v1.PodSpec.NodeSelectorEntry
 	46,  // 22: tugboat.api.v1.PodSpec.tolerations:type_name -> tugboat.api.v1.Toleration
 	57,  // 23: tugboat.api.v1.PodSpec.volumes:type_name -> tugboat.api.v1.Volume
 	47,  // 24: tugboat.api.v1.PodSpec.affinity:type_name -> tugboat.api.v1.Affinity
@@ -7775,11 +7848,11 @@ var file_api_v1_core_proto_depIdxs = []int32{
 	30,  // 57: tugboat.api.v1.EnvVarSource.config_map_key_ref:type_name -> tugboat.api.v1.KeySelector
 	30,  // 58: tugboat.api.v1.EnvVarSource.secret_key_ref:type_name -> tugboat.api.v1.KeySelector
 	31,  // 59: tugboat.api.v1.EnvVarSource.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
-	60,  // 60: tugboat.api.v1.EnvVarSource.resource_field_ref:type_name -> tugboat.api.v1.ResourceFieldSelector
+	61,  // 60: tugboat.api.v1.EnvVarSource.resource_field_ref:type_name -> tugboat.api.v1.ResourceFieldSelector
 	33,  // 61: tugboat.api.v1.EnvFromSource.config_map_ref:type_name -> tugboat.api.v1.LocalObjectReference
 	33,  // 62: tugboat.api.v1.EnvFromSource.secret_ref:type_name -> tugboat.api.v1.LocalObjectReference
-	100, // 63: tugboat.api.v1.ResourceRequirements.requests:type_name -> tugboat.api.v1.ResourceRequirements.RequestsEntry
-	101, // 64: tugboat.api.v1.ResourceRequirements.limits:type_name -> tugboat.api.v1.ResourceRequirements.LimitsEntry
+	101, // 63: tugboat.api.v1.ResourceRequirements.requests:type_name -> tugboat.api.v1.ResourceRequirements.RequestsEntry
+	102, // 64: tugboat.api.v1.ResourceRequirements.limits:type_name -> tugboat.api.v1.ResourceRequirements.LimitsEntry
 	36,  // 65: tugboat.api.v1.ResourceRequirements.claims:type_name -> tugboat.api.v1.ContainerResourceClaim
 	42,  // 66: tugboat.api.v1.Probe.exec:type_name -> tugboat.api.v1.ExecAction
 	43,  // 67: tugboat.api.v1.Probe.http_get:type_name -> tugboat.api.v1.HTTPGetAction
@@ -7796,83 +7869,84 @@ var file_api_v1_core_proto_depIdxs = []int32{
 	53,  // 78: tugboat.api.v1.PodAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
 	52,  // 79: tugboat.api.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
 	53,  // 80: tugboat.api.v1.PodAntiAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
-	111, // 81: tugboat.api.v1.PodAffinityTerm.label_selector:type_name -> tugboat.api.v1.LabelSelector
-	111, // 82: tugboat.api.v1.PodAffinityTerm.namespace_selector:type_name -> tugboat.api.v1.LabelSelector
+	112, // 81: tugboat.api.v1.PodAffinityTerm.label_selector:type_name -> tugboat.api.v1.LabelSelector
+	112, // 82: tugboat.api.v1.PodAffinityTerm.namespace_selector:type_name -> tugboat.api.v1.LabelSelector
 	52,  // 83: tugboat.api.v1.WeightedPodAffinityTerm.pod_affinity_term:type_name -> tugboat.api.v1.PodAffinityTerm
-	111, // 84: tugboat.api.v1.TopologySpreadConstraint.label_selector:type_name -> tugboat.api.v1.LabelSelector
+	112, // 84: tugboat.api.v1.TopologySpreadConstraint.label_selector:type_name -> tugboat.api.v1.LabelSelector
 	56,  // 85: tugboat.api.v1.NodeSelector.node_selector_terms:type_name -> tugboat.api.v1.NodeSelectorTerm
-	112, // 86: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
-	112, // 87: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
-	68,  // 88: tugboat.api.v1.Volume.empty_dir:type_name -> tugboat.api.v1.EmptyDirVolumeSource
-	69,  // 89: tugboat.api.v1.Volume.host_path:type_name -> tugboat.api.v1.HostPathVolumeSource
-	71,  // 90: tugboat.api.v1.Volume.config_map:type_name -> tugboat.api.v1.ConfigMapVolumeSource
-	72,  // 91: tugboat.api.v1.Volume.secret:type_name -> tugboat.api.v1.SecretVolumeSource
-	67,  // 92: tugboat.api.v1.Volume.persistent_volume_claim:type_name -> tugboat.api.v1.PersistentVolumeClaimVolumeSource
-	58,  // 93: tugboat.api.v1.Volume.downward_api:type_name -> tugboat.api.v1.DownwardAPIVolumeSource
-	61,  // 94: tugboat.api.v1.Volume.projected:type_name -> tugboat.api.v1.ProjectedVolumeSource
-	59,  // 95: tugboat.api.v1.DownwardAPIVolumeSource.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
-	31,  // 96: tugboat.api.v1.DownwardAPIVolumeFile.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
-	60,  // 97: tugboat.api.v1.DownwardAPIVolumeFile.resource_field_ref:type_name -> tugboat.api.v1.ResourceFieldSelector
-	62,  // 98: tugboat.api.v1.ProjectedVolumeSource.sources:type_name -> tugboat.api.v1.VolumeProjection
-	63,  // 99: tugboat.api.v1.VolumeProjection.secret:type_name -> tugboat.api.v1.SecretProjection
-	65,  // 100: tugboat.api.v1.VolumeProjection.downward_api:type_name -> tugboat.api.v1.DownwardAPIProjection
-	64,  // 101: tugboat.api.v1.VolumeProjection.config_map:type_name -> tugboat.api.v1.ConfigMapProjection
-	66,  // 102: tugboat.api.v1.VolumeProjection.service_account_token:type_name -> tugboat.api.v1.ServiceAccountTokenProjection
-	70,  // 103: tugboat.api.v1.SecretProjection.items:type_name -> tugboat.api.v1.KeyToPath
-	70,  // 104: tugboat.api.v1.ConfigMapProjection.items:type_name -> tugboat.api.v1.KeyToPath
-	59,  // 105: tugboat.api.v1.DownwardAPIProjection.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
-	70,  // 106: tugboat.api.v1.ConfigMapVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
-	70,  // 107: tugboat.api.v1.SecretVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
-	110, // 108: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
-	109, // 109: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	74,  // 110: tugboat.api.v1.PodStatus.container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	74,  // 111: tugboat.api.v1.PodStatus.init_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	38,  // 112: tugboat.api.v1.PodStatus.resource_claim_statuses:type_name -> tugboat.api.v1.PodResourceClaimStatus
-	75,  // 113: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
-	75,  // 114: tugboat.api.v1.ContainerStatus.last_state:type_name -> tugboat.api.v1.ContainerState
-	35,  // 115: tugboat.api.v1.ContainerStatus.resources:type_name -> tugboat.api.v1.ResourceRequirements
-	102, // 116: tugboat.api.v1.ContainerStatus.allocated_resources:type_name -> tugboat.api.v1.ContainerStatus.AllocatedResourcesEntry
-	76,  // 117: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
-	77,  // 118: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
-	78,  // 119: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
-	109, // 120: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	109, // 121: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	109, // 122: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	108, // 123: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	80,  // 124: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
-	81,  // 125: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
-	109, // 126: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
-	109, // 127: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
-	108, // 128: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	83,  // 129: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
-	109, // 130: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
-	109, // 131: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
-	108, // 132: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	103, // 133: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
-	104, // 134: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
-	108, // 135: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	105, // 136: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
-	106, // 137: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
-	108, // 138: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	87,  // 139: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
-	89,  // 140: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
-	107, // 141: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
-	88,  // 142: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
-	110, // 143: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
-	90,  // 144: tugboat.api.v1.ServiceStatus.load_balancer:type_name -> tugboat.api.v1.LoadBalancerStatus
-	91,  // 145: tugboat.api.v1.LoadBalancerStatus.ingress:type_name -> tugboat.api.v1.LoadBalancerIngress
-	92,  // 146: tugboat.api.v1.LoadBalancerIngress.ports:type_name -> tugboat.api.v1.PortStatus
-	108, // 147: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	94,  // 148: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
-	95,  // 149: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
-	95,  // 150: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
-	96,  // 151: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
-	80,  // 152: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
-	153, // [153:153] is the sub-list for method output_type
-	153, // [153:153] is the sub-list for method input_type
-	153, // [153:153] is the sub-list for extension type_name
-	153, // [153:153] is the sub-list for extension extendee
-	0,   // [0:153] is the sub-list for field type_name
+	113, // 86: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	113, // 87: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	69,  // 88: tugboat.api.v1.Volume.empty_dir:type_name -> tugboat.api.v1.EmptyDirVolumeSource
+	70,  // 89: tugboat.api.v1.Volume.host_path:type_name -> tugboat.api.v1.HostPathVolumeSource
+	72,  // 90: tugboat.api.v1.Volume.config_map:type_name -> tugboat.api.v1.ConfigMapVolumeSource
+	73,  // 91: tugboat.api.v1.Volume.secret:type_name -> tugboat.api.v1.SecretVolumeSource
+	68,  // 92: tugboat.api.v1.Volume.persistent_volume_claim:type_name -> tugboat.api.v1.PersistentVolumeClaimVolumeSource
+	59,  // 93: tugboat.api.v1.Volume.downward_api:type_name -> tugboat.api.v1.DownwardAPIVolumeSource
+	62,  // 94: tugboat.api.v1.Volume.projected:type_name -> tugboat.api.v1.ProjectedVolumeSource
+	58,  // 95: tugboat.api.v1.Volume.image:type_name -> tugboat.api.v1.ImageVolumeSource
+	60,  // 96: tugboat.api.v1.DownwardAPIVolumeSource.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
+	31,  // 97: tugboat.api.v1.DownwardAPIVolumeFile.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
+	61,  // 98: tugboat.api.v1.DownwardAPIVolumeFile.resource_field_ref:type_name -> tugboat.api.v1.ResourceFieldSelector
+	63,  // 99: tugboat.api.v1.ProjectedVolumeSource.sources:type_name -> tugboat.api.v1.VolumeProjection
+	64,  // 100: tugboat.api.v1.VolumeProjection.secret:type_name -> tugboat.api.v1.SecretProjection
+	66,  // 101: tugboat.api.v1.VolumeProjection.downward_api:type_name -> tugboat.api.v1.DownwardAPIProjection
+	65,  // 102: tugboat.api.v1.VolumeProjection.config_map:type_name -> tugboat.api.v1.ConfigMapProjection
+	67,  // 103: tugboat.api.v1.VolumeProjection.service_account_token:type_name -> tugboat.api.v1.ServiceAccountTokenProjection
+	71,  // 104: tugboat.api.v1.SecretProjection.items:type_name -> tugboat.api.v1.KeyToPath
+	71,  // 105: tugboat.api.v1.ConfigMapProjection.items:type_name -> tugboat.api.v1.KeyToPath
+	60,  // 106: tugboat.api.v1.DownwardAPIProjection.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
+	71,  // 107: tugboat.api.v1.ConfigMapVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
+	71,  // 108: tugboat.api.v1.SecretVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
+	111, // 109: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
+	110, // 110: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	75,  // 111: tugboat.api.v1.PodStatus.container_statuses:type_name -> tugboat.api.v1.ContainerStatus
+	75,  // 112: tugboat.api.v1.PodStatus.init_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
+	38,  // 113: tugboat.api.v1.PodStatus.resource_claim_statuses:type_name -> tugboat.api.v1.PodResourceClaimStatus
+	76,  // 114: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
+	76,  // 115: tugboat.api.v1.ContainerStatus.last_state:type_name -> tugboat.api.v1.ContainerState
+	35,  // 116: tugboat.api.v1.ContainerStatus.resources:type_name -> tugboat.api.v1.ResourceRequirements
+	103, // 117: tugboat.api.v1.ContainerStatus.allocated_resources:type_name -> tugboat.api.v1.ContainerStatus.AllocatedResourcesEntry
+	77,  // 118: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
+	78,  // 119: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
+	79,  // 120: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
+	110, // 121: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	110, // 122: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	110, // 123: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	109, // 124: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	81,  // 125: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
+	82,  // 126: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
+	110, // 127: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
+	110, // 128: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
+	109, // 129: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	84,  // 130: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
+	110, // 131: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
+	110, // 132: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
+	109, // 133: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	104, // 134: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
+	105, // 135: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
+	109, // 136: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	106, // 137: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
+	107, // 138: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
+	109, // 139: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	88,  // 140: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
+	90,  // 141: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
+	108, // 142: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
+	89,  // 143: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
+	111, // 144: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
+	91,  // 145: tugboat.api.v1.ServiceStatus.load_balancer:type_name -> tugboat.api.v1.LoadBalancerStatus
+	92,  // 146: tugboat.api.v1.LoadBalancerStatus.ingress:type_name -> tugboat.api.v1.LoadBalancerIngress
+	93,  // 147: tugboat.api.v1.LoadBalancerIngress.ports:type_name -> tugboat.api.v1.PortStatus
+	109, // 148: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	95,  // 149: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
+	96,  // 150: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
+	96,  // 151: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
+	97,  // 152: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
+	81,  // 153: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
+	154, // [154:154] is the sub-list for method output_type
+	154, // [154:154] is the sub-list for method input_type
+	154, // [154:154] is the sub-list for extension type_name
+	154, // [154:154] is the sub-list for extension extendee
+	0,   // [0:154] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_core_proto_init() }
@@ -7894,21 +7968,21 @@ func file_api_v1_core_proto_init() {
 	file_api_v1_core_proto_msgTypes[41].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[46].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[54].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[58].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[59].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[61].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[66].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[70].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[60].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[62].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[67].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[71].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[72].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[87].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[73].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[88].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_core_proto_rawDesc), len(file_api_v1_core_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   108,
+			NumMessages:   109,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -67,8 +67,20 @@ func volume(errs *Errs, path string, v *v1.Volume, seen map[string]bool) {
 		n++
 		projected(errs, path+".projected", p)
 	}
+	if im := v.Image; im != nil {
+		n++
+		// Kubernetes' validateImageVolumeSource. Its mounts are read-only
+		// whatever volumeMounts[].readOnly says (the kubelet forces it, as
+		// Kubernetes'), and may use a subPath (1.33+).
+		if im.Reference == "" {
+			errs.Add(path+".image.reference", "Required value")
+		}
+		if im.PullPolicy != "" {
+			OneOf(errs, path+".image.pullPolicy", im.PullPolicy, "Always", "IfNotPresent", "Never")
+		}
+	}
 	if n == 0 {
-		errs.Add(path, "must specify a volume type: one of emptyDir, hostPath, configMap, secret, downwardAPI, projected or persistentVolumeClaim (other types are not supported)")
+		errs.Add(path, "must specify a volume type: one of emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim or image (other types are not supported)")
 	} else if n > 1 {
 		errs.Add(path, "may not specify more than 1 volume type (found %d)", n)
 	}

@@ -146,6 +146,15 @@ func TestPodVolumeValidation(t *testing.T) {
 		{"token path clashes", `
 - name: p
   projected: {sources: [{serviceAccountToken: {path: token}}, {configMap: {name: a, items: [{key: k, path: token}]}}]}`, []string{v0 + `.projected.sources[1].configMap.items[0].path: Invalid value: "token": conflicting duplicate paths`}},
+		{"image", `
+- name: i
+  image: {reference: tugboat.local/data:v1, pullPolicy: Never}`, nil},
+		{"image reference required", `
+- name: i
+  image: {pullPolicy: IfNotPresent}`, []string{v0 + ".image.reference: Required value"}},
+		{"image pullPolicy", `
+- name: i
+  image: {reference: data:v1, pullPolicy: Sometimes}`, []string{v0 + `.image.pullPolicy: "Sometimes" is not one of Always, IfNotPresent, Never`}},
 		{"no volume type", `
 - name: x`, []string{v0 + ": must specify a volume type"}},
 		{"two volume types", `
@@ -234,6 +243,25 @@ func TestPodVolumeDefaults(t *testing.T) {
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: got %v, want %v", c.what, c.got, c.want)
+		}
+	}
+}
+
+// TestImageVolumeDefaults: an image volume's pullPolicy defaults as a
+// container's imagePullPolicy does (Kubernetes' SetDefaults_ImageVolumeSource).
+func TestImageVolumeDefaults(t *testing.T) {
+	for ref, want := range map[string]string{
+		"data:v1": "IfNotPresent", "data": "Always", "data:latest": "Always",
+		"registry:5000/data": "Always", "data@sha256:" + strings.Repeat("a", 64): "IfNotPresent",
+	} {
+		p := volumePod(t, "- name: i\n  image: {reference: \""+ref+"\"}")
+		k, err := kinds.ForMessage(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k.Default(p)
+		if got := p.Spec.Volumes[0].Image.PullPolicy; got != want {
+			t.Errorf("%s: pullPolicy %q, want %q", ref, got, want)
 		}
 	}
 }

@@ -312,6 +312,8 @@ func volumeType(v *v1.Volume) string {
 		return "downwardAPI"
 	case v.Projected != nil:
 		return "projected"
+	case v.Image != nil:
+		return "image"
 	}
 	return "unknown"
 }

@@ -66,7 +66,13 @@ func (r *syncRun) start(ctx context.Context, s containerStep, vols map[string]st
 		r.wakeAt(wt.Until)
 		return
 	}
-	cfg, err := r.containerConfig(ctx, c, s.attempt, s.init, vols, volErr)
+	images, wt := r.imageVolumes(ctx, c)
+	if wt != nil {
+		r.waiting[c.Name] = wt
+		r.wakeAt(wt.Until)
+		return
+	}
+	cfg, err := r.containerConfig(ctx, c, s.attempt, s.init, vols, images, volErr)
 	if errors.Is(err, errSandboxFailed) {
 		return
 	}
@@ -167,7 +173,8 @@ func (r *syncRun) removeOldAttempts(ctx context.Context, name string, attempt ui
 }
 
 // containerConfig translates a container of the spec for the runtime.
-func (r *syncRun) containerConfig(ctx context.Context, c *v1.Container, attempt uint32, init bool, vols map[string]string, volErr error) (runtime.ContainerConfig, error) {
+// images are the image volumes' images by volume name (imageVolumes).
+func (r *syncRun) containerConfig(ctx context.Context, c *v1.Container, attempt uint32, init bool, vols, images map[string]string, volErr error) (runtime.ContainerConfig, error) {
 	w, pod := r.w, r.in.pod
 	if volErr != nil && len(c.VolumeMounts) > 0 {
 		return runtime.ContainerConfig{}, volErr
@@ -179,7 +186,7 @@ func (r *syncRun) containerConfig(ctx context.Context, c *v1.Container, attempt 
 	if err != nil {
 		return runtime.ContainerConfig{}, err
 	}
-	mounts, err := containerMounts(c, vols)
+	mounts, err := containerMounts(c, vols, images)
 	if err != nil {
 		return runtime.ContainerConfig{}, err
 	}

@@ -43,6 +43,14 @@ type fakeRuntime struct {
 	// updateErr, if set, is what UpdateContainerResources fails with.
 	updateErr error
 	calls     []string
+	// imageVolumesErr is what ImageVolumes says (nil: supported).
+	imageVolumesErr error
+}
+
+func (f *fakeRuntime) ImageVolumes(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.imageVolumesErr
 }
 
 type fakeContainer struct {
@@ -331,7 +339,7 @@ func (f *fakeRuntime) ImageStatus(_ context.Context, ref string) (runtime.ImageS
 		return runtime.ImageStatus{}, runtime.ErrInvalid
 	}
 	if f.images[ref] {
-		return runtime.ImageStatus{Ref: ref, User: f.imageUsers[ref]}, nil
+		return runtime.ImageStatus{Ref: ref, ID: "sha256:id-of-" + ref, User: f.imageUsers[ref]}, nil
 	}
 	return runtime.ImageStatus{}, runtime.ErrImageNotPresent
 }

@@ -36,7 +36,9 @@ import (
 //     timestamped directory behind the "..data" symlink, swapped in one
 //     rename), rewritten when the objects change (every volumeRefresh)
 //     or the pod's labels or annotations do (at once). Secrets and tokens
-//     are files on the node's disk, not a tmpfs as in Kubernetes.
+//     are files on the node's disk, not a tmpfs as in Kubernetes;
+//   - image: nothing on disk; the runtime mounts the image's content
+//     (image_volumes.go).
 
 // prepareVolumes makes every volume of the pod ready and returns the host
 // path of each, by name.
@@ -69,8 +71,13 @@ func prepareVolumes(ctx context.Context, cfg Config, src Sources, pod *v1.Pod) (
 			}
 		case v.PersistentVolumeClaim != nil:
 			p, err = claimVolume(ctx, src, ns, v.PersistentVolumeClaim)
+		case v.Image != nil:
+			// Mounted by the runtime from the image (image_volumes.go):
+			// nothing on the node's disk.
+			out[v.Name] = ""
+			continue
 		default:
-			err = configErrorf("volume %q: no supported source (emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim)", v.Name)
+			err = configErrorf("volume %q: no supported source (emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim, image)", v.Name)
 		}
 		if err != nil {
 			var ce *configError
@@ -196,13 +203,29 @@ type fileSpec struct {
 	mode fs.FileMode
 }
 
-// containerMounts turns a container's volumeMounts into bind mounts.
-func containerMounts(c *v1.Container, vols map[string]string) ([]runtime.Mount, error) {
+// containerMounts turns a container's volumeMounts into bind mounts, and
+// those of image volumes into image mounts of images (volume name ->
+// the image on the node, imageVolumes), read-only whatever the mount says.
+func containerMounts(c *v1.Container, vols, images map[string]string) ([]runtime.Mount, error) {
 	var out []runtime.Mount
 	for _, vm := range c.VolumeMounts {
 		src, ok := vols[vm.Name]
 		if !ok {
 			return nil, configErrorf("volumeMount %q: no volume of that name", vm.Name)
+		}
+		if img, ok := images[vm.Name]; ok {
+			sub := ""
+			if vm.SubPath != "" {
+				sub = path.Clean(vm.SubPath)
+				if path.IsAbs(sub) || sub == ".." || strings.HasPrefix(sub, "../") {
+					return nil, configErrorf("volumeMount %q: subPath %q must stay inside the volume", vm.Name, vm.SubPath)
+				}
+			}
+			out = append(out, runtime.Mount{Image: img, ImageSubPath: sub, ContainerPath: vm.MountPath, ReadOnly: true})
+			continue
+		}
+		if src == "" {
+			return nil, configErrorf("volumeMount %q: the image volume's image is not ready", vm.Name)
 		}
 		if vm.SubPath != "" {
 			sub := path.Clean(vm.SubPath)

@@ -62,11 +62,17 @@ type EnvVar struct {
 	Value string
 }
 
-// Mount bind-mounts HostPath at ContainerPath.
+// Mount bind-mounts HostPath at ContainerPath, or, with Image set, mounts
+// that image's content there (an image volume; HostPath empty, always
+// read-only; needs ImageVolumes).
 type Mount struct {
 	HostPath      string
 	ContainerPath string
 	ReadOnly      bool
+	// Image is an image on the node (its reference or ID) whose root
+	// file system is mounted; ImageSubPath, if set, a directory in it to
+	// mount instead of its root.
+	Image, ImageSubPath string
 }
 
 // Resources are the container's cgroup settings. Zero means unlimited (or,
@@ -98,7 +104,11 @@ func (c ContainerConfig) Validate() error {
 		return fmt.Errorf("container %q: resources: must not be negative: %w", c.Name, ErrInvalid)
 	}
 	for i, m := range c.Mounts {
-		if !filepath.IsAbs(m.HostPath) {
+		if m.Image != "" {
+			if m.HostPath != "" || !m.ReadOnly {
+				return fmt.Errorf("container %q: mounts[%d]: an image mount has no hostPath and is read-only: %w", c.Name, i, ErrInvalid)
+			}
+		} else if !filepath.IsAbs(m.HostPath) {
 			return fmt.Errorf("container %q: mounts[%d].hostPath %q: must be absolute: %w", c.Name, i, m.HostPath, ErrInvalid)
 		}
 		if !path.IsAbs(m.ContainerPath) {

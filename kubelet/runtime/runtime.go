@@ -62,6 +62,11 @@ type ContainerRuntime interface {
 	// cfg.Image is not on the node, ErrInvalid for a bad config.
 	CreateContainer(ctx context.Context, sandboxID string, cfg ContainerConfig) (string, error)
 
+	// ImageVolumes reports whether CreateContainer can mount images
+	// (Mount.Image): nil if it can, else an error saying why not (the
+	// runtime or its version), which the kubelet shows the pod.
+	ImageVolumes(ctx context.Context) error
+
 	// StartContainer starts a created container; its output goes to
 	// cfg.LogPath. Starting a container that already ran is an error
 	// (containers are not restarted: the caller creates the next attempt).

@@ -2,6 +2,7 @@ package containerd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -16,11 +17,24 @@ import (
 	"github.com/tugboat/tugboat/kubelet/runtime"
 )
 
+// errNoImageVolumes: the native backend does not mount images.
+var errNoImageVolumes = errors.New("image volumes are not supported by the native containerd backend (--runtime containerd): run the kubelet with --runtime cri on containerd 2.1 or later")
+
+// ImageVolumes implements runtime.ContainerRuntime: the native backend
+// does not mount images (that would take a read-only snapshot view per
+// container, kept and removed with it); the CRI backend does.
+func (r *Runtime) ImageVolumes(context.Context) error { return errNoImageVolumes }
+
 // CreateContainer implements runtime.ContainerRuntime.
 func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg runtime.ContainerConfig) (string, error) {
 	ctx = r.ns(ctx)
 	if err := cfg.Validate(); err != nil {
 		return "", err
+	}
+	for _, m := range cfg.Mounts {
+		if m.Image != "" {
+			return "", fmt.Errorf("container %q: %w: %w", cfg.Name, runtime.ErrInvalid, errNoImageVolumes)
+		}
 	}
 	sb, err := r.loadSandbox(ctx, sandboxID)
 	if err != nil {

@@ -115,9 +115,42 @@ func mounts(etc runtime.EtcFiles, ms []runtime.Mount) []*cri.Mount {
 		}
 	}
 	for _, m := range ms {
+		if m.Image != "" {
+			// An image volume (CRI Mount.image, KEP 4639): the runtime
+			// mounts the image's root file system, read-only.
+			out = append(out, &cri.Mount{ContainerPath: path.Clean(m.ContainerPath), Readonly: true,
+				Image: &cri.ImageSpec{Image: m.Image}, ImageSubPath: m.ImageSubPath})
+			continue
+		}
 		out = append(out, &cri.Mount{HostPath: m.HostPath, ContainerPath: path.Clean(m.ContainerPath), Readonly: m.ReadOnly})
 	}
 	return out
+}
+
+// ImageVolumes implements runtime.Runtime: containerd's CRI mounts images
+// (Mount.image) from 2.1 on, CRI-O's from 1.31; an older runtime would
+// ignore the field and bind-mount an empty host path, so it is refused.
+func (r *Runtime) ImageVolumes(ctx context.Context) error {
+	v, err := r.Version(ctx)
+	if err != nil {
+		return err
+	}
+	return imageVolumesSupported(v)
+}
+
+func imageVolumesSupported(v runtime.VersionInfo) error {
+	since := map[string][2]int{"containerd": {2, 1}, "cri-o": {1, 31}}[v.RuntimeName]
+	if since == ([2]int{}) {
+		return fmt.Errorf("image volumes: the CRI runtime %s does not mount images (CRI Mount.image): use containerd 2.1 or later", v)
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(v.RuntimeVersion, "%d.%d", &major, &minor); err != nil {
+		return fmt.Errorf("image volumes: CRI runtime %s: unknown version: %v", v, err)
+	}
+	if major < since[0] || major == since[0] && minor < since[1] {
+		return fmt.Errorf("image volumes need %s %d.%d or later (CRI Mount.image); this node runs %s", v.RuntimeName, since[0], since[1], v)
+	}
+	return nil
 }
 
 // resources are the cgroup settings as Kubernetes' kubelet computes them:

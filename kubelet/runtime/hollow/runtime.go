@@ -2,6 +2,7 @@ package hollow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -194,6 +195,12 @@ func hasLabels(have, want map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// ImageVolumes implements runtime.Runtime: the simulation has no image
+// content to mount.
+func (r *Runtime) ImageVolumes(context.Context) error {
+	return errors.New("image volumes are not supported by the hollow (simulated) runtime")
 }
 
 // CreateContainer implements runtime.Runtime.

@@ -334,6 +334,10 @@ func (d *describer) volumes(vols []*v1.Volume) {
 			d.kv(2, "Type", "PersistentVolumeClaim (a reference to a PersistentVolumeClaim in the same namespace)")
 			d.kv(2, "ClaimName", v.PersistentVolumeClaim.ClaimName)
 			d.kv(2, "ReadOnly", v.PersistentVolumeClaim.ReadOnly)
+		case v.Image != nil:
+			d.kv(2, "Type", "Image (a container image or OCI artifact)")
+			d.kv(2, "Reference", v.Image.Reference)
+			d.kv(2, "PullPolicy", v.Image.PullPolicy)
 		case v.DownwardApi != nil:
 			d.kv(2, "Type", "DownwardAPI (a volume populated by information about the pod)")
 			d.text(2, "Items:")
