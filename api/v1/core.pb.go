@@ -2302,8 +2302,12 @@ type EnvVarSource struct {
 	SecretKeyRef     *KeySelector           `protobuf:"bytes,2,opt,name=secret_key_ref,json=secretKeyRef,proto3" json:"secret_key_ref,omitempty"`
 	FieldRef         *ObjectFieldSelector   `protobuf:"bytes,3,opt,name=field_ref,json=fieldRef,proto3" json:"field_ref,omitempty"`
 	ResourceFieldRef *ResourceFieldSelector `protobuf:"bytes,4,opt,name=resource_field_ref,json=resourceFieldRef,proto3" json:"resource_field_ref,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// A key of an env file (KEY=VALUE lines) in one of the pod's emptyDir
+	// volumes, read when the container starts: an init container writes it
+	// (Kubernetes 1.34 EnvFiles).
+	FileKeyRef    *FileKeySelector `protobuf:"bytes,5,opt,name=file_key_ref,json=fileKeyRef,proto3" json:"file_key_ref,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EnvVarSource) Reset() {
@@ -2364,6 +2368,87 @@ func (x *EnvVarSource) GetResourceFieldRef() *ResourceFieldSelector {
 	return nil
 }
 
+func (x *EnvVarSource) GetFileKeyRef() *FileKeySelector {
+	if x != nil {
+		return x.FileKeyRef
+	}
+	return nil
+}
+
+// FileKeySelector selects a key of an env file in an emptyDir volume.
+type FileKeySelector struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The pod's emptyDir volume holding the file. Required.
+	VolumeName string `protobuf:"bytes,1,opt,name=volume_name,json=volumeName,proto3" json:"volume_name,omitempty"`
+	// The file's path in the volume: relative, without "..". Required.
+	Path string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	// The key: printable ASCII but '=', at most 128 characters. Required.
+	Key string `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	// If true, a missing file or key leaves the variable unset instead of
+	// keeping the container from starting.
+	Optional      bool `protobuf:"varint,4,opt,name=optional,proto3" json:"optional,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FileKeySelector) Reset() {
+	*x = FileKeySelector{}
+	mi := &file_api_v1_core_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FileKeySelector) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FileKeySelector) ProtoMessage() {}
+
+func (x *FileKeySelector) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FileKeySelector.ProtoReflect.Descriptor instead.
+func (*FileKeySelector) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *FileKeySelector) GetVolumeName() string {
+	if x != nil {
+		return x.VolumeName
+	}
+	return ""
+}
+
+func (x *FileKeySelector) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *FileKeySelector) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *FileKeySelector) GetOptional() bool {
+	if x != nil {
+		return x.Optional
+	}
+	return false
+}
+
 type KeySelector struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -2375,7 +2460,7 @@ type KeySelector struct {
 
 func (x *KeySelector) Reset() {
 	*x = KeySelector{}
-	mi := &file_api_v1_core_proto_msgTypes[30]
+	mi := &file_api_v1_core_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2387,7 +2472,7 @@ func (x *KeySelector) String() string {
 func (*KeySelector) ProtoMessage() {}
 
 func (x *KeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[30]
+	mi := &file_api_v1_core_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2400,7 +2485,7 @@ func (x *KeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeySelector.ProtoReflect.Descriptor instead.
 func (*KeySelector) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{30}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *KeySelector) GetName() string {
@@ -2435,7 +2520,7 @@ type ObjectFieldSelector struct {
 
 func (x *ObjectFieldSelector) Reset() {
 	*x = ObjectFieldSelector{}
-	mi := &file_api_v1_core_proto_msgTypes[31]
+	mi := &file_api_v1_core_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2447,7 +2532,7 @@ func (x *ObjectFieldSelector) String() string {
 func (*ObjectFieldSelector) ProtoMessage() {}
 
 func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[31]
+	mi := &file_api_v1_core_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2460,7 +2545,7 @@ func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectFieldSelector.ProtoReflect.Descriptor instead.
 func (*ObjectFieldSelector) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{31}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ObjectFieldSelector) GetFieldPath() string {
@@ -2488,7 +2573,7 @@ type EnvFromSource struct {
 
 func (x *EnvFromSource) Reset() {
 	*x = EnvFromSource{}
-	mi := &file_api_v1_core_proto_msgTypes[32]
+	mi := &file_api_v1_core_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2500,7 +2585,7 @@ func (x *EnvFromSource) String() string {
 func (*EnvFromSource) ProtoMessage() {}
 
 func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[32]
+	mi := &file_api_v1_core_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2513,7 +2598,7 @@ func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvFromSource.ProtoReflect.Descriptor instead.
 func (*EnvFromSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{32}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *EnvFromSource) GetPrefix() string {
@@ -2546,7 +2631,7 @@ type LocalObjectReference struct {
 
 func (x *LocalObjectReference) Reset() {
 	*x = LocalObjectReference{}
-	mi := &file_api_v1_core_proto_msgTypes[33]
+	mi := &file_api_v1_core_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2558,7 +2643,7 @@ func (x *LocalObjectReference) String() string {
 func (*LocalObjectReference) ProtoMessage() {}
 
 func (x *LocalObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[33]
+	mi := &file_api_v1_core_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2571,7 +2656,7 @@ func (x *LocalObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalObjectReference.ProtoReflect.Descriptor instead.
 func (*LocalObjectReference) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{33}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *LocalObjectReference) GetName() string {
@@ -2595,7 +2680,7 @@ type ContainerPort struct {
 
 func (x *ContainerPort) Reset() {
 	*x = ContainerPort{}
-	mi := &file_api_v1_core_proto_msgTypes[34]
+	mi := &file_api_v1_core_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2607,7 +2692,7 @@ func (x *ContainerPort) String() string {
 func (*ContainerPort) ProtoMessage() {}
 
 func (x *ContainerPort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[34]
+	mi := &file_api_v1_core_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2620,7 +2705,7 @@ func (x *ContainerPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerPort.ProtoReflect.Descriptor instead.
 func (*ContainerPort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{34}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ContainerPort) GetName() string {
@@ -2671,7 +2756,7 @@ type ResourceRequirements struct {
 
 func (x *ResourceRequirements) Reset() {
 	*x = ResourceRequirements{}
-	mi := &file_api_v1_core_proto_msgTypes[35]
+	mi := &file_api_v1_core_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2683,7 +2768,7 @@ func (x *ResourceRequirements) String() string {
 func (*ResourceRequirements) ProtoMessage() {}
 
 func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[35]
+	mi := &file_api_v1_core_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2696,7 +2781,7 @@ func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceRequirements.ProtoReflect.Descriptor instead.
 func (*ResourceRequirements) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{35}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ResourceRequirements) GetRequests() map[string]string {
@@ -2734,7 +2819,7 @@ type ContainerResourceClaim struct {
 
 func (x *ContainerResourceClaim) Reset() {
 	*x = ContainerResourceClaim{}
-	mi := &file_api_v1_core_proto_msgTypes[36]
+	mi := &file_api_v1_core_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2746,7 +2831,7 @@ func (x *ContainerResourceClaim) String() string {
 func (*ContainerResourceClaim) ProtoMessage() {}
 
 func (x *ContainerResourceClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[36]
+	mi := &file_api_v1_core_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2759,7 +2844,7 @@ func (x *ContainerResourceClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerResourceClaim.ProtoReflect.Descriptor instead.
 func (*ContainerResourceClaim) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{36}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ContainerResourceClaim) GetName() string {
@@ -2792,7 +2877,7 @@ type PodResourceClaim struct {
 
 func (x *PodResourceClaim) Reset() {
 	*x = PodResourceClaim{}
-	mi := &file_api_v1_core_proto_msgTypes[37]
+	mi := &file_api_v1_core_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2804,7 +2889,7 @@ func (x *PodResourceClaim) String() string {
 func (*PodResourceClaim) ProtoMessage() {}
 
 func (x *PodResourceClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[37]
+	mi := &file_api_v1_core_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2817,7 +2902,7 @@ func (x *PodResourceClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodResourceClaim.ProtoReflect.Descriptor instead.
 func (*PodResourceClaim) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{37}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PodResourceClaim) GetName() string {
@@ -2855,7 +2940,7 @@ type PodResourceClaimStatus struct {
 
 func (x *PodResourceClaimStatus) Reset() {
 	*x = PodResourceClaimStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[38]
+	mi := &file_api_v1_core_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2867,7 +2952,7 @@ func (x *PodResourceClaimStatus) String() string {
 func (*PodResourceClaimStatus) ProtoMessage() {}
 
 func (x *PodResourceClaimStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[38]
+	mi := &file_api_v1_core_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2880,7 +2965,7 @@ func (x *PodResourceClaimStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodResourceClaimStatus.ProtoReflect.Descriptor instead.
 func (*PodResourceClaimStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{38}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *PodResourceClaimStatus) GetName() string {
@@ -2909,7 +2994,7 @@ type VolumeMount struct {
 
 func (x *VolumeMount) Reset() {
 	*x = VolumeMount{}
-	mi := &file_api_v1_core_proto_msgTypes[39]
+	mi := &file_api_v1_core_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2921,7 +3006,7 @@ func (x *VolumeMount) String() string {
 func (*VolumeMount) ProtoMessage() {}
 
 func (x *VolumeMount) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[39]
+	mi := &file_api_v1_core_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2934,7 +3019,7 @@ func (x *VolumeMount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeMount.ProtoReflect.Descriptor instead.
 func (*VolumeMount) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{39}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *VolumeMount) GetName() string {
@@ -2983,7 +3068,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_api_v1_core_proto_msgTypes[40]
+	mi := &file_api_v1_core_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2995,7 +3080,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[40]
+	mi := &file_api_v1_core_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3008,7 +3093,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{40}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Probe) GetExec() *ExecAction {
@@ -3093,7 +3178,7 @@ type GRPCAction struct {
 
 func (x *GRPCAction) Reset() {
 	*x = GRPCAction{}
-	mi := &file_api_v1_core_proto_msgTypes[41]
+	mi := &file_api_v1_core_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3105,7 +3190,7 @@ func (x *GRPCAction) String() string {
 func (*GRPCAction) ProtoMessage() {}
 
 func (x *GRPCAction) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[41]
+	mi := &file_api_v1_core_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3118,7 +3203,7 @@ func (x *GRPCAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GRPCAction.ProtoReflect.Descriptor instead.
 func (*GRPCAction) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{41}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GRPCAction) GetPort() int32 {
@@ -3144,7 +3229,7 @@ type ExecAction struct {
 
 func (x *ExecAction) Reset() {
 	*x = ExecAction{}
-	mi := &file_api_v1_core_proto_msgTypes[42]
+	mi := &file_api_v1_core_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3156,7 +3241,7 @@ func (x *ExecAction) String() string {
 func (*ExecAction) ProtoMessage() {}
 
 func (x *ExecAction) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[42]
+	mi := &file_api_v1_core_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3169,7 +3254,7 @@ func (x *ExecAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecAction.ProtoReflect.Descriptor instead.
 func (*ExecAction) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{42}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ExecAction) GetCommand() []string {
@@ -3194,7 +3279,7 @@ type HTTPGetAction struct {
 
 func (x *HTTPGetAction) Reset() {
 	*x = HTTPGetAction{}
-	mi := &file_api_v1_core_proto_msgTypes[43]
+	mi := &file_api_v1_core_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3206,7 +3291,7 @@ func (x *HTTPGetAction) String() string {
 func (*HTTPGetAction) ProtoMessage() {}
 
 func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[43]
+	mi := &file_api_v1_core_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3219,7 +3304,7 @@ func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPGetAction.ProtoReflect.Descriptor instead.
 func (*HTTPGetAction) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{43}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *HTTPGetAction) GetPath() string {
@@ -3267,7 +3352,7 @@ type HTTPHeader struct {
 
 func (x *HTTPHeader) Reset() {
 	*x = HTTPHeader{}
-	mi := &file_api_v1_core_proto_msgTypes[44]
+	mi := &file_api_v1_core_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3279,7 +3364,7 @@ func (x *HTTPHeader) String() string {
 func (*HTTPHeader) ProtoMessage() {}
 
 func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[44]
+	mi := &file_api_v1_core_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3292,7 +3377,7 @@ func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPHeader.ProtoReflect.Descriptor instead.
 func (*HTTPHeader) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{44}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *HTTPHeader) GetName() string {
@@ -3320,7 +3405,7 @@ type TCPSocketAction struct {
 
 func (x *TCPSocketAction) Reset() {
 	*x = TCPSocketAction{}
-	mi := &file_api_v1_core_proto_msgTypes[45]
+	mi := &file_api_v1_core_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3332,7 +3417,7 @@ func (x *TCPSocketAction) String() string {
 func (*TCPSocketAction) ProtoMessage() {}
 
 func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[45]
+	mi := &file_api_v1_core_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3345,7 +3430,7 @@ func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPSocketAction.ProtoReflect.Descriptor instead.
 func (*TCPSocketAction) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{45}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *TCPSocketAction) GetPort() string {
@@ -3377,7 +3462,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_api_v1_core_proto_msgTypes[46]
+	mi := &file_api_v1_core_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3389,7 +3474,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[46]
+	mi := &file_api_v1_core_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3402,7 +3487,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{46}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Toleration) GetKey() string {
@@ -3454,7 +3539,7 @@ type Affinity struct {
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_api_v1_core_proto_msgTypes[47]
+	mi := &file_api_v1_core_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3466,7 +3551,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[47]
+	mi := &file_api_v1_core_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3479,7 +3564,7 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{47}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *Affinity) GetNodeAffinity() *NodeAffinity {
@@ -3515,7 +3600,7 @@ type NodeAffinity struct {
 
 func (x *NodeAffinity) Reset() {
 	*x = NodeAffinity{}
-	mi := &file_api_v1_core_proto_msgTypes[48]
+	mi := &file_api_v1_core_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3527,7 +3612,7 @@ func (x *NodeAffinity) String() string {
 func (*NodeAffinity) ProtoMessage() {}
 
 func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[48]
+	mi := &file_api_v1_core_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3540,7 +3625,7 @@ func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAffinity.ProtoReflect.Descriptor instead.
 func (*NodeAffinity) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{48}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *NodeAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() *NodeSelector {
@@ -3567,7 +3652,7 @@ type PreferredSchedulingTerm struct {
 
 func (x *PreferredSchedulingTerm) Reset() {
 	*x = PreferredSchedulingTerm{}
-	mi := &file_api_v1_core_proto_msgTypes[49]
+	mi := &file_api_v1_core_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3579,7 +3664,7 @@ func (x *PreferredSchedulingTerm) String() string {
 func (*PreferredSchedulingTerm) ProtoMessage() {}
 
 func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[49]
+	mi := &file_api_v1_core_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3592,7 +3677,7 @@ func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreferredSchedulingTerm.ProtoReflect.Descriptor instead.
 func (*PreferredSchedulingTerm) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{49}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *PreferredSchedulingTerm) GetWeight() int32 {
@@ -3619,7 +3704,7 @@ type PodAffinity struct {
 
 func (x *PodAffinity) Reset() {
 	*x = PodAffinity{}
-	mi := &file_api_v1_core_proto_msgTypes[50]
+	mi := &file_api_v1_core_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3631,7 +3716,7 @@ func (x *PodAffinity) String() string {
 func (*PodAffinity) ProtoMessage() {}
 
 func (x *PodAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[50]
+	mi := &file_api_v1_core_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3644,7 +3729,7 @@ func (x *PodAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAffinity.ProtoReflect.Descriptor instead.
 func (*PodAffinity) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{50}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *PodAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() []*PodAffinityTerm {
@@ -3671,7 +3756,7 @@ type PodAntiAffinity struct {
 
 func (x *PodAntiAffinity) Reset() {
 	*x = PodAntiAffinity{}
-	mi := &file_api_v1_core_proto_msgTypes[51]
+	mi := &file_api_v1_core_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3683,7 +3768,7 @@ func (x *PodAntiAffinity) String() string {
 func (*PodAntiAffinity) ProtoMessage() {}
 
 func (x *PodAntiAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[51]
+	mi := &file_api_v1_core_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3696,7 +3781,7 @@ func (x *PodAntiAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAntiAffinity.ProtoReflect.Descriptor instead.
 func (*PodAntiAffinity) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{51}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *PodAntiAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() []*PodAffinityTerm {
@@ -3733,7 +3818,7 @@ type PodAffinityTerm struct {
 
 func (x *PodAffinityTerm) Reset() {
 	*x = PodAffinityTerm{}
-	mi := &file_api_v1_core_proto_msgTypes[52]
+	mi := &file_api_v1_core_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3745,7 +3830,7 @@ func (x *PodAffinityTerm) String() string {
 func (*PodAffinityTerm) ProtoMessage() {}
 
 func (x *PodAffinityTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[52]
+	mi := &file_api_v1_core_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3758,7 +3843,7 @@ func (x *PodAffinityTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAffinityTerm.ProtoReflect.Descriptor instead.
 func (*PodAffinityTerm) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{52}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *PodAffinityTerm) GetLabelSelector() *LabelSelector {
@@ -3813,7 +3898,7 @@ type WeightedPodAffinityTerm struct {
 
 func (x *WeightedPodAffinityTerm) Reset() {
 	*x = WeightedPodAffinityTerm{}
-	mi := &file_api_v1_core_proto_msgTypes[53]
+	mi := &file_api_v1_core_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3825,7 +3910,7 @@ func (x *WeightedPodAffinityTerm) String() string {
 func (*WeightedPodAffinityTerm) ProtoMessage() {}
 
 func (x *WeightedPodAffinityTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[53]
+	mi := &file_api_v1_core_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3838,7 +3923,7 @@ func (x *WeightedPodAffinityTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WeightedPodAffinityTerm.ProtoReflect.Descriptor instead.
 func (*WeightedPodAffinityTerm) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{53}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *WeightedPodAffinityTerm) GetWeight() int32 {
@@ -3881,7 +3966,7 @@ type TopologySpreadConstraint struct {
 
 func (x *TopologySpreadConstraint) Reset() {
 	*x = TopologySpreadConstraint{}
-	mi := &file_api_v1_core_proto_msgTypes[54]
+	mi := &file_api_v1_core_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3893,7 +3978,7 @@ func (x *TopologySpreadConstraint) String() string {
 func (*TopologySpreadConstraint) ProtoMessage() {}
 
 func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[54]
+	mi := &file_api_v1_core_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3906,7 +3991,7 @@ func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologySpreadConstraint.ProtoReflect.Descriptor instead.
 func (*TopologySpreadConstraint) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{54}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *TopologySpreadConstraint) GetMaxSkew() int32 {
@@ -3975,7 +4060,7 @@ type NodeSelector struct {
 
 func (x *NodeSelector) Reset() {
 	*x = NodeSelector{}
-	mi := &file_api_v1_core_proto_msgTypes[55]
+	mi := &file_api_v1_core_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3987,7 +4072,7 @@ func (x *NodeSelector) String() string {
 func (*NodeSelector) ProtoMessage() {}
 
 func (x *NodeSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[55]
+	mi := &file_api_v1_core_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4000,7 +4085,7 @@ func (x *NodeSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelector.ProtoReflect.Descriptor instead.
 func (*NodeSelector) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{55}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *NodeSelector) GetNodeSelectorTerms() []*NodeSelectorTerm {
@@ -4022,7 +4107,7 @@ type NodeSelectorTerm struct {
 
 func (x *NodeSelectorTerm) Reset() {
 	*x = NodeSelectorTerm{}
-	mi := &file_api_v1_core_proto_msgTypes[56]
+	mi := &file_api_v1_core_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4034,7 +4119,7 @@ func (x *NodeSelectorTerm) String() string {
 func (*NodeSelectorTerm) ProtoMessage() {}
 
 func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[56]
+	mi := &file_api_v1_core_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4047,7 +4132,7 @@ func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorTerm.ProtoReflect.Descriptor instead.
 func (*NodeSelectorTerm) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{56}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *NodeSelectorTerm) GetMatchExpressions() []*LabelSelectorRequirement {
@@ -4090,7 +4175,7 @@ type Volume struct {
 
 func (x *Volume) Reset() {
 	*x = Volume{}
-	mi := &file_api_v1_core_proto_msgTypes[57]
+	mi := &file_api_v1_core_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4102,7 +4187,7 @@ func (x *Volume) String() string {
 func (*Volume) ProtoMessage() {}
 
 func (x *Volume) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[57]
+	mi := &file_api_v1_core_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4115,7 +4200,7 @@ func (x *Volume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Volume.ProtoReflect.Descriptor instead.
 func (*Volume) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{57}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *Volume) GetName() string {
@@ -4195,7 +4280,7 @@ type ImageVolumeSource struct {
 
 func (x *ImageVolumeSource) Reset() {
 	*x = ImageVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[58]
+	mi := &file_api_v1_core_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4207,7 +4292,7 @@ func (x *ImageVolumeSource) String() string {
 func (*ImageVolumeSource) ProtoMessage() {}
 
 func (x *ImageVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[58]
+	mi := &file_api_v1_core_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4220,7 +4305,7 @@ func (x *ImageVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageVolumeSource.ProtoReflect.Descriptor instead.
 func (*ImageVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{58}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ImageVolumeSource) GetReference() string {
@@ -4248,7 +4333,7 @@ type DownwardAPIVolumeSource struct {
 
 func (x *DownwardAPIVolumeSource) Reset() {
 	*x = DownwardAPIVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[59]
+	mi := &file_api_v1_core_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4260,7 +4345,7 @@ func (x *DownwardAPIVolumeSource) String() string {
 func (*DownwardAPIVolumeSource) ProtoMessage() {}
 
 func (x *DownwardAPIVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[59]
+	mi := &file_api_v1_core_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4273,7 +4358,7 @@ func (x *DownwardAPIVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIVolumeSource.ProtoReflect.Descriptor instead.
 func (*DownwardAPIVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{59}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *DownwardAPIVolumeSource) GetItems() []*DownwardAPIVolumeFile {
@@ -4309,7 +4394,7 @@ type DownwardAPIVolumeFile struct {
 
 func (x *DownwardAPIVolumeFile) Reset() {
 	*x = DownwardAPIVolumeFile{}
-	mi := &file_api_v1_core_proto_msgTypes[60]
+	mi := &file_api_v1_core_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4321,7 +4406,7 @@ func (x *DownwardAPIVolumeFile) String() string {
 func (*DownwardAPIVolumeFile) ProtoMessage() {}
 
 func (x *DownwardAPIVolumeFile) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[60]
+	mi := &file_api_v1_core_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4334,7 +4419,7 @@ func (x *DownwardAPIVolumeFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIVolumeFile.ProtoReflect.Descriptor instead.
 func (*DownwardAPIVolumeFile) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{60}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *DownwardAPIVolumeFile) GetPath() string {
@@ -4380,7 +4465,7 @@ type ResourceFieldSelector struct {
 
 func (x *ResourceFieldSelector) Reset() {
 	*x = ResourceFieldSelector{}
-	mi := &file_api_v1_core_proto_msgTypes[61]
+	mi := &file_api_v1_core_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4392,7 +4477,7 @@ func (x *ResourceFieldSelector) String() string {
 func (*ResourceFieldSelector) ProtoMessage() {}
 
 func (x *ResourceFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[61]
+	mi := &file_api_v1_core_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4405,7 +4490,7 @@ func (x *ResourceFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceFieldSelector.ProtoReflect.Descriptor instead.
 func (*ResourceFieldSelector) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{61}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ResourceFieldSelector) GetContainerName() string {
@@ -4440,7 +4525,7 @@ type ProjectedVolumeSource struct {
 
 func (x *ProjectedVolumeSource) Reset() {
 	*x = ProjectedVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[62]
+	mi := &file_api_v1_core_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4452,7 +4537,7 @@ func (x *ProjectedVolumeSource) String() string {
 func (*ProjectedVolumeSource) ProtoMessage() {}
 
 func (x *ProjectedVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[62]
+	mi := &file_api_v1_core_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4465,7 +4550,7 @@ func (x *ProjectedVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProjectedVolumeSource.ProtoReflect.Descriptor instead.
 func (*ProjectedVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{62}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ProjectedVolumeSource) GetSources() []*VolumeProjection {
@@ -4496,7 +4581,7 @@ type VolumeProjection struct {
 
 func (x *VolumeProjection) Reset() {
 	*x = VolumeProjection{}
-	mi := &file_api_v1_core_proto_msgTypes[63]
+	mi := &file_api_v1_core_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4508,7 +4593,7 @@ func (x *VolumeProjection) String() string {
 func (*VolumeProjection) ProtoMessage() {}
 
 func (x *VolumeProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[63]
+	mi := &file_api_v1_core_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4521,7 +4606,7 @@ func (x *VolumeProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeProjection.ProtoReflect.Descriptor instead.
 func (*VolumeProjection) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{63}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *VolumeProjection) GetSecret() *SecretProjection {
@@ -4563,7 +4648,7 @@ type SecretProjection struct {
 
 func (x *SecretProjection) Reset() {
 	*x = SecretProjection{}
-	mi := &file_api_v1_core_proto_msgTypes[64]
+	mi := &file_api_v1_core_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4575,7 +4660,7 @@ func (x *SecretProjection) String() string {
 func (*SecretProjection) ProtoMessage() {}
 
 func (x *SecretProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[64]
+	mi := &file_api_v1_core_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4588,7 +4673,7 @@ func (x *SecretProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretProjection.ProtoReflect.Descriptor instead.
 func (*SecretProjection) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{64}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *SecretProjection) GetName() string {
@@ -4623,7 +4708,7 @@ type ConfigMapProjection struct {
 
 func (x *ConfigMapProjection) Reset() {
 	*x = ConfigMapProjection{}
-	mi := &file_api_v1_core_proto_msgTypes[65]
+	mi := &file_api_v1_core_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4635,7 +4720,7 @@ func (x *ConfigMapProjection) String() string {
 func (*ConfigMapProjection) ProtoMessage() {}
 
 func (x *ConfigMapProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[65]
+	mi := &file_api_v1_core_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4648,7 +4733,7 @@ func (x *ConfigMapProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapProjection.ProtoReflect.Descriptor instead.
 func (*ConfigMapProjection) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{65}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ConfigMapProjection) GetName() string {
@@ -4681,7 +4766,7 @@ type DownwardAPIProjection struct {
 
 func (x *DownwardAPIProjection) Reset() {
 	*x = DownwardAPIProjection{}
-	mi := &file_api_v1_core_proto_msgTypes[66]
+	mi := &file_api_v1_core_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4693,7 +4778,7 @@ func (x *DownwardAPIProjection) String() string {
 func (*DownwardAPIProjection) ProtoMessage() {}
 
 func (x *DownwardAPIProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[66]
+	mi := &file_api_v1_core_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4706,7 +4791,7 @@ func (x *DownwardAPIProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIProjection.ProtoReflect.Descriptor instead.
 func (*DownwardAPIProjection) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{66}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *DownwardAPIProjection) GetItems() []*DownwardAPIVolumeFile {
@@ -4732,7 +4817,7 @@ type ServiceAccountTokenProjection struct {
 
 func (x *ServiceAccountTokenProjection) Reset() {
 	*x = ServiceAccountTokenProjection{}
-	mi := &file_api_v1_core_proto_msgTypes[67]
+	mi := &file_api_v1_core_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4744,7 +4829,7 @@ func (x *ServiceAccountTokenProjection) String() string {
 func (*ServiceAccountTokenProjection) ProtoMessage() {}
 
 func (x *ServiceAccountTokenProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[67]
+	mi := &file_api_v1_core_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4757,7 +4842,7 @@ func (x *ServiceAccountTokenProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceAccountTokenProjection.ProtoReflect.Descriptor instead.
 func (*ServiceAccountTokenProjection) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{67}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ServiceAccountTokenProjection) GetAudience() string {
@@ -4791,7 +4876,7 @@ type PersistentVolumeClaimVolumeSource struct {
 
 func (x *PersistentVolumeClaimVolumeSource) Reset() {
 	*x = PersistentVolumeClaimVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[68]
+	mi := &file_api_v1_core_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4803,7 +4888,7 @@ func (x *PersistentVolumeClaimVolumeSource) String() string {
 func (*PersistentVolumeClaimVolumeSource) ProtoMessage() {}
 
 func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[68]
+	mi := &file_api_v1_core_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4816,7 +4901,7 @@ func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use PersistentVolumeClaimVolumeSource.ProtoReflect.Descriptor instead.
 func (*PersistentVolumeClaimVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{68}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *PersistentVolumeClaimVolumeSource) GetClaimName() string {
@@ -4843,7 +4928,7 @@ type EmptyDirVolumeSource struct {
 
 func (x *EmptyDirVolumeSource) Reset() {
 	*x = EmptyDirVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[69]
+	mi := &file_api_v1_core_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4855,7 +4940,7 @@ func (x *EmptyDirVolumeSource) String() string {
 func (*EmptyDirVolumeSource) ProtoMessage() {}
 
 func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[69]
+	mi := &file_api_v1_core_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4868,7 +4953,7 @@ func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmptyDirVolumeSource.ProtoReflect.Descriptor instead.
 func (*EmptyDirVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{69}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *EmptyDirVolumeSource) GetMedium() string {
@@ -4895,7 +4980,7 @@ type HostPathVolumeSource struct {
 
 func (x *HostPathVolumeSource) Reset() {
 	*x = HostPathVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[70]
+	mi := &file_api_v1_core_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4907,7 +4992,7 @@ func (x *HostPathVolumeSource) String() string {
 func (*HostPathVolumeSource) ProtoMessage() {}
 
 func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[70]
+	mi := &file_api_v1_core_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4920,7 +5005,7 @@ func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostPathVolumeSource.ProtoReflect.Descriptor instead.
 func (*HostPathVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{70}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *HostPathVolumeSource) GetPath() string {
@@ -4948,7 +5033,7 @@ type KeyToPath struct {
 
 func (x *KeyToPath) Reset() {
 	*x = KeyToPath{}
-	mi := &file_api_v1_core_proto_msgTypes[71]
+	mi := &file_api_v1_core_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4960,7 +5045,7 @@ func (x *KeyToPath) String() string {
 func (*KeyToPath) ProtoMessage() {}
 
 func (x *KeyToPath) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[71]
+	mi := &file_api_v1_core_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4973,7 +5058,7 @@ func (x *KeyToPath) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyToPath.ProtoReflect.Descriptor instead.
 func (*KeyToPath) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{71}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *KeyToPath) GetKey() string {
@@ -5009,7 +5094,7 @@ type ConfigMapVolumeSource struct {
 
 func (x *ConfigMapVolumeSource) Reset() {
 	*x = ConfigMapVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[72]
+	mi := &file_api_v1_core_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5021,7 +5106,7 @@ func (x *ConfigMapVolumeSource) String() string {
 func (*ConfigMapVolumeSource) ProtoMessage() {}
 
 func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[72]
+	mi := &file_api_v1_core_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5034,7 +5119,7 @@ func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapVolumeSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{72}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ConfigMapVolumeSource) GetName() string {
@@ -5077,7 +5162,7 @@ type SecretVolumeSource struct {
 
 func (x *SecretVolumeSource) Reset() {
 	*x = SecretVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[73]
+	mi := &file_api_v1_core_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5089,7 +5174,7 @@ func (x *SecretVolumeSource) String() string {
 func (*SecretVolumeSource) ProtoMessage() {}
 
 func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[73]
+	mi := &file_api_v1_core_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5102,7 +5187,7 @@ func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretVolumeSource.ProtoReflect.Descriptor instead.
 func (*SecretVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{73}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *SecretVolumeSource) GetSecretName() string {
@@ -5156,7 +5241,7 @@ type PodStatus struct {
 
 func (x *PodStatus) Reset() {
 	*x = PodStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[74]
+	mi := &file_api_v1_core_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5168,7 +5253,7 @@ func (x *PodStatus) String() string {
 func (*PodStatus) ProtoMessage() {}
 
 func (x *PodStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[74]
+	mi := &file_api_v1_core_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5181,7 +5266,7 @@ func (x *PodStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStatus.ProtoReflect.Descriptor instead.
 func (*PodStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{74}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *PodStatus) GetPhase() string {
@@ -5291,7 +5376,7 @@ type ContainerStatus struct {
 
 func (x *ContainerStatus) Reset() {
 	*x = ContainerStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[75]
+	mi := &file_api_v1_core_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5303,7 +5388,7 @@ func (x *ContainerStatus) String() string {
 func (*ContainerStatus) ProtoMessage() {}
 
 func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[75]
+	mi := &file_api_v1_core_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5316,7 +5401,7 @@ func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStatus.ProtoReflect.Descriptor instead.
 func (*ContainerStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{75}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ContainerStatus) GetName() string {
@@ -5408,7 +5493,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_api_v1_core_proto_msgTypes[76]
+	mi := &file_api_v1_core_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5420,7 +5505,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[76]
+	mi := &file_api_v1_core_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5433,7 +5518,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{76}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ContainerState) GetWaiting() *ContainerStateWaiting {
@@ -5467,7 +5552,7 @@ type ContainerStateWaiting struct {
 
 func (x *ContainerStateWaiting) Reset() {
 	*x = ContainerStateWaiting{}
-	mi := &file_api_v1_core_proto_msgTypes[77]
+	mi := &file_api_v1_core_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5479,7 +5564,7 @@ func (x *ContainerStateWaiting) String() string {
 func (*ContainerStateWaiting) ProtoMessage() {}
 
 func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[77]
+	mi := &file_api_v1_core_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5492,7 +5577,7 @@ func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateWaiting.ProtoReflect.Descriptor instead.
 func (*ContainerStateWaiting) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{77}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ContainerStateWaiting) GetReason() string {
@@ -5518,7 +5603,7 @@ type ContainerStateRunning struct {
 
 func (x *ContainerStateRunning) Reset() {
 	*x = ContainerStateRunning{}
-	mi := &file_api_v1_core_proto_msgTypes[78]
+	mi := &file_api_v1_core_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5530,7 +5615,7 @@ func (x *ContainerStateRunning) String() string {
 func (*ContainerStateRunning) ProtoMessage() {}
 
 func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[78]
+	mi := &file_api_v1_core_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5543,7 +5628,7 @@ func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateRunning.ProtoReflect.Descriptor instead.
 func (*ContainerStateRunning) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{78}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ContainerStateRunning) GetStartedAt() *timestamppb.Timestamp {
@@ -5568,7 +5653,7 @@ type ContainerStateTerminated struct {
 
 func (x *ContainerStateTerminated) Reset() {
 	*x = ContainerStateTerminated{}
-	mi := &file_api_v1_core_proto_msgTypes[79]
+	mi := &file_api_v1_core_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5580,7 +5665,7 @@ func (x *ContainerStateTerminated) String() string {
 func (*ContainerStateTerminated) ProtoMessage() {}
 
 func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[79]
+	mi := &file_api_v1_core_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5593,7 +5678,7 @@ func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateTerminated.ProtoReflect.Descriptor instead.
 func (*ContainerStateTerminated) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{79}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ContainerStateTerminated) GetExitCode() int32 {
@@ -5667,7 +5752,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_api_v1_core_proto_msgTypes[80]
+	mi := &file_api_v1_core_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5679,7 +5764,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[80]
+	mi := &file_api_v1_core_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5692,7 +5777,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{80}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *Event) GetMetadata() *ObjectMeta {
@@ -5787,7 +5872,7 @@ type ObjectReference struct {
 
 func (x *ObjectReference) Reset() {
 	*x = ObjectReference{}
-	mi := &file_api_v1_core_proto_msgTypes[81]
+	mi := &file_api_v1_core_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5799,7 +5884,7 @@ func (x *ObjectReference) String() string {
 func (*ObjectReference) ProtoMessage() {}
 
 func (x *ObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[81]
+	mi := &file_api_v1_core_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5812,7 +5897,7 @@ func (x *ObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectReference.ProtoReflect.Descriptor instead.
 func (*ObjectReference) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{81}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ObjectReference) GetKind() string {
@@ -5874,7 +5959,7 @@ type EventSource struct {
 
 func (x *EventSource) Reset() {
 	*x = EventSource{}
-	mi := &file_api_v1_core_proto_msgTypes[82]
+	mi := &file_api_v1_core_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5886,7 +5971,7 @@ func (x *EventSource) String() string {
 func (*EventSource) ProtoMessage() {}
 
 func (x *EventSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[82]
+	mi := &file_api_v1_core_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5899,7 +5984,7 @@ func (x *EventSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventSource.ProtoReflect.Descriptor instead.
 func (*EventSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{82}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *EventSource) GetComponent() string {
@@ -5926,7 +6011,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_api_v1_core_proto_msgTypes[83]
+	mi := &file_api_v1_core_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5938,7 +6023,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[83]
+	mi := &file_api_v1_core_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5951,7 +6036,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{83}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *Lease) GetMetadata() *ObjectMeta {
@@ -5981,7 +6066,7 @@ type LeaseSpec struct {
 
 func (x *LeaseSpec) Reset() {
 	*x = LeaseSpec{}
-	mi := &file_api_v1_core_proto_msgTypes[84]
+	mi := &file_api_v1_core_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5993,7 +6078,7 @@ func (x *LeaseSpec) String() string {
 func (*LeaseSpec) ProtoMessage() {}
 
 func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[84]
+	mi := &file_api_v1_core_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6006,7 +6091,7 @@ func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseSpec.ProtoReflect.Descriptor instead.
 func (*LeaseSpec) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{84}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *LeaseSpec) GetHolderIdentity() string {
@@ -6056,7 +6141,7 @@ type ConfigMap struct {
 
 func (x *ConfigMap) Reset() {
 	*x = ConfigMap{}
-	mi := &file_api_v1_core_proto_msgTypes[85]
+	mi := &file_api_v1_core_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6068,7 +6153,7 @@ func (x *ConfigMap) String() string {
 func (*ConfigMap) ProtoMessage() {}
 
 func (x *ConfigMap) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[85]
+	mi := &file_api_v1_core_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6081,7 +6166,7 @@ func (x *ConfigMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMap.ProtoReflect.Descriptor instead.
 func (*ConfigMap) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{85}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *ConfigMap) GetMetadata() *ObjectMeta {
@@ -6127,7 +6212,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_api_v1_core_proto_msgTypes[86]
+	mi := &file_api_v1_core_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6139,7 +6224,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[86]
+	mi := &file_api_v1_core_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6152,7 +6237,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{86}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *Secret) GetMetadata() *ObjectMeta {
@@ -6201,7 +6286,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_api_v1_core_proto_msgTypes[87]
+	mi := &file_api_v1_core_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6213,7 +6298,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[87]
+	mi := &file_api_v1_core_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6226,7 +6311,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{87}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *Service) GetMetadata() *ObjectMeta {
@@ -6304,7 +6389,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_api_v1_core_proto_msgTypes[88]
+	mi := &file_api_v1_core_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6316,7 +6401,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[88]
+	mi := &file_api_v1_core_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6329,7 +6414,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{88}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *ServiceSpec) GetType() string {
@@ -6470,7 +6555,7 @@ type ServicePort struct {
 
 func (x *ServicePort) Reset() {
 	*x = ServicePort{}
-	mi := &file_api_v1_core_proto_msgTypes[89]
+	mi := &file_api_v1_core_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6482,7 +6567,7 @@ func (x *ServicePort) String() string {
 func (*ServicePort) ProtoMessage() {}
 
 func (x *ServicePort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[89]
+	mi := &file_api_v1_core_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6495,7 +6580,7 @@ func (x *ServicePort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServicePort.ProtoReflect.Descriptor instead.
 func (*ServicePort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{89}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *ServicePort) GetName() string {
@@ -6552,7 +6637,7 @@ type ServiceStatus struct {
 
 func (x *ServiceStatus) Reset() {
 	*x = ServiceStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[90]
+	mi := &file_api_v1_core_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6564,7 +6649,7 @@ func (x *ServiceStatus) String() string {
 func (*ServiceStatus) ProtoMessage() {}
 
 func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[90]
+	mi := &file_api_v1_core_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6577,7 +6662,7 @@ func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceStatus.ProtoReflect.Descriptor instead.
 func (*ServiceStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{90}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *ServiceStatus) GetConditions() []*Condition {
@@ -6603,7 +6688,7 @@ type LoadBalancerStatus struct {
 
 func (x *LoadBalancerStatus) Reset() {
 	*x = LoadBalancerStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[91]
+	mi := &file_api_v1_core_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6615,7 +6700,7 @@ func (x *LoadBalancerStatus) String() string {
 func (*LoadBalancerStatus) ProtoMessage() {}
 
 func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[91]
+	mi := &file_api_v1_core_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6628,7 +6713,7 @@ func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerStatus.ProtoReflect.Descriptor instead.
 func (*LoadBalancerStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{91}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *LoadBalancerStatus) GetIngress() []*LoadBalancerIngress {
@@ -6651,7 +6736,7 @@ type LoadBalancerIngress struct {
 
 func (x *LoadBalancerIngress) Reset() {
 	*x = LoadBalancerIngress{}
-	mi := &file_api_v1_core_proto_msgTypes[92]
+	mi := &file_api_v1_core_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6663,7 +6748,7 @@ func (x *LoadBalancerIngress) String() string {
 func (*LoadBalancerIngress) ProtoMessage() {}
 
 func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[92]
+	mi := &file_api_v1_core_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6676,7 +6761,7 @@ func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerIngress.ProtoReflect.Descriptor instead.
 func (*LoadBalancerIngress) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{92}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *LoadBalancerIngress) GetIp() string {
@@ -6718,7 +6803,7 @@ type PortStatus struct {
 
 func (x *PortStatus) Reset() {
 	*x = PortStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[93]
+	mi := &file_api_v1_core_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6730,7 +6815,7 @@ func (x *PortStatus) String() string {
 func (*PortStatus) ProtoMessage() {}
 
 func (x *PortStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[93]
+	mi := &file_api_v1_core_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6743,7 +6828,7 @@ func (x *PortStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortStatus.ProtoReflect.Descriptor instead.
 func (*PortStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{93}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *PortStatus) GetPort() int32 {
@@ -6777,7 +6862,7 @@ type Endpoints struct {
 
 func (x *Endpoints) Reset() {
 	*x = Endpoints{}
-	mi := &file_api_v1_core_proto_msgTypes[94]
+	mi := &file_api_v1_core_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6789,7 +6874,7 @@ func (x *Endpoints) String() string {
 func (*Endpoints) ProtoMessage() {}
 
 func (x *Endpoints) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[94]
+	mi := &file_api_v1_core_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6802,7 +6887,7 @@ func (x *Endpoints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoints.ProtoReflect.Descriptor instead.
 func (*Endpoints) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{94}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *Endpoints) GetMetadata() *ObjectMeta {
@@ -6830,7 +6915,7 @@ type EndpointSubset struct {
 
 func (x *EndpointSubset) Reset() {
 	*x = EndpointSubset{}
-	mi := &file_api_v1_core_proto_msgTypes[95]
+	mi := &file_api_v1_core_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6842,7 +6927,7 @@ func (x *EndpointSubset) String() string {
 func (*EndpointSubset) ProtoMessage() {}
 
 func (x *EndpointSubset) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[95]
+	mi := &file_api_v1_core_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6855,7 +6940,7 @@ func (x *EndpointSubset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointSubset.ProtoReflect.Descriptor instead.
 func (*EndpointSubset) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{95}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *EndpointSubset) GetAddresses() []*EndpointAddress {
@@ -6891,7 +6976,7 @@ type EndpointAddress struct {
 
 func (x *EndpointAddress) Reset() {
 	*x = EndpointAddress{}
-	mi := &file_api_v1_core_proto_msgTypes[96]
+	mi := &file_api_v1_core_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6903,7 +6988,7 @@ func (x *EndpointAddress) String() string {
 func (*EndpointAddress) ProtoMessage() {}
 
 func (x *EndpointAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[96]
+	mi := &file_api_v1_core_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6916,7 +7001,7 @@ func (x *EndpointAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointAddress.ProtoReflect.Descriptor instead.
 func (*EndpointAddress) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{96}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *EndpointAddress) GetIp() string {
@@ -6958,7 +7043,7 @@ type EndpointPort struct {
 
 func (x *EndpointPort) Reset() {
 	*x = EndpointPort{}
-	mi := &file_api_v1_core_proto_msgTypes[97]
+	mi := &file_api_v1_core_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6970,7 +7055,7 @@ func (x *EndpointPort) String() string {
 func (*EndpointPort) ProtoMessage() {}
 
 func (x *EndpointPort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[97]
+	mi := &file_api_v1_core_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6983,7 +7068,7 @@ func (x *EndpointPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointPort.ProtoReflect.Descriptor instead.
 func (*EndpointPort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{97}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *EndpointPort) GetName() string {
@@ -7236,12 +7321,20 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12;\n" +
 	"\n" +
-	"value_from\x18\x03 \x01(\v2\x1c.tugboat.api.v1.EnvVarSourceR\tvalueFrom\"\xb2\x02\n" +
+	"value_from\x18\x03 \x01(\v2\x1c.tugboat.api.v1.EnvVarSourceR\tvalueFrom\"\xf5\x02\n" +
 	"\fEnvVarSource\x12H\n" +
 	"\x12config_map_key_ref\x18\x01 \x01(\v2\x1b.tugboat.api.v1.KeySelectorR\x0fconfigMapKeyRef\x12A\n" +
 	"\x0esecret_key_ref\x18\x02 \x01(\v2\x1b.tugboat.api.v1.KeySelectorR\fsecretKeyRef\x12@\n" +
 	"\tfield_ref\x18\x03 \x01(\v2#.tugboat.api.v1.ObjectFieldSelectorR\bfieldRef\x12S\n" +
-	"\x12resource_field_ref\x18\x04 \x01(\v2%.tugboat.api.v1.ResourceFieldSelectorR\x10resourceFieldRef\"O\n" +
+	"\x12resource_field_ref\x18\x04 \x01(\v2%.tugboat.api.v1.ResourceFieldSelectorR\x10resourceFieldRef\x12A\n" +
+	"\ffile_key_ref\x18\x05 \x01(\v2\x1f.tugboat.api.v1.FileKeySelectorR\n" +
+	"fileKeyRef\"t\n" +
+	"\x0fFileKeySelector\x12\x1f\n" +
+	"\vvolume_name\x18\x01 \x01(\tR\n" +
+	"volumeName\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\tR\x03key\x12\x1a\n" +
+	"\boptional\x18\x04 \x01(\bR\boptional\"O\n" +
 	"\vKeySelector\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x1a\n" +
@@ -7670,7 +7763,7 @@ func file_api_v1_core_proto_rawDescGZIP() []byte {
 	return file_api_v1_core_proto_rawDescData
 }
 
-var file_api_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 109)
+var file_api_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 110)
 var file_api_v1_core_proto_goTypes = []any{
 	(*Namespace)(nil),                         // 0: tugboat.api.v1.Namespace
 	(*NamespaceSpec)(nil),                     // 1: tugboat.api.v1.NamespaceSpec
@@ -7702,122 +7795,123 @@ var file_api_v1_core_proto_goTypes = []any{
 	(*SleepAction)(nil),                       // 27: tugboat.api.v1.SleepAction
 	(*EnvVar)(nil),                            // 28: tugboat.api.v1.EnvVar
 	(*EnvVarSource)(nil),                      // 29: tugboat.api.v1.EnvVarSource
-	(*KeySelector)(nil),                       // 30: tugboat.api.v1.KeySelector
-	(*ObjectFieldSelector)(nil),               // 31: tugboat.api.v1.ObjectFieldSelector
-	(*EnvFromSource)(nil),                     // 32: tugboat.api.v1.EnvFromSource
-	(*LocalObjectReference)(nil),              // 33: tugboat.api.v1.LocalObjectReference
-	(*ContainerPort)(nil),                     // 34: tugboat.api.v1.ContainerPort
-	(*ResourceRequirements)(nil),              // 35: tugboat.api.v1.ResourceRequirements
-	(*ContainerResourceClaim)(nil),            // 36: tugboat.api.v1.ContainerResourceClaim
-	(*PodResourceClaim)(nil),                  // 37: tugboat.api.v1.PodResourceClaim
-	(*PodResourceClaimStatus)(nil),            // 38: tugboat.api.v1.PodResourceClaimStatus
-	(*VolumeMount)(nil),                       // 39: tugboat.api.v1.VolumeMount
-	(*Probe)(nil),                             // 40: tugboat.api.v1.Probe
-	(*GRPCAction)(nil),                        // 41: tugboat.api.v1.GRPCAction
-	(*ExecAction)(nil),                        // 42: tugboat.api.v1.ExecAction
-	(*HTTPGetAction)(nil),                     // 43: tugboat.api.v1.HTTPGetAction
-	(*HTTPHeader)(nil),                        // 44: tugboat.api.v1.HTTPHeader
-	(*TCPSocketAction)(nil),                   // 45: tugboat.api.v1.TCPSocketAction
-	(*Toleration)(nil),                        // 46: tugboat.api.v1.Toleration
-	(*Affinity)(nil),                          // 47: tugboat.api.v1.Affinity
-	(*NodeAffinity)(nil),                      // 48: tugboat.api.v1.NodeAffinity
-	(*PreferredSchedulingTerm)(nil),           // 49: tugboat.api.v1.PreferredSchedulingTerm
-	(*PodAffinity)(nil),                       // 50: tugboat.api.v1.PodAffinity
-	(*PodAntiAffinity)(nil),                   // 51: tugboat.api.v1.PodAntiAffinity
-	(*PodAffinityTerm)(nil),                   // 52: tugboat.api.v1.PodAffinityTerm
-	(*WeightedPodAffinityTerm)(nil),           // 53: tugboat.api.v1.WeightedPodAffinityTerm
-	(*TopologySpreadConstraint)(nil),          // 54: tugboat.api.v1.TopologySpreadConstraint
-	(*NodeSelector)(nil),                      // 55: tugboat.api.v1.NodeSelector
-	(*NodeSelectorTerm)(nil),                  // 56: tugboat.api.v1.NodeSelectorTerm
-	(*Volume)(nil),                            // 57: tugboat.api.v1.Volume
-	(*ImageVolumeSource)(nil),                 // 58: tugboat.api.v1.ImageVolumeSource
-	(*DownwardAPIVolumeSource)(nil),           // 59: tugboat.api.v1.DownwardAPIVolumeSource
-	(*DownwardAPIVolumeFile)(nil),             // 60: tugboat.api.v1.DownwardAPIVolumeFile
-	(*ResourceFieldSelector)(nil),             // 61: tugboat.api.v1.ResourceFieldSelector
-	(*ProjectedVolumeSource)(nil),             // 62: tugboat.api.v1.ProjectedVolumeSource
-	(*VolumeProjection)(nil),                  // 63: tugboat.api.v1.VolumeProjection
-	(*SecretProjection)(nil),                  // 64: tugboat.api.v1.SecretProjection
-	(*ConfigMapProjection)(nil),               // 65: tugboat.api.v1.ConfigMapProjection
-	(*DownwardAPIProjection)(nil),             // 66: tugboat.api.v1.DownwardAPIProjection
-	(*ServiceAccountTokenProjection)(nil),     // 67: tugboat.api.v1.ServiceAccountTokenProjection
-	(*PersistentVolumeClaimVolumeSource)(nil), // 68: tugboat.api.v1.PersistentVolumeClaimVolumeSource
-	(*EmptyDirVolumeSource)(nil),              // 69: tugboat.api.v1.EmptyDirVolumeSource
-	(*HostPathVolumeSource)(nil),              // 70: tugboat.api.v1.HostPathVolumeSource
-	(*KeyToPath)(nil),                         // 71: tugboat.api.v1.KeyToPath
-	(*ConfigMapVolumeSource)(nil),             // 72: tugboat.api.v1.ConfigMapVolumeSource
-	(*SecretVolumeSource)(nil),                // 73: tugboat.api.v1.SecretVolumeSource
-	(*PodStatus)(nil),                         // 74: tugboat.api.v1.PodStatus
-	(*ContainerStatus)(nil),                   // 75: tugboat.api.v1.ContainerStatus
-	(*ContainerState)(nil),                    // 76: tugboat.api.v1.ContainerState
-	(*ContainerStateWaiting)(nil),             // 77: tugboat.api.v1.ContainerStateWaiting
-	(*ContainerStateRunning)(nil),             // 78: tugboat.api.v1.ContainerStateRunning
-	(*ContainerStateTerminated)(nil),          // 79: tugboat.api.v1.ContainerStateTerminated
-	(*Event)(nil),                             // 80: tugboat.api.v1.Event
-	(*ObjectReference)(nil),                   // 81: tugboat.api.v1.ObjectReference
-	(*EventSource)(nil),                       // 82: tugboat.api.v1.EventSource
-	(*Lease)(nil),                             // 83: tugboat.api.v1.Lease
-	(*LeaseSpec)(nil),                         // 84: tugboat.api.v1.LeaseSpec
-	(*ConfigMap)(nil),                         // 85: tugboat.api.v1.ConfigMap
-	(*Secret)(nil),                            // 86: tugboat.api.v1.Secret
-	(*Service)(nil),                           // 87: tugboat.api.v1.Service
-	(*ServiceSpec)(nil),                       // 88: tugboat.api.v1.ServiceSpec
-	(*ServicePort)(nil),                       // 89: tugboat.api.v1.ServicePort
-	(*ServiceStatus)(nil),                     // 90: tugboat.api.v1.ServiceStatus
-	(*LoadBalancerStatus)(nil),                // 91: tugboat.api.v1.LoadBalancerStatus
-	(*LoadBalancerIngress)(nil),               // 92: tugboat.api.v1.LoadBalancerIngress
-	(*PortStatus)(nil),                        // 93: tugboat.api.v1.PortStatus
-	(*Endpoints)(nil),                         // 94: tugboat.api.v1.Endpoints
-	(*EndpointSubset)(nil),                    // 95: tugboat.api.v1.EndpointSubset
-	(*EndpointAddress)(nil),                   // 96: tugboat.api.v1.EndpointAddress
-	(*EndpointPort)(nil),                      // 97: tugboat.api.v1.EndpointPort
-	nil,                                       // 98: tugboat.api.v1.NodeStatus.CapacityEntry
-	nil,                                       // 99: tugboat.api.v1.NodeStatus.AllocatableEntry
-	nil,                                       // 100: tugboat.api.v1.PodSpec.NodeSelectorEntry
-	nil,                                       // 101: tugboat.api.v1.ResourceRequirements.RequestsEntry
-	nil,                                       // 102: tugboat.api.v1.ResourceRequirements.LimitsEntry
-	nil,                                       // 103: tugboat.api.v1.ContainerStatus.AllocatedResourcesEntry
-	nil,                                       // 104: tugboat.api.v1.ConfigMap.DataEntry
-	nil,                                       // 105: tugboat.api.v1.ConfigMap.BinaryDataEntry
-	nil,                                       // 106: tugboat.api.v1.Secret.DataEntry
-	nil,                                       // 107: tugboat.api.v1.Secret.StringDataEntry
-	nil,                                       // 108: tugboat.api.v1.ServiceSpec.SelectorEntry
-	(*ObjectMeta)(nil),                        // 109: tugboat.api.v1.ObjectMeta
-	(*timestamppb.Timestamp)(nil),             // 110: google.protobuf.Timestamp
-	(*Condition)(nil),                         // 111: tugboat.api.v1.Condition
-	(*LabelSelector)(nil),                     // 112: tugboat.api.v1.LabelSelector
-	(*LabelSelectorRequirement)(nil),          // 113: tugboat.api.v1.LabelSelectorRequirement
+	(*FileKeySelector)(nil),                   // 30: tugboat.api.v1.FileKeySelector
+	(*KeySelector)(nil),                       // 31: tugboat.api.v1.KeySelector
+	(*ObjectFieldSelector)(nil),               // 32: tugboat.api.v1.ObjectFieldSelector
+	(*EnvFromSource)(nil),                     // 33: tugboat.api.v1.EnvFromSource
+	(*LocalObjectReference)(nil),              // 34: tugboat.api.v1.LocalObjectReference
+	(*ContainerPort)(nil),                     // 35: tugboat.api.v1.ContainerPort
+	(*ResourceRequirements)(nil),              // 36: tugboat.api.v1.ResourceRequirements
+	(*ContainerResourceClaim)(nil),            // 37: tugboat.api.v1.ContainerResourceClaim
+	(*PodResourceClaim)(nil),                  // 38: tugboat.api.v1.PodResourceClaim
+	(*PodResourceClaimStatus)(nil),            // 39: tugboat.api.v1.PodResourceClaimStatus
+	(*VolumeMount)(nil),                       // 40: tugboat.api.v1.VolumeMount
+	(*Probe)(nil),                             // 41: tugboat.api.v1.Probe
+	(*GRPCAction)(nil),                        // 42: tugboat.api.v1.GRPCAction
+	(*ExecAction)(nil),                        // 43: tugboat.api.v1.ExecAction
+	(*HTTPGetAction)(nil),                     // 44: tugboat.api.v1.HTTPGetAction
+	(*HTTPHeader)(nil),                        // 45: tugboat.api.v1.HTTPHeader
+	(*TCPSocketAction)(nil),                   // 46: tugboat.api.v1.TCPSocketAction
+	(*Toleration)(nil),                        // 47: tugboat.api.v1.Toleration
+	(*Affinity)(nil),                          // 48: tugboat.api.v1.Affinity
+	(*NodeAffinity)(nil),                      // 49: tugboat.api.v1.NodeAffinity
+	(*PreferredSchedulingTerm)(nil),           // 50: tugboat.api.v1.PreferredSchedulingTerm
+	(*PodAffinity)(nil),                       // 51: tugboat.api.v1.PodAffinity
+	(*PodAntiAffinity)(nil),                   // 52: tugboat.api.v1.PodAntiAffinity
+	(*PodAffinityTerm)(nil),                   // 53: tugboat.api.v1.PodAffinityTerm
+	(*WeightedPodAffinityTerm)(nil),           // 54: tugboat.api.v1.WeightedPodAffinityTerm
+	(*TopologySpreadConstraint)(nil),          // 55: tugboat.api.v1.TopologySpreadConstraint
+	(*NodeSelector)(nil),                      // 56: tugboat.api.v1.NodeSelector
+	(*NodeSelectorTerm)(nil),                  // 57: tugboat.api.v1.NodeSelectorTerm
+	(*Volume)(nil),                            // 58: tugboat.api.v1.Volume
+	(*ImageVolumeSource)(nil),                 // 59: tugboat.api.v1.ImageVolumeSource
+	(*DownwardAPIVolumeSource)(nil),           // 60: tugboat.api.v1.DownwardAPIVolumeSource
+	(*DownwardAPIVolumeFile)(nil),             // 61: tugboat.api.v1.DownwardAPIVolumeFile
+	(*ResourceFieldSelector)(nil),             // 62: tugboat.api.v1.ResourceFieldSelector
+	(*ProjectedVolumeSource)(nil),             // 63: tugboat.api.v1.ProjectedVolumeSource
+	(*VolumeProjection)(nil),                  // 64: tugboat.api.v1.VolumeProjection
+	(*SecretProjection)(nil),                  // 65: tugboat.api.v1.SecretProjection
+	(*ConfigMapProjection)(nil),               // 66: tugboat.api.v1.ConfigMapProjection
+	(*DownwardAPIProjection)(nil),             // 67: tugboat.api.v1.DownwardAPIProjection
+	(*ServiceAccountTokenProjection)(nil),     // 68: tugboat.api.v1.ServiceAccountTokenProjection
+	(*PersistentVolumeClaimVolumeSource)(nil), // 69: tugboat.api.v1.PersistentVolumeClaimVolumeSource
+	(*EmptyDirVolumeSource)(nil),              // 70: tugboat.api.v1.EmptyDirVolumeSource
+	(*HostPathVolumeSource)(nil),              // 71: tugboat.api.v1.HostPathVolumeSource
+	(*KeyToPath)(nil),                         // 72: tugboat.api.v1.KeyToPath
+	(*ConfigMapVolumeSource)(nil),             // 73: tugboat.api.v1.ConfigMapVolumeSource
+	(*SecretVolumeSource)(nil),                // 74: tugboat.api.v1.SecretVolumeSource
+	(*PodStatus)(nil),                         // 75: tugboat.api.v1.PodStatus
+	(*ContainerStatus)(nil),                   // 76: tugboat.api.v1.ContainerStatus
+	(*ContainerState)(nil),                    // 77: tugboat.api.v1.ContainerState
+	(*ContainerStateWaiting)(nil),             // 78: tugboat.api.v1.ContainerStateWaiting
+	(*ContainerStateRunning)(nil),             // 79: tugboat.api.v1.ContainerStateRunning
+	(*ContainerStateTerminated)(nil),          // 80: tugboat.api.v1.ContainerStateTerminated
+	(*Event)(nil),                             // 81: tugboat.api.v1.Event
+	(*ObjectReference)(nil),                   // 82: tugboat.api.v1.ObjectReference
+	(*EventSource)(nil),                       // 83: tugboat.api.v1.EventSource
+	(*Lease)(nil),                             // 84: tugboat.api.v1.Lease
+	(*LeaseSpec)(nil),                         // 85: tugboat.api.v1.LeaseSpec
+	(*ConfigMap)(nil),                         // 86: tugboat.api.v1.ConfigMap
+	(*Secret)(nil),                            // 87: tugboat.api.v1.Secret
+	(*Service)(nil),                           // 88: tugboat.api.v1.Service
+	(*ServiceSpec)(nil),                       // 89: tugboat.api.v1.ServiceSpec
+	(*ServicePort)(nil),                       // 90: tugboat.api.v1.ServicePort
+	(*ServiceStatus)(nil),                     // 91: tugboat.api.v1.ServiceStatus
+	(*LoadBalancerStatus)(nil),                // 92: tugboat.api.v1.LoadBalancerStatus
+	(*LoadBalancerIngress)(nil),               // 93: tugboat.api.v1.LoadBalancerIngress
+	(*PortStatus)(nil),                        // 94: tugboat.api.v1.PortStatus
+	(*Endpoints)(nil),                         // 95: tugboat.api.v1.Endpoints
+	(*EndpointSubset)(nil),                    // 96: tugboat.api.v1.EndpointSubset
+	(*EndpointAddress)(nil),                   // 97: tugboat.api.v1.EndpointAddress
+	(*EndpointPort)(nil),                      // 98: tugboat.api.v1.EndpointPort
+	nil,                                       // 99: tugboat.api.v1.NodeStatus.CapacityEntry
+	nil,                                       // 100: tugboat.api.v1.NodeStatus.AllocatableEntry
+	nil,                                       // 101: tugboat.api.v1.PodSpec.NodeSelectorEntry
+	nil,                                       // 102: tugboat.api.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 103: tugboat.api.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 104: tugboat.api.v1.ContainerStatus.AllocatedResourcesEntry
+	nil,                                       // 105: tugboat.api.v1.ConfigMap.DataEntry
+	nil,                                       // 106: tugboat.api.v1.ConfigMap.BinaryDataEntry
+	nil,                                       // 107: tugboat.api.v1.Secret.DataEntry
+	nil,                                       // 108: tugboat.api.v1.Secret.StringDataEntry
+	nil,                                       // 109: tugboat.api.v1.ServiceSpec.SelectorEntry
+	(*ObjectMeta)(nil),                        // 110: tugboat.api.v1.ObjectMeta
+	(*timestamppb.Timestamp)(nil),             // 111: google.protobuf.Timestamp
+	(*Condition)(nil),                         // 112: tugboat.api.v1.Condition
+	(*LabelSelector)(nil),                     // 113: tugboat.api.v1.LabelSelector
+	(*LabelSelectorRequirement)(nil),          // 114: tugboat.api.v1.LabelSelectorRequirement
 }
 var file_api_v1_core_proto_depIdxs = []int32{
-	109, // 0: tugboat.api.v1.Namespace.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	110, // 0: tugboat.api.v1.Namespace.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	1,   // 1: tugboat.api.v1.Namespace.spec:type_name -> tugboat.api.v1.NamespaceSpec
 	2,   // 2: tugboat.api.v1.Namespace.status:type_name -> tugboat.api.v1.NamespaceStatus
-	109, // 3: tugboat.api.v1.Node.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	110, // 3: tugboat.api.v1.Node.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	4,   // 4: tugboat.api.v1.Node.spec:type_name -> tugboat.api.v1.NodeSpec
 	6,   // 5: tugboat.api.v1.Node.status:type_name -> tugboat.api.v1.NodeStatus
 	5,   // 6: tugboat.api.v1.NodeSpec.taints:type_name -> tugboat.api.v1.Taint
-	110, // 7: tugboat.api.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
-	98,  // 8: tugboat.api.v1.NodeStatus.capacity:type_name -> tugboat.api.v1.NodeStatus.CapacityEntry
-	99,  // 9: tugboat.api.v1.NodeStatus.allocatable:type_name -> tugboat.api.v1.NodeStatus.AllocatableEntry
-	111, // 10: tugboat.api.v1.NodeStatus.conditions:type_name -> tugboat.api.v1.Condition
+	111, // 7: tugboat.api.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
+	99,  // 8: tugboat.api.v1.NodeStatus.capacity:type_name -> tugboat.api.v1.NodeStatus.CapacityEntry
+	100, // 9: tugboat.api.v1.NodeStatus.allocatable:type_name -> tugboat.api.v1.NodeStatus.AllocatableEntry
+	112, // 10: tugboat.api.v1.NodeStatus.conditions:type_name -> tugboat.api.v1.Condition
 	7,   // 11: tugboat.api.v1.NodeStatus.addresses:type_name -> tugboat.api.v1.NodeAddress
 	8,   // 12: tugboat.api.v1.NodeStatus.node_info:type_name -> tugboat.api.v1.NodeSystemInfo
 	9,   // 13: tugboat.api.v1.NodeStatus.images:type_name -> tugboat.api.v1.ContainerImage
-	109, // 14: tugboat.api.v1.Pod.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	110, // 14: tugboat.api.v1.Pod.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	12,  // 15: tugboat.api.v1.Pod.spec:type_name -> tugboat.api.v1.PodSpec
-	74,  // 16: tugboat.api.v1.Pod.status:type_name -> tugboat.api.v1.PodStatus
-	109, // 17: tugboat.api.v1.PodTemplateSpec.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	75,  // 16: tugboat.api.v1.Pod.status:type_name -> tugboat.api.v1.PodStatus
+	110, // 17: tugboat.api.v1.PodTemplateSpec.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	12,  // 18: tugboat.api.v1.PodTemplateSpec.spec:type_name -> tugboat.api.v1.PodSpec
 	23,  // 19: tugboat.api.v1.PodSpec.containers:type_name -> tugboat.api.v1.Container
 	23,  // 20: tugboat.api.v1.PodSpec.init_containers:type_name -> tugboat.api.v1.Container
-	100, // 21: tugboat.api.v1.PodSpec.node_selector:type_name -> tugboat.api.v1.PodSpec.NodeSelectorEntry
-	46,  // 22: tugboat.api.v1.PodSpec.tolerations:type_name -> tugboat.api.v1.Toleration
-	57,  // 23: tugboat.api.v1.PodSpec.volumes:type_name -> tugboat.api.v1.Volume
-	47,  // 24: tugboat.api.v1.PodSpec.affinity:type_name -> tugboat.api.v1.Affinity
+	101, // 21: tugboat.api.v1.PodSpec.node_selector:type_name -> tugboat.api.v1.PodSpec.NodeSelectorEntry
+	47,  // 22: tugboat.api.v1.PodSpec.tolerations:type_name -> tugboat.api.v1.Toleration
+	58,  // 23: tugboat.api.v1.PodSpec.volumes:type_name -> tugboat.api.v1.Volume
+	48,  // 24: tugboat.api.v1.PodSpec.affinity:type_name -> tugboat.api.v1.Affinity
 	16,  // 25: tugboat.api.v1.PodSpec.security_context:type_name -> tugboat.api.v1.PodSecurityContext
-	37,  // 26: tugboat.api.v1.PodSpec.resource_claims:type_name -> tugboat.api.v1.PodResourceClaim
+	38,  // 26: tugboat.api.v1.PodSpec.resource_claims:type_name -> tugboat.api.v1.PodResourceClaim
 	13,  // 27: tugboat.api.v1.PodSpec.host_aliases:type_name -> tugboat.api.v1.HostAlias
 	14,  // 28: tugboat.api.v1.PodSpec.dns_config:type_name -> tugboat.api.v1.PodDNSConfig
-	54,  // 29: tugboat.api.v1.PodSpec.topology_spread_constraints:type_name -> tugboat.api.v1.TopologySpreadConstraint
+	55,  // 29: tugboat.api.v1.PodSpec.topology_spread_constraints:type_name -> tugboat.api.v1.TopologySpreadConstraint
 	15,  // 30: tugboat.api.v1.PodDNSConfig.options:type_name -> tugboat.api.v1.PodDNSConfigOption
 	20,  // 31: tugboat.api.v1.PodSecurityContext.sysctls:type_name -> tugboat.api.v1.Sysctl
 	19,  // 32: tugboat.api.v1.PodSecurityContext.seccomp_profile:type_name -> tugboat.api.v1.SeccompProfile
@@ -7828,125 +7922,126 @@ var file_api_v1_core_proto_depIdxs = []int32{
 	21,  // 37: tugboat.api.v1.SecurityContext.se_linux_options:type_name -> tugboat.api.v1.SELinuxOptions
 	22,  // 38: tugboat.api.v1.SecurityContext.app_armor_profile:type_name -> tugboat.api.v1.AppArmorProfile
 	28,  // 39: tugboat.api.v1.Container.env:type_name -> tugboat.api.v1.EnvVar
-	34,  // 40: tugboat.api.v1.Container.ports:type_name -> tugboat.api.v1.ContainerPort
-	35,  // 41: tugboat.api.v1.Container.resources:type_name -> tugboat.api.v1.ResourceRequirements
-	39,  // 42: tugboat.api.v1.Container.volume_mounts:type_name -> tugboat.api.v1.VolumeMount
-	40,  // 43: tugboat.api.v1.Container.liveness_probe:type_name -> tugboat.api.v1.Probe
-	40,  // 44: tugboat.api.v1.Container.readiness_probe:type_name -> tugboat.api.v1.Probe
-	40,  // 45: tugboat.api.v1.Container.startup_probe:type_name -> tugboat.api.v1.Probe
-	32,  // 46: tugboat.api.v1.Container.env_from:type_name -> tugboat.api.v1.EnvFromSource
+	35,  // 40: tugboat.api.v1.Container.ports:type_name -> tugboat.api.v1.ContainerPort
+	36,  // 41: tugboat.api.v1.Container.resources:type_name -> tugboat.api.v1.ResourceRequirements
+	40,  // 42: tugboat.api.v1.Container.volume_mounts:type_name -> tugboat.api.v1.VolumeMount
+	41,  // 43: tugboat.api.v1.Container.liveness_probe:type_name -> tugboat.api.v1.Probe
+	41,  // 44: tugboat.api.v1.Container.readiness_probe:type_name -> tugboat.api.v1.Probe
+	41,  // 45: tugboat.api.v1.Container.startup_probe:type_name -> tugboat.api.v1.Probe
+	33,  // 46: tugboat.api.v1.Container.env_from:type_name -> tugboat.api.v1.EnvFromSource
 	17,  // 47: tugboat.api.v1.Container.security_context:type_name -> tugboat.api.v1.SecurityContext
 	25,  // 48: tugboat.api.v1.Container.lifecycle:type_name -> tugboat.api.v1.Lifecycle
 	24,  // 49: tugboat.api.v1.Container.resize_policy:type_name -> tugboat.api.v1.ContainerResizePolicy
 	26,  // 50: tugboat.api.v1.Lifecycle.post_start:type_name -> tugboat.api.v1.LifecycleHandler
 	26,  // 51: tugboat.api.v1.Lifecycle.pre_stop:type_name -> tugboat.api.v1.LifecycleHandler
-	42,  // 52: tugboat.api.v1.LifecycleHandler.exec:type_name -> tugboat.api.v1.ExecAction
-	43,  // 53: tugboat.api.v1.LifecycleHandler.http_get:type_name -> tugboat.api.v1.HTTPGetAction
-	45,  // 54: tugboat.api.v1.LifecycleHandler.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
+	43,  // 52: tugboat.api.v1.LifecycleHandler.exec:type_name -> tugboat.api.v1.ExecAction
+	44,  // 53: tugboat.api.v1.LifecycleHandler.http_get:type_name -> tugboat.api.v1.HTTPGetAction
+	46,  // 54: tugboat.api.v1.LifecycleHandler.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
 	27,  // 55: tugboat.api.v1.LifecycleHandler.sleep:type_name -> tugboat.api.v1.SleepAction
 	29,  // 56: tugboat.api.v1.EnvVar.value_from:type_name -> tugboat.api.v1.EnvVarSource
-	30,  // 57: tugboat.api.v1.EnvVarSource.config_map_key_ref:type_name -> tugboat.api.v1.KeySelector
-	30,  // 58: tugboat.api.v1.EnvVarSource.secret_key_ref:type_name -> tugboat.api.v1.KeySelector
-	31,  // 59: tugboat.api.v1.EnvVarSource.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
-	61,  // 60: tugboat.api.v1.EnvVarSource.resource_field_ref:type_name -> tugboat.api.v1.ResourceFieldSelector
-	33,  // 61: tugboat.api.v1.EnvFromSource.config_map_ref:type_name -> tugboat.api.v1.LocalObjectReference
-	33,  // 62: tugboat.api.v1.EnvFromSource.secret_ref:type_name -> tugboat.api.v1.LocalObjectReference
-	101, // 63: tugboat.api.v1.ResourceRequirements.requests:type_name -> tugboat.api.v1.ResourceRequirements.RequestsEntry
-	102, // 64: tugboat.api.v1.ResourceRequirements.limits:type_name -> tugboat.api.v1.ResourceRequirements.LimitsEntry
-	36,  // 65: tugboat.api.v1.ResourceRequirements.claims:type_name -> tugboat.api.v1.ContainerResourceClaim
-	42,  // 66: tugboat.api.v1.Probe.exec:type_name -> tugboat.api.v1.ExecAction
-	43,  // 67: tugboat.api.v1.Probe.http_get:type_name -> tugboat.api.v1.HTTPGetAction
-	45,  // 68: tugboat.api.v1.Probe.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
-	41,  // 69: tugboat.api.v1.Probe.grpc:type_name -> tugboat.api.v1.GRPCAction
-	44,  // 70: tugboat.api.v1.HTTPGetAction.http_headers:type_name -> tugboat.api.v1.HTTPHeader
-	48,  // 71: tugboat.api.v1.Affinity.node_affinity:type_name -> tugboat.api.v1.NodeAffinity
-	50,  // 72: tugboat.api.v1.Affinity.pod_affinity:type_name -> tugboat.api.v1.PodAffinity
-	51,  // 73: tugboat.api.v1.Affinity.pod_anti_affinity:type_name -> tugboat.api.v1.PodAntiAffinity
-	55,  // 74: tugboat.api.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.NodeSelector
-	49,  // 75: tugboat.api.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PreferredSchedulingTerm
-	56,  // 76: tugboat.api.v1.PreferredSchedulingTerm.preference:type_name -> tugboat.api.v1.NodeSelectorTerm
-	52,  // 77: tugboat.api.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
-	53,  // 78: tugboat.api.v1.PodAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
-	52,  // 79: tugboat.api.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
-	53,  // 80: tugboat.api.v1.PodAntiAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
-	112, // 81: tugboat.api.v1.PodAffinityTerm.label_selector:type_name -> tugboat.api.v1.LabelSelector
-	112, // 82: tugboat.api.v1.PodAffinityTerm.namespace_selector:type_name -> tugboat.api.v1.LabelSelector
-	52,  // 83: tugboat.api.v1.WeightedPodAffinityTerm.pod_affinity_term:type_name -> tugboat.api.v1.PodAffinityTerm
-	112, // 84: tugboat.api.v1.TopologySpreadConstraint.label_selector:type_name -> tugboat.api.v1.LabelSelector
-	56,  // 85: tugboat.api.v1.NodeSelector.node_selector_terms:type_name -> tugboat.api.v1.NodeSelectorTerm
-	113, // 86: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
-	113, // 87: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
-	69,  // 88: tugboat.api.v1.Volume.empty_dir:type_name -> tugboat.api.v1.EmptyDirVolumeSource
-	70,  // 89: tugboat.api.v1.Volume.host_path:type_name -> tugboat.api.v1.HostPathVolumeSource
-	72,  // 90: tugboat.api.v1.Volume.config_map:type_name -> tugboat.api.v1.ConfigMapVolumeSource
-	73,  // 91: tugboat.api.v1.Volume.secret:type_name -> tugboat.api.v1.SecretVolumeSource
-	68,  // 92: tugboat.api.v1.Volume.persistent_volume_claim:type_name -> tugboat.api.v1.PersistentVolumeClaimVolumeSource
-	59,  // 93: tugboat.api.v1.Volume.downward_api:type_name -> tugboat.api.v1.DownwardAPIVolumeSource
-	62,  // 94: tugboat.api.v1.Volume.projected:type_name -> tugboat.api.v1.ProjectedVolumeSource
-	58,  // 95: tugboat.api.v1.Volume.image:type_name -> tugboat.api.v1.ImageVolumeSource
-	60,  // 96: tugboat.api.v1.DownwardAPIVolumeSource.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
-	31,  // 97: tugboat.api.v1.DownwardAPIVolumeFile.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
-	61,  // 98: tugboat.api.v1.DownwardAPIVolumeFile.resource_field_ref:type_name -> tugboat.api.v1.ResourceFieldSelector
-	63,  // 99: tugboat.api.v1.ProjectedVolumeSource.sources:type_name -> tugboat.api.v1.VolumeProjection
-	64,  // 100: tugboat.api.v1.VolumeProjection.secret:type_name -> tugboat.api.v1.SecretProjection
-	66,  // 101: tugboat.api.v1.VolumeProjection.downward_api:type_name -> tugboat.api.v1.DownwardAPIProjection
-	65,  // 102: tugboat.api.v1.VolumeProjection.config_map:type_name -> tugboat.api.v1.ConfigMapProjection
-	67,  // 103: tugboat.api.v1.VolumeProjection.service_account_token:type_name -> tugboat.api.v1.ServiceAccountTokenProjection
-	71,  // 104: tugboat.api.v1.SecretProjection.items:type_name -> tugboat.api.v1.KeyToPath
-	71,  // 105: tugboat.api.v1.ConfigMapProjection.items:type_name -> tugboat.api.v1.KeyToPath
-	60,  // 106: tugboat.api.v1.DownwardAPIProjection.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
-	71,  // 107: tugboat.api.v1.ConfigMapVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
-	71,  // 108: tugboat.api.v1.SecretVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
-	111, // 109: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
-	110, // 110: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	75,  // 111: tugboat.api.v1.PodStatus.container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	75,  // 112: tugboat.api.v1.PodStatus.init_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	38,  // 113: tugboat.api.v1.PodStatus.resource_claim_statuses:type_name -> tugboat.api.v1.PodResourceClaimStatus
-	76,  // 114: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
-	76,  // 115: tugboat.api.v1.ContainerStatus.last_state:type_name -> tugboat.api.v1.ContainerState
-	35,  // 116: tugboat.api.v1.ContainerStatus.resources:type_name -> tugboat.api.v1.ResourceRequirements
-	103, // 117: tugboat.api.v1.ContainerStatus.allocated_resources:type_name -> tugboat.api.v1.ContainerStatus.AllocatedResourcesEntry
-	77,  // 118: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
-	78,  // 119: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
-	79,  // 120: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
-	110, // 121: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	110, // 122: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	110, // 123: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	109, // 124: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	81,  // 125: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
-	82,  // 126: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
-	110, // 127: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
-	110, // 128: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
-	109, // 129: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	84,  // 130: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
-	110, // 131: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
-	110, // 132: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
-	109, // 133: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	104, // 134: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
-	105, // 135: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
-	109, // 136: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	106, // 137: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
-	107, // 138: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
-	109, // 139: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	88,  // 140: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
-	90,  // 141: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
-	108, // 142: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
-	89,  // 143: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
-	111, // 144: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
-	91,  // 145: tugboat.api.v1.ServiceStatus.load_balancer:type_name -> tugboat.api.v1.LoadBalancerStatus
-	92,  // 146: tugboat.api.v1.LoadBalancerStatus.ingress:type_name -> tugboat.api.v1.LoadBalancerIngress
-	93,  // 147: tugboat.api.v1.LoadBalancerIngress.ports:type_name -> tugboat.api.v1.PortStatus
-	109, // 148: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	95,  // 149: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
-	96,  // 150: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
-	96,  // 151: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
-	97,  // 152: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
-	81,  // 153: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
-	154, // [154:154] is the sub-list for method output_type
-	154, // [154:154] is the sub-list for method input_type
-	154, // [154:154] is the sub-list for extension type_name
-	154, // [154:154] is the sub-list for extension extendee
-	0,   // [0:154] is the sub-list for field type_name
+	31,  // 57: tugboat.api.v1.EnvVarSource.config_map_key_ref:type_name -> tugboat.api.v1.KeySelector
+	31,  // 58: tugboat.api.v1.EnvVarSource.secret_key_ref:type_name -> tugboat.api.v1.KeySelector
+	32,  // 59: tugboat.api.v1.EnvVarSource.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
+	62,  // 60: tugboat.api.v1.EnvVarSource.resource_field_ref:type_name -> tugboat.api.v1.ResourceFieldSelector
+	30,  // 61: tugboat.api.v1.EnvVarSource.file_key_ref:type_name -> tugboat.api.v1.FileKeySelector
+	34,  // 62: tugboat.api.v1.EnvFromSource.config_map_ref:type_name -> tugboat.api.v1.LocalObjectReference
+	34,  // 63: tugboat.api.v1.EnvFromSource.secret_ref:type_name -> tugboat.api.v1.LocalObjectReference
+	102, // 64: tugboat.api.v1.ResourceRequirements.requests:type_name -> tugboat.api.v1.ResourceRequirements.RequestsEntry
+	103, // 65: tugboat.api.v1.ResourceRequirements.limits:type_name -> tugboat.api.v1.ResourceRequirements.LimitsEntry
+	37,  // 66: tugboat.api.v1.ResourceRequirements.claims:type_name -> tugboat.api.v1.ContainerResourceClaim
+	43,  // 67: tugboat.api.v1.Probe.exec:type_name -> tugboat.api.v1.ExecAction
+	44,  // 68: tugboat.api.v1.Probe.http_get:type_name -> tugboat.api.v1.HTTPGetAction
+	46,  // 69: tugboat.api.v1.Probe.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
+	42,  // 70: tugboat.api.v1.Probe.grpc:type_name -> tugboat.api.v1.GRPCAction
+	45,  // 71: tugboat.api.v1.HTTPGetAction.http_headers:type_name -> tugboat.api.v1.HTTPHeader
+	49,  // 72: tugboat.api.v1.Affinity.node_affinity:type_name -> tugboat.api.v1.NodeAffinity
+	51,  // 73: tugboat.api.v1.Affinity.pod_affinity:type_name -> tugboat.api.v1.PodAffinity
+	52,  // 74: tugboat.api.v1.Affinity.pod_anti_affinity:type_name -> tugboat.api.v1.PodAntiAffinity
+	56,  // 75: tugboat.api.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.NodeSelector
+	50,  // 76: tugboat.api.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PreferredSchedulingTerm
+	57,  // 77: tugboat.api.v1.PreferredSchedulingTerm.preference:type_name -> tugboat.api.v1.NodeSelectorTerm
+	53,  // 78: tugboat.api.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
+	54,  // 79: tugboat.api.v1.PodAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
+	53,  // 80: tugboat.api.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
+	54,  // 81: tugboat.api.v1.PodAntiAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
+	113, // 82: tugboat.api.v1.PodAffinityTerm.label_selector:type_name -> tugboat.api.v1.LabelSelector
+	113, // 83: tugboat.api.v1.PodAffinityTerm.namespace_selector:type_name -> tugboat.api.v1.LabelSelector
+	53,  // 84: tugboat.api.v1.WeightedPodAffinityTerm.pod_affinity_term:type_name -> tugboat.api.v1.PodAffinityTerm
+	113, // 85: tugboat.api.v1.TopologySpreadConstraint.label_selector:type_name -> tugboat.api.v1.LabelSelector
+	57,  // 86: tugboat.api.v1.NodeSelector.node_selector_terms:type_name -> tugboat.api.v1.NodeSelectorTerm
+	114, // 87: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	114, // 88: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	70,  // 89: tugboat.api.v1.Volume.empty_dir:type_name -> tugboat.api.v1.EmptyDirVolumeSource
+	71,  // 90: tugboat.api.v1.Volume.host_path:type_name -> tugboat.api.v1.HostPathVolumeSource
+	73,  // 91: tugboat.api.v1.Volume.config_map:type_name -> tugboat.api.v1.ConfigMapVolumeSource
+	74,  // 92: tugboat.api.v1.Volume.secret:type_name -> tugboat.api.v1.SecretVolumeSource
+	69,  // 93: tugboat.api.v1.Volume.persistent_volume_claim:type_name -> tugboat.api.v1.PersistentVolumeClaimVolumeSource
+	60,  // 94: tugboat.api.v1.Volume.downward_api:type_name -> tugboat.api.v1.DownwardAPIVolumeSource
+	63,  // 95: tugboat.api.v1.Volume.projected:type_name -> tugboat.api.v1.ProjectedVolumeSource
+	59,  // 96: tugboat.api.v1.Volume.image:type_name -> tugboat.api.v1.ImageVolumeSource
+	61,  // 97: tugboat.api.v1.DownwardAPIVolumeSource.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
+	32,  // 98: tugboat.api.v1.DownwardAPIVolumeFile.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
+	62,  // 99: tugboat.api.v1.DownwardAPIVolumeFile.resource_field_ref:type_name -> tugboat.api.v1.ResourceFieldSelector
+	64,  // 100: tugboat.api.v1.ProjectedVolumeSource.sources:type_name -> tugboat.api.v1.VolumeProjection
+	65,  // 101: tugboat.api.v1.VolumeProjection.secret:type_name -> tugboat.api.v1.SecretProjection
+	67,  // 102: tugboat.api.v1.VolumeProjection.downward_api:type_name -> tugboat.api.v1.DownwardAPIProjection
+	66,  // 103: tugboat.api.v1.VolumeProjection.config_map:type_name -> tugboat.api.v1.ConfigMapProjection
+	68,  // 104: tugboat.api.v1.VolumeProjection.service_account_token:type_name -> tugboat.api.v1.ServiceAccountTokenProjection
+	72,  // 105: tugboat.api.v1.SecretProjection.items:type_name -> tugboat.api.v1.KeyToPath
+	72,  // 106: tugboat.api.v1.ConfigMapProjection.items:type_name -> tugboat.api.v1.KeyToPath
+	61,  // 107: tugboat.api.v1.DownwardAPIProjection.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
+	72,  // 108: tugboat.api.v1.ConfigMapVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
+	72,  // 109: tugboat.api.v1.SecretVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
+	112, // 110: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
+	111, // 111: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	76,  // 112: tugboat.api.v1.PodStatus.container_statuses:type_name -> tugboat.api.v1.ContainerStatus
+	76,  // 113: tugboat.api.v1.PodStatus.init_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
+	39,  // 114: tugboat.api.v1.PodStatus.resource_claim_statuses:type_name -> tugboat.api.v1.PodResourceClaimStatus
+	77,  // 115: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
+	77,  // 116: tugboat.api.v1.ContainerStatus.last_state:type_name -> tugboat.api.v1.ContainerState
+	36,  // 117: tugboat.api.v1.ContainerStatus.resources:type_name -> tugboat.api.v1.ResourceRequirements
+	104, // 118: tugboat.api.v1.ContainerStatus.allocated_resources:type_name -> tugboat.api.v1.ContainerStatus.AllocatedResourcesEntry
+	78,  // 119: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
+	79,  // 120: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
+	80,  // 121: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
+	111, // 122: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	111, // 123: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	111, // 124: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	110, // 125: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	82,  // 126: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
+	83,  // 127: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
+	111, // 128: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
+	111, // 129: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
+	110, // 130: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	85,  // 131: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
+	111, // 132: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
+	111, // 133: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
+	110, // 134: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	105, // 135: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
+	106, // 136: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
+	110, // 137: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	107, // 138: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
+	108, // 139: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
+	110, // 140: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	89,  // 141: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
+	91,  // 142: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
+	109, // 143: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
+	90,  // 144: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
+	112, // 145: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
+	92,  // 146: tugboat.api.v1.ServiceStatus.load_balancer:type_name -> tugboat.api.v1.LoadBalancerStatus
+	93,  // 147: tugboat.api.v1.LoadBalancerStatus.ingress:type_name -> tugboat.api.v1.LoadBalancerIngress
+	94,  // 148: tugboat.api.v1.LoadBalancerIngress.ports:type_name -> tugboat.api.v1.PortStatus
+	110, // 149: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	96,  // 150: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
+	97,  // 151: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
+	97,  // 152: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
+	98,  // 153: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
+	82,  // 154: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
+	155, // [155:155] is the sub-list for method output_type
+	155, // [155:155] is the sub-list for method input_type
+	155, // [155:155] is the sub-list for extension type_name
+	155, // [155:155] is the sub-list for extension extendee
+	0,   // [0:155] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_core_proto_init() }
@@ -7962,27 +8057,27 @@ func file_api_v1_core_proto_init() {
 	file_api_v1_core_proto_msgTypes[17].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[19].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[22].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[37].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[38].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[40].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[39].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[41].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[46].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[54].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[59].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[42].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[47].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[55].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[60].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[62].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[67].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[71].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[61].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[63].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[68].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[72].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[73].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[88].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[74].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[89].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_core_proto_rawDesc), len(file_api_v1_core_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   109,
+			NumMessages:   110,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

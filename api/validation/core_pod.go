@@ -112,6 +112,7 @@ func PodSpec(errs *Errs, path string, s *v1.PodSpec) {
 		container(errs, fmt.Sprintf("%s.containers[%d]", path, i), c, appContainer, s.TerminationGracePeriodSeconds, names, vols, hostPorts)
 		resizePolicy(errs, fmt.Sprintf("%s.containers[%d]", path, i), c, appContainer, s.RestartPolicy)
 	}
+	fileKeyRefVolumes(errs, path, s)
 	podSecurityContext(errs, path+".securityContext", s)
 	if s.RestartPolicy != "" {
 		OneOf(errs, path+".restartPolicy", s.RestartPolicy, "Always", "OnFailure", "Never")
@@ -181,8 +182,12 @@ func container(errs *Errs, path string, c *v1.Container, kind containerKind, gra
 				n++
 				resourceFieldRef(errs, ep+".valueFrom.resourceFieldRef", r, false)
 			}
+			if r := e.ValueFrom.FileKeyRef; r != nil {
+				n++
+				fileKeyRef(errs, ep+".valueFrom.fileKeyRef", r)
+			}
 			if n != 1 {
-				errs.Add(ep+".valueFrom", "exactly one of configMapKeyRef, secretKeyRef, fieldRef or resourceFieldRef must be set")
+				errs.Add(ep+".valueFrom", "exactly one of configMapKeyRef, secretKeyRef, fieldRef, resourceFieldRef or fileKeyRef must be set")
 			}
 			if e.Value != "" {
 				errs.Add(ep+".value", "must be empty when valueFrom is set")

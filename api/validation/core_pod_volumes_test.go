@@ -206,7 +206,7 @@ func TestEnvResourceFieldRefValidation(t *testing.T) {
 		{"fieldRef unknown", withEnv(field("spec.hostname")), []string{e0 + `.fieldRef.fieldPath: Unsupported value: "spec.hostname"`}},
 		{"two sources", withEnv(&v1.EnvVar{Name: "X", ValueFrom: &v1.EnvVarSource{
 			ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.cpu"}, FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}),
-			[]string{e0 + ": exactly one of configMapKeyRef, secretKeyRef, fieldRef or resourceFieldRef must be set"}},
+			[]string{e0 + ": exactly one of configMapKeyRef, secretKeyRef, fieldRef, resourceFieldRef or fileKeyRef must be set"}},
 	})
 }
 

@@ -232,3 +232,34 @@ func TestEmptyDirSizeLimitEviction(t *testing.T) {
 	}
 	waitEvent(t, c.Client, ns, "filler", "Evicted: "+msg, 10*time.Second)
 }
+
+// env[].valueFrom.fileKeyRef: an init container writes an env file into
+// an emptyDir; the app container gets the key's value (and a variable
+// that refers to it), an optional missing key stays unset.
+func TestEnvFileKeyRef(t *testing.T) {
+	c := sharedCluster(t)
+	t.Parallel()
+	const ns = "envfile"
+	pod := busyboxPod(ns, "app", "node1", "exec sleep 3600")
+	pod.Spec.Volumes = []*v1.Volume{{Name: "config", EmptyDir: &v1.EmptyDirVolumeSource{}}}
+	pod.Spec.InitContainers = []*v1.Container{{
+		Name: "write", Image: pod.Spec.Containers[0].Image, ImagePullPolicy: "IfNotPresent",
+		Command:      []string{"sh", "-c", `printf '# made by the init container\nDB_HOST=db.internal\nGREETING="hello there"\n' > /config/app.env`},
+		VolumeMounts: []*v1.VolumeMount{{Name: "config", MountPath: "/config"}},
+	}}
+	ref := func(key string, optional bool) *v1.EnvVarSource {
+		return &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{VolumeName: "config", Path: "app.env", Key: key, Optional: optional}}
+	}
+	pod.Spec.Containers[0].Env = []*v1.EnvVar{
+		{Name: "DB_HOST", ValueFrom: ref("DB_HOST", false)},
+		{Name: "GREETING", ValueFrom: ref("GREETING", false)},
+		{Name: "EXTRA", ValueFrom: ref("EXTRA", true)},
+		{Name: "URL", Value: "postgres://$(DB_HOST)/app"},
+	}
+	createPod(t, c.Client, pod)
+	waitPod(t, c.Client, ns, "app", 90*time.Second, "Running", running)
+	out, code := execIn(t, c.Client, ns, "app", "sh", "-c", `echo "$DB_HOST|$GREETING|$URL|${EXTRA-unset}"`)
+	if want := "db.internal|hello there|postgres://db.internal/app|unset\n"; code != 0 || out != want {
+		t.Errorf("env: %q (exit %d), want %q", out, code, want)
+	}
+}

@@ -182,7 +182,8 @@ func (r *syncRun) containerConfig(ctx context.Context, c *v1.Container, attempt 
 	if usesPodIP(c) && !r.networkUp(ctx) {
 		return runtime.ContainerConfig{}, errSandboxFailed
 	}
-	env, err := containerEnv(ctx, w.m.src, pod, c, podFields{podIP: addrString(r.sb.IP), hostIP: w.m.cfg.NodeIP.String(), allocatable: w.m.cfg.allocatable()})
+	env, err := containerEnv(ctx, w.m.src, pod, c, podFields{podIP: addrString(r.sb.IP), hostIP: w.m.cfg.NodeIP.String(), allocatable: w.m.cfg.allocatable(),
+		emptyDir: func(vol string) string { return w.m.cfg.EmptyDirPath(w.uid, vol) }})
 	if err != nil {
 		return runtime.ContainerConfig{}, err
 	}

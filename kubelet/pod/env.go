@@ -28,6 +28,19 @@ type podFields struct {
 	podIP, hostIP string
 	// allocatable is the node's (resourceFieldRef to an unset limit).
 	allocatable map[string]string
+	// emptyDir is the node's directory of the pod's emptyDir volume
+	// (fileKeyRef); nil: none.
+	emptyDir func(volume string) string
+}
+
+// isEmptyDir reports whether the pod has an emptyDir volume of that name.
+func isEmptyDir(pod *v1.Pod, name string) bool {
+	for _, v := range pod.GetSpec().GetVolumes() {
+		if v.Name == name {
+			return v.EmptyDir != nil
+		}
+	}
+	return false
 }
 
 var envNameRE = regexp.MustCompile(`^[-._a-zA-Z][-._a-zA-Z0-9]*$`)
@@ -188,6 +201,12 @@ func envValueFrom(ctx context.Context, src Sources, pod *v1.Pod, c *v1.Container
 			return "", false, configErrorf("env %s: secret %q has no key %q", e.Name, ns+"/"+ref.Name, ref.Key)
 		}
 		return string(v), true, nil
+	case vf.FileKeyRef != nil:
+		dir := ""
+		if f.emptyDir != nil && isEmptyDir(pod, vf.FileKeyRef.VolumeName) {
+			dir = f.emptyDir(vf.FileKeyRef.VolumeName)
+		}
+		return fileKeyValue(e, vf.FileKeyRef, dir)
 	}
 	return "", false, configErrorf("env %s: valueFrom names no source", e.Name)
 }

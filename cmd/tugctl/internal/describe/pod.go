@@ -178,6 +178,8 @@ func (d *describer) containers(cs []*v1.Container, statuses []*v1.ContainerStatu
 						v = fmt.Sprintf("<set to the key '%s' in secret '%s'>", ref.SecretKeyRef.Key, ref.SecretKeyRef.Name)
 					case ref.FieldRef != nil:
 						v = fmt.Sprintf("(%s)", ref.FieldRef.FieldPath)
+					case ref.FileKeyRef != nil:
+						v = fmt.Sprintf("<set to the key '%s' of the env file '%s' in volume '%s'>", ref.FileKeyRef.Key, ref.FileKeyRef.Path, ref.FileKeyRef.VolumeName)
 					}
 				}
 				d.kv(3, e.Name, v)
