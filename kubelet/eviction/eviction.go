@@ -195,10 +195,14 @@ func (m *Manager) Synchronize(ctx context.Context) {
 }
 
 // localStorageEviction evicts every running pod with an emptyDir over its
-// sizeLimit; true if it evicted any.
+// sizeLimit; true if it evicted any. Pods without a sizeLimit cost a look
+// at their volumes, nothing more (no ranking: every pod over goes).
 func (m *Manager) localStorageEviction() bool {
 	evicted := false
-	for _, p := range rank(m.cfg.Pods(), nil) {
+	for _, p := range m.cfg.Pods() {
+		if ph := p.GetStatus().GetPhase(); ph == "Succeeded" || ph == "Failed" || p.GetMetadata().GetDeletionTimestamp() != nil {
+			continue
+		}
 		vol, size := overLimit(p, m.cfg.EmptyDirPath)
 		if vol == "" || !m.evict(p, emptyDirMessage(vol, size), SignalEmptyDirFsLimit) {
 			continue
