@@ -278,6 +278,34 @@ spec:
 		b.waitFor(flip+" ready again", endpoints(all("")), podTimeout)
 	})
 
+	t.Run("an Ingress's trace, as tugctl trace ingress", func(t *testing.T) {
+		b := b.with(t)
+		tugctl(t, admin, `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: web-ing}
+spec:
+  rules:
+  - host: web.example.com
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}
+      - {path: /gone, pathType: Prefix, backend: {service: {name: nosuch, port: {number: 80}}}}
+`, "apply", "-f", "-")
+		b.waitFor("the Ingress in the picker's list", `[...document.querySelectorAll("#ing-list option")].some((o) => o.value === "default/web-ing") ? "" :
+			"options: " + [...document.querySelectorAll("#ing-list option")].map((o) => o.value).join(",")`, pageTimeout)
+		b.run("pick ingress default/web-ing and trace it", chromedp.SendKeys(chromedp.CSS("#ing-pick"), "default/web-ing"),
+			chromedp.Click(chromedp.CSS("#ing-trace")))
+		b.waitFor("the trace stopped at the missing Service, the reachable one done", `(() => {
+			const out = document.querySelector("#ing-trace-out");
+			const h = out.querySelector("h2")?.textContent ?? "";
+			if (!h.startsWith("tugctl trace ingress default/web-ing: ✗ stopped at")) return "heading: " + (h || out.textContent);
+			const rows = [...out.querySelectorAll("table.hops tr")].map((r) => r.textContent);
+			if (!rows.some((r) => r.includes("nosuch") && r.includes("ServiceNotFound"))) return "hops: " + rows.join(" | ");
+			return out.querySelector("p.finding")?.textContent.includes("ServiceNotFound") || rows.some((r) => r.includes("failed")) ? "" : "finding: " + out.textContent;
+		})()`, pageTimeout)
+		b.screenshot("ingress-trace")
+	})
+
 	t.Run("a rolling update shows old and new ReplicaSets trading pods", func(t *testing.T) {
 		b := b.with(t)
 		b.run("back to the cluster view (key 1)", chromedp.KeyEvent("1"))

@@ -14,7 +14,7 @@
 //	flow.go      a pod's creation flow (the stages apply → apiserver → etcd →
 //	             controllers → scheduler → kubelet → CNI → runtime → Running →
 //	             status back) built from diagnose's trace, and a Service's
-//	             communication flow; `tugctl trace` and `tugctl describe`
+//	             communication flow; `tugctl trace` (service, ingress) and `tugctl describe`
 //	             on demand, through packages diagnose and describe, the same
 //	             code as the CLI's
 //	metrics.go   the components' /metrics (where reachable) and the feed's
@@ -201,6 +201,7 @@ func (s *server) routes() http.Handler {
 	mux.HandleFunc("GET /api/flow/pod/{ns}/{name}", s.servePodFlow)
 	mux.HandleFunc("GET /api/flow/service/{ns}/{name}", s.serveServiceFlow)
 	mux.HandleFunc("GET /api/trace/service/{ns}/{name}", s.serveServiceTrace)
+	mux.HandleFunc("GET /api/trace/ingress/{ns}/{name}", s.serveIngressTrace)
 	mux.HandleFunc("GET /api/describe/{kind}/{ns}/{name}", s.serveDescribe)
 	mux.HandleFunc("GET /api/metrics", s.metrics.serve)
 	mux.HandleFunc("GET /api/demo", s.serveDemo)

@@ -79,6 +79,7 @@ const (
 	kindWorkloads  = "workloads"
 	kindSecrets    = "secrets"
 	kindConfigMaps = "configmaps"
+	kindIngresses  = "ingresses"
 	workloadKeySep = "/"
 )
 
@@ -127,6 +128,11 @@ func (f *feed) run(ctx context.Context) {
 		// Names and types only: a Secret's data never leaves the feed.
 		watchKind(ctx, f, kindSecrets, "", func(s *v1.Secret) any {
 			return namedSummary{Namespace: s.GetMetadata().GetNamespace(), Name: s.GetMetadata().GetName(), Type: s.GetType()}
+		}, nil)
+	})
+	start(func(ctx context.Context) {
+		watchKind(ctx, f, kindIngresses, "", func(i *v1.Ingress) any {
+			return namedSummary{Namespace: i.GetMetadata().GetNamespace(), Name: i.GetMetadata().GetName()}
 		}, nil)
 	})
 	start(func(ctx context.Context) {

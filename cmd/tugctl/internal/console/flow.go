@@ -265,6 +265,20 @@ func (s *server) serveServiceTrace(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, rep)
 }
 
+// serveIngressTrace is `tugctl trace ingress` on demand: the Ingress's
+// class, address, TLS Secrets, rules, backends, endpoints and the
+// proxies' Events, through the CLI's diagnose.TraceIngress.
+func (s *server) serveIngressTrace(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	rep, err := diagnose.TraceIngress(ctx, s.client, r.PathValue("ns"), r.PathValue("name"), time.Now())
+	if err != nil {
+		apiError(w, err)
+		return
+	}
+	writeJSON(w, rep)
+}
+
 // serveDescribe is `tugctl describe KIND NAME` as text.
 func (s *server) serveDescribe(w http.ResponseWriter, r *http.Request) {
 	k, err := kinds.Lookup(r.PathValue("kind"))

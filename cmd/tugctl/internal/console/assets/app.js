@@ -580,6 +580,8 @@ let svcKey = "", svcWhySeq = 0, svcWhyTimer = 0;
 function renderServiceView() {
   const dl = $("#svc-list");
   if (dirty.has("services") || !dl.children.length) put(dl, ...[...kind("services").keys()].map((k) => el("option", { value: k })));
+  const il = $("#ing-list");
+  if (dirty.has("ingresses") || !il.children.length) put(il, ...[...kind("ingresses").keys()].map((k) => el("option", { value: k })));
   const key = route().arg;
   if (!key) { $("#svc-title").textContent = "Choose a Service"; return; }
   const s = kind("services").get(key);
@@ -650,14 +652,28 @@ function drawServiceFlow(s, eps) {
 
 async function runServiceTrace() {
   const [ns, name] = svcKey.split("/");
-  const out = $("#svc-trace-out");
-  put(out, el("p", { class: "summary", text: "tracing from every Ready node…" }));
-  const r = await fetch(`api/trace/service/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`);
+  runTrace($("#svc-trace-out"), "service", ns, name, "tracing from every Ready node…");
+}
+
+// runIngressTrace is `tugctl trace ingress` for the Ingress picked: its
+// class, address, TLS, rules, backends, endpoints and the proxies' Events.
+async function runIngressTrace() {
+  const [ns, name] = $("#ing-pick").value.trim().split("/");
+  const out = $("#ing-trace-out");
+  if (!ns || !name) { put(out, el("p", { class: "error", text: "pick an Ingress as namespace/name" })); return; }
+  runTrace(out, "ingress", ns, name, "tracing the Ingress…");
+}
+
+// runTrace shows one `tugctl trace KIND ns/name` report (the shared
+// diagnose package's, as the CLI prints it) in out.
+async function runTrace(out, what, ns, name, busy) {
+  put(out, el("p", { class: "summary", text: busy }));
+  const r = await fetch(`api/trace/${what}/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`);
   if (!r.ok) { put(out, el("p", { class: "error", text: await r.text() })); return; }
   const t = await r.json();
-  put(out, el("h2", { text: `tugctl trace service ${ns}/${name}: ${t.ok ? "✓ every hop is done" : "✗ stopped at " + t.stuck_at}` }),
+  put(out, el("h2", { text: `tugctl trace ${what} ${ns}/${name}: ${t.ok ? "✓ every hop is done" : "✗ stopped at " + t.stuck_at}` }),
     el("table", { class: "hops" }, el("tr", {}, ...["hop", "node", "status", "message"].map((x) => el("th", { text: x }))),
-      ...t.hops.map((hp) => el("tr", { class: hp.status === "failed" ? "warning" : null }, el("td", { text: hp.title }), el("td", { text: hp.node || "" }),
+      ...t.hops.map((hp) => el("tr", { class: hp.status === "failed" ? "warning" : null, "data-reason": hp.reason || "" }, el("td", { text: hp.title }), el("td", { text: hp.node || "" }),
         el("td", { text: hp.status + (hp.reason ? ": " + hp.reason : "") }), el("td", { text: hp.message || "" })))),
     t.ok ? null : el("p", { class: "finding", text: `layer ${t.layer}: ${t.reason} — ${t.message}${t.hint ? " — next: " + t.hint : ""}` }));
 }
@@ -813,6 +829,7 @@ function setup() {
   $("#pod-pick").addEventListener("change", (e) => go(`#/pod/${e.target.value.trim()}`));
   $("#svc-pick").addEventListener("change", (e) => go(`#/service/${e.target.value.trim()}`));
   $("#svc-trace").addEventListener("click", runServiceTrace);
+  $("#ing-trace").addEventListener("click", runIngressTrace);
   $("#pod-describe").addEventListener("click", async () => {
     const [ns, name] = podFlowKey.split("/");
     const r = await fetch(`api/describe/pod/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`);
