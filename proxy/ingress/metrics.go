@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"strconv"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,16 +16,26 @@ type metrics struct {
 	leader         prometheus.Gauge
 	events         *prometheus.CounterVec
 
-	mu  sync.Mutex
-	per map[string]*ingressMetrics // "namespace/name" -> curried
+	per sync.Map // [2]string{namespace, name} -> *ingressMetrics
 }
 
 // ingressMetrics are one Ingress's series, looked up once per Ingress, not
 // per request.
 type ingressMetrics struct {
 	ns, name       string
+	requests       *prometheus.CounterVec
+	ok             prometheus.Counter // code 200, the common one
 	upstreamErrors prometheus.Counter
 	duration       prometheus.Observer
+}
+
+// request counts one answer with code.
+func (im *ingressMetrics) request(code int) {
+	if code == 200 {
+		im.ok.Inc()
+		return
+	}
+	im.requests.WithLabelValues(im.ns, im.name, strconv.Itoa(code)).Inc()
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -43,20 +54,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "1 while this proxy holds the Lease kube-system/tugboat-ingress-status and writes the Ingresses' status and Events."}),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tugboat_proxy_ingress_events_total",
 			Help: "Events this proxy recorded on Ingresses (only the status Lease holder records), by reason."}, []string{"reason"}),
-		per: map[string]*ingressMetrics{},
 	}
 	reg.MustRegister(m.requests, m.upstreamErrors, m.duration, m.rebuilds, m.served, m.leader, m.events)
 	return m
 }
 
+// of returns the Ingress's series (ns and name "": requests that matched
+// none); a lookup without a lock or an allocation once made.
 func (m *metrics) of(ns, name string) *ingressMetrics {
-	key := ns + "/" + name
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	im := m.per[key]
-	if im == nil {
-		im = &ingressMetrics{ns: ns, name: name, upstreamErrors: m.upstreamErrors.WithLabelValues(ns, name), duration: m.duration.WithLabelValues(ns, name)}
-		m.per[key] = im
+	key := [2]string{ns, name}
+	if im, ok := m.per.Load(key); ok {
+		return im.(*ingressMetrics)
 	}
-	return im
+	im, _ := m.per.LoadOrStore(key, &ingressMetrics{ns: ns, name: name, requests: m.requests, ok: m.requests.WithLabelValues(ns, name, "200"),
+		upstreamErrors: m.upstreamErrors.WithLabelValues(ns, name), duration: m.duration.WithLabelValues(ns, name)})
+	return im.(*ingressMetrics)
 }

@@ -8,7 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
-	"strconv"
+	"sync"
 	"time"
 
 	"github.com/tugboat/tugboat/internal/netns"
@@ -46,8 +46,9 @@ func newReverseProxy(nsFd int, m *metrics, log *slog.Logger) *httputil.ReversePr
 			pr.SetXForwarded()
 			pr.Out.Host = pr.In.Host
 		},
-		Transport: transport,
-		ErrorLog:  slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		Transport:  transport,
+		BufferPool: &bufferPool{},
+		ErrorLog:   slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			t := r.Context().Value(targetKey{}).(*target)
 			m.of(t.be.namespace, t.be.name).upstreamErrors.Inc()
@@ -57,10 +58,14 @@ func newReverseProxy(nsFd int, m *metrics, log *slog.Logger) *httputil.ReversePr
 	}
 }
 
-// ServeHTTP routes one request by the current table.
+// ServeHTTP routes one request by the current table. Per request it
+// allocates one reqState (the status writer and the target together) and
+// the context carrying it; the table, the backend and the metric series
+// are looked up, not built.
 func (c *Controller) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+	st := &reqState{sw: statusWriter{ResponseWriter: w, code: http.StatusOK}}
+	sw := &st.sw
 	be := c.table.Load().Match(r.Host, r.URL.Path)
 	var ns, name string
 	switch {
@@ -71,13 +76,34 @@ func (c *Controller) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		page(sw, http.StatusServiceUnavailable, be.reason, fmt.Sprintf("Ingress %s, backend %s: %s", be.ingress, be.service, be.message))
 	default:
 		ns, name = be.namespace, be.name
-		c.proxy.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), targetKey{}, &target{addr: be.pick(), be: be})))
+		st.target = target{addr: be.pick(), be: be}
+		c.proxy.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), targetKey{}, &st.target)))
 	}
-	c.metrics.requests.WithLabelValues(ns, name, strconv.Itoa(sw.code)).Inc()
+	im := c.metrics.of(ns, name)
+	im.request(sw.code)
 	if name != "" {
-		c.metrics.of(ns, name).duration.Observe(time.Since(start).Seconds())
+		im.duration.Observe(time.Since(start).Seconds())
 	}
 }
+
+// reqState is one request's: its status writer and its endpoint.
+type reqState struct {
+	sw     statusWriter
+	target target
+}
+
+// bufferPool lends the reverse proxy its 32 KiB copy buffers (without
+// one it allocates a buffer per response).
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.p.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, 32*1024)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 
 // page answers with the status and a short HTML page saying why (and the
 // reason in a header, for scripts).
