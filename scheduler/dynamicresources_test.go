@@ -17,7 +17,8 @@ import (
 // A pod that uses ResourceClaims stays Pending with the reason in
 // "0/N nodes are available: ...": while its claim is missing, Kubernetes'
 // not-found text; once it exists, that nothing can allocate it (no DRA
-// driver runs); a template-based claim not made yet says so. A pod
+// driver runs); a template-based claim not made yet says so, one owned
+// by another pod is refused, one owned by the pod cannot be allocated. A pod
 // without claims on the same nodes is bound.
 func TestResourceClaimPodStaysPending(t *testing.T) {
 	srv := apiservertest.Start(t)
@@ -77,4 +78,29 @@ func TestResourceClaimPodStaysPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	unschedulable("direct", `0/2 nodes are available: 2 node(s) cannot allocate claim "gpu": no DRA driver publishes devices in this cluster (Tugboat does not implement resource drivers).`)
+
+	// The controller's part, done by hand: a claim made for the templated
+	// pod but owned by another is refused; owned by the pod, it cannot
+	// be allocated either.
+	templated := getPod(t, c, "templated")
+	made := &v1.ResourceClaim{Metadata: &v1.ObjectMeta{Name: "templated-gpu-x7k2p", Namespace: "default",
+		OwnerReferences: []*v1.OwnerReference{{ApiVersion: "v1", Kind: "Pod", Name: "templated", Uid: "someone-else", Controller: true}}},
+		Spec: claim.Spec}
+	if _, err := client.For[*v1.ResourceClaim](c).Create(ctx, made); err != nil {
+		t.Fatal(err)
+	}
+	templated.Status.ResourceClaimStatuses = []*v1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: proto.String(made.Metadata.Name)}}
+	if _, err := client.For[*v1.Pod](c).UpdateStatus(ctx, templated); err != nil {
+		t.Fatal(err)
+	}
+	unschedulable("templated", `0/2 nodes are available: 2 ResourceClaim templated-gpu-x7k2p was not created for pod default/templated (pod is not owner).`)
+	got, err := client.For[*v1.ResourceClaim](c).Get(ctx, "default", made.Metadata.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Metadata.OwnerReferences[0].Uid = templated.Metadata.Uid
+	if _, err := client.For[*v1.ResourceClaim](c).Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	unschedulable("templated", `0/2 nodes are available: 2 node(s) cannot allocate claim "templated-gpu-x7k2p": no DRA driver publishes devices in this cluster`)
 }
