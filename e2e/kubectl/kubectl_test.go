@@ -106,7 +106,59 @@ func TestKubectlOnNodes(t *testing.T) {
 	t.Run("cp", func(t *testing.T) { testCp(t, e) })
 	t.Run("port-forward", func(t *testing.T) { testPortForward(t, e) })
 	t.Run("top", func(t *testing.T) { testTop(t, e) })
+	t.Run("patch --subresource resize", func(t *testing.T) { testResize(t, e) })
 	t.Run("drain", func(t *testing.T) { testDrain(t, e) })
+}
+
+// testResize: kubectl patch --subresource resize raises a running
+// container's cpu limit; the kubelet applies it in place (restartCount 0,
+// the container's cpu quota read by kubectl exec) and reports it in
+// status.containerStatuses[].resources.
+func testResize(t *testing.T, e *env) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	apply := e.cmd(ctx, t, "apply", "-f", "-")
+	apply.Stdin = strings.NewReader(`apiVersion: v1
+kind: Pod
+metadata: {name: resized}
+spec:
+  nodeName: node1
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: ` + images.BusyboxRef + `
+    imagePullPolicy: IfNotPresent
+    command: [sleep, "3600"]
+    resources:
+      requests: {cpu: 100m, memory: 32Mi}
+      limits: {cpu: 200m, memory: 64Mi}
+`)
+	if out, err := apply.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+	e.kubectl(t, "wait", "--for=condition=Ready", "pod/resized", "--timeout=90s")
+	quota := func() string {
+		return strings.TrimSpace(e.kubectl(t, "exec", "resized", "--", "sh", "-c",
+			"cat /sys/fs/cgroup/cpu.max 2>/dev/null || cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us"))
+	}
+	if q := quota(); !strings.HasPrefix(q, "20000") {
+		t.Fatalf("cpu quota before: %q", q)
+	}
+	if out := e.kubectl(t, "patch", "pod", "resized", "--subresource", "resize", "-p", `{"spec":{"containers":[{"name":"c","resources":{"limits":{"cpu":"500m"}}}]}}`); !strings.Contains(out, "pod/resized patched") {
+		t.Fatalf("kubectl patch --subresource resize: %q", out)
+	}
+	eventually(t, "the resize applied", func() error {
+		// (restartCount 0 is left out of the JSON: "500m " is no restart.)
+		got := e.kubectl(t, "get", "pod", "resized", "-o", "jsonpath={.status.containerStatuses[0].resources.limits.cpu} {.status.containerStatuses[0].restartCount}")
+		if got != "500m " && got != "500m 0" {
+			return fmt.Errorf("status resources.limits.cpu and restartCount: %q", got)
+		}
+		return nil
+	})
+	if q := quota(); !strings.HasPrefix(q, "50000") {
+		t.Errorf("cpu quota after: %q", q)
+	}
+	e.kubectl(t, "delete", "pod", "resized", "--wait=false")
 }
 
 func testLogs(t *testing.T, e *env) {
