@@ -121,6 +121,11 @@ func (s *Server) createAs(ctx context.Context, obj v1.Object, dryRun bool, owner
 	if err := k.Validate(obj).Err(k.Name, m.Name); err != nil {
 		return nil, err
 	}
+	if k.ValidateCreate != nil {
+		if err := k.ValidateCreate(obj).Err(k.Name, m.Name); err != nil {
+			return nil, err
+		}
+	}
 	s.recordUpdate(k, owner, nil, obj)
 	if k.Namespaced {
 		if err := s.checkNamespace(ctx, m.Namespace); err != nil {
@@ -190,8 +195,12 @@ func (s *Server) Get(ctx context.Context, req *v1.GetRequest) (*anypb.Any, error
 		if err := resizeSubresource(k); err != nil {
 			return nil, err
 		}
+	case ephemeralContainers:
+		if err := ephemeralSubresource(k); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, apierrors.Invalid("subresource", "%q cannot be read with Get (only the object, its scale or a pod's resize)", req.Subresource)
+		return nil, apierrors.Invalid("subresource", "%q cannot be read with Get (only the object, its scale, or a pod's resize or ephemeralcontainers)", req.Subresource)
 	}
 	ns := namespaceOf(k, req.Namespace)
 	if err := s.authorize(ctx, "get", k, req.Subresource, ns, req.Name, ""); err != nil {
@@ -278,8 +287,12 @@ func (s *Server) Update(ctx context.Context, req *v1.UpdateRequest) (*anypb.Any,
 		if err := resizeSubresource(k); err != nil {
 			return nil, err
 		}
+	case ephemeralContainers:
+		if err := ephemeralSubresource(k); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, apierrors.Invalid("subresource", "%q cannot be written with Update (only the object, its scale or a pod's resize; status with UpdateStatus)", req.Subresource)
+		return nil, apierrors.Invalid("subresource", "%q cannot be written with Update (only the object, its scale, or a pod's resize or ephemeralcontainers; status with UpdateStatus)", req.Subresource)
 	}
 	if err := s.authorize(ctx, "update", k, req.Subresource, namespaceOf(k, m.Namespace), m.Name, ""); err != nil {
 		return nil, err
@@ -287,6 +300,13 @@ func (s *Server) Update(ctx context.Context, req *v1.UpdateRequest) (*anypb.Any,
 	owner, err := ownerOf(ctx, req.FieldManager, req.Subresource)
 	if err != nil {
 		return nil, err
+	}
+	if req.Subresource == ephemeralContainers {
+		out, err := s.updateFrom(ctx, k, obj, ephemeralContainers, req.DryRun, owner, func(cur v1.Object) (v1.Object, error) { return withEphemeralContainers(cur, obj), nil })
+		if err != nil {
+			return nil, err
+		}
+		return pack(out)
 	}
 	if req.Subresource == "resize" {
 		out, err := s.updateFrom(ctx, k, obj, "resize", req.DryRun, owner, func(cur v1.Object) (v1.Object, error) { return withResize(cur, obj) })
@@ -356,7 +376,9 @@ func (s *Server) updateAs(ctx context.Context, k *kinds.Kind, in v1.Object, stat
 // sub is the subresource written: "" (the object), "status" (only the
 // status is taken from build's object) or "resize" (a pod's resize:
 // build keeps everything but the containers' resources, and the resize
-// rules replace the update rules, resize.go).
+// rules replace the update rules, resize.go) or "ephemeralcontainers" (a
+// pod's ephemeral containers: build keeps everything else, and only
+// additions are allowed, ephemeral.go).
 func (s *Server) updateFrom(ctx context.Context, k *kinds.Kind, in v1.Object, sub string, dryRun bool, owner fieldOwner, build func(cur v1.Object) (v1.Object, error)) (v1.Object, error) {
 	statusOnly := sub == "status"
 	m := v1.Meta(in)
@@ -392,6 +414,10 @@ func (s *Server) updateFrom(ctx context.Context, k *kinds.Kind, in v1.Object, su
 			return nil, err
 		}
 		switch {
+		case sub == ephemeralContainers:
+			if err := validation.PodEphemeralContainersUpdate(cur.(*v1.Pod), next.(*v1.Pod)).Err(k.Name, m.Name); err != nil {
+				return nil, err
+			}
 		case sub == "resize":
 			if err := validation.PodResize(cur.(*v1.Pod), next.(*v1.Pod)).Err(k.Name, m.Name); err != nil {
 				return nil, err

@@ -42,8 +42,12 @@ func (s *Server) Patch(ctx context.Context, req *v1.PatchRequest) (*anypb.Any, e
 		if err := resizeSubresource(k); err != nil {
 			return nil, err
 		}
+	case ephemeralContainers:
+		if err := ephemeralSubresource(k); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, apierrors.Invalid("subresource", "%q cannot be patched (only the object, its status, its scale or a pod's resize)", req.Subresource)
+		return nil, apierrors.Invalid("subresource", "%q cannot be patched (only the object, its status, its scale, or a pod's resize or ephemeralcontainers)", req.Subresource)
 	}
 	if req.Name == "" {
 		return nil, apierrors.Invalid("name", "required")
@@ -80,13 +84,21 @@ func (s *Server) Patch(ctx context.Context, req *v1.PatchRequest) (*anypb.Any, e
 	m := v1.Meta(in)
 	m.Namespace, m.Name, m.ResourceVersion = ns, req.Name, req.ResourceVersion
 	sub := ""
-	if statusOnly || req.Subresource == "resize" {
+	if statusOnly || req.Subresource == "resize" || req.Subresource == ephemeralContainers {
 		sub = req.Subresource
 	}
 	out, err := s.updateFrom(ctx, k, in, sub, req.DryRun, owner, func(cur v1.Object) (v1.Object, error) {
 		switch req.Subresource {
 		case "scale":
 			return patchScale(k, cur, t, req.Patch)
+		case ephemeralContainers:
+			// Kubernetes patches the whole pod and keeps only the
+			// ephemeral containers of the result.
+			user, err := patch.Object(cur, t, req.Patch)
+			if err != nil {
+				return nil, err
+			}
+			return withEphemeralContainers(cur, user), nil
 		case "resize":
 			patched, err := patch.Object(cur, t, req.Patch)
 			if err != nil {

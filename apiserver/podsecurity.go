@@ -111,8 +111,10 @@ func (p *podSecurity) Admit(ctx context.Context, obj, old v1.Object) error {
 	if isPod {
 		// Kubernetes evaluates an update only when it changes the spec in
 		// a way that matters; a pod's spec may only change its images,
-		// tolerations and deadline after create.
-		if old != nil {
+		// tolerations and deadline after create — and its ephemeral
+		// containers, through pods/ephemeralcontainers, which are checked.
+		if old != nil && slices.EqualFunc(pod.GetSpec().GetEphemeralContainers(), old.(*v1.Pod).GetSpec().GetEphemeralContainers(),
+			func(a, b *v1.EphemeralContainer) bool { return proto.Equal(a, b) }) {
 			return nil
 		}
 		spec = pod.Spec

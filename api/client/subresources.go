@@ -54,3 +54,32 @@ func (c *Client) Resize(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
 	out := &v1.Pod{}
 	return out, res.UnmarshalTo(out)
 }
+
+// GetEphemeralContainers reads pod ns/name through its
+// ephemeralcontainers subresource (authorized as get on
+// pods/ephemeralcontainers).
+func (c *Client) GetEphemeralContainers(ctx context.Context, ns, name string) (*v1.Pod, error) {
+	res, err := c.objects.Get(ctx, &v1.GetRequest{Kind: "Pod", Namespace: ns, Name: name, Subresource: "ephemeralcontainers"})
+	if err != nil {
+		return nil, apierrors.FromGRPC(err)
+	}
+	out := &v1.Pod{}
+	return out, res.UnmarshalTo(out)
+}
+
+// UpdateEphemeralContainers writes pod's spec.ephemeralContainers (and
+// nothing else of it) through the ephemeralcontainers subresource:
+// existing ephemeral containers must be kept as they are, so the list only
+// grows. pod's resource version, if set, is a precondition.
+func (c *Client) UpdateEphemeralContainers(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
+	a, err := anypb.New(pod)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.objects.Update(ctx, &v1.UpdateRequest{Object: a, Subresource: "ephemeralcontainers"})
+	if err != nil {
+		return nil, apierrors.FromGRPC(err)
+	}
+	out := &v1.Pod{}
+	return out, res.UnmarshalTo(out)
+}

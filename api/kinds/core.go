@@ -22,7 +22,7 @@ var coreKinds = []*Kind{
 		ValidateUpdate: typedUpdate(validation.NodeUpdate)},
 	{Name: "Pod", Plural: "pods", Short: []string{"po"}, Categories: []string{"all"}, APIVersion: "v1", Namespaced: true,
 		New: func() v1.Object { return &v1.Pod{} }, Default: typedDefault(DefaultPod), Validate: typed(validation.Pod),
-		ValidateUpdate: typedUpdate(validation.PodUpdate)},
+		ValidateCreate: typed(validation.PodCreate), ValidateUpdate: typedUpdate(validation.PodUpdate)},
 	{Name: "Event", Plural: "events", Short: []string{"ev"}, APIVersion: "v1", Namespaced: true,
 		New: func() v1.Object { return &v1.Event{} }, Default: typedDefault(defaultEvent), Validate: typed(validation.Event)},
 	{Name: "ConfigMap", Plural: "configmaps", Short: []string{"cm"}, APIVersion: "v1", Namespaced: true,
@@ -119,6 +119,9 @@ func DefaultPodSpec(s *v1.PodSpec) {
 			defaultContainer(c)
 		}
 	}
+	for _, e := range s.EphemeralContainers {
+		defaultEphemeralContainer(e)
+	}
 	for _, t := range s.Tolerations {
 		if t.Operator == "" {
 			t.Operator = "Equal"
@@ -187,6 +190,18 @@ func defaultVolume(v *v1.Volume) {
 func defaultFieldSelector(f *v1.ObjectFieldSelector) {
 	if f != nil && f.ApiVersion == "" {
 		f.ApiVersion = "v1"
+	}
+}
+
+// defaultEphemeralContainer fills what Kubernetes fills in an ephemeral
+// container: the pull policy and termination message fields as a
+// container's (it has no ports or probes to default).
+func defaultEphemeralContainer(e *v1.EphemeralContainer) {
+	c := &v1.Container{Image: e.Image, ImagePullPolicy: e.ImagePullPolicy, TerminationMessagePath: e.TerminationMessagePath, TerminationMessagePolicy: e.TerminationMessagePolicy}
+	defaultContainer(c)
+	e.ImagePullPolicy, e.TerminationMessagePath, e.TerminationMessagePolicy = c.ImagePullPolicy, c.TerminationMessagePath, c.TerminationMessagePolicy
+	for _, env := range e.Env {
+		defaultFieldSelector(env.GetValueFrom().GetFieldRef())
 	}
 }
 

@@ -31,6 +31,9 @@ type Kind struct {
 	New        func() v1.Object
 	Default    func(v1.Object)
 	Validate   func(v1.Object) apierrors.FieldErrors
+	// ValidateCreate, if set, checks what only a create may not set (after
+	// Validate, which creates and updates share).
+	ValidateCreate func(v1.Object) apierrors.FieldErrors
 	// ValidateUpdate, if set, checks what may not change (old is stored).
 	ValidateUpdate func(old, new v1.Object) apierrors.FieldErrors
 	// Scale is set for scalable kinds: where their replicas and selector

@@ -50,6 +50,12 @@ func PodUpdate(old, new *v1.Pod) Errs {
 			a.InitContainers[i].ResizePolicy = b.InitContainers[i].ResizePolicy
 		}
 	}
+	// Ephemeral containers change through pods/ephemeralcontainers only
+	// (PodEphemeralContainersUpdate), never with the pod.
+	if !slices.EqualFunc(a.EphemeralContainers, b.EphemeralContainers, func(x, y *v1.EphemeralContainer) bool { return proto.Equal(x, y) }) {
+		errs.Add("spec.ephemeralContainers", "Forbidden: may be changed only through the pods/ephemeralcontainers subresource")
+		return errs
+	}
 	a.Tolerations = b.Tolerations
 	a.ActiveDeadlineSeconds = b.ActiveDeadlineSeconds
 	if !proto.Equal(a, b) {
@@ -76,6 +82,9 @@ func podTemplate(errs *Errs, path string, t *v1.PodTemplateSpec, restartPolicies
 		Annotations(errs, path+".metadata.annotations", t.Metadata.Annotations)
 	}
 	PodSpec(errs, path+".spec", t.Spec)
+	if len(t.GetSpec().GetEphemeralContainers()) > 0 {
+		errs.Add(path+".spec.ephemeralContainers", "Forbidden: ephemeral containers not allowed in pod template")
+	}
 	if rp := t.GetSpec().GetRestartPolicy(); t.Spec != nil && !slices.Contains(restartPolicies, rp) && (rp != "" || restartPolicies[0] != "Always") {
 		if len(restartPolicies) == 1 {
 			errs.Add(path+".spec.restartPolicy", "%q: only %s is supported for controllers", t.Spec.RestartPolicy, restartPolicies[0])
@@ -94,8 +103,8 @@ func PodSpec(errs *Errs, path string, s *v1.PodSpec) {
 	if len(s.Containers) == 0 {
 		errs.Add(path+".containers", "required: at least one container")
 	}
-	if n := len(s.Containers) + len(s.InitContainers); n > MaxContainers {
-		errs.Add(path+".containers", "%d containers (with initContainers) is more than the limit of %d per pod", n, MaxContainers)
+	if n := len(s.Containers) + len(s.InitContainers) + len(s.EphemeralContainers); n > MaxContainers {
+		errs.Add(path+".containers", "%d containers (with initContainers and ephemeralContainers) is more than the limit of %d per pod", n, MaxContainers)
 		return
 	}
 	vols := map[string]bool{}
@@ -113,6 +122,7 @@ func PodSpec(errs *Errs, path string, s *v1.PodSpec) {
 		resizePolicy(errs, fmt.Sprintf("%s.containers[%d]", path, i), c, appContainer, s.RestartPolicy)
 	}
 	fileKeyRefVolumes(errs, path, s)
+	ephemeralContainers(errs, path+".ephemeralContainers", s, names, vols)
 	podSecurityContext(errs, path+".securityContext", s)
 	if s.RestartPolicy != "" {
 		OneOf(errs, path+".restartPolicy", s.RestartPolicy, "Always", "OnFailure", "Never")

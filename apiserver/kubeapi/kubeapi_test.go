@@ -32,6 +32,7 @@ func TestKubeAPI(t *testing.T) {
 		{"kubectl/auth", testKubectlAuth},
 		{"kubectl/create-token", testKubectlCreateToken},
 		{"kubectl/componentstatuses", testKubectlComponentStatuses},
+		{"kubectl/debug", testKubectlDebug},
 		{"http/bad-input", testBadInput},
 		{"clientgo/scale-rbac", testScaleSubresourceRBAC},
 		{"clientgo/apply-status", testClientGoApplyStatus},

@@ -26,8 +26,8 @@ func (h *Handler) call(ctx context.Context, method string, req any, f func(ctx c
 
 func (h *Handler) getObject(ctx context.Context, q *request) (v1.Object, error) {
 	req := &v1.GetRequest{Kind: q.res.kind.Name, Namespace: q.namespace, Name: q.name}
-	if q.sub == "resize" {
-		req.Subresource = q.sub // authorized as get on pods/resize
+	if q.sub == "resize" || q.sub == "ephemeralcontainers" {
+		req.Subresource = q.sub // authorized as get on pods/resize, pods/ephemeralcontainers
 	}
 	return h.call(ctx, "Get", req, func(ctx context.Context) (any, error) { return h.b.Objects().Get(ctx, req) })
 }
@@ -147,7 +147,7 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request, q *request) err
 	switch q.sub {
 	case "status":
 		method, f = "UpdateStatus", h.b.Objects().UpdateStatus
-	case "resize":
+	case "resize", "ephemeralcontainers":
 		req.Subresource = q.sub
 	}
 	out, err := h.call(r.Context(), method, req, func(ctx context.Context) (any, error) { return f(ctx, req) })

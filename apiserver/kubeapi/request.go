@@ -96,7 +96,7 @@ func isWatch(r *http.Request) bool {
 func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, q *request) error {
 	switch q.sub {
 	case "":
-	case "status", "resize":
+	case "status", "resize", "ephemeralcontainers":
 		switch r.Method {
 		case http.MethodGet:
 			return h.get(w, r, q)

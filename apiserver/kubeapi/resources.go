@@ -33,6 +33,7 @@ func (r *resource) subresources() map[string][]string {
 		out[s.Name] = []string{"create"}
 	}
 	if r.kind.Name == "Pod" {
+		out["ephemeralcontainers"] = []string{"get", "patch", "update"}
 		out["binding"] = []string{"create"}
 		out["eviction"] = []string{"create"}
 		out["resize"] = []string{"get", "patch", "update"}

@@ -102,9 +102,14 @@ func Check(p Policy, s *v1.PodSpec) []Violation {
 	return out
 }
 
-// containers are a pod's init and app containers, in Kubernetes' order.
+// containers are a pod's init, app and ephemeral containers, in
+// Kubernetes' order.
 func containers(s *v1.PodSpec) []*v1.Container {
-	return append(slices.Clone(s.InitContainers), s.Containers...)
+	out := append(slices.Clone(s.InitContainers), s.Containers...)
+	for _, e := range s.EphemeralContainers {
+		out = append(out, e.AsContainer())
+	}
+	return out
 }
 
 // quoted is `"a", "b"`.
