@@ -76,6 +76,10 @@ func (r *syncRun) start(ctx context.Context, s containerStep, vols map[string]st
 	if errors.Is(err, errSandboxFailed) {
 		return
 	}
+	if s.ephemeral {
+		cfg.Labels[LabelEphemeral] = "true"
+		cfg.PIDTargetID = s.targetID
+	}
 	if err != nil {
 		reason := ReasonCreateContainerError
 		var ce *configError

@@ -124,6 +124,10 @@ type containerStep struct {
 	killReason string
 	// wait is why the container does not run yet (stepWait).
 	wait *waiting
+	// ephemeral: c is an ephemeral container (ephemeral.go), started in
+	// the process namespace of the container targetID if set.
+	ephemeral bool
+	targetID  string
 }
 
 type stepKind int
@@ -198,6 +202,11 @@ func decide(in *syncInput) *plan {
 			s = decideApp(in, c, cur, scope)
 		}
 		p.containers = append(p.containers, s)
+	}
+	if cur != nil {
+		for _, ec := range in.pod.GetSpec().GetEphemeralContainers() {
+			p.containers = append(p.containers, decideEphemeral(in, ec, cur.ID))
+		}
 	}
 	for _, s := range p.containers {
 		if s.do == stepWait {

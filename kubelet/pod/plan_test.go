@@ -89,6 +89,9 @@ func render(p *plan) string {
 			if !s.backoffFrom.IsZero() {
 				line += fmt.Sprintf(" backoff-from -%s", t0.Sub(s.backoffFrom))
 			}
+			if s.targetID != "" {
+				line += " target " + s.targetID
+			}
 		case stepStartCreated:
 			line += "start created " + s.cur.ID
 		case stepKill:

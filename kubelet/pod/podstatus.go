@@ -28,6 +28,9 @@ type statusInput struct {
 
 	initDone, initFailed bool
 	init, app            []containerView
+	// ephemeral are the ephemeral containers (ephemeral.go): reported,
+	// but neither in the phase nor the conditions.
+	ephemeral []containerView
 
 	// The resize state (resize.go): the allocation, what each running
 	// container was given (by ID), a resize not admitted, one not yet
@@ -98,6 +101,7 @@ func buildStatus(in statusInput) *v1.PodStatus {
 	for _, v := range in.app {
 		st.ContainerStatuses = append(st.ContainerStatuses, in.withResources(keepLastState(containerStatus(v), prev.ContainerStatuses), v))
 	}
+	st.EphemeralContainerStatuses = ephemeralStatuses(in.ephemeral, prev.EphemeralContainerStatuses)
 	st.Phase = podPhase(in.pod.GetSpec().GetRestartPolicy(), in.initDone, in.initFailed, st.ContainerStatuses)
 	if IsTerminal(prev.Phase) {
 		st.Phase = prev.Phase // terminal is final, with its reason (Evicted)

@@ -296,6 +296,7 @@ func (r *syncRun) status() (*v1.PodStatus, []prober.Target) {
 	for _, c := range in.pod.GetSpec().GetContainers() {
 		s.app = append(s.app, view(c, ""))
 	}
+	s.ephemeral = ephemeralViews(in.pod, in.state, r.waiting)
 	return buildStatus(s), targets
 }
 
@@ -350,6 +351,7 @@ func (w *worker) syncTerminal(ctx context.Context, pod *v1.Pod, st *podState) sy
 		cur, prev := st.latest(c.Name, "")
 		in.app = append(in.app, containerView{spec: c, cur: cur, prev: prev})
 	}
+	in.ephemeral = ephemeralViews(pod, st, nil)
 	w.publish(pod, buildStatus(in))
 	return syncResult{after: 10 * w.m.cfg.ResyncInterval}
 }

@@ -47,6 +47,11 @@ type ContainerConfig struct {
 	// StdinOnce it closes when the first attached client's does.
 	Stdin, StdinOnce bool
 
+	// PIDTargetID, if set, is the ID of a running container of the same
+	// sandbox whose process namespace this container joins (an ephemeral
+	// container's targetContainerName: CRI NamespaceMode TARGET).
+	PIDTargetID string
+
 	// LogPath is the absolute path of the file the container's stdout and
 	// stderr are appended to. Required. Its directory is created if needed.
 	LogPath string

@@ -48,6 +48,11 @@ func (s *Server) Attach(stream v1.NodeAPI_AttachServer) error {
 			spec = c
 		}
 	}
+	for _, e := range pod.GetSpec().GetEphemeralContainers() {
+		if e.Name == name {
+			spec = e.AsContainer()
+		}
+	}
 	if spec == nil {
 		return errorf(apierrors.ErrInvalid, "container %q in pod %q is an init container: attach to a regular one", name, pod.GetMetadata().GetName())
 	}

@@ -125,7 +125,7 @@ func (s *Server) pod(ns, name, container string) (*v1.Pod, string, error) {
 		return nil, "", apierrors.New(apierrors.ErrNotFound, "pod %s/%s not found on node %s", ns, name, s.cfg.NodeName)
 	}
 	var names []string
-	for _, c := range append(append([]*v1.Container{}, pod.GetSpec().GetInitContainers()...), pod.GetSpec().GetContainers()...) {
+	for _, c := range specContainers(pod) {
 		names = append(names, c.Name)
 		if c.Name == container {
 			return pod, container, nil
@@ -138,6 +138,16 @@ func (s *Server) pod(ns, name, container string) (*v1.Pod, string, error) {
 		return pod, cs[0].Name, nil
 	}
 	return nil, "", apierrors.Invalid("container", "a container name must be specified for pod %s/%s, choose one of: [%s]", ns, name, strings.Join(names, " "))
+}
+
+// specContainers are the pod's init, app and ephemeral containers (logs,
+// exec and attach reach each, as Kubernetes').
+func specContainers(pod *v1.Pod) []*v1.Container {
+	out := append(append([]*v1.Container{}, pod.GetSpec().GetInitContainers()...), pod.GetSpec().GetContainers()...)
+	for _, e := range pod.GetSpec().GetEphemeralContainers() {
+		out = append(out, e.AsContainer())
+	}
+	return out
 }
 
 // attempts returns the pod's containers called name, newest first.

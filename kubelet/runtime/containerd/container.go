@@ -12,7 +12,9 @@ import (
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/tugboat/tugboat/kubelet/runtime"
 )
@@ -73,12 +75,20 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg run
 		labels[labelStopSignal] = sig
 	}
 
+	opts := specOpts(img, sb.Config, cfg, cgroupsPath)
+	if cfg.PIDTargetID != "" {
+		pidns, err := r.pidNamespace(ctx, sandboxID, cfg.PIDTargetID)
+		if err != nil {
+			return "", fmt.Errorf("create container %q: %w", cfg.Name, err)
+		}
+		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.PIDNamespace, Path: pidns}))
+	}
 	_, err = r.client.NewContainer(ctx, id,
 		client.WithImage(img),
 		client.WithSnapshotter(r.cfg.Snapshotter),
 		client.WithNewSnapshot(id, img),
 		client.WithRuntime(r.cfg.Runtime, nil),
-		client.WithNewSpec(specOpts(img, sb.Config, cfg, cgroupsPath)...),
+		client.WithNewSpec(opts...),
 		client.WithContainerLabels(labels),
 	)
 	if err != nil {
@@ -219,4 +229,23 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n]
+}
+
+// pidNamespace is the PID namespace of container target's running task,
+// which must be in sandbox sandboxID: what an ephemeral container with a
+// targetContainerName joins (as containerd's CRI plugin does for
+// NamespaceMode TARGET), as a path runc can open.
+func (r *Runtime) pidNamespace(ctx context.Context, sandboxID, target string) (string, error) {
+	ctr, labels, err := r.loadContainer(ctx, target)
+	if err != nil {
+		return "", fmt.Errorf("target container %s: %w", target, err)
+	}
+	if labels[labelSandboxID] != sandboxID {
+		return "", fmt.Errorf("target container %s is not in sandbox %s: %w", target, sandboxID, runtime.ErrInvalid)
+	}
+	t, err := ctr.Task(ctx, nil)
+	if err != nil {
+		return "", fmt.Errorf("target container %s is not running: %w", target, runtime.ErrInvalid)
+	}
+	return fmt.Sprintf("/proc/%d/ns/pid", t.Pid()), nil
 }

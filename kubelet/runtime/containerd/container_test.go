@@ -203,3 +203,16 @@ func TestVersion(t *testing.T) {
 		t.Errorf("Version on a missing socket: %v, want ErrUnavailable", err)
 	}
 }
+
+// TestPIDTarget: a container made with PIDTargetID (an ephemeral
+// container's targetContainerName) joins the target's process namespace:
+// its ps shows the target's process.
+func TestPIDTarget(t *testing.T) {
+	e := newEnv(t)
+	p := e.runPod("pidtarget")
+	target := e.container(p, runtime.ContainerConfig{Name: "app", Command: []string{"sleep", "4242"}})
+	e.waitState(target, runtime.ContainerRunning, 10*time.Second)
+	dbg := e.container(p, runtime.ContainerConfig{Name: "debugger", Command: []string{"sh", "-c", "ps; sleep 300"}, PIDTargetID: target})
+	st := e.waitState(dbg, runtime.ContainerRunning, 10*time.Second)
+	waitLog(t, st.LogPath, "sleep 4242", 10*time.Second)
+}

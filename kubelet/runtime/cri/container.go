@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/tugboat/tugboat/kubelet/runtime"
@@ -45,6 +46,14 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg run
 	labels[labelSandboxID] = sandboxID
 	labels[labelImage] = cfg.Image
 	labels[labelImageID] = img.ID
+	ns := pc.Linux.SecurityContext.NamespaceOptions
+	if cfg.PIDTargetID != "" {
+		// An ephemeral container's target: the runtime puts the process
+		// in the target container's PID namespace (Kubernetes' kubelet
+		// sends the same).
+		ns = proto.Clone(ns).(*cri.NamespaceOption)
+		ns.Pid, ns.TargetId = cri.NamespaceMode_TARGET, cfg.PIDTargetID
+	}
 	cc := &cri.ContainerConfig{
 		Metadata:   &cri.ContainerMetadata{Name: cfg.Name, Attempt: cfg.Attempt},
 		Image:      &cri.ImageSpec{Image: img.ID, UserSpecifiedImage: cfg.Image},
@@ -59,7 +68,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg run
 		StdinOnce:  cfg.StdinOnce,
 		Linux: &cri.LinuxContainerConfig{
 			Resources:       resources(cfg.Resources),
-			SecurityContext: containerSecurity(cfg.Security, pc.Linux.SecurityContext.NamespaceOptions),
+			SecurityContext: containerSecurity(cfg.Security, ns),
 		},
 	}
 	for _, e := range cfg.Env {

@@ -345,3 +345,23 @@ func TestLogs(t *testing.T) {
 		}
 	}
 }
+
+// TestPIDTarget: a container made with PIDTargetID (an ephemeral
+// container's targetContainerName) sees the target container's processes;
+// one made without sees only its own.
+func TestPIDTarget(t *testing.T) {
+	require(t)
+	p := runPod(t, sandboxConfig(t, "pidtarget"))
+	target := p.container(t, "app", "exec sleep 4242")
+	waitState(t, target, runtime.ContainerRunning)
+	dbg := p.container(t, "debugger", "sleep 300", func(c *runtime.ContainerConfig) { c.PIDTargetID = target })
+	waitState(t, dbg, runtime.ContainerRunning)
+	if ps, _ := execOut(t, dbg, "ps"); !strings.Contains(ps, "sleep 4242") {
+		t.Errorf("ps in the ephemeral container does not show the target's process:\n%s", ps)
+	}
+	alone := p.container(t, "alone", "sleep 300")
+	waitState(t, alone, runtime.ContainerRunning)
+	if ps, _ := execOut(t, alone, "ps"); strings.Contains(ps, "sleep 4242") {
+		t.Errorf("a container without a target sees the app's processes:\n%s", ps)
+	}
+}
