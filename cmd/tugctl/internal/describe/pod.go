@@ -47,10 +47,19 @@ func describePod(ctx context.Context, d *describer, p *v1.Pod) error {
 	d.controlledBy(m)
 	if len(sp.GetInitContainers()) > 0 {
 		d.text(0, "Init Containers:")
-		d.containers(sp.GetInitContainers(), st.GetInitContainerStatuses())
+		d.containers(sp.GetInitContainers(), st.GetInitContainerStatuses(), nil)
 	}
 	d.text(0, "Containers:")
-	d.containers(sp.GetContainers(), st.GetContainerStatuses())
+	d.containers(sp.GetContainers(), st.GetContainerStatuses(), nil)
+	if ecs := sp.GetEphemeralContainers(); len(ecs) > 0 {
+		d.text(0, "Ephemeral Containers:")
+		cs := make([]*v1.Container, len(ecs))
+		targets := map[string]string{}
+		for i, e := range ecs {
+			cs[i], targets[e.Name] = e.AsContainer(), e.TargetContainerName
+		}
+		d.containers(cs, st.GetEphemeralContainerStatuses(), targets)
+	}
 	d.conditions(st.GetConditions(), false)
 	for _, c := range st.GetConditions() {
 		// A resize the kubelet has not admitted or applied says why.
@@ -88,8 +97,10 @@ func (d *describer) topologySpread(cs []*v1.TopologySpreadConstraint) {
 	}
 }
 
-// containers writes each container with its status, as kubectl does.
-func (d *describer) containers(cs []*v1.Container, statuses []*v1.ContainerStatus) {
+// containers writes each container with its status, as kubectl does;
+// targets are ephemeral containers' targetContainerName by name (nil for
+// other containers).
+func (d *describer) containers(cs []*v1.Container, statuses []*v1.ContainerStatus, targets map[string]string) {
 	byName := map[string]*v1.ContainerStatus{}
 	for _, s := range statuses {
 		byName[s.Name] = s
@@ -99,6 +110,9 @@ func (d *describer) containers(cs []*v1.Container, statuses []*v1.ContainerStatu
 		d.text(1, "%s:", c.Name)
 		if s != nil {
 			d.kv(2, "Container ID", s.ContainerId)
+		}
+		if t, ok := targets[c.Name]; ok && t != "" {
+			d.kv(2, "Target Container Name", t)
 		}
 		d.kv(2, "Image", c.Image)
 		if s != nil {

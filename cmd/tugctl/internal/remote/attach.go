@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -98,9 +99,14 @@ func Container(p *v1.Pod, name string, errOut io.Writer) (*v1.Container, error) 
 			fmt.Fprintf(errOut, "Defaulted container %q out of: %s\n", pick, strings.Join(names, ", "))
 		}
 	}
-	for _, c := range cs {
+	for _, c := range append(slices.Clone(cs), p.GetSpec().GetInitContainers()...) {
 		if c.Name == pick {
 			return c, nil
+		}
+	}
+	for _, e := range p.GetSpec().GetEphemeralContainers() {
+		if e.Name == pick {
+			return e.AsContainer(), nil
 		}
 	}
 	return nil, fmt.Errorf("container %s not found in pod %s", pick, p.GetMetadata().GetName())

@@ -18,5 +18,5 @@ import (
 
 // Commands are the group's commands, for the root command.
 func Commands(o *cli.Options) []*cobra.Command {
-	return []*cobra.Command{newDescribeCommand(o), newTraceCommand(o), newLogsCommand(o), newExecCommand(o), newAttachCommand(o), newCpCommand(o), newPortForwardCommand(o), newConsoleCommand(o)}
+	return []*cobra.Command{newDescribeCommand(o), newTraceCommand(o), newLogsCommand(o), newExecCommand(o), newAttachCommand(o), newDebugCommand(o), newCpCommand(o), newPortForwardCommand(o), newConsoleCommand(o)}
 }
