@@ -1,6 +1,8 @@
 package kubelet_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,17 +13,54 @@ import (
 	v1 "github.com/tugboat/tugboat/api/v1"
 )
 
-// cgroupLimits reads the container's own cgroup cpu quota and memory
-// limit from inside it (cgroup v2 cpu.max and memory.max, or v1's
-// cpu.cfs_quota_us and memory.limit_in_bytes).
+// cgroupLimits reads the container's cgroup cpu quota and memory limit
+// (cgroup v2 cpu.max and memory.max, or v1's cpu.cfs_quota_us and
+// memory.limit_in_bytes): from inside it when it has its own cgroup
+// namespace and mount (the CRI backend's), else from the host at the path
+// its /proc/self/cgroup names (the native backend mounts no cgroup
+// filesystem in the container; the test runs as root on the node's host).
 func cgroupLimits(t *testing.T, c *client.Client, ns, pod string) string {
 	t.Helper()
-	out, code := execIn(t, c, ns, pod, "sh", "-c",
-		"if [ -f /sys/fs/cgroup/cpu.max ]; then cat /sys/fs/cgroup/cpu.max /sys/fs/cgroup/memory.max; else cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/memory/memory.limit_in_bytes; fi")
+	out, code := execIn(t, c, ns, pod, "sh", "-c", `if [ -f /sys/fs/cgroup/cpu.max ]; then cat /sys/fs/cgroup/cpu.max /sys/fs/cgroup/memory.max
+elif [ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]; then cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/memory/memory.limit_in_bytes
+else echo host; cat /proc/self/cgroup; fi`)
 	if code != 0 {
 		t.Fatalf("reading the cgroup: exit %d: %s", code, out)
 	}
-	return strings.Join(strings.Fields(out), " ")
+	if !strings.HasPrefix(out, "host\n") {
+		return strings.Join(strings.Fields(out), " ")
+	}
+	paths := map[string]string{} // controller -> path
+	for _, l := range strings.Split(strings.TrimPrefix(out, "host\n"), "\n") {
+		parts := strings.SplitN(l, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, ctl := range strings.Split(parts[1], ",") {
+			paths[ctl] = parts[2]
+		}
+	}
+	read := func(files ...string) string {
+		var vals []string
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return ""
+			}
+			vals = append(vals, strings.Fields(string(b))...)
+		}
+		return strings.Join(vals, " ")
+	}
+	if p, ok := paths[""]; ok {
+		if v := read(filepath.Join("/sys/fs/cgroup", p, "cpu.max"), filepath.Join("/sys/fs/cgroup", p, "memory.max")); v != "" {
+			return v
+		}
+	}
+	if v := read(filepath.Join("/sys/fs/cgroup/cpu", paths["cpu"], "cpu.cfs_quota_us"), filepath.Join("/sys/fs/cgroup/memory", paths["memory"], "memory.limit_in_bytes")); v != "" {
+		return v
+	}
+	t.Fatalf("no cgroup files on the host for the container's cgroups:\n%s", out)
+	return ""
 }
 
 // TestInPlaceResize: raising a running container's cpu and memory limits
