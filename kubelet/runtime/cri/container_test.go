@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/deploy/images"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 )
@@ -194,9 +196,20 @@ func TestOOMKilled(t *testing.T) {
 	id := p.container(t, "hog", "head -c 64m /dev/zero | tail > /dev/null", func(c *runtime.ContainerConfig) {
 		c.Resources.MemoryLimitBytes = 16 << 20
 	})
-	if st := waitState(t, id, runtime.ContainerExited); st.Reason != runtime.ReasonOOMKilled {
-		t.Errorf("over the limit: %+v, want OOMKilled", st)
-	}
+	waitState(t, id, runtime.ContainerExited)
+	// containerd's CRI handles the exit and the OOM event apart: until the
+	// OOM event is handled an exited container reads as Error (137), then
+	// as OOMKilled.
+	wait.Eventually(t, 10*time.Second, "the exited container OOMKilled", func() error {
+		st, err := testRuntime.ContainerStatus(context.Background(), id)
+		if err != nil {
+			return err
+		}
+		if st.Reason != runtime.ReasonOOMKilled {
+			return fmt.Errorf("over the limit: %+v, want OOMKilled", st)
+		}
+		return nil
+	})
 }
 
 // TestExec: exit codes, stdin to EOF, a terminal with resizes, errors.
