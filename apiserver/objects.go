@@ -185,21 +185,9 @@ func (s *Server) Get(ctx context.Context, req *v1.GetRequest) (*anypb.Any, error
 	if err != nil {
 		return nil, err
 	}
-	switch req.Subresource {
-	case "":
-	case "scale":
-		if err := scaleSubresource(k); err != nil {
-			return nil, err
-		}
-	case "resize":
-		if err := resizeSubresource(k); err != nil {
-			return nil, err
-		}
-	case ephemeralContainers:
-		if err := ephemeralSubresource(k); err != nil {
-			return nil, err
-		}
-	default:
+	if known, err := objectSubresource(k, req.Subresource); err != nil {
+		return nil, err
+	} else if !known {
 		return nil, apierrors.Invalid("subresource", "%q cannot be read with Get (only the object, its scale, or a pod's resize or ephemeralcontainers)", req.Subresource)
 	}
 	ns := namespaceOf(k, req.Namespace)
@@ -211,6 +199,27 @@ func (s *Server) Get(ctx context.Context, req *v1.GetRequest) (*anypb.Any, error
 		return nil, err
 	}
 	return pack(obj)
+}
+
+// objectSubresources are the subresources Get, Update and Patch serve
+// beside the object, each with its check of the kind.
+var objectSubresources = map[string]func(*kinds.Kind) error{
+	"scale":             scaleSubresource,
+	"resize":            resizeSubresource,
+	ephemeralContainers: ephemeralSubresource,
+}
+
+// objectSubresource checks sub ("" is the object itself) for kind k;
+// known is false for a subresource none of them serves.
+func objectSubresource(k *kinds.Kind, sub string) (known bool, err error) {
+	if sub == "" {
+		return true, nil
+	}
+	check, ok := objectSubresources[sub]
+	if !ok {
+		return false, nil
+	}
+	return true, check(k)
 }
 
 // selectors parses a request's label and field selectors for kind k.
@@ -277,21 +286,9 @@ func (s *Server) Update(ctx context.Context, req *v1.UpdateRequest) (*anypb.Any,
 		return nil, err
 	}
 	m := v1.Meta(obj)
-	switch req.Subresource {
-	case "":
-	case "scale":
-		if err := scaleSubresource(k); err != nil {
-			return nil, err
-		}
-	case "resize":
-		if err := resizeSubresource(k); err != nil {
-			return nil, err
-		}
-	case ephemeralContainers:
-		if err := ephemeralSubresource(k); err != nil {
-			return nil, err
-		}
-	default:
+	if known, err := objectSubresource(k, req.Subresource); err != nil {
+		return nil, err
+	} else if !known {
 		return nil, apierrors.Invalid("subresource", "%q cannot be written with Update (only the object, its scale, or a pod's resize or ephemeralcontainers; status with UpdateStatus)", req.Subresource)
 	}
 	if err := s.authorize(ctx, "update", k, req.Subresource, namespaceOf(k, m.Namespace), m.Name, ""); err != nil {

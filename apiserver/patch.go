@@ -27,26 +27,14 @@ func (s *Server) Patch(ctx context.Context, req *v1.PatchRequest) (*anypb.Any, e
 		return nil, err
 	}
 	statusOnly := false
-	switch req.Subresource {
-	case "":
-	case "status":
+	if req.Subresource == "status" {
 		if !k.HasStatus() {
 			return nil, apierrors.Invalid("subresource", "kind %s has no status", k.Name)
 		}
 		statusOnly = true
-	case "scale":
-		if err := scaleSubresource(k); err != nil {
-			return nil, err
-		}
-	case "resize":
-		if err := resizeSubresource(k); err != nil {
-			return nil, err
-		}
-	case ephemeralContainers:
-		if err := ephemeralSubresource(k); err != nil {
-			return nil, err
-		}
-	default:
+	} else if known, err := objectSubresource(k, req.Subresource); err != nil {
+		return nil, err
+	} else if !known {
 		return nil, apierrors.Invalid("subresource", "%q cannot be patched (only the object, its status, its scale, or a pod's resize or ephemeralcontainers)", req.Subresource)
 	}
 	if req.Name == "" {
