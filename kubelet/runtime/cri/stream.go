@@ -83,14 +83,28 @@ func (r *Runtime) Exec(ctx context.Context, id string, req runtime.ExecRequest) 
 	return code, nil
 }
 
+// ctxErr is ctx's error, also when its deadline has passed but its timer
+// has not fired yet: the runtime, whose copy of the deadline came with the
+// call, can end the call first (containerd 2.x resets the stream,
+// RST_STREAM CANCEL), and the failure is still ctx's.
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
 // execSync runs a command to its end with a timeout (whole seconds, at
 // least one), then writes its output.
 func (r *Runtime) execSync(ctx context.Context, id string, req runtime.ExecRequest, timeout time.Duration) (int, error) {
 	secs := max(int64((timeout+time.Second-1)/time.Second), 1)
 	resp, err := r.rs.ExecSync(ctx, &cri.ExecSyncRequest{ContainerId: id, Cmd: req.Cmd, Timeout: secs})
 	if err != nil {
-		if ctx.Err() != nil {
-			return 0, fmt.Errorf("exec %q in container %s: %w", req.Cmd[0], id, ctx.Err())
+		if cerr := ctxErr(ctx); cerr != nil {
+			return 0, fmt.Errorf("exec %q in container %s: %w", req.Cmd[0], id, cerr)
 		}
 		if msg := describe(err); strings.Contains(msg, "timeout") && strings.Contains(msg, "exceeded") {
 			return 0, fmt.Errorf("exec %q in container %s: %s: %w", req.Cmd[0], id, msg, context.DeadlineExceeded)
