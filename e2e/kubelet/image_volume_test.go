@@ -55,7 +55,7 @@ func TestImageVolume(t *testing.T) {
 	var refusal string
 	switch version := strings.TrimPrefix(rv, "containerd://"); {
 	case c.Runtime == cluster.RuntimeContainerd:
-		refusal = "image volumes are not supported by the native containerd backend (--runtime containerd)"
+		refusal = "image volumes are not supported by the native containerd backend (--runtime containerd): run the kubelet with --runtime cri on containerd 2.1 or later"
 	case strings.HasPrefix(version, "1.") || strings.HasPrefix(version, "2.0."):
 		refusal = "image volumes need containerd 2.1 or later (CRI Mount.image); this node runs " + rv
 	}
