@@ -14,36 +14,9 @@ const (
 	Guaranteed = "Guaranteed"
 )
 
-// qosClass is the pod's QoS class from its spec (as the kubelet reports
-// it): BestEffort without any request or limit, Guaranteed when every
-// container's cpu and memory limits equal its requests, else Burstable.
-func qosClass(p *v1.Pod) string {
-	hasAny, guaranteed := false, true
-	cs := append(append([]*v1.Container{}, p.GetSpec().GetInitContainers()...), p.GetSpec().GetContainers()...)
-	for _, c := range cs {
-		req, lim := c.GetResources().GetRequests(), c.GetResources().GetLimits()
-		if len(req) > 0 || len(lim) > 0 {
-			hasAny = true
-		}
-		for _, r := range []string{"cpu", "memory"} {
-			l, ok := lim[r]
-			if !ok {
-				guaranteed = false
-				continue
-			}
-			if q, ok := req[r]; ok && q != l {
-				guaranteed = false
-			}
-		}
-	}
-	switch {
-	case !hasAny:
-		return BestEffort
-	case guaranteed:
-		return Guaranteed
-	}
-	return Burstable
-}
+// qosClass is the pod's QoS class from its spec, as the kubelet reports
+// it (resource.PodQOSClass).
+func qosClass(p *v1.Pod) string { return resource.PodQOSClass(p.GetSpec()) }
 
 var qosOrder = map[string]int{BestEffort: 0, Burstable: 1, Guaranteed: 2}
 
