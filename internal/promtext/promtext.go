@@ -158,16 +158,21 @@ func (s Samples) Quantile(name string, q float64, match ...string) float64 {
 		if x.Name != name+"_bucket" || !x.matches(match) {
 			continue
 		}
-		le := math.Inf(1)
-		if v := x.Labels["le"]; v != "+Inf" {
-			var err error
-			if le, err = strconv.ParseFloat(v, 64); err != nil {
-				continue
-			}
+		if le, ok := x.upperBound(); ok {
+			byLe[le] += x.Value
 		}
-		byLe[le] += x.Value
 	}
 	return quantile(byLe, q)
+}
+
+// upperBound is a bucket series' le label as a number (+Inf included).
+func (x Sample) upperBound() (float64, bool) {
+	v := x.Labels["le"]
+	if v == "+Inf" {
+		return math.Inf(1), true
+	}
+	le, err := strconv.ParseFloat(v, 64)
+	return le, err == nil
 }
 
 // Group is the label values a histogram's series are grouped by (Groups).
@@ -200,14 +205,9 @@ func (s Samples) Groups(name string, q float64, by ...string) []GroupQuantile {
 			groups[key] = g
 			keys = append(keys, key)
 		}
-		le := math.Inf(1)
-		if v := x.Labels["le"]; v != "+Inf" {
-			var err error
-			if le, err = strconv.ParseFloat(v, 64); err != nil {
-				continue
-			}
+		if le, ok := x.upperBound(); ok {
+			g.byLe[le] += x.Value
 		}
-		g.byLe[le] += x.Value
 	}
 	sort.Strings(keys)
 	out := make([]GroupQuantile, 0, len(keys))
