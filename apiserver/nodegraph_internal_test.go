@@ -56,3 +56,23 @@ func TestPodGraph(t *testing.T) {
 	g.reset(nil)
 	check("re-listed empty", ask{"n2", "configmaps", "default", "unbound", false})
 }
+
+// TestPodReferencesImagePullSecrets: a pod's image pull secrets are Secrets
+// it uses (the kubelet reads them to pull), never ConfigMaps.
+func TestPodReferencesImagePullSecrets(t *testing.T) {
+	p := graphPod("a", "n1", "kube-root-ca.crt")
+	p.Spec.ImagePullSecrets = []*v1.LocalObjectReference{{Name: "regcred"}, {Name: "mirror"}}
+	for _, c := range []struct {
+		kind, name string
+		want       bool
+	}{
+		{"secrets", "regcred", true},
+		{"secrets", "mirror", true},
+		{"secrets", "other", false},
+		{"configmaps", "regcred", false},
+	} {
+		if got := podReferences(p, c.kind, c.name); got != c.want {
+			t.Errorf("podReferences(%s %s) = %v, want %v", c.kind, c.name, got, c.want)
+		}
+	}
+}

@@ -200,7 +200,8 @@ func (f nodeFacts) Referenced(ctx context.Context, node, kind, ns, name string) 
 }
 
 // podReferences reports whether a pod uses ConfigMap or Secret name
-// (volumes, projected volumes' sources, env), or claim name.
+// (volumes, projected volumes' sources, env; a Secret also as an image
+// pull secret), or claim name.
 func podReferences(p *v1.Pod, kind, name string) bool {
 	if kind == "serviceaccounts" {
 		return p.GetSpec().GetServiceAccountName() == name
@@ -214,6 +215,13 @@ func podReferences(p *v1.Pod, kind, name string) bool {
 		return false
 	}
 	cm := kind == "configmaps"
+	if !cm {
+		for _, r := range p.GetSpec().GetImagePullSecrets() {
+			if r.GetName() == name {
+				return true
+			}
+		}
+	}
 	for _, v := range p.GetSpec().GetVolumes() {
 		if cm && v.ConfigMap != nil && v.ConfigMap.Name == name || !cm && v.Secret != nil && v.Secret.SecretName == name {
 			return true

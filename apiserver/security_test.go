@@ -148,7 +148,12 @@ func TestNodeRestriction(t *testing.T) {
 		if _, err := client.For[*v1.Secret](admin).Create(ctx, &v1.Secret{Metadata: &v1.ObjectMeta{Name: c.secret}, StringData: map[string]string{"k": "v"}}); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := client.For[*v1.Secret](admin).Create(ctx, &v1.Secret{Metadata: &v1.ObjectMeta{Name: "pull-" + c.pod}, Type: "kubernetes.io/dockerconfigjson",
+			StringData: map[string]string{".dockerconfigjson": `{"auths":{}}`}}); err != nil {
+			t.Fatal(err)
+		}
 		p := newPod(c.pod, nil)
+		p.Spec.ImagePullSecrets = []*v1.LocalObjectReference{{Name: "pull-" + c.pod}}
 		if _, err := client.For[*v1.ConfigMap](admin).Create(ctx, &v1.ConfigMap{Metadata: &v1.ObjectMeta{Name: "cm-" + c.pod}}); err != nil {
 			t.Fatal(err)
 		}
@@ -192,6 +197,16 @@ func TestNodeRestriction(t *testing.T) {
 	}
 	if _, err := secrets.Get(ctx, "default", "s2"); !isForbidden(err) {
 		t.Fatalf("other node's secret: %v", err)
+	}
+	// Image pull secrets of its pods, not of another node's.
+	if _, err := secrets.Get(ctx, "default", "pull-p1"); err != nil {
+		t.Fatalf("own pod's image pull secret: %v", err)
+	}
+	if _, err := secrets.Get(ctx, "default", "pull-p2"); !isForbidden(err) {
+		t.Fatalf("other node's image pull secret: %v", err)
+	}
+	if _, _, err := secrets.List(ctx, client.ListOptions{}); !isForbidden(err) {
+		t.Fatalf("node listing secrets: %v", err)
 	}
 	// ConfigMaps too, as projected volumes' sources.
 	cms := client.For[*v1.ConfigMap](n1)

@@ -56,7 +56,10 @@ const (
 //   - a mirror pod (annotation kubernetes.io/config.mirror) gets neither
 //     an account nor the volume, and may not name an account. Ephemeral
 //     containers are never mounted (they come later, through their own
-//     subresource, as in Kubernetes).
+//     subresource, as in Kubernetes);
+//   - a pod with no spec.imagePullSecrets gets the account's (whatever
+//     automountServiceAccountToken says), as Kubernetes' admission copies
+//     them.
 type serviceAccountAdmission struct{ store *storage.Store }
 
 func (serviceAccountAdmission) Release(context.Context, v1.Object) {}
@@ -85,7 +88,13 @@ func (a serviceAccountAdmission) Admit(ctx context.Context, obj, old v1.Object) 
 		}
 		return err
 	}
-	if shouldAutomount(obj.(*v1.ServiceAccount), pod) {
+	sa := obj.(*v1.ServiceAccount)
+	if len(pod.Spec.ImagePullSecrets) == 0 {
+		for _, r := range sa.ImagePullSecrets {
+			pod.Spec.ImagePullSecrets = append(pod.Spec.ImagePullSecrets, &v1.LocalObjectReference{Name: r.GetName()})
+		}
+	}
+	if shouldAutomount(sa, pod) {
 		mountServiceAccountToken(pod.Spec)
 	}
 	return nil

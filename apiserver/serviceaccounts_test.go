@@ -242,3 +242,69 @@ func TestServiceAccountTokenVolume(t *testing.T) {
 		t.Fatalf("update of a pod stored without the volume: %v, %v", got.GetSpec(), err)
 	}
 }
+
+// A pod that names no pull secrets gets its account's, in order, as
+// Kubernetes' ServiceAccount admission copies them (also when the account
+// mounts no token); a pod that names some keeps its own; updates copy
+// nothing; an account's invalid reference is refused naming the field.
+func TestServiceAccountImagePullSecrets(t *testing.T) {
+	s := apiservertest.Start(t)
+	ctx := ctxT(t)
+	pods := client.For[*v1.Pod](s.Client)
+	sas := client.For[*v1.ServiceAccount](s.Client)
+	if _, err := sas.Create(ctx, &v1.ServiceAccount{Metadata: &v1.ObjectMeta{Name: "builder", Namespace: "default"},
+		AutomountServiceAccountToken: proto.Bool(false),
+		ImagePullSecrets:             []*v1.LocalObjectReference{{Name: "regcred"}, {Name: "mirror-creds"}}}); err != nil {
+		t.Fatal(err)
+	}
+	names := func(p *v1.Pod) string {
+		var out []string
+		for _, r := range p.GetSpec().GetImagePullSecrets() {
+			out = append(out, r.GetName())
+		}
+		return strings.Join(out, ",")
+	}
+	p := newPod("copied", nil)
+	p.Spec.ServiceAccountName = "builder"
+	got, err := pods.Create(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := names(got); n != "regcred,mirror-creds" {
+		t.Errorf("pod of builder got pull secrets %q, want regcred,mirror-creds", n)
+	}
+	if stored, err := pods.Get(ctx, "default", "copied"); err != nil || names(stored) != "regcred,mirror-creds" {
+		t.Errorf("stored pod: %q %v", names(stored), err)
+	}
+	p = newPod("own", nil)
+	p.Spec.ServiceAccountName = "builder"
+	p.Spec.ImagePullSecrets = []*v1.LocalObjectReference{{Name: "mine"}}
+	if got, err := pods.Create(ctx, p); err != nil || names(got) != "mine" {
+		t.Errorf("pod with its own pull secrets: %q %v, want mine", names(got), err)
+	}
+	if got, err := pods.Create(ctx, newPod("plain", nil)); err != nil || names(got) != "" {
+		t.Errorf("pod of the default account: %q %v, want none", names(got), err)
+	}
+	// An update of the account changes no stored pod; the pull secrets
+	// of a pod are fixed as Kubernetes fixes its spec.
+	sa, _ := sas.Get(ctx, "default", "builder")
+	sa.ImagePullSecrets = []*v1.LocalObjectReference{{Name: "other"}}
+	if _, err := sas.Update(ctx, sa); err != nil {
+		t.Fatal(err)
+	}
+	if stored, _ := pods.Get(ctx, "default", "copied"); names(stored) != "regcred,mirror-creds" {
+		t.Errorf("after the account's update the pod has %q", names(stored))
+	}
+	stored, _ := pods.Get(ctx, "default", "plain")
+	stored.Spec.ImagePullSecrets = []*v1.LocalObjectReference{{Name: "late"}}
+	if _, err := pods.Update(ctx, stored); err == nil {
+		t.Error("changing a pod's imagePullSecrets was accepted")
+	}
+	if _, err := sas.Create(ctx, &v1.ServiceAccount{Metadata: &v1.ObjectMeta{Name: "bad", Namespace: "default"},
+		ImagePullSecrets: []*v1.LocalObjectReference{{Name: "Not_A_Name"}}}); err == nil || !strings.Contains(err.Error(), "imagePullSecrets[0].name") {
+		t.Errorf("account with an invalid pull secret name: %v", err)
+	}
+	if _, err := sas.Get(ctx, "default", "bad"); err == nil {
+		t.Error("the invalid account was stored")
+	}
+}

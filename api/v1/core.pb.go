@@ -812,6 +812,13 @@ type PodSpec struct {
 	// containers as environment variables (FOO_SERVICE_HOST, FOO_PORT, ...);
 	// unset means true, as in Kubernetes.
 	EnableServiceLinks *bool `protobuf:"varint,18,opt,name=enable_service_links,json=enableServiceLinks,proto3,oneof" json:"enable_service_links,omitempty"`
+	// Secrets of type kubernetes.io/dockerconfigjson or
+	// kubernetes.io/dockercfg in the pod's namespace whose registry
+	// credentials the kubelet offers, in order and then none, for every
+	// image it pulls for the pod (registries matched by host[:port], path
+	// prefix and *. wildcards, as Kubernetes' credential provider keyring
+	// does). Unset: the ServiceAccount admission copies the account's.
+	ImagePullSecrets []*LocalObjectReference `protobuf:"bytes,19,rep,name=image_pull_secrets,json=imagePullSecrets,proto3" json:"image_pull_secrets,omitempty"`
 	// Security attributes of every container of the pod (a container's own
 	// securityContext overrides runAsUser, runAsGroup, runAsNonRoot and
 	// seccompProfile), enforced by the kubelet through the runtime.
@@ -1006,6 +1013,13 @@ func (x *PodSpec) GetEnableServiceLinks() bool {
 		return *x.EnableServiceLinks
 	}
 	return false
+}
+
+func (x *PodSpec) GetImagePullSecrets() []*LocalObjectReference {
+	if x != nil {
+		return x.ImagePullSecrets
+	}
+	return nil
 }
 
 func (x *PodSpec) GetSecurityContext() *PodSecurityContext {
@@ -7423,7 +7437,7 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x06status\x18\x03 \x01(\v2\x19.tugboat.api.v1.PodStatusR\x06status\"v\n" +
 	"\x0fPodTemplateSpec\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x12+\n" +
-	"\x04spec\x18\x02 \x01(\v2\x17.tugboat.api.v1.PodSpecR\x04spec\"\xc3\x0e\n" +
+	"\x04spec\x18\x02 \x01(\v2\x17.tugboat.api.v1.PodSpecR\x04spec\"\xaa\x0f\n" +
 	"\aPodSpec\x12L\n" +
 	"\n" +
 	"containers\x18\x01 \x03(\v2\x19.tugboat.api.v1.ContainerB\x11\xd2\xf3\x18\x04name\xda\xf3\x18\x05mergeR\n" +
@@ -7446,7 +7460,8 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x0escheduler_name\x18\x0f \x01(\tR\rschedulerName\x12\x1a\n" +
 	"\bpriority\x18\x10 \x01(\x05R\bpriority\x12;\n" +
 	"\x17active_deadline_seconds\x18\x11 \x01(\x03H\x01R\x15activeDeadlineSeconds\x88\x01\x01\x125\n" +
-	"\x14enable_service_links\x18\x12 \x01(\bH\x02R\x12enableServiceLinks\x88\x01\x01\x12M\n" +
+	"\x14enable_service_links\x18\x12 \x01(\bH\x02R\x12enableServiceLinks\x88\x01\x01\x12e\n" +
+	"\x12image_pull_secrets\x18\x13 \x03(\v2$.tugboat.api.v1.LocalObjectReferenceB\x11\xd2\xf3\x18\x04name\xda\xf3\x18\x05mergeR\x10imagePullSecrets\x12M\n" +
 	"\x10security_context\x18( \x01(\v2\".tugboat.api.v1.PodSecurityContextR\x0fsecurityContext\x12J\n" +
 	"\x1fautomount_service_account_token\x18< \x01(\bH\x03R\x1cautomountServiceAccountToken\x88\x01\x01\x12.\n" +
 	"\x13priority_class_name\x18= \x01(\tR\x11priorityClassName\x120\n" +
@@ -8197,154 +8212,155 @@ var file_api_v1_core_proto_depIdxs = []int32{
 	48,  // 22: tugboat.api.v1.PodSpec.tolerations:type_name -> tugboat.api.v1.Toleration
 	59,  // 23: tugboat.api.v1.PodSpec.volumes:type_name -> tugboat.api.v1.Volume
 	49,  // 24: tugboat.api.v1.PodSpec.affinity:type_name -> tugboat.api.v1.Affinity
-	17,  // 25: tugboat.api.v1.PodSpec.security_context:type_name -> tugboat.api.v1.PodSecurityContext
-	39,  // 26: tugboat.api.v1.PodSpec.resource_claims:type_name -> tugboat.api.v1.PodResourceClaim
-	14,  // 27: tugboat.api.v1.PodSpec.host_aliases:type_name -> tugboat.api.v1.HostAlias
-	15,  // 28: tugboat.api.v1.PodSpec.dns_config:type_name -> tugboat.api.v1.PodDNSConfig
-	56,  // 29: tugboat.api.v1.PodSpec.topology_spread_constraints:type_name -> tugboat.api.v1.TopologySpreadConstraint
-	13,  // 30: tugboat.api.v1.PodSpec.ephemeral_containers:type_name -> tugboat.api.v1.EphemeralContainer
-	29,  // 31: tugboat.api.v1.EphemeralContainer.env:type_name -> tugboat.api.v1.EnvVar
-	36,  // 32: tugboat.api.v1.EphemeralContainer.ports:type_name -> tugboat.api.v1.ContainerPort
-	37,  // 33: tugboat.api.v1.EphemeralContainer.resources:type_name -> tugboat.api.v1.ResourceRequirements
-	41,  // 34: tugboat.api.v1.EphemeralContainer.volume_mounts:type_name -> tugboat.api.v1.VolumeMount
-	42,  // 35: tugboat.api.v1.EphemeralContainer.liveness_probe:type_name -> tugboat.api.v1.Probe
-	42,  // 36: tugboat.api.v1.EphemeralContainer.readiness_probe:type_name -> tugboat.api.v1.Probe
-	42,  // 37: tugboat.api.v1.EphemeralContainer.startup_probe:type_name -> tugboat.api.v1.Probe
-	34,  // 38: tugboat.api.v1.EphemeralContainer.env_from:type_name -> tugboat.api.v1.EnvFromSource
-	18,  // 39: tugboat.api.v1.EphemeralContainer.security_context:type_name -> tugboat.api.v1.SecurityContext
-	26,  // 40: tugboat.api.v1.EphemeralContainer.lifecycle:type_name -> tugboat.api.v1.Lifecycle
-	25,  // 41: tugboat.api.v1.EphemeralContainer.resize_policy:type_name -> tugboat.api.v1.ContainerResizePolicy
-	16,  // 42: tugboat.api.v1.PodDNSConfig.options:type_name -> tugboat.api.v1.PodDNSConfigOption
-	21,  // 43: tugboat.api.v1.PodSecurityContext.sysctls:type_name -> tugboat.api.v1.Sysctl
-	20,  // 44: tugboat.api.v1.PodSecurityContext.seccomp_profile:type_name -> tugboat.api.v1.SeccompProfile
-	22,  // 45: tugboat.api.v1.PodSecurityContext.se_linux_options:type_name -> tugboat.api.v1.SELinuxOptions
-	23,  // 46: tugboat.api.v1.PodSecurityContext.app_armor_profile:type_name -> tugboat.api.v1.AppArmorProfile
-	19,  // 47: tugboat.api.v1.SecurityContext.capabilities:type_name -> tugboat.api.v1.Capabilities
-	20,  // 48: tugboat.api.v1.SecurityContext.seccomp_profile:type_name -> tugboat.api.v1.SeccompProfile
-	22,  // 49: tugboat.api.v1.SecurityContext.se_linux_options:type_name -> tugboat.api.v1.SELinuxOptions
-	23,  // 50: tugboat.api.v1.SecurityContext.app_armor_profile:type_name -> tugboat.api.v1.AppArmorProfile
-	29,  // 51: tugboat.api.v1.Container.env:type_name -> tugboat.api.v1.EnvVar
-	36,  // 52: tugboat.api.v1.Container.ports:type_name -> tugboat.api.v1.ContainerPort
-	37,  // 53: tugboat.api.v1.Container.resources:type_name -> tugboat.api.v1.ResourceRequirements
-	41,  // 54: tugboat.api.v1.Container.volume_mounts:type_name -> tugboat.api.v1.VolumeMount
-	42,  // 55: tugboat.api.v1.Container.liveness_probe:type_name -> tugboat.api.v1.Probe
-	42,  // 56: tugboat.api.v1.Container.readiness_probe:type_name -> tugboat.api.v1.Probe
-	42,  // 57: tugboat.api.v1.Container.startup_probe:type_name -> tugboat.api.v1.Probe
-	34,  // 58: tugboat.api.v1.Container.env_from:type_name -> tugboat.api.v1.EnvFromSource
-	18,  // 59: tugboat.api.v1.Container.security_context:type_name -> tugboat.api.v1.SecurityContext
-	26,  // 60: tugboat.api.v1.Container.lifecycle:type_name -> tugboat.api.v1.Lifecycle
-	25,  // 61: tugboat.api.v1.Container.resize_policy:type_name -> tugboat.api.v1.ContainerResizePolicy
-	27,  // 62: tugboat.api.v1.Lifecycle.post_start:type_name -> tugboat.api.v1.LifecycleHandler
-	27,  // 63: tugboat.api.v1.Lifecycle.pre_stop:type_name -> tugboat.api.v1.LifecycleHandler
-	44,  // 64: tugboat.api.v1.LifecycleHandler.exec:type_name -> tugboat.api.v1.ExecAction
-	45,  // 65: tugboat.api.v1.LifecycleHandler.http_get:type_name -> tugboat.api.v1.HTTPGetAction
-	47,  // 66: tugboat.api.v1.LifecycleHandler.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
-	28,  // 67: tugboat.api.v1.LifecycleHandler.sleep:type_name -> tugboat.api.v1.SleepAction
-	30,  // 68: tugboat.api.v1.EnvVar.value_from:type_name -> tugboat.api.v1.EnvVarSource
-	32,  // 69: tugboat.api.v1.EnvVarSource.config_map_key_ref:type_name -> tugboat.api.v1.KeySelector
-	32,  // 70: tugboat.api.v1.EnvVarSource.secret_key_ref:type_name -> tugboat.api.v1.KeySelector
-	33,  // 71: tugboat.api.v1.EnvVarSource.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
-	63,  // 72: tugboat.api.v1.EnvVarSource.resource_field_ref:type_name -> tugboat.api.v1.ResourceFieldSelector
-	31,  // 73: tugboat.api.v1.EnvVarSource.file_key_ref:type_name -> tugboat.api.v1.FileKeySelector
-	35,  // 74: tugboat.api.v1.EnvFromSource.config_map_ref:type_name -> tugboat.api.v1.LocalObjectReference
-	35,  // 75: tugboat.api.v1.EnvFromSource.secret_ref:type_name -> tugboat.api.v1.LocalObjectReference
-	103, // 76: tugboat.api.v1.ResourceRequirements.requests:type_name -> tugboat.api.v1.ResourceRequirements.RequestsEntry
-	104, // 77: tugboat.api.v1.ResourceRequirements.limits:type_name -> tugboat.api.v1.ResourceRequirements.LimitsEntry
-	38,  // 78: tugboat.api.v1.ResourceRequirements.claims:type_name -> tugboat.api.v1.ContainerResourceClaim
-	44,  // 79: tugboat.api.v1.Probe.exec:type_name -> tugboat.api.v1.ExecAction
-	45,  // 80: tugboat.api.v1.Probe.http_get:type_name -> tugboat.api.v1.HTTPGetAction
-	47,  // 81: tugboat.api.v1.Probe.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
-	43,  // 82: tugboat.api.v1.Probe.grpc:type_name -> tugboat.api.v1.GRPCAction
-	46,  // 83: tugboat.api.v1.HTTPGetAction.http_headers:type_name -> tugboat.api.v1.HTTPHeader
-	50,  // 84: tugboat.api.v1.Affinity.node_affinity:type_name -> tugboat.api.v1.NodeAffinity
-	52,  // 85: tugboat.api.v1.Affinity.pod_affinity:type_name -> tugboat.api.v1.PodAffinity
-	53,  // 86: tugboat.api.v1.Affinity.pod_anti_affinity:type_name -> tugboat.api.v1.PodAntiAffinity
-	57,  // 87: tugboat.api.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.NodeSelector
-	51,  // 88: tugboat.api.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PreferredSchedulingTerm
-	58,  // 89: tugboat.api.v1.PreferredSchedulingTerm.preference:type_name -> tugboat.api.v1.NodeSelectorTerm
-	54,  // 90: tugboat.api.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
-	55,  // 91: tugboat.api.v1.PodAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
-	54,  // 92: tugboat.api.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
-	55,  // 93: tugboat.api.v1.PodAntiAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
-	114, // 94: tugboat.api.v1.PodAffinityTerm.label_selector:type_name -> tugboat.api.v1.LabelSelector
-	114, // 95: tugboat.api.v1.PodAffinityTerm.namespace_selector:type_name -> tugboat.api.v1.LabelSelector
-	54,  // 96: tugboat.api.v1.WeightedPodAffinityTerm.pod_affinity_term:type_name -> tugboat.api.v1.PodAffinityTerm
-	114, // 97: tugboat.api.v1.TopologySpreadConstraint.label_selector:type_name -> tugboat.api.v1.LabelSelector
-	58,  // 98: tugboat.api.v1.NodeSelector.node_selector_terms:type_name -> tugboat.api.v1.NodeSelectorTerm
-	115, // 99: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
-	115, // 100: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
-	71,  // 101: tugboat.api.v1.Volume.empty_dir:type_name -> tugboat.api.v1.EmptyDirVolumeSource
-	72,  // 102: tugboat.api.v1.Volume.host_path:type_name -> tugboat.api.v1.HostPathVolumeSource
-	74,  // 103: tugboat.api.v1.Volume.config_map:type_name -> tugboat.api.v1.ConfigMapVolumeSource
-	75,  // 104: tugboat.api.v1.Volume.secret:type_name -> tugboat.api.v1.SecretVolumeSource
-	70,  // 105: tugboat.api.v1.Volume.persistent_volume_claim:type_name -> tugboat.api.v1.PersistentVolumeClaimVolumeSource
-	61,  // 106: tugboat.api.v1.Volume.downward_api:type_name -> tugboat.api.v1.DownwardAPIVolumeSource
-	64,  // 107: tugboat.api.v1.Volume.projected:type_name -> tugboat.api.v1.ProjectedVolumeSource
-	60,  // 108: tugboat.api.v1.Volume.image:type_name -> tugboat.api.v1.ImageVolumeSource
-	62,  // 109: tugboat.api.v1.DownwardAPIVolumeSource.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
-	33,  // 110: tugboat.api.v1.DownwardAPIVolumeFile.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
-	63,  // 111: tugboat.api.v1.DownwardAPIVolumeFile.resource_field_ref:type_name -> tugboat.api.v1.ResourceFieldSelector
-	65,  // 112: tugboat.api.v1.ProjectedVolumeSource.sources:type_name -> tugboat.api.v1.VolumeProjection
-	66,  // 113: tugboat.api.v1.VolumeProjection.secret:type_name -> tugboat.api.v1.SecretProjection
-	68,  // 114: tugboat.api.v1.VolumeProjection.downward_api:type_name -> tugboat.api.v1.DownwardAPIProjection
-	67,  // 115: tugboat.api.v1.VolumeProjection.config_map:type_name -> tugboat.api.v1.ConfigMapProjection
-	69,  // 116: tugboat.api.v1.VolumeProjection.service_account_token:type_name -> tugboat.api.v1.ServiceAccountTokenProjection
-	73,  // 117: tugboat.api.v1.SecretProjection.items:type_name -> tugboat.api.v1.KeyToPath
-	73,  // 118: tugboat.api.v1.ConfigMapProjection.items:type_name -> tugboat.api.v1.KeyToPath
-	62,  // 119: tugboat.api.v1.DownwardAPIProjection.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
-	73,  // 120: tugboat.api.v1.ConfigMapVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
-	73,  // 121: tugboat.api.v1.SecretVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
-	113, // 122: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
-	112, // 123: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	77,  // 124: tugboat.api.v1.PodStatus.container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	77,  // 125: tugboat.api.v1.PodStatus.init_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	40,  // 126: tugboat.api.v1.PodStatus.resource_claim_statuses:type_name -> tugboat.api.v1.PodResourceClaimStatus
-	77,  // 127: tugboat.api.v1.PodStatus.ephemeral_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	78,  // 128: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
-	78,  // 129: tugboat.api.v1.ContainerStatus.last_state:type_name -> tugboat.api.v1.ContainerState
-	37,  // 130: tugboat.api.v1.ContainerStatus.resources:type_name -> tugboat.api.v1.ResourceRequirements
-	105, // 131: tugboat.api.v1.ContainerStatus.allocated_resources:type_name -> tugboat.api.v1.ContainerStatus.AllocatedResourcesEntry
-	79,  // 132: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
-	80,  // 133: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
-	81,  // 134: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
-	112, // 135: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	112, // 136: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	112, // 137: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	111, // 138: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	83,  // 139: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
-	84,  // 140: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
-	112, // 141: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
-	112, // 142: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
-	111, // 143: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	86,  // 144: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
-	112, // 145: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
-	112, // 146: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
-	111, // 147: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	106, // 148: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
-	107, // 149: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
-	111, // 150: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	108, // 151: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
-	109, // 152: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
-	111, // 153: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	90,  // 154: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
-	92,  // 155: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
-	110, // 156: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
-	91,  // 157: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
-	113, // 158: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
-	93,  // 159: tugboat.api.v1.ServiceStatus.load_balancer:type_name -> tugboat.api.v1.LoadBalancerStatus
-	94,  // 160: tugboat.api.v1.LoadBalancerStatus.ingress:type_name -> tugboat.api.v1.LoadBalancerIngress
-	95,  // 161: tugboat.api.v1.LoadBalancerIngress.ports:type_name -> tugboat.api.v1.PortStatus
-	111, // 162: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	97,  // 163: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
-	98,  // 164: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
-	98,  // 165: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
-	99,  // 166: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
-	83,  // 167: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
-	168, // [168:168] is the sub-list for method output_type
-	168, // [168:168] is the sub-list for method input_type
-	168, // [168:168] is the sub-list for extension type_name
-	168, // [168:168] is the sub-list for extension extendee
-	0,   // [0:168] is the sub-list for field type_name
+	35,  // 25: tugboat.api.v1.PodSpec.image_pull_secrets:type_name -> tugboat.api.v1.LocalObjectReference
+	17,  // 26: tugboat.api.v1.PodSpec.security_context:type_name -> tugboat.api.v1.PodSecurityContext
+	39,  // 27: tugboat.api.v1.PodSpec.resource_claims:type_name -> tugboat.api.v1.PodResourceClaim
+	14,  // 28: tugboat.api.v1.PodSpec.host_aliases:type_name -> tugboat.api.v1.HostAlias
+	15,  // 29: tugboat.api.v1.PodSpec.dns_config:type_name -> tugboat.api.v1.PodDNSConfig
+	56,  // 30: tugboat.api.v1.PodSpec.topology_spread_constraints:type_name -> tugboat.api.v1.TopologySpreadConstraint
+	13,  // 31: tugboat.api.v1.PodSpec.ephemeral_containers:type_name -> tugboat.api.v1.EphemeralContainer
+	29,  // 32: tugboat.api.v1.EphemeralContainer.env:type_name -> tugboat.api.v1.EnvVar
+	36,  // 33: tugboat.api.v1.EphemeralContainer.ports:type_name -> tugboat.api.v1.ContainerPort
+	37,  // 34: tugboat.api.v1.EphemeralContainer.resources:type_name -> tugboat.api.v1.ResourceRequirements
+	41,  // 35: tugboat.api.v1.EphemeralContainer.volume_mounts:type_name -> tugboat.api.v1.VolumeMount
+	42,  // 36: tugboat.api.v1.EphemeralContainer.liveness_probe:type_name -> tugboat.api.v1.Probe
+	42,  // 37: tugboat.api.v1.EphemeralContainer.readiness_probe:type_name -> tugboat.api.v1.Probe
+	42,  // 38: tugboat.api.v1.EphemeralContainer.startup_probe:type_name -> tugboat.api.v1.Probe
+	34,  // 39: tugboat.api.v1.EphemeralContainer.env_from:type_name -> tugboat.api.v1.EnvFromSource
+	18,  // 40: tugboat.api.v1.EphemeralContainer.security_context:type_name -> tugboat.api.v1.SecurityContext
+	26,  // 41: tugboat.api.v1.EphemeralContainer.lifecycle:type_name -> tugboat.api.v1.Lifecycle
+	25,  // 42: tugboat.api.v1.EphemeralContainer.resize_policy:type_name -> tugboat.api.v1.ContainerResizePolicy
+	16,  // 43: tugboat.api.v1.PodDNSConfig.options:type_name -> tugboat.api.v1.PodDNSConfigOption
+	21,  // 44: tugboat.api.v1.PodSecurityContext.sysctls:type_name -> tugboat.api.v1.Sysctl
+	20,  // 45: tugboat.api.v1.PodSecurityContext.seccomp_profile:type_name -> tugboat.api.v1.SeccompProfile
+	22,  // 46: tugboat.api.v1.PodSecurityContext.se_linux_options:type_name -> tugboat.api.v1.SELinuxOptions
+	23,  // 47: tugboat.api.v1.PodSecurityContext.app_armor_profile:type_name -> tugboat.api.v1.AppArmorProfile
+	19,  // 48: tugboat.api.v1.SecurityContext.capabilities:type_name -> tugboat.api.v1.Capabilities
+	20,  // 49: tugboat.api.v1.SecurityContext.seccomp_profile:type_name -> tugboat.api.v1.SeccompProfile
+	22,  // 50: tugboat.api.v1.SecurityContext.se_linux_options:type_name -> tugboat.api.v1.SELinuxOptions
+	23,  // 51: tugboat.api.v1.SecurityContext.app_armor_profile:type_name -> tugboat.api.v1.AppArmorProfile
+	29,  // 52: tugboat.api.v1.Container.env:type_name -> tugboat.api.v1.EnvVar
+	36,  // 53: tugboat.api.v1.Container.ports:type_name -> tugboat.api.v1.ContainerPort
+	37,  // 54: tugboat.api.v1.Container.resources:type_name -> tugboat.api.v1.ResourceRequirements
+	41,  // 55: tugboat.api.v1.Container.volume_mounts:type_name -> tugboat.api.v1.VolumeMount
+	42,  // 56: tugboat.api.v1.Container.liveness_probe:type_name -> tugboat.api.v1.Probe
+	42,  // 57: tugboat.api.v1.Container.readiness_probe:type_name -> tugboat.api.v1.Probe
+	42,  // 58: tugboat.api.v1.Container.startup_probe:type_name -> tugboat.api.v1.Probe
+	34,  // 59: tugboat.api.v1.Container.env_from:type_name -> tugboat.api.v1.EnvFromSource
+	18,  // 60: tugboat.api.v1.Container.security_context:type_name -> tugboat.api.v1.SecurityContext
+	26,  // 61: tugboat.api.v1.Container.lifecycle:type_name -> tugboat.api.v1.Lifecycle
+	25,  // 62: tugboat.api.v1.Container.resize_policy:type_name -> tugboat.api.v1.ContainerResizePolicy
+	27,  // 63: tugboat.api.v1.Lifecycle.post_start:type_name -> tugboat.api.v1.LifecycleHandler
+	27,  // 64: tugboat.api.v1.Lifecycle.pre_stop:type_name -> tugboat.api.v1.LifecycleHandler
+	44,  // 65: tugboat.api.v1.LifecycleHandler.exec:type_name -> tugboat.api.v1.ExecAction
+	45,  // 66: tugboat.api.v1.LifecycleHandler.http_get:type_name -> tugboat.api.v1.HTTPGetAction
+	47,  // 67: tugboat.api.v1.LifecycleHandler.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
+	28,  // 68: tugboat.api.v1.LifecycleHandler.sleep:type_name -> tugboat.api.v1.SleepAction
+	30,  // 69: tugboat.api.v1.EnvVar.value_from:type_name -> tugboat.api.v1.EnvVarSource
+	32,  // 70: tugboat.api.v1.EnvVarSource.config_map_key_ref:type_name -> tugboat.api.v1.KeySelector
+	32,  // 71: tugboat.api.v1.EnvVarSource.secret_key_ref:type_name -> tugboat.api.v1.KeySelector
+	33,  // 72: tugboat.api.v1.EnvVarSource.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
+	63,  // 73: tugboat.api.v1.EnvVarSource.resource_field_ref:type_name -> tugboat.api.v1.ResourceFieldSelector
+	31,  // 74: tugboat.api.v1.EnvVarSource.file_key_ref:type_name -> tugboat.api.v1.FileKeySelector
+	35,  // 75: tugboat.api.v1.EnvFromSource.config_map_ref:type_name -> tugboat.api.v1.LocalObjectReference
+	35,  // 76: tugboat.api.v1.EnvFromSource.secret_ref:type_name -> tugboat.api.v1.LocalObjectReference
+	103, // 77: tugboat.api.v1.ResourceRequirements.requests:type_name -> tugboat.api.v1.ResourceRequirements.RequestsEntry
+	104, // 78: tugboat.api.v1.ResourceRequirements.limits:type_name -> tugboat.api.v1.ResourceRequirements.LimitsEntry
+	38,  // 79: tugboat.api.v1.ResourceRequirements.claims:type_name -> tugboat.api.v1.ContainerResourceClaim
+	44,  // 80: tugboat.api.v1.Probe.exec:type_name -> tugboat.api.v1.ExecAction
+	45,  // 81: tugboat.api.v1.Probe.http_get:type_name -> tugboat.api.v1.HTTPGetAction
+	47,  // 82: tugboat.api.v1.Probe.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
+	43,  // 83: tugboat.api.v1.Probe.grpc:type_name -> tugboat.api.v1.GRPCAction
+	46,  // 84: tugboat.api.v1.HTTPGetAction.http_headers:type_name -> tugboat.api.v1.HTTPHeader
+	50,  // 85: tugboat.api.v1.Affinity.node_affinity:type_name -> tugboat.api.v1.NodeAffinity
+	52,  // 86: tugboat.api.v1.Affinity.pod_affinity:type_name -> tugboat.api.v1.PodAffinity
+	53,  // 87: tugboat.api.v1.Affinity.pod_anti_affinity:type_name -> tugboat.api.v1.PodAntiAffinity
+	57,  // 88: tugboat.api.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.NodeSelector
+	51,  // 89: tugboat.api.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PreferredSchedulingTerm
+	58,  // 90: tugboat.api.v1.PreferredSchedulingTerm.preference:type_name -> tugboat.api.v1.NodeSelectorTerm
+	54,  // 91: tugboat.api.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
+	55,  // 92: tugboat.api.v1.PodAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
+	54,  // 93: tugboat.api.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
+	55,  // 94: tugboat.api.v1.PodAntiAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
+	114, // 95: tugboat.api.v1.PodAffinityTerm.label_selector:type_name -> tugboat.api.v1.LabelSelector
+	114, // 96: tugboat.api.v1.PodAffinityTerm.namespace_selector:type_name -> tugboat.api.v1.LabelSelector
+	54,  // 97: tugboat.api.v1.WeightedPodAffinityTerm.pod_affinity_term:type_name -> tugboat.api.v1.PodAffinityTerm
+	114, // 98: tugboat.api.v1.TopologySpreadConstraint.label_selector:type_name -> tugboat.api.v1.LabelSelector
+	58,  // 99: tugboat.api.v1.NodeSelector.node_selector_terms:type_name -> tugboat.api.v1.NodeSelectorTerm
+	115, // 100: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	115, // 101: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	71,  // 102: tugboat.api.v1.Volume.empty_dir:type_name -> tugboat.api.v1.EmptyDirVolumeSource
+	72,  // 103: tugboat.api.v1.Volume.host_path:type_name -> tugboat.api.v1.HostPathVolumeSource
+	74,  // 104: tugboat.api.v1.Volume.config_map:type_name -> tugboat.api.v1.ConfigMapVolumeSource
+	75,  // 105: tugboat.api.v1.Volume.secret:type_name -> tugboat.api.v1.SecretVolumeSource
+	70,  // 106: tugboat.api.v1.Volume.persistent_volume_claim:type_name -> tugboat.api.v1.PersistentVolumeClaimVolumeSource
+	61,  // 107: tugboat.api.v1.Volume.downward_api:type_name -> tugboat.api.v1.DownwardAPIVolumeSource
+	64,  // 108: tugboat.api.v1.Volume.projected:type_name -> tugboat.api.v1.ProjectedVolumeSource
+	60,  // 109: tugboat.api.v1.Volume.image:type_name -> tugboat.api.v1.ImageVolumeSource
+	62,  // 110: tugboat.api.v1.DownwardAPIVolumeSource.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
+	33,  // 111: tugboat.api.v1.DownwardAPIVolumeFile.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
+	63,  // 112: tugboat.api.v1.DownwardAPIVolumeFile.resource_field_ref:type_name -> tugboat.api.v1.ResourceFieldSelector
+	65,  // 113: tugboat.api.v1.ProjectedVolumeSource.sources:type_name -> tugboat.api.v1.VolumeProjection
+	66,  // 114: tugboat.api.v1.VolumeProjection.secret:type_name -> tugboat.api.v1.SecretProjection
+	68,  // 115: tugboat.api.v1.VolumeProjection.downward_api:type_name -> tugboat.api.v1.DownwardAPIProjection
+	67,  // 116: tugboat.api.v1.VolumeProjection.config_map:type_name -> tugboat.api.v1.ConfigMapProjection
+	69,  // 117: tugboat.api.v1.VolumeProjection.service_account_token:type_name -> tugboat.api.v1.ServiceAccountTokenProjection
+	73,  // 118: tugboat.api.v1.SecretProjection.items:type_name -> tugboat.api.v1.KeyToPath
+	73,  // 119: tugboat.api.v1.ConfigMapProjection.items:type_name -> tugboat.api.v1.KeyToPath
+	62,  // 120: tugboat.api.v1.DownwardAPIProjection.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
+	73,  // 121: tugboat.api.v1.ConfigMapVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
+	73,  // 122: tugboat.api.v1.SecretVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
+	113, // 123: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
+	112, // 124: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	77,  // 125: tugboat.api.v1.PodStatus.container_statuses:type_name -> tugboat.api.v1.ContainerStatus
+	77,  // 126: tugboat.api.v1.PodStatus.init_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
+	40,  // 127: tugboat.api.v1.PodStatus.resource_claim_statuses:type_name -> tugboat.api.v1.PodResourceClaimStatus
+	77,  // 128: tugboat.api.v1.PodStatus.ephemeral_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
+	78,  // 129: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
+	78,  // 130: tugboat.api.v1.ContainerStatus.last_state:type_name -> tugboat.api.v1.ContainerState
+	37,  // 131: tugboat.api.v1.ContainerStatus.resources:type_name -> tugboat.api.v1.ResourceRequirements
+	105, // 132: tugboat.api.v1.ContainerStatus.allocated_resources:type_name -> tugboat.api.v1.ContainerStatus.AllocatedResourcesEntry
+	79,  // 133: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
+	80,  // 134: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
+	81,  // 135: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
+	112, // 136: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	112, // 137: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	112, // 138: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	111, // 139: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	83,  // 140: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
+	84,  // 141: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
+	112, // 142: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
+	112, // 143: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
+	111, // 144: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	86,  // 145: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
+	112, // 146: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
+	112, // 147: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
+	111, // 148: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	106, // 149: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
+	107, // 150: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
+	111, // 151: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	108, // 152: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
+	109, // 153: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
+	111, // 154: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	90,  // 155: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
+	92,  // 156: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
+	110, // 157: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
+	91,  // 158: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
+	113, // 159: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
+	93,  // 160: tugboat.api.v1.ServiceStatus.load_balancer:type_name -> tugboat.api.v1.LoadBalancerStatus
+	94,  // 161: tugboat.api.v1.LoadBalancerStatus.ingress:type_name -> tugboat.api.v1.LoadBalancerIngress
+	95,  // 162: tugboat.api.v1.LoadBalancerIngress.ports:type_name -> tugboat.api.v1.PortStatus
+	111, // 163: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	97,  // 164: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
+	98,  // 165: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
+	98,  // 166: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
+	99,  // 167: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
+	83,  // 168: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
+	169, // [169:169] is the sub-list for method output_type
+	169, // [169:169] is the sub-list for method input_type
+	169, // [169:169] is the sub-list for extension type_name
+	169, // [169:169] is the sub-list for extension extendee
+	0,   // [0:169] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_core_proto_init() }

@@ -32,8 +32,11 @@ type ServiceAccount struct {
 	// Whether pods of this account get a token mounted unless they say
 	// (spec.automountServiceAccountToken wins); unset means true.
 	AutomountServiceAccountToken *bool `protobuf:"varint,2,opt,name=automount_service_account_token,json=automountServiceAccountToken,proto3,oneof" json:"automount_service_account_token,omitempty"`
-	unknownFields                protoimpl.UnknownFields
-	sizeCache                    protoimpl.SizeCache
+	// Pull secrets the ServiceAccount admission copies into the pods of
+	// this account that name none (spec.imagePullSecrets).
+	ImagePullSecrets []*LocalObjectReference `protobuf:"bytes,3,rep,name=image_pull_secrets,json=imagePullSecrets,proto3" json:"image_pull_secrets,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ServiceAccount) Reset() {
@@ -78,6 +81,13 @@ func (x *ServiceAccount) GetAutomountServiceAccountToken() bool {
 		return *x.AutomountServiceAccountToken
 	}
 	return false
+}
+
+func (x *ServiceAccount) GetImagePullSecrets() []*LocalObjectReference {
+	if x != nil {
+		return x.ImagePullSecrets
+	}
+	return nil
 }
 
 // A LimitRange sets, for one namespace, the default requests and limits of
@@ -442,10 +452,11 @@ var File_api_v1_core_policy_proto protoreflect.FileDescriptor
 
 const file_api_v1_core_policy_proto_rawDesc = "" +
 	"\n" +
-	"\x18api/v1/core_policy.proto\x12\x0etugboat.api.v1\x1a\x11api/v1/meta.proto\"\xb8\x01\n" +
+	"\x18api/v1/core_policy.proto\x12\x0etugboat.api.v1\x1a\x11api/v1/core.proto\x1a\x11api/v1/meta.proto\"\x8c\x02\n" +
 	"\x0eServiceAccount\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x12J\n" +
-	"\x1fautomount_service_account_token\x18\x02 \x01(\bH\x00R\x1cautomountServiceAccountToken\x88\x01\x01B\"\n" +
+	"\x1fautomount_service_account_token\x18\x02 \x01(\bH\x00R\x1cautomountServiceAccountToken\x88\x01\x01\x12R\n" +
+	"\x12image_pull_secrets\x18\x03 \x03(\v2$.tugboat.api.v1.LocalObjectReferenceR\x10imagePullSecretsB\"\n" +
 	" _automount_service_account_token\"x\n" +
 	"\n" +
 	"LimitRange\x126\n" +
@@ -508,44 +519,46 @@ func file_api_v1_core_policy_proto_rawDescGZIP() []byte {
 
 var file_api_v1_core_policy_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_api_v1_core_policy_proto_goTypes = []any{
-	(*ServiceAccount)(nil),      // 0: tugboat.api.v1.ServiceAccount
-	(*LimitRange)(nil),          // 1: tugboat.api.v1.LimitRange
-	(*LimitRangeSpec)(nil),      // 2: tugboat.api.v1.LimitRangeSpec
-	(*LimitRangeItem)(nil),      // 3: tugboat.api.v1.LimitRangeItem
-	(*ResourceQuota)(nil),       // 4: tugboat.api.v1.ResourceQuota
-	(*ResourceQuotaSpec)(nil),   // 5: tugboat.api.v1.ResourceQuotaSpec
-	(*ResourceQuotaStatus)(nil), // 6: tugboat.api.v1.ResourceQuotaStatus
-	nil,                         // 7: tugboat.api.v1.LimitRangeItem.MaxEntry
-	nil,                         // 8: tugboat.api.v1.LimitRangeItem.MinEntry
-	nil,                         // 9: tugboat.api.v1.LimitRangeItem.DefaultEntry
-	nil,                         // 10: tugboat.api.v1.LimitRangeItem.DefaultRequestEntry
-	nil,                         // 11: tugboat.api.v1.LimitRangeItem.MaxLimitRequestRatioEntry
-	nil,                         // 12: tugboat.api.v1.ResourceQuotaSpec.HardEntry
-	nil,                         // 13: tugboat.api.v1.ResourceQuotaStatus.HardEntry
-	nil,                         // 14: tugboat.api.v1.ResourceQuotaStatus.UsedEntry
-	(*ObjectMeta)(nil),          // 15: tugboat.api.v1.ObjectMeta
+	(*ServiceAccount)(nil),       // 0: tugboat.api.v1.ServiceAccount
+	(*LimitRange)(nil),           // 1: tugboat.api.v1.LimitRange
+	(*LimitRangeSpec)(nil),       // 2: tugboat.api.v1.LimitRangeSpec
+	(*LimitRangeItem)(nil),       // 3: tugboat.api.v1.LimitRangeItem
+	(*ResourceQuota)(nil),        // 4: tugboat.api.v1.ResourceQuota
+	(*ResourceQuotaSpec)(nil),    // 5: tugboat.api.v1.ResourceQuotaSpec
+	(*ResourceQuotaStatus)(nil),  // 6: tugboat.api.v1.ResourceQuotaStatus
+	nil,                          // 7: tugboat.api.v1.LimitRangeItem.MaxEntry
+	nil,                          // 8: tugboat.api.v1.LimitRangeItem.MinEntry
+	nil,                          // 9: tugboat.api.v1.LimitRangeItem.DefaultEntry
+	nil,                          // 10: tugboat.api.v1.LimitRangeItem.DefaultRequestEntry
+	nil,                          // 11: tugboat.api.v1.LimitRangeItem.MaxLimitRequestRatioEntry
+	nil,                          // 12: tugboat.api.v1.ResourceQuotaSpec.HardEntry
+	nil,                          // 13: tugboat.api.v1.ResourceQuotaStatus.HardEntry
+	nil,                          // 14: tugboat.api.v1.ResourceQuotaStatus.UsedEntry
+	(*ObjectMeta)(nil),           // 15: tugboat.api.v1.ObjectMeta
+	(*LocalObjectReference)(nil), // 16: tugboat.api.v1.LocalObjectReference
 }
 var file_api_v1_core_policy_proto_depIdxs = []int32{
 	15, // 0: tugboat.api.v1.ServiceAccount.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	15, // 1: tugboat.api.v1.LimitRange.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	2,  // 2: tugboat.api.v1.LimitRange.spec:type_name -> tugboat.api.v1.LimitRangeSpec
-	3,  // 3: tugboat.api.v1.LimitRangeSpec.limits:type_name -> tugboat.api.v1.LimitRangeItem
-	7,  // 4: tugboat.api.v1.LimitRangeItem.max:type_name -> tugboat.api.v1.LimitRangeItem.MaxEntry
-	8,  // 5: tugboat.api.v1.LimitRangeItem.min:type_name -> tugboat.api.v1.LimitRangeItem.MinEntry
-	9,  // 6: tugboat.api.v1.LimitRangeItem.default:type_name -> tugboat.api.v1.LimitRangeItem.DefaultEntry
-	10, // 7: tugboat.api.v1.LimitRangeItem.default_request:type_name -> tugboat.api.v1.LimitRangeItem.DefaultRequestEntry
-	11, // 8: tugboat.api.v1.LimitRangeItem.max_limit_request_ratio:type_name -> tugboat.api.v1.LimitRangeItem.MaxLimitRequestRatioEntry
-	15, // 9: tugboat.api.v1.ResourceQuota.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	5,  // 10: tugboat.api.v1.ResourceQuota.spec:type_name -> tugboat.api.v1.ResourceQuotaSpec
-	6,  // 11: tugboat.api.v1.ResourceQuota.status:type_name -> tugboat.api.v1.ResourceQuotaStatus
-	12, // 12: tugboat.api.v1.ResourceQuotaSpec.hard:type_name -> tugboat.api.v1.ResourceQuotaSpec.HardEntry
-	13, // 13: tugboat.api.v1.ResourceQuotaStatus.hard:type_name -> tugboat.api.v1.ResourceQuotaStatus.HardEntry
-	14, // 14: tugboat.api.v1.ResourceQuotaStatus.used:type_name -> tugboat.api.v1.ResourceQuotaStatus.UsedEntry
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	16, // 1: tugboat.api.v1.ServiceAccount.image_pull_secrets:type_name -> tugboat.api.v1.LocalObjectReference
+	15, // 2: tugboat.api.v1.LimitRange.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	2,  // 3: tugboat.api.v1.LimitRange.spec:type_name -> tugboat.api.v1.LimitRangeSpec
+	3,  // 4: tugboat.api.v1.LimitRangeSpec.limits:type_name -> tugboat.api.v1.LimitRangeItem
+	7,  // 5: tugboat.api.v1.LimitRangeItem.max:type_name -> tugboat.api.v1.LimitRangeItem.MaxEntry
+	8,  // 6: tugboat.api.v1.LimitRangeItem.min:type_name -> tugboat.api.v1.LimitRangeItem.MinEntry
+	9,  // 7: tugboat.api.v1.LimitRangeItem.default:type_name -> tugboat.api.v1.LimitRangeItem.DefaultEntry
+	10, // 8: tugboat.api.v1.LimitRangeItem.default_request:type_name -> tugboat.api.v1.LimitRangeItem.DefaultRequestEntry
+	11, // 9: tugboat.api.v1.LimitRangeItem.max_limit_request_ratio:type_name -> tugboat.api.v1.LimitRangeItem.MaxLimitRequestRatioEntry
+	15, // 10: tugboat.api.v1.ResourceQuota.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	5,  // 11: tugboat.api.v1.ResourceQuota.spec:type_name -> tugboat.api.v1.ResourceQuotaSpec
+	6,  // 12: tugboat.api.v1.ResourceQuota.status:type_name -> tugboat.api.v1.ResourceQuotaStatus
+	12, // 13: tugboat.api.v1.ResourceQuotaSpec.hard:type_name -> tugboat.api.v1.ResourceQuotaSpec.HardEntry
+	13, // 14: tugboat.api.v1.ResourceQuotaStatus.hard:type_name -> tugboat.api.v1.ResourceQuotaStatus.HardEntry
+	14, // 15: tugboat.api.v1.ResourceQuotaStatus.used:type_name -> tugboat.api.v1.ResourceQuotaStatus.UsedEntry
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_core_policy_proto_init() }
@@ -553,6 +566,7 @@ func file_api_v1_core_policy_proto_init() {
 	if File_api_v1_core_policy_proto != nil {
 		return
 	}
+	file_api_v1_core_proto_init()
 	file_api_v1_meta_proto_init()
 	file_api_v1_core_policy_proto_msgTypes[0].OneofWrappers = []any{}
 	type x struct{}

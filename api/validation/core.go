@@ -71,15 +71,6 @@ func ConfigMap(c *v1.ConfigMap) Errs {
 	return errs
 }
 
-// Secret validates a secret.
-func Secret(s *v1.Secret) Errs {
-	var errs Errs
-	ObjectMeta(&errs, s.Metadata, true, DNSSubdomain)
-	ConfigKeys(&errs, "data", s.Data)
-	ConfigKeys(&errs, "stringData", s.StringData)
-	return errs
-}
-
 // Service validates a service. Tugboat is an IPv4-only cluster: IPv6
 // families and RequireDualStack are refused saying so.
 func Service(s *v1.Service) Errs {

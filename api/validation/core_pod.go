@@ -134,6 +134,7 @@ func PodSpec(errs *Errs, path string, s *v1.PodSpec) {
 		DNSSubdomain(errs, path+".priorityClassName", s.PriorityClassName)
 	}
 	preemptionPolicy(errs, path+".preemptionPolicy", s.PreemptionPolicy)
+	imagePullSecrets(errs, path+".imagePullSecrets", s.ImagePullSecrets)
 	podDNS(errs, path, s)
 	if s.TerminationGracePeriodSeconds != nil && *s.TerminationGracePeriodSeconds < 0 {
 		errs.Add(path+".terminationGracePeriodSeconds", "must be >= 0")

@@ -15,6 +15,7 @@ import (
 func ServiceAccount(sa *v1.ServiceAccount) Errs {
 	var errs Errs
 	ObjectMeta(&errs, sa.Metadata, true, DNSSubdomain)
+	imagePullSecrets(&errs, "imagePullSecrets", sa.ImagePullSecrets)
 	return errs
 }
 

@@ -38,6 +38,7 @@ func TestKubeAPI(t *testing.T) {
 		{"clientgo/apply-status", testClientGoApplyStatus},
 		{"http/watch-expired", testWatchExpired},
 		{"clientgo/crud", testClientGoCRUD},
+		{"clientgo/image-pull-secrets", testImagePullSecrets},
 		{"clientgo/controller", testClientGoController},
 		{"clientgo/informer-restart", testClientGoInformerRestart},
 	} {

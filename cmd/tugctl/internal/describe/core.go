@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tugboat/tugboat/api/apierrors"
+	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
 )
 
@@ -19,10 +21,25 @@ func describeNamespace(ctx context.Context, d *describer, n *v1.Namespace) error
 }
 
 // describeServiceAccount is kubectl's: tokens are bound to pods and never
-// stored, so there are no mountable or token secrets.
+// stored, so there are no mountable or token secrets. Image pull secrets
+// are listed one a line, "(not found)" after those missing.
 func describeServiceAccount(ctx context.Context, d *describer, sa *v1.ServiceAccount) error {
 	d.meta(sa.GetMetadata(), true)
-	d.kv(0, "Image pull secrets", "<none>")
+	if len(sa.ImagePullSecrets) == 0 {
+		d.kv(0, "Image pull secrets", "<none>")
+	}
+	secrets := client.For[*v1.Secret](d.c)
+	for i, r := range sa.ImagePullSecrets {
+		name := r.GetName()
+		if _, err := secrets.Get(ctx, sa.GetMetadata().GetNamespace(), name); apierrors.IsNotFound(err) {
+			name += " (not found)"
+		}
+		if i == 0 {
+			d.kv(0, "Image pull secrets", name)
+		} else {
+			d.text(0, "\t%s", name)
+		}
+	}
 	d.kv(0, "Mountable secrets", "<none>")
 	d.kv(0, "Tokens", "<none>")
 	if sa.AutomountServiceAccountToken != nil {

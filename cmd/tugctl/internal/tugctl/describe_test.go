@@ -207,3 +207,16 @@ spec:
 `)
 	mustFail(t, e.run("apply", "-f", bad), "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: Required value: can not be empty")
 }
+
+// TestDescribeServiceAccountPullSecrets: kubectl's "Image pull secrets:"
+// lines, one secret a line, "(not found)" after a missing one.
+func TestDescribeServiceAccountPullSecrets(t *testing.T) {
+	e := newEnv(t)
+	mustOK(t, e.run("create", "secret", "docker-registry", "regcred", "--docker-server=reg.local:5000", "--docker-username=u", "--docker-password=p"))
+	mustCreate(t, e.c, &v1.ServiceAccount{Metadata: &v1.ObjectMeta{Name: "builder", Namespace: "default"},
+		ImagePullSecrets: []*v1.LocalObjectReference{{Name: "regcred"}, {Name: "gone"}}})
+	r := mustOK(t, e.run("describe", "serviceaccount", "builder"))
+	assertContains(t, "describe serviceaccount", r.out, "Image pull secrets: regcred\n gone (not found)\nMountable secrets: <none>\n")
+	r = mustOK(t, e.run("describe", "serviceaccount", "default"))
+	assertContains(t, "describe default serviceaccount", r.out, "Image pull secrets: <none>\n")
+}

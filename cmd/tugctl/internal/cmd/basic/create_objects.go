@@ -396,8 +396,11 @@ func newCreateSecretCommand(o *cli.Options) *cobra.Command {
 				return fmt.Errorf("--docker-username and --docker-password: both are required")
 			}
 			auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
-			cfg, err := json.Marshal(map[string]any{"auths": map[string]any{server: map[string]string{
-				"username": user, "password": password, "email": email, "auth": auth}}})
+			entry := map[string]string{"username": user, "password": password, "auth": auth}
+			if email != "" {
+				entry["email"] = email // kubectl omits an empty one
+			}
+			cfg, err := json.Marshal(map[string]any{"auths": map[string]any{server: entry}})
 			if err != nil {
 				return err
 			}
