@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"sync"
 
 	"go.yaml.in/yaml/v2"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -122,7 +123,9 @@ func MessageToMap(msg proto.Message, apiVersion, kind string) (map[string]any, e
 
 // integers turns protojson's quoted 64-bit integers back into numbers, as
 // Kubernetes prints them, except resourceVersions, and
-// int-or-string fields that hold an integer into numbers.
+// int-or-string fields that hold an integer into numbers. It also puts
+// back the zero scalars Kubernetes always prints (emit_zero fields:
+// restartCount: 0, ready: false), which protojson leaves out.
 func integers(md protoreflect.MessageDescriptor, m map[string]any, path string) {
 	for key, v := range m {
 		fd := md.Fields().ByJSONName(key)
@@ -146,6 +149,40 @@ func integers(md protoreflect.MessageDescriptor, m map[string]any, path string) 
 		default:
 			m[key] = integerValue(fd, v, p)
 		}
+	}
+	for _, fd := range emitZero(md) {
+		if _, ok := m[fd.JSONName()]; !ok {
+			m[fd.JSONName()] = zeroValue(fd)
+		}
+	}
+}
+
+// emitZero lists md's emit_zero fields, worked out once per message type.
+func emitZero(md protoreflect.MessageDescriptor) []protoreflect.FieldDescriptor {
+	if fds, ok := emitZeroFields.Load(md.FullName()); ok {
+		return fds.([]protoreflect.FieldDescriptor)
+	}
+	var fds []protoreflect.FieldDescriptor
+	for i := range md.Fields().Len() {
+		if fd := md.Fields().Get(i); v1.EmitsZero(fd) {
+			fds = append(fds, fd)
+		}
+	}
+	emitZeroFields.Store(md.FullName(), fds)
+	return fds
+}
+
+var emitZeroFields sync.Map // protoreflect.FullName -> []protoreflect.FieldDescriptor
+
+// zeroValue is how an unset emit_zero scalar prints: 0, false or "".
+func zeroValue(fd protoreflect.FieldDescriptor) any {
+	switch fd.Kind() {
+	case protoreflect.BoolKind:
+		return false
+	case protoreflect.StringKind, protoreflect.EnumKind, protoreflect.BytesKind:
+		return ""
+	default:
+		return json.Number("0")
 	}
 }
 

@@ -96,3 +96,45 @@ func TestParseFormat(t *testing.T) {
 		t.Error("ParseFormat(xml) succeeded")
 	}
 }
+
+// TestMarshalEmitsZeroScalars: the scalars Kubernetes always prints
+// (emit_zero in the .proto files) are in the output when zero, and the
+// output decodes back to the same object.
+func TestMarshalEmitsZeroScalars(t *testing.T) {
+	pod := storedPod()
+	pod.Status.ContainerStatuses = []*v1.ContainerStatus{{
+		Name: "nginx", Image: "nginx:1.14.2",
+		State: &v1.ContainerState{Terminated: &v1.ContainerStateTerminated{Reason: "Completed"}},
+	}}
+	rs := &v1.ReplicaSet{Metadata: &v1.ObjectMeta{Name: "web"}, Status: &v1.ReplicaSetStatus{ObservedGeneration: 1}}
+	for _, tc := range []struct {
+		obj        v1.Object
+		want, lack []string
+	}{
+		{pod, []string{`"restartCount": 0`, `"ready": false`, `"started": false`, `"exitCode": 0`, `"imageID": ""`},
+			[]string{`"signal"`, `"message"`, `"containerID"`}},
+		{rs, []string{`"replicas": 0`}, []string{`"readyReplicas"`, `"availableReplicas"`}},
+	} {
+		out, err := Marshal(tc.obj, JSON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("JSON lacks %s:\n%s", w, out)
+			}
+		}
+		for _, l := range tc.lack {
+			if strings.Contains(string(out), l) {
+				t.Errorf("JSON has %s, which Kubernetes leaves out when empty:\n%s", l, out)
+			}
+		}
+		back, err := Decode("out.json", out)
+		if err != nil {
+			t.Fatalf("re-decode: %v", err)
+		}
+		if !proto.Equal(back[0].Object, tc.obj) {
+			t.Errorf("round trip changed the object:\n%v\n%v", back[0].Object, tc.obj)
+		}
+	}
+}

@@ -1509,9 +1509,9 @@ const file_api_v1_apps_proto_rawDesc = "" +
 	"\bselector\x18\x02 \x01(\v2\x1d.tugboat.api.v1.LabelSelectorR\bselector\x12;\n" +
 	"\btemplate\x18\x03 \x01(\v2\x1f.tugboat.api.v1.PodTemplateSpecR\btemplate\x12*\n" +
 	"\x11min_ready_seconds\x18\x04 \x01(\x05R\x0fminReadySecondsB\v\n" +
-	"\t_replicas\"\xb9\x02\n" +
-	"\x10ReplicaSetStatus\x12\x1a\n" +
-	"\breplicas\x18\x01 \x01(\x05R\breplicas\x124\n" +
+	"\t_replicas\"\xbf\x02\n" +
+	"\x10ReplicaSetStatus\x12 \n" +
+	"\breplicas\x18\x01 \x01(\x05B\x04\xe0\xf3\x18\x01R\breplicas\x124\n" +
 	"\x16fully_labeled_replicas\x18\x02 \x01(\x05R\x14fullyLabeledReplicas\x12%\n" +
 	"\x0eready_replicas\x18\x03 \x01(\x05R\rreadyReplicas\x12-\n" +
 	"\x12available_replicas\x18\x04 \x01(\x05R\x11availableReplicas\x12/\n" +
@@ -1570,12 +1570,12 @@ const file_api_v1_apps_proto_rawDesc = "" +
 	"\x0erolling_update\x18\x02 \x01(\v2&.tugboat.api.v1.RollingUpdateDaemonSetR\rrollingUpdate\"j\n" +
 	"\x16RollingUpdateDaemonSet\x12-\n" +
 	"\x0fmax_unavailable\x18\x01 \x01(\tB\x04\xc8\xf3\x18\x01R\x0emaxUnavailable\x12!\n" +
-	"\tmax_surge\x18\x02 \x01(\tB\x04\xc8\xf3\x18\x01R\bmaxSurge\"\xae\x04\n" +
-	"\x0fDaemonSetStatus\x128\n" +
-	"\x18current_number_scheduled\x18\x01 \x01(\x05R\x16currentNumberScheduled\x12/\n" +
-	"\x13number_misscheduled\x18\x02 \x01(\x05R\x12numberMisscheduled\x128\n" +
-	"\x18desired_number_scheduled\x18\x03 \x01(\x05R\x16desiredNumberScheduled\x12!\n" +
-	"\fnumber_ready\x18\x04 \x01(\x05R\vnumberReady\x12/\n" +
+	"\tmax_surge\x18\x02 \x01(\tB\x04\xc8\xf3\x18\x01R\bmaxSurge\"\xc6\x04\n" +
+	"\x0fDaemonSetStatus\x12>\n" +
+	"\x18current_number_scheduled\x18\x01 \x01(\x05B\x04\xe0\xf3\x18\x01R\x16currentNumberScheduled\x125\n" +
+	"\x13number_misscheduled\x18\x02 \x01(\x05B\x04\xe0\xf3\x18\x01R\x12numberMisscheduled\x12>\n" +
+	"\x18desired_number_scheduled\x18\x03 \x01(\x05B\x04\xe0\xf3\x18\x01R\x16desiredNumberScheduled\x12'\n" +
+	"\fnumber_ready\x18\x04 \x01(\x05B\x04\xe0\xf3\x18\x01R\vnumberReady\x12/\n" +
 	"\x13observed_generation\x18\x05 \x01(\x03R\x12observedGeneration\x128\n" +
 	"\x18updated_number_scheduled\x18\x06 \x01(\x05R\x16updatedNumberScheduled\x12)\n" +
 	"\x10number_available\x18\a \x01(\x05R\x0fnumberAvailable\x12-\n" +
@@ -1619,10 +1619,10 @@ const file_api_v1_apps_proto_rawDesc = "" +
 	"/StatefulSetPersistentVolumeClaimRetentionPolicy\x12!\n" +
 	"\fwhen_deleted\x18\x01 \x01(\tR\vwhenDeleted\x12\x1f\n" +
 	"\vwhen_scaled\x18\x02 \x01(\tR\n" +
-	"whenScaled\"\xdd\x03\n" +
+	"whenScaled\"\xe9\x03\n" +
 	"\x11StatefulSetStatus\x12/\n" +
-	"\x13observed_generation\x18\x01 \x01(\x03R\x12observedGeneration\x12\x1a\n" +
-	"\breplicas\x18\x02 \x01(\x05R\breplicas\x12%\n" +
+	"\x13observed_generation\x18\x01 \x01(\x03R\x12observedGeneration\x12 \n" +
+	"\breplicas\x18\x02 \x01(\x05B\x04\xe0\xf3\x18\x01R\breplicas\x12%\n" +
 	"\x0eready_replicas\x18\x03 \x01(\x05R\rreadyReplicas\x12)\n" +
 	"\x10current_replicas\x18\x04 \x01(\x05R\x0fcurrentReplicas\x12)\n" +
 	"\x10updated_replicas\x18\x05 \x01(\x05R\x0fupdatedReplicas\x12)\n" +
@@ -1631,9 +1631,9 @@ const file_api_v1_apps_proto_rawDesc = "" +
 	"\x0fcollision_count\x18\b \x01(\x05H\x00R\x0ecollisionCount\x88\x01\x01\x129\n" +
 	"\n" +
 	"conditions\x18\t \x03(\v2\x19.tugboat.api.v1.ConditionR\n" +
-	"conditions\x12-\n" +
+	"conditions\x123\n" +
 	"\x12available_replicas\x18\n" +
-	" \x01(\x05R\x11availableReplicasB\x12\n" +
+	" \x01(\x05B\x04\xe0\xf3\x18\x01R\x11availableReplicasB\x12\n" +
 	"\x10_collision_countB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
 
 var (

@@ -810,7 +810,7 @@ var File_api_v1_autoscaling_proto protoreflect.FileDescriptor
 
 const file_api_v1_autoscaling_proto_rawDesc = "" +
 	"\n" +
-	"\x18api/v1/autoscaling.proto\x12\x0etugboat.api.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x11api/v1/meta.proto\"\xd9\x01\n" +
+	"\x18api/v1/autoscaling.proto\x12\x0etugboat.api.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x11api/v1/meta.proto\x1a\x14api/v1/options.proto\"\xd9\x01\n" +
 	"\x17HorizontalPodAutoscaler\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x12?\n" +
 	"\x04spec\x18\x02 \x01(\v2+.tugboat.api.v1.HorizontalPodAutoscalerSpecR\x04spec\x12E\n" +
@@ -851,12 +851,12 @@ const file_api_v1_autoscaling_proto_rawDesc = "" +
 	"\x10HPAScalingPolicy\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x05R\x05value\x12%\n" +
-	"\x0eperiod_seconds\x18\x03 \x01(\x05R\rperiodSeconds\"\xec\x02\n" +
+	"\x0eperiod_seconds\x18\x03 \x01(\x05R\rperiodSeconds\"\xf2\x02\n" +
 	"\x1dHorizontalPodAutoscalerStatus\x12/\n" +
 	"\x13observed_generation\x18\x01 \x01(\x03R\x12observedGeneration\x12B\n" +
 	"\x0flast_scale_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\rlastScaleTime\x12)\n" +
-	"\x10current_replicas\x18\x03 \x01(\x05R\x0fcurrentReplicas\x12)\n" +
-	"\x10desired_replicas\x18\x04 \x01(\x05R\x0fdesiredReplicas\x12E\n" +
+	"\x10current_replicas\x18\x03 \x01(\x05R\x0fcurrentReplicas\x12/\n" +
+	"\x10desired_replicas\x18\x04 \x01(\x05B\x04\xe0\xf3\x18\x01R\x0fdesiredReplicas\x12E\n" +
 	"\x0fcurrent_metrics\x18\x05 \x03(\v2\x1c.tugboat.api.v1.MetricStatusR\x0ecurrentMetrics\x129\n" +
 	"\n" +
 	"conditions\x18\x06 \x03(\v2\x19.tugboat.api.v1.ConditionR\n" +
@@ -933,6 +933,7 @@ func file_api_v1_autoscaling_proto_init() {
 		return
 	}
 	file_api_v1_meta_proto_init()
+	file_api_v1_options_proto_init()
 	file_api_v1_autoscaling_proto_msgTypes[1].OneofWrappers = []any{}
 	file_api_v1_autoscaling_proto_msgTypes[5].OneofWrappers = []any{}
 	file_api_v1_autoscaling_proto_msgTypes[7].OneofWrappers = []any{}

@@ -7881,18 +7881,18 @@ const file_api_v1_core_proto_rawDesc = "" +
 	" \x01(\tR\bqosClass\x12.\n" +
 	"\x13nominated_node_name\x18\v \x01(\tR\x11nominatedNodeName\x12|\n" +
 	"\x17resource_claim_statuses\x18\f \x03(\v2&.tugboat.api.v1.PodResourceClaimStatusB\x1c\xd2\xf3\x18\x04name\xda\xf3\x18\x10merge,retainKeysR\x15resourceClaimStatuses\x12a\n" +
-	"\x1cephemeral_container_statuses\x18\r \x03(\v2\x1f.tugboat.api.v1.ContainerStatusR\x1aephemeralContainerStatuses\"\xb8\x04\n" +
-	"\x0fContainerStatus\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x124\n" +
+	"\x1cephemeral_container_statuses\x18\r \x03(\v2\x1f.tugboat.api.v1.ContainerStatusR\x1aephemeralContainerStatuses\"\xdc\x04\n" +
+	"\x0fContainerStatus\x12\x18\n" +
+	"\x04name\x18\x01 \x01(\tB\x04\xe0\xf3\x18\x01R\x04name\x124\n" +
 	"\x05state\x18\x02 \x01(\v2\x1e.tugboat.api.v1.ContainerStateR\x05state\x12=\n" +
 	"\n" +
-	"last_state\x18\x03 \x01(\v2\x1e.tugboat.api.v1.ContainerStateR\tlastState\x12\x14\n" +
-	"\x05ready\x18\x04 \x01(\bR\x05ready\x12#\n" +
-	"\rrestart_count\x18\x05 \x01(\x05R\frestartCount\x12\x14\n" +
-	"\x05image\x18\x06 \x01(\tR\x05image\x12\x19\n" +
-	"\bimage_id\x18\a \x01(\tR\aimageID\x12!\n" +
-	"\fcontainer_id\x18\b \x01(\tR\vcontainerID\x12\x18\n" +
-	"\astarted\x18\t \x01(\bR\astarted\x12B\n" +
+	"last_state\x18\x03 \x01(\v2\x1e.tugboat.api.v1.ContainerStateR\tlastState\x12\x1a\n" +
+	"\x05ready\x18\x04 \x01(\bB\x04\xe0\xf3\x18\x01R\x05ready\x12)\n" +
+	"\rrestart_count\x18\x05 \x01(\x05B\x04\xe0\xf3\x18\x01R\frestartCount\x12\x1a\n" +
+	"\x05image\x18\x06 \x01(\tB\x04\xe0\xf3\x18\x01R\x05image\x12\x1f\n" +
+	"\bimage_id\x18\a \x01(\tB\x04\xe0\xf3\x18\x01R\aimageID\x12!\n" +
+	"\fcontainer_id\x18\b \x01(\tR\vcontainerID\x12\x1e\n" +
+	"\astarted\x18\t \x01(\bB\x04\xe0\xf3\x18\x01R\astarted\x12B\n" +
 	"\tresources\x18\n" +
 	" \x01(\v2$.tugboat.api.v1.ResourceRequirementsR\tresources\x12h\n" +
 	"\x13allocated_resources\x18\v \x03(\v27.tugboat.api.v1.ContainerStatus.AllocatedResourcesEntryR\x12allocatedResources\x1aE\n" +
@@ -7910,9 +7910,9 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"R\n" +
 	"\x15ContainerStateRunning\x129\n" +
 	"\n" +
-	"started_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\"\x9c\x02\n" +
-	"\x18ContainerStateTerminated\x12\x1b\n" +
-	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x16\n" +
+	"started_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\"\xa2\x02\n" +
+	"\x18ContainerStateTerminated\x12!\n" +
+	"\texit_code\x18\x01 \x01(\x05B\x04\xe0\xf3\x18\x01R\bexitCode\x12\x16\n" +
 	"\x06signal\x18\x02 \x01(\x05R\x06signal\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x129\n" +

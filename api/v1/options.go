@@ -13,6 +13,13 @@ func IsIntOrString(fd protoreflect.FieldDescriptor) bool {
 	return ok && o != nil && proto.GetExtension(o, E_IntOrString).(bool)
 }
 
+// EmitsZero reports whether field fd is marked (emit_zero): printed in
+// JSON even when it holds its zero value (options.proto).
+func EmitsZero(fd protoreflect.FieldDescriptor) bool {
+	o, ok := fd.Options().(*descriptorpb.FieldOptions)
+	return ok && o != nil && proto.GetExtension(o, E_EmitZero).(bool)
+}
+
 // PatchMeta is field fd's strategic merge patch metadata (options.proto):
 // the merge key of a list of messages and the patch strategy, both empty
 // when unset.

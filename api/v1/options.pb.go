@@ -46,6 +46,14 @@ var file_api_v1_options_proto_extTypes = []protoimpl.ExtensionInfo{
 		Tag:           "bytes,51003,opt,name=patch_strategy",
 		Filename:      "api/v1/options.proto",
 	},
+	{
+		ExtendedType:  (*descriptorpb.FieldOptions)(nil),
+		ExtensionType: (*bool)(nil),
+		Field:         51004,
+		Name:          "tugboat.api.v1.emit_zero",
+		Tag:           "varint,51004,opt,name=emit_zero",
+		Filename:      "api/v1/options.proto",
+	},
 }
 
 // Extension fields to descriptorpb.FieldOptions.
@@ -71,6 +79,15 @@ var (
 	//
 	// optional string patch_strategy = 51003;
 	E_PatchStrategy = &file_api_v1_options_proto_extTypes[2]
+	// emit_zero marks a scalar field that Kubernetes' JSON always carries
+	// (its Go field has no omitempty: a container status's restartCount,
+	// ready and exitCode, a ReplicaSet's status.replicas). protojson leaves
+	// zero scalars out; the manifest codec prints such a field as 0, false
+	// or "" when it is unset, so `restartCount: 0` and `exitCode: 0` show
+	// in output and in jsonpath as they do against Kubernetes.
+	//
+	// optional bool emit_zero = 51004;
+	E_EmitZero = &file_api_v1_options_proto_extTypes[3]
 )
 
 var File_api_v1_options_proto protoreflect.FileDescriptor
@@ -80,7 +97,8 @@ const file_api_v1_options_proto_rawDesc = "" +
 	"\x14api/v1/options.proto\x12\x0etugboat.api.v1\x1a google/protobuf/descriptor.proto:C\n" +
 	"\rint_or_string\x12\x1d.google.protobuf.FieldOptions\x18\xb9\x8e\x03 \x01(\bR\vintOrString:G\n" +
 	"\x0fpatch_merge_key\x12\x1d.google.protobuf.FieldOptions\x18\xba\x8e\x03 \x01(\tR\rpatchMergeKey:F\n" +
-	"\x0epatch_strategy\x12\x1d.google.protobuf.FieldOptions\x18\xbb\x8e\x03 \x01(\tR\rpatchStrategyB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
+	"\x0epatch_strategy\x12\x1d.google.protobuf.FieldOptions\x18\xbb\x8e\x03 \x01(\tR\rpatchStrategy:<\n" +
+	"\temit_zero\x12\x1d.google.protobuf.FieldOptions\x18\xbc\x8e\x03 \x01(\bR\bemitZeroB&Z$github.com/tugboat/tugboat/api/v1;v1b\x06proto3"
 
 var file_api_v1_options_proto_goTypes = []any{
 	(*descriptorpb.FieldOptions)(nil), // 0: google.protobuf.FieldOptions
@@ -89,10 +107,11 @@ var file_api_v1_options_proto_depIdxs = []int32{
 	0, // 0: tugboat.api.v1.int_or_string:extendee -> google.protobuf.FieldOptions
 	0, // 1: tugboat.api.v1.patch_merge_key:extendee -> google.protobuf.FieldOptions
 	0, // 2: tugboat.api.v1.patch_strategy:extendee -> google.protobuf.FieldOptions
-	3, // [3:3] is the sub-list for method output_type
-	3, // [3:3] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	0, // [0:3] is the sub-list for extension extendee
+	0, // 3: tugboat.api.v1.emit_zero:extendee -> google.protobuf.FieldOptions
+	4, // [4:4] is the sub-list for method output_type
+	4, // [4:4] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	0, // [0:4] is the sub-list for extension extendee
 	0, // [0:0] is the sub-list for field type_name
 }
 
@@ -108,7 +127,7 @@ func file_api_v1_options_proto_init() {
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_options_proto_rawDesc), len(file_api_v1_options_proto_rawDesc)),
 			NumEnums:      0,
 			NumMessages:   0,
-			NumExtensions: 3,
+			NumExtensions: 4,
 			NumServices:   0,
 		},
 		GoTypes:           file_api_v1_options_proto_goTypes,

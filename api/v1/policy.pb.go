@@ -263,14 +263,14 @@ const file_api_v1_policy_proto_rawDesc = "" +
 	"\rmin_available\x18\x01 \x01(\tB\x04\xc8\xf3\x18\x01R\fminAvailable\x129\n" +
 	"\bselector\x18\x02 \x01(\v2\x1d.tugboat.api.v1.LabelSelectorR\bselector\x12-\n" +
 	"\x0fmax_unavailable\x18\x03 \x01(\tB\x04\xc8\xf3\x18\x01R\x0emaxUnavailable\x12A\n" +
-	"\x1dunhealthy_pod_eviction_policy\x18\x04 \x01(\tR\x1aunhealthyPodEvictionPolicy\"\x85\x04\n" +
+	"\x1dunhealthy_pod_eviction_policy\x18\x04 \x01(\tR\x1aunhealthyPodEvictionPolicy\"\x9d\x04\n" +
 	"\x19PodDisruptionBudgetStatus\x12/\n" +
 	"\x13observed_generation\x18\x01 \x01(\x03R\x12observedGeneration\x12c\n" +
-	"\x0edisrupted_pods\x18\x02 \x03(\v2<.tugboat.api.v1.PodDisruptionBudgetStatus.DisruptedPodsEntryR\rdisruptedPods\x12/\n" +
-	"\x13disruptions_allowed\x18\x03 \x01(\x05R\x12disruptionsAllowed\x12'\n" +
-	"\x0fcurrent_healthy\x18\x04 \x01(\x05R\x0ecurrentHealthy\x12'\n" +
-	"\x0fdesired_healthy\x18\x05 \x01(\x05R\x0edesiredHealthy\x12#\n" +
-	"\rexpected_pods\x18\x06 \x01(\x05R\fexpectedPods\x12L\n" +
+	"\x0edisrupted_pods\x18\x02 \x03(\v2<.tugboat.api.v1.PodDisruptionBudgetStatus.DisruptedPodsEntryR\rdisruptedPods\x125\n" +
+	"\x13disruptions_allowed\x18\x03 \x01(\x05B\x04\xe0\xf3\x18\x01R\x12disruptionsAllowed\x12-\n" +
+	"\x0fcurrent_healthy\x18\x04 \x01(\x05B\x04\xe0\xf3\x18\x01R\x0ecurrentHealthy\x12-\n" +
+	"\x0fdesired_healthy\x18\x05 \x01(\x05B\x04\xe0\xf3\x18\x01R\x0edesiredHealthy\x12)\n" +
+	"\rexpected_pods\x18\x06 \x01(\x05B\x04\xe0\xf3\x18\x01R\fexpectedPods\x12L\n" +
 	"\n" +
 	"conditions\x18\a \x03(\v2\x19.tugboat.api.v1.ConditionB\x11\xd2\xf3\x18\x04type\xda\xf3\x18\x05mergeR\n" +
 	"conditions\x1a\\\n" +

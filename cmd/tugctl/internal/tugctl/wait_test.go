@@ -60,7 +60,7 @@ func TestWait(t *testing.T) {
 	if code := bg.wait(t, 25*time.Second); code != 0 || bg.out.String() != "pod/b deleted\n" {
 		t.Errorf("wait --for=delete: %d %q %q", code, bg.out.String(), bg.err.String())
 	}
-	mustFail(t, e.run("wait", "pod/a", "--for=delete", "--timeout=3s"), "pods/a (still exists)")
+	mustFail(t, e.run("wait", "pod/a", "--for=delete", "--timeout=6s"), "pods/a (still exists)")
 
 	for _, tc := range []struct {
 		args []string
