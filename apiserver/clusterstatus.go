@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tugboat/tugboat/api/apierrors"
+	"github.com/tugboat/tugboat/api/componentstatus"
 	"github.com/tugboat/tugboat/api/kinds"
 	v1 "github.com/tugboat/tugboat/api/v1"
 )
@@ -36,12 +37,26 @@ type clusterService struct {
 	s *Server
 }
 
-// Status implements Cluster.Status.
-func (c *clusterService) Status(ctx context.Context, _ *v1.ClusterStatusRequest) (*v1.ClusterStatus, error) {
-	if err := c.s.authorizeVirtual(ctx, "get", "componentstatuses", "", ""); err != nil {
+// Status implements Cluster.Status: the whole status is a list of
+// componentstatuses, one component a get of it (as kube-apiserver
+// authorizes kubectl get cs and kubectl get cs NAME).
+func (c *clusterService) Status(ctx context.Context, req *v1.ClusterStatusRequest) (*v1.ClusterStatus, error) {
+	name := req.GetName()
+	verb := "list"
+	if name != "" {
+		verb = "get"
+	}
+	if err := c.s.authorizeVirtual(ctx, verb, "componentstatuses", name, ""); err != nil {
 		return nil, err
 	}
-	return c.s.clusterStatus(ctx)
+	st, err := c.s.clusterStatus(ctx)
+	if err != nil || name == "" {
+		return st, err
+	}
+	if one := componentstatus.Only(st, name); one != nil {
+		return one, nil
+	}
+	return nil, apierrors.New(apierrors.ErrNotFound, "componentstatuses %q not found", name)
 }
 
 func (s *Server) clusterStatus(ctx context.Context) (*v1.ClusterStatus, error) {

@@ -93,3 +93,28 @@ func Bytes(n int64) string {
 	}
 	return fmt.Sprintf("%d B", n)
 }
+
+// Only is st with only the component of that ComponentStatus name (as
+// Items names them), or nil if none has it. AnsweredBy is kept.
+func Only(st *v1.ClusterStatus, name string) *v1.ClusterStatus {
+	out := &v1.ClusterStatus{AnsweredBy: st.GetAnsweredBy()}
+	for _, l := range st.GetLeaders() {
+		if l.GetComponent() == name {
+			out.Leaders = append(out.Leaders, l)
+			return out
+		}
+	}
+	for i, m := range st.GetEtcdMembers() {
+		if fmt.Sprintf("etcd-%d", i) == name {
+			out.EtcdMembers = append(out.EtcdMembers, m)
+			return out
+		}
+	}
+	for _, a := range st.GetApiservers() {
+		if a.GetName() == name {
+			out.Apiservers = append(out.Apiservers, a)
+			return out
+		}
+	}
+	return nil
+}

@@ -23,7 +23,13 @@ const (
 )
 
 type ClusterStatusRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Empty: every component, authorized as list on componentstatuses.
+	// Otherwise one ComponentStatus name (scheduler, controller-manager,
+	// etcd-N, apiserver-<id>; see api/componentstatus), authorized as get
+	// on componentstatuses/<name>: the answer holds only that component,
+	// NotFound if there is none of that name.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -56,6 +62,13 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
 	return file_api_v1_cluster_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ClusterStatusRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
 }
 
 type ClusterStatus struct {
@@ -425,8 +438,9 @@ var File_api_v1_cluster_proto protoreflect.FileDescriptor
 
 const file_api_v1_cluster_proto_rawDesc = "" +
 	"\n" +
-	"\x14api/v1/cluster.proto\x12\x0etugboat.api.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x16\n" +
-	"\x14ClusterStatusRequest\"\xee\x01\n" +
+	"\x14api/v1/cluster.proto\x12\x0etugboat.api.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"*\n" +
+	"\x14ClusterStatusRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xee\x01\n" +
 	"\rClusterStatus\x12\x1f\n" +
 	"\vanswered_by\x18\x01 \x01(\tR\n" +
 	"answeredBy\x12?\n" +

@@ -34,8 +34,9 @@ type ClusterClient interface {
 	// Status lists every apiserver (by its identity Lease in kube-system),
 	// every etcd member (as the answering apiserver's etcd client sees
 	// them: member list, then each member's status), and who leads the
-	// scheduler and the controller-manager (their Leases). Needs get on
-	// componentstatuses (core group), as kubectl get cs does.
+	// scheduler and the controller-manager (their Leases). The whole
+	// status needs list on componentstatuses (core group), as kubectl get
+	// cs does; one component (name set) needs get on it.
 	Status(ctx context.Context, in *ClusterStatusRequest, opts ...grpc.CallOption) (*ClusterStatus, error)
 }
 
@@ -69,8 +70,9 @@ type ClusterServer interface {
 	// Status lists every apiserver (by its identity Lease in kube-system),
 	// every etcd member (as the answering apiserver's etcd client sees
 	// them: member list, then each member's status), and who leads the
-	// scheduler and the controller-manager (their Leases). Needs get on
-	// componentstatuses (core group), as kubectl get cs does.
+	// scheduler and the controller-manager (their Leases). The whole
+	// status needs list on componentstatuses (core group), as kubectl get
+	// cs does; one component (name set) needs get on it.
 	Status(context.Context, *ClusterStatusRequest) (*ClusterStatus, error)
 	mustEmbedUnimplementedClusterServer()
 }

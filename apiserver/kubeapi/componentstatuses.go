@@ -39,7 +39,7 @@ func (h *Handler) componentStatuses(w http.ResponseWriter, r *http.Request, path
 	}
 	// As kube-apiserver warns (kubectl prints it).
 	w.Header().Add("Warning", `299 - "v1 ComponentStatus is deprecated in v1.19+"`)
-	req := &v1.ClusterStatusRequest{}
+	req := &v1.ClusterStatusRequest{Name: name} // list, or get of one: authorized as such
 	out, err := h.b.Call(r.Context(), clusterService+"Status", req, func(ctx context.Context) (any, error) { return h.b.Cluster().Status(ctx, req) })
 	if err != nil {
 		writeStatus(w, statusOf(err, t))
@@ -47,13 +47,11 @@ func (h *Handler) componentStatuses(w http.ResponseWriter, r *http.Request, path
 	}
 	items := componentstatus.Items(out.(*v1.ClusterStatus))
 	if name != "" {
-		for _, it := range items {
-			if it.Name() == name {
-				writeJSON(w, http.StatusOK, it)
-				return true
-			}
+		if len(items) != 1 || items[0].Name() != name {
+			writeStatus(w, statusOf(apierrors.New(apierrors.ErrNotFound, "componentstatuses %q not found", name), t))
+			return true
 		}
-		writeStatus(w, statusOf(apierrors.New(apierrors.ErrNotFound, "componentstatuses %q not found", name), t))
+		writeJSON(w, http.StatusOK, items[0])
 		return true
 	}
 	if parseAccept(r).table {
