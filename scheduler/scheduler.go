@@ -88,7 +88,8 @@ func New(c *client.Client, cfg Config) (*Scheduler, error) {
 		return nil, err
 	}
 	log := cfg.Logger.With("component", "scheduler")
-	s := &Scheduler{
+	var s *Scheduler
+	s = &Scheduler{
 		cfg:        cfg,
 		client:     c,
 		log:        log,
@@ -103,6 +104,7 @@ func New(c *client.Client, cfg Config) (*Scheduler, error) {
 		pipeline: framework.NewPipeline(framework.PipelineConfig{
 			Filters: filters, Scores: scores,
 			PercentageOfNodesToScore: cfg.PercentageOfNodesToScore, Parallelism: cfg.Parallelism,
+			NamespaceLabels: func(ns string) map[string]string { return s.namespaceLabels(ns) },
 		}),
 		snapshot:  cache.NewSnapshot(),
 		nominated: newNominator(),

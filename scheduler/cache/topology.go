@@ -229,22 +229,7 @@ func (c *Cache) visitGroup(st *framework.TopologyState, pi *framework.PodInfo, g
 // pass the constraint's nodeAffinityPolicy and nodeTaintsPolicy. Every
 // such node's domain is present, with 0 if it has no matching pod.
 func (c *Cache) spread(st *framework.TopologyState, pi *framework.PodInfo) {
-	counts := func(n *framework.Node, sc *framework.SpreadConstraint) (string, bool) {
-		for i := range pi.Spread {
-			if o := &pi.Spread[i]; o.Hard == sc.Hard {
-				if _, ok := n.Labels[o.TopologyKey]; !ok {
-					return "", false
-				}
-			}
-		}
-		if sc.HonorAffinity && !pi.NodeMatchesAffinity(n) {
-			return "", false
-		}
-		if sc.HonorTaints && !pi.ToleratesNode(n) {
-			return "", false
-		}
-		return n.Labels[sc.TopologyKey], true
-	}
+	counts := pi.SpreadDomain
 	st.Spread = make([]framework.SpreadState, len(pi.Spread))
 	for i := range pi.Spread {
 		sc := &pi.Spread[i]

@@ -30,6 +30,9 @@ type PipelineConfig struct {
 	Parallelism int
 	// Seed seeds the tie-breaking random source (0: random).
 	Seed uint64
+	// NamespaceLabels gives a namespace's labels, for the namespaceSelector
+	// of pod affinity terms when nominated pods are counted (nil: none).
+	NamespaceLabels func(ns string) map[string]string
 }
 
 // Result is a successful decision.
@@ -95,10 +98,11 @@ func (p *Pipeline) NumFeasibleNodesToFind(n int) int {
 // (status.nominatedNodeName), by node name: the room their victims free
 // is theirs. A decision counts, on each node, the nominated pods of at
 // least the deciding pod's priority (not itself) as if they ran there —
-// their requests, pod count and host ports (Kubernetes' "filter with
-// nominated pods"; unlike Kubernetes, inter-pod affinity and topology
-// spread counts do not include them) — and the node must fit the pod both
-// with and without them. nil: no pod is nominated anywhere.
+// their requests, pod count, host ports, and the inter-pod affinity and
+// topology spread counts of the filters (Kubernetes' "filter with
+// nominated pods", RunFilterPluginsWithNominatedPods) — and the node must
+// fit the pod both with and without them. nil: no pod is nominated
+// anywhere.
 type Nominations map[string][]*PodInfo
 
 // Schedule picks a node for pi among nodes, or says why none fits. nodes
@@ -143,7 +147,7 @@ func (p *Pipeline) Schedule(pi *PodInfo, nodes []*NodeInfo, nominated Nomination
 // fits runs the filters until one refuses: on the node with the pods
 // nominated to it that are at least as important as pi, then as it is.
 func (p *Pipeline) fits(pi *PodInfo, ni *NodeInfo) bool {
-	if with := p.withNominated(pi, ni); with != nil && p.filter(pi, with) != nil {
+	if piWith, with := p.withNominated(pi, ni); with != nil && p.filter(piWith, with) != nil {
 		return false
 	}
 	return p.filter(pi, ni) == nil
@@ -160,10 +164,11 @@ func (p *Pipeline) filter(pi *PodInfo, ni *NodeInfo) *Status {
 }
 
 // withNominated is a copy of ni with the nominated pods that pi must make
-// room for added, or nil when there are none (the common case: nothing
-// copied).
-func (p *Pipeline) withNominated(pi *PodInfo, ni *NodeInfo) *NodeInfo {
+// room for added, and pi with its topology counts including them; nil
+// when there are none (the common case: nothing copied).
+func (p *Pipeline) withNominated(pi *PodInfo, ni *NodeInfo) (*PodInfo, *NodeInfo) {
 	var with *NodeInfo
+	var added []*PodInfo
 	for _, np := range p.nominated[ni.Name()] {
 		if np.Key == pi.Key || np.Priority < pi.Priority {
 			continue
@@ -173,8 +178,17 @@ func (p *Pipeline) withNominated(pi *PodInfo, ni *NodeInfo) *NodeInfo {
 			ni.CopyInto(with)
 		}
 		with.AddPod(np)
+		added = append(added, np)
 	}
-	return with
+	if with == nil {
+		return pi, nil
+	}
+	if ts := pi.Topology.WithPods(pi, ni.Node, added, p.cfg.NamespaceLabels); ts != pi.Topology {
+		cp := *pi
+		cp.Topology = ts
+		pi = &cp
+	}
+	return pi, with
 }
 
 // findFeasible fills p.feasible with up to about want nodes that fit,
@@ -236,7 +250,7 @@ func (p *Pipeline) findFeasible(pi *PodInfo, nodes []*NodeInfo, start, want int)
 func (p *Pipeline) diagnose(pi *PodInfo, nodes []*NodeInfo) *FitError {
 	fe := &FitError{NumNodes: len(nodes), Reasons: map[string]int{}}
 	for _, ni := range nodes {
-		if with := p.withNominated(pi, ni); with != nil && p.diagnoseNode(fe, pi, with) {
+		if piWith, with := p.withNominated(pi, ni); with != nil && p.diagnoseNode(fe, piWith, with) {
 			continue
 		}
 		p.diagnoseNode(fe, pi, ni)
