@@ -3,6 +3,7 @@ package ingress
 import (
 	"io"
 	"net/http"
+	"net/http/httputil"
 	"slices"
 	"sync"
 	"testing"
@@ -11,7 +12,9 @@ import (
 
 // BenchmarkIngressVsDirect: requests/s and p99 latency through the
 // Ingress datapath (host and path rule, reverse proxy to the Service's
-// endpoint) and straight to the same backend, in the same run, with
+// endpoint), through a bare httputil.ReverseProxy (the floor of a
+// net/http proxy hop), and straight to the same backend, in the same
+// run, all in this process (client, proxy and backend share its CPU), with
 // b.RunParallel clients (GOMAXPROCS × -cpu goroutines, -benchtime sets
 // the requests) on keep-alive connections. Reports req/s and p99-ms.
 //
@@ -41,8 +44,19 @@ spec:
               number: 80
 `)
 	cl.eventually("bench.example.com", "/app/x", 200, "hello")
+	// The floor: net/http's reverse proxy alone, to the same backend with
+	// the same Transport settings, without routing, metrics or state.
+	bare := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme, pr.Out.URL.Host = "http", backend
+			pr.SetXForwarded()
+			pr.Out.Host = pr.In.Host
+		},
+		Transport: cl.c.proxy.Transport.(*http.Transport).Clone(),
+	}
+	bareAddr := cl.backendFunc("bare", bare.ServeHTTP)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024}}
-	for _, c := range []struct{ name, addr string }{{"direct", backend}, {"ingress", cl.http}} {
+	for _, c := range []struct{ name, addr string }{{"direct", backend}, {"reverseproxy", bareAddr}, {"ingress", cl.http}} {
 		b.Run(c.name, func(b *testing.B) {
 			var mu sync.Mutex
 			var lat []time.Duration

@@ -131,6 +131,46 @@ func TestRouting(t *testing.T) {
 	cl.event("web", "Sync")
 }
 
+// The request reaches the endpoint with the client's headers (no
+// Accept-Encoding added), X-Forwarded-* set, hop-by-hop headers dropped;
+// an encoded answer goes back to the client as the endpoint encoded it.
+func TestForwardedHeaders(t *testing.T) {
+	cl := startCluster(t)
+	cl.service("web", cl.backendFunc("web", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/gzip" {
+			w.Header().Set("Content-Encoding", "gzip")
+			io.WriteString(w, "not really gzip")
+			return
+		}
+		fmt.Fprintf(w, "web accept-encoding=%q xff=%q xfh=%q xfp=%q x-hop=%q", r.Header.Get("Accept-Encoding"),
+			r.Header.Get("X-Forwarded-For"), r.Header.Get("X-Forwarded-Host"), r.Header.Get("X-Forwarded-Proto"), r.Header.Get("X-Hop"))
+	}))
+	cl.apply(`apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: web
+spec:
+  defaultBackend:
+    service: {name: web, port: {number: 80}}
+`)
+	cl.eventually("web.example.com", "/", 200, "web ")
+	plain := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	req, _ := http.NewRequest("GET", "http://"+cl.http+"/", nil)
+	req.Host = "web.example.com"
+	req.Header.Set("Connection", "X-Hop")
+	req.Header.Set("X-Hop", "dropped")
+	_, body, _ := do(t, plain, req)
+	if want := `web accept-encoding="" xff="127.0.0.1" xfh="web.example.com" xfp="http" x-hop=""`; body != want {
+		t.Errorf("backend saw %s\nwant         %s", body, want)
+	}
+	req, _ = http.NewRequest("GET", "http://"+cl.http+"/gzip", nil)
+	req.Host = "web.example.com"
+	req.Header.Set("Accept-Encoding", "gzip")
+	if _, body, h := do(t, plain, req); body != "not really gzip" || h.Get("Content-Encoding") != "gzip" {
+		t.Errorf("encoded answer: %q with Content-Encoding %q, want it as the endpoint sent it", body, h.Get("Content-Encoding"))
+	}
+}
+
 // Round robin over a Service's ready endpoints, and an endpoint change
 // applied without a restart.
 func TestBalancingAndEndpointChange(t *testing.T) {

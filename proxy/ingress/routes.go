@@ -223,13 +223,30 @@ func (hr *hostRules) match(path string) *backend {
 	if b, ok := hr.exact[path]; ok {
 		return b
 	}
-	reqElems := elements(path)
 	for _, p := range hr.prefixes {
-		if len(p.elems) <= len(reqElems) && slices.Equal(p.elems, reqElems[:len(p.elems)]) {
+		if hasElements(path, p.elems) {
 			return p.b
 		}
 	}
 	return nil
+}
+
+// hasElements reports whether path's first elements (empty ones skipped,
+// as elements does) are elems; it walks path in place, without splitting
+// it (no allocation per request).
+func hasElements(path string, elems []string) bool {
+	for _, want := range elems {
+		path = strings.TrimLeft(path, "/")
+		if path == "" {
+			return false
+		}
+		e, rest, _ := strings.Cut(path, "/")
+		if e != want {
+			return false
+		}
+		path = rest
+	}
+	return true
 }
 
 // resolveBackend finds the Service port of a backend and its ready

@@ -2,6 +2,7 @@ package ingress
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -115,6 +116,22 @@ func TestServed(t *testing.T) {
 	} {
 		if got := Served(c.ing, c.classes); got != c.want {
 			t.Errorf("%s: served %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// hasElements walks the path in place; it answers as comparing the
+// split elements does.
+func TestHasElements(t *testing.T) {
+	paths := []string{"/", "", "/foo", "/foo/", "/foo//bar", "//foo/bar/", "/foobar", "/foo/bar/baz", "/fo", "/foo/ba"}
+	for _, prefix := range []string{"/", "/foo", "/foo/", "/foo/bar", "/foo//bar/", "/bar"} {
+		pe := elements(prefix)
+		for _, p := range paths {
+			re := elements(p)
+			want := len(pe) <= len(re) && slices.Equal(pe, re[:len(pe)])
+			if got := hasElements(p, pe); got != want {
+				t.Errorf("hasElements(%q, elements(%q)) = %v, want %v", p, prefix, got, want)
+			}
 		}
 	}
 }

@@ -23,9 +23,11 @@ type target struct {
 }
 
 // newReverseProxy is net/http's reverse proxy to the endpoint ServeHTTP
-// picked: the Host header kept, X-Forwarded-For/Host/Proto set, responses
-// of unknown length (streams) flushed as they come; connections to
-// endpoints are dialled in the node's namespace and kept alive.
+// picked: the Host header kept, X-Forwarded-For/Host/Proto set,
+// hop-by-hop headers dropped and upgrades (websockets) spliced by
+// httputil, responses of unknown length (streams) flushed as they come,
+// the body's encoding untouched; connections to endpoints are dialled in
+// the node's namespace and kept alive.
 func newReverseProxy(nsFd int, m *metrics, log *slog.Logger) *httputil.ReverseProxy {
 	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	transport := &http.Transport{
@@ -36,8 +38,16 @@ func newReverseProxy(nsFd int, m *metrics, log *slog.Logger) *httputil.ReversePr
 			err = netns.Do(nsFd, func() error { c, err = dialer.DialContext(ctx, network, addr); return err })
 			return c, err
 		},
+		// Up to 512 idle keep-alive connections per endpoint (net/http's
+		// default is 2: beyond two concurrent requests to one pod, every
+		// request would dial a new connection and close it after).
 		MaxIdleConns: 4096, MaxIdleConnsPerHost: 512, IdleConnTimeout: 90 * time.Second,
 		ExpectContinueTimeout: time.Second,
+		// The client's Accept-Encoding goes to the endpoint as sent, and
+		// the endpoint's encoding back: without this the Transport asks
+		// for gzip on a request that did not, then decompresses the
+		// answer in the proxy.
+		DisableCompression: true,
 	}
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
