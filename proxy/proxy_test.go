@@ -64,7 +64,7 @@ type running struct {
 	reg    *prometheus.Registry
 }
 
-func (r *running) stop(t *testing.T) {
+func (r *running) stop(t testing.TB) {
 	t.Helper()
 	r.cancel()
 	if err := <-r.done; err != nil {
@@ -72,7 +72,7 @@ func (r *running) stop(t *testing.T) {
 	}
 }
 
-func start(t *testing.T, c *client.Client, l *nstest.Lab, opts ...func(*Config)) *running {
+func start(t testing.TB, c *client.Client, l *nstest.Lab, opts ...func(*Config)) *running {
 	reg := prometheus.NewRegistry()
 	cfg := Config{Client: c, NodeName: "node-a", ClusterCIDR: netip.MustParsePrefix("10.244.0.0/16"),
 		ClusterDNS: netip.MustParseAddr("10.96.0.10"), ClusterDomain: "cluster.local",

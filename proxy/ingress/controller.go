@@ -43,6 +43,29 @@
 // metadata.name, only a Secret that an Ingress in its namespace names in
 // spec.tls. So the proxy watches each such Secret by name (secrets.go)
 // rather than listing all of them.
+//
+// Cost per request: one net/http server request and one Transport round
+// trip on a kept-alive connection to the endpoint (up to 512 idle per
+// endpoint, so concurrent requests do not dial): four socket syscalls,
+// and the request and response headers parsed and copied by net/http.
+// Tugboat's own part — one atomic load of the table, a host map lookup,
+// an allocation-free element walk of the path, a round-robin counter,
+// pre-curried metric series, pooled 32 KiB copy buffers — is under 1% of
+// the proxy's CPU profile under load (ServeHTTP 18.6% cumulative, of
+// which httputil.ReverseProxy 18.3%); a third is the socket write and
+// read syscalls (on veth and loopback they include the kernel delivering
+// the packet), the rest net/http's server and Transport goroutines
+// (header parsing, hand-offs between them) and GC. The benchmarks:
+//
+//	flock /tmp/tugboat-bench.lock flock /tmp/tugboat-host.lock go test -run '^$' -bench IngressVsDirectNetns -benchtime 1x -count 3 ./proxy/
+//	flock /tmp/tugboat-bench.lock go test -run '^$' -bench IngressVsDirect -benchtime 20000x -cpu 32 -benchmem ./proxy/ingress/
+//
+// The first is the real proxy between wrk and an echo pod in network
+// namespaces, the second all in one process with a bare
+// httputil.ReverseProxy as the floor; proxy/README has the numbers and
+// what they mean: on a shared 2-core machine the proxy hop's CPU is taken
+// from the backend and the client, so the rate through it is 0.22–0.37×
+// of direct; with the backend limited to 100m, 0.66–0.86×.
 package ingress
 
 import (
