@@ -26,8 +26,10 @@ import (
 // TestHollowNodes runs 200 hollow nodes against a real control plane
 // (apiserver on embedded etcd, scheduler, controller-manager, all with
 // their own certificates, RBAC and the node authorizer on) and 2,000 pods
-// of ten Deployments: every node registers, gets a pod CIDR and is Ready,
-// every pod runs with an address of its node's pod CIDR, the nodes'
+// of ten Deployments (ordinary pods: the ServiceAccount admission gives
+// each the projected kube-api-access-* volume, so every node requests a
+// bound token per pod and reads kube-root-ca.crt): every node registers,
+// gets a pod CIDR and is Ready, every pod runs with an address of its node's pod CIDR, the nodes'
 // Leases are renewed, and deleting the Deployments removes every pod.
 func TestHollowNodes(t *testing.T) {
 	const (
@@ -40,10 +42,18 @@ func TestHollowNodes(t *testing.T) {
 	t.Cleanup(cancel)
 	log := controllertest.Logger()
 
+	// The cluster CA published as kube-root-ca.crt, as the
+	// controller-manager binary does by default (--root-ca-file defaults
+	// to --ca-file): the pods' kube-api-access-* volume projects it, and
+	// without it no pod starts (the configMap source is not optional).
+	rootCA, err := os.ReadFile(filepath.Join(s.PKIDir, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmCfg := manager.Config{Client: s.ClientAs("controller-manager"), Identity: "cm", Registry: prometheus.NewRegistry(), Logger: log}
+	cmCfg.RootCACertPublisher.RootCA = rootCA
 	cmDone := make(chan error, 1)
-	go func() {
-		cmDone <- manager.Run(ctx, manager.Config{Client: s.ClientAs("controller-manager"), Identity: "cm", Registry: prometheus.NewRegistry(), Logger: log})
-	}()
+	go func() { cmDone <- manager.Run(ctx, cmCfg) }()
 	sched, err := scheduler.New(s.ClientAs("scheduler"), scheduler.Config{Logger: log, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
@@ -145,6 +155,9 @@ func TestHollowNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range ps {
+		if !hasTokenVolume(p) {
+			t.Fatalf("pod %s has no projected serviceAccountToken volume: %v", p.GetMetadata().GetName(), p.GetSpec().GetVolumes())
+		}
 		ip := p.GetStatus().GetPodIp()
 		if other, dup := ips[ip]; dup {
 			t.Fatalf("pods %s and %s both have address %s", other, p.GetMetadata().GetName(), ip)
@@ -211,6 +224,20 @@ func TestHollowNodes(t *testing.T) {
 	})
 }
 
+// hasTokenVolume: the pod has a projected volume with a
+// serviceAccountToken source (the ServiceAccount admission's
+// kube-api-access-*).
+func hasTokenVolume(p *v1.Pod) bool {
+	for _, v := range p.GetSpec().GetVolumes() {
+		for _, src := range v.GetProjected().GetSources() {
+			if src.GetServiceAccountToken() != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func conditionTrue[T interface {
 	*v1.Node | *v1.Pod
 }](obj T, typ string) bool {
@@ -230,7 +257,6 @@ func conditionTrue[T interface {
 }
 
 func deployment(name string, replicas int32) *v1.Deployment {
-	noToken := false
 	lbl := map[string]string{"app": name, "load": "true"}
 	grace := int64(0)
 	return &v1.Deployment{
@@ -241,9 +267,6 @@ func deployment(name string, replicas int32) *v1.Deployment {
 			Template: &v1.PodTemplateSpec{
 				Metadata: &v1.ObjectMeta{Labels: lbl},
 				Spec: &v1.PodSpec{
-					// No service account token volume: with one, no hollow pod
-					// started (not yet understood; see the issue note).
-					AutomountServiceAccountToken:  &noToken,
 					TerminationGracePeriodSeconds: &grace,
 					Containers: []*v1.Container{{
 						Name: "main", Image: "busybox", Command: []string{"sleep", "3600"},

@@ -273,7 +273,6 @@ func conditionTrue(cs []*v1.Condition, typ string) bool {
 }
 
 func deployment(name string, replicas int32) *v1.Deployment {
-	noToken := false
 	lbl := map[string]string{"app": name, "density": "true"}
 	return &v1.Deployment{
 		Metadata: &v1.ObjectMeta{Name: name, Namespace: "default"},
@@ -283,9 +282,7 @@ func deployment(name string, replicas int32) *v1.Deployment {
 			Template: &v1.PodTemplateSpec{
 				Metadata: &v1.ObjectMeta{Labels: lbl},
 				Spec: &v1.PodSpec{
-					// No service account token volume: with one, no hollow pod
-					// started (not yet understood; see the issue note).
-					AutomountServiceAccountToken: &noToken, Containers: []*v1.Container{{
+					Containers: []*v1.Container{{
 						Name: "main", Image: "busybox", Command: []string{"sleep", "3600"},
 						Resources: &v1.ResourceRequirements{Requests: map[string]string{"cpu": "10m", "memory": "16Mi"}},
 					}}},
