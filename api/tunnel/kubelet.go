@@ -114,16 +114,19 @@ func serveOnce(ctx context.Context, c *client.Client, node string, srv *grpc.Ser
 	)
 	// One grpc.Server may serve many listeners; each tunnel is one.
 	lis := newOneConnListener(conn)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(lis) }()
-	select {
-	case <-sctx.Done():
-	case err = <-done:
-	}
-	lis.Close()
-	conn.Close()
-	if err != nil {
+	// Serve on this goroutine (none waits beside it): the end of sctx (ctx
+	// ended, or the stream broke: the conn cancels it) closes the listener
+	// and the connection, which ends Serve; a Serve that ends first (the
+	// server stopped) cancels sctx, which closes them.
+	context.AfterFunc(sctx, func() {
+		lis.Close()
+		conn.Close()
+	})
+	err = srv.Serve(lis)
+	ended := sctx.Err()
+	cancel()
+	if err != nil && ended == nil {
 		return fmt.Errorf("tunnel: %w", err)
 	}
-	return sctx.Err()
+	return ended
 }

@@ -11,16 +11,18 @@ import (
 	"github.com/tugboat/tugboat/internal/promtext"
 )
 
-// goStats reads the Go heap in use (bytes) and the goroutines of the
-// process whose metrics are at addr (zeros if they cannot be read).
-func goStats(ctx context.Context, addr string) (heap, goroutines float64) {
+// goStats reads the Go heap in use (bytes), the goroutine stacks in use
+// (bytes) and the goroutines of the process whose metrics are at addr
+// (zeros if they cannot be read).
+func goStats(ctx context.Context, addr string) (heap, stacks, goroutines float64) {
 	m, err := promtext.Scrape(ctx, nil, "http://"+addr+"/metrics")
 	if err != nil {
-		return 0, 0
+		return 0, 0, 0
 	}
 	heap, _ = m.Sum("go_memstats_heap_inuse_bytes")
+	stacks, _ = m.Sum("go_memstats_stack_inuse_bytes")
 	goroutines, _ = m.Sum("go_goroutines")
-	return heap, goroutines
+	return heap, stacks, goroutines
 }
 
 // saveURL writes what url answers to path (a profile).

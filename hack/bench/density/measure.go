@@ -29,6 +29,8 @@ type result struct {
 	idleBaseline     int64         // a hollow process with no node, bytes
 	idleHeap         float64       // its Go heap in use at idle, bytes (go_memstats_heap_inuse_bytes)
 	idleHeapBaseline float64       // the 1-node process's
+	idleStacks       float64       // its goroutine stacks in use at idle, bytes (go_memstats_stack_inuse_bytes)
+	idleStacksBase   float64       // the 1-node process's
 	goroutines       float64       // its goroutines at idle (go_goroutines)
 	goroutinesBase   float64       // the 1-node process's
 	createSpan       time.Duration // first to last Deployment create
@@ -142,7 +144,7 @@ func measure(ctx context.Context, o options, log *slog.Logger) (*result, error) 
 	log.Info("nodes Ready; idling before reading the hollow process's RSS", "nodes", o.nodes, "after", r.nodesReady.Round(time.Millisecond), "idle", o.idle)
 	time.Sleep(o.idle)
 	r.idleRSS = procfs.RSS(hp.Pid())
-	r.idleHeap, r.goroutines = goStats(ctx, hollowMetrics)
+	r.idleHeap, r.idleStacks, r.goroutines = goStats(ctx, hollowMetrics)
 	if o.profile != "" {
 		for name, url := range map[string]string{"heap": "/debug/pprof/heap", "goroutines": "/debug/pprof/goroutine?debug=1"} {
 			path := filepath.Join(o.profile, fmt.Sprintf("hollow-%s-%d.pprof", name, o.nodes))
@@ -158,7 +160,7 @@ func measure(ctx context.Context, o options, log *slog.Logger) (*result, error) 
 	if err == nil {
 		time.Sleep(o.idle)
 		r.idleBaseline = procfs.RSS(base.Pid())
-		r.idleHeapBaseline, r.goroutinesBase = goStats(ctx, baseMetrics)
+		r.idleHeapBaseline, r.idleStacksBase, r.goroutinesBase = goStats(ctx, baseMetrics)
 		base.Stop(stopGrace)
 	}
 	if o.idleOnly {
@@ -325,6 +327,8 @@ func (r *result) print(w io.Writer, o options) {
 	fmt.Fprintf(w, "  Go heap in use %s = %.0f KiB per node over the 1-node process's %s; goroutines %.0f = %.1f per node over its %.0f\n",
 		mib(int64(r.idleHeap)), (r.idleHeap-r.idleHeapBaseline)/float64(r.nodes)/1024, mib(int64(r.idleHeapBaseline)),
 		r.goroutines, (r.goroutines-r.goroutinesBase)/float64(r.nodes), r.goroutinesBase)
+	fmt.Fprintf(w, "  goroutine stacks in use %s = %.0f KiB per node over the 1-node process's %s; the rest of the RSS is heap not in use (GC headroom, not yet returned) and the runtime's own\n",
+		mib(int64(r.idleStacks)), (r.idleStacks-r.idleStacksBase)/float64(r.nodes)/1024, mib(int64(r.idleStacksBase)))
 	if o.idleOnly {
 		return
 	}
