@@ -3246,13 +3246,22 @@ func (x *PodResourceClaimStatus) GetResourceClaimName() string {
 }
 
 type VolumeMount struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	MountPath     string                 `protobuf:"bytes,2,opt,name=mount_path,json=mountPath,proto3" json:"mount_path,omitempty"`
-	ReadOnly      bool                   `protobuf:"varint,3,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
-	SubPath       string                 `protobuf:"bytes,4,opt,name=sub_path,json=subPath,proto3" json:"sub_path,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	MountPath string                 `protobuf:"bytes,2,opt,name=mount_path,json=mountPath,proto3" json:"mount_path,omitempty"`
+	ReadOnly  bool                   `protobuf:"varint,3,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
+	SubPath   string                 `protobuf:"bytes,4,opt,name=sub_path,json=subPath,proto3" json:"sub_path,omitempty"`
+	// None (unset: None), HostToContainer (mounts made on the host under
+	// the volume appear in the container: rslave) or Bidirectional (also
+	// the container's mounts appear on the host: rshared; privileged
+	// containers only).
+	MountPropagation *string `protobuf:"bytes,5,opt,name=mount_propagation,json=mountPropagation,proto3,oneof" json:"mount_propagation,omitempty"`
+	// Disabled (unset: Disabled), IfPossible or Enabled: the read-only
+	// mount is read-only recursively (its submounts too), where the
+	// runtime can; only with readOnly true and propagation None.
+	RecursiveReadOnly *string `protobuf:"bytes,6,opt,name=recursive_read_only,json=recursiveReadOnly,proto3,oneof" json:"recursive_read_only,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *VolumeMount) Reset() {
@@ -3309,6 +3318,20 @@ func (x *VolumeMount) GetReadOnly() bool {
 func (x *VolumeMount) GetSubPath() string {
 	if x != nil {
 		return x.SubPath
+	}
+	return ""
+}
+
+func (x *VolumeMount) GetMountPropagation() string {
+	if x != nil && x.MountPropagation != nil {
+		return *x.MountPropagation
+	}
+	return ""
+}
+
+func (x *VolumeMount) GetRecursiveReadOnly() string {
+	if x != nil && x.RecursiveReadOnly != nil {
+		return *x.RecursiveReadOnly
 	}
 	return ""
 }
@@ -7682,13 +7705,17 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x16PodResourceClaimStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x123\n" +
 	"\x13resource_claim_name\x18\x02 \x01(\tH\x00R\x11resourceClaimName\x88\x01\x01B\x16\n" +
-	"\x14_resource_claim_name\"x\n" +
+	"\x14_resource_claim_name\"\x8d\x02\n" +
 	"\vVolumeMount\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
 	"mount_path\x18\x02 \x01(\tR\tmountPath\x12\x1b\n" +
 	"\tread_only\x18\x03 \x01(\bR\breadOnly\x12\x19\n" +
-	"\bsub_path\x18\x04 \x01(\tR\asubPath\"\xb2\x04\n" +
+	"\bsub_path\x18\x04 \x01(\tR\asubPath\x120\n" +
+	"\x11mount_propagation\x18\x05 \x01(\tH\x00R\x10mountPropagation\x88\x01\x01\x123\n" +
+	"\x13recursive_read_only\x18\x06 \x01(\tH\x01R\x11recursiveReadOnly\x88\x01\x01B\x14\n" +
+	"\x12_mount_propagationB\x16\n" +
+	"\x14_recursive_read_only\"\xb2\x04\n" +
 	"\x05Probe\x12.\n" +
 	"\x04exec\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ExecActionR\x04exec\x128\n" +
 	"\bhttp_get\x18\x02 \x01(\v2\x1d.tugboat.api.v1.HTTPGetActionR\ahttpGet\x12>\n" +
@@ -8378,6 +8405,7 @@ func file_api_v1_core_proto_init() {
 	file_api_v1_core_proto_msgTypes[23].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[39].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[40].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[41].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[42].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[43].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[48].OneofWrappers = []any{}

@@ -239,6 +239,7 @@ func container(errs *Errs, path string, c *v1.Container, kind containerKind, gra
 		if m.MountPath == "" || m.MountPath[0] != '/' {
 			errs.Add(mp+".mountPath", "must be an absolute path")
 		}
+		volumeMountPropagation(errs, mp, m, c.GetSecurityContext().GetPrivileged())
 	}
 	containerKindFields(errs, path, c, kind, grace)
 	containerSecurityContext(errs, path+".securityContext", c.SecurityContext)

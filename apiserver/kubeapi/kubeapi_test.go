@@ -34,6 +34,7 @@ func TestKubeAPI(t *testing.T) {
 		{"kubectl/componentstatuses", testKubectlComponentStatuses},
 		{"kubectl/debug", testKubectlDebug},
 		{"http/bad-input", testBadInput},
+		{"http/volume-mount-fields", testVolumeMountFields},
 		{"clientgo/scale-rbac", testScaleSubresourceRBAC},
 		{"clientgo/apply-status", testClientGoApplyStatus},
 		{"http/watch-expired", testWatchExpired},
