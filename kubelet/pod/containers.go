@@ -191,7 +191,13 @@ func (r *syncRun) containerConfig(ctx context.Context, c *v1.Container, attempt 
 	if err != nil {
 		return runtime.ContainerConfig{}, err
 	}
-	mounts, err := containerMounts(c, vols, images)
+	mounts, err := containerMounts(c, vols, images, func() bool {
+		err := w.m.rt.RecursiveReadOnlyMounts(ctx)
+		if err != nil {
+			w.log.Debug("no recursive read-only mounts", "container", c.Name, "reason", err)
+		}
+		return err == nil
+	})
 	if err != nil {
 		return runtime.ContainerConfig{}, err
 	}

@@ -45,6 +45,14 @@ type fakeRuntime struct {
 	calls     []string
 	// imageVolumesErr is what ImageVolumes says (nil: supported).
 	imageVolumesErr error
+	// rroErr is what RecursiveReadOnlyMounts says (nil: supported).
+	rroErr error
+}
+
+func (f *fakeRuntime) RecursiveReadOnlyMounts(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rroErr
 }
 
 func (f *fakeRuntime) ImageVolumes(context.Context) error {

@@ -206,12 +206,26 @@ type fileSpec struct {
 // containerMounts turns a container's volumeMounts into bind mounts, and
 // those of image volumes into image mounts of images (volume name ->
 // the image on the node, imageVolumes), read-only whatever the mount says.
-func containerMounts(c *v1.Container, vols, images map[string]string) ([]runtime.Mount, error) {
+// supportsRRO reports whether the runtime makes recursive read-only
+// mounts (asked only when a mount wants one).
+func containerMounts(c *v1.Container, vols, images map[string]string, supportsRRO func() bool) ([]runtime.Mount, error) {
 	var out []runtime.Mount
 	for _, vm := range c.VolumeMounts {
 		src, ok := vols[vm.Name]
 		if !ok {
 			return nil, configErrorf("volumeMount %q: no volume of that name", vm.Name)
+		}
+		prop, err := mountPropagation(vm)
+		if err != nil {
+			return nil, err
+		}
+		rro, err := resolveRecursiveReadOnly(vm, supportsRRO)
+		if err != nil {
+			return nil, configErrorf("failed to resolve recursive read-only mode: %v", err)
+		}
+		opts := func(m runtime.Mount) runtime.Mount {
+			m.Propagation, m.RecursiveReadOnly = prop, rro
+			return m
 		}
 		if img, ok := images[vm.Name]; ok {
 			sub := ""
@@ -221,7 +235,7 @@ func containerMounts(c *v1.Container, vols, images map[string]string) ([]runtime
 					return nil, configErrorf("volumeMount %q: subPath %q must stay inside the volume", vm.Name, vm.SubPath)
 				}
 			}
-			out = append(out, runtime.Mount{Image: img, ImageSubPath: sub, ContainerPath: vm.MountPath, ReadOnly: true})
+			out = append(out, opts(runtime.Mount{Image: img, ImageSubPath: sub, ContainerPath: vm.MountPath, ReadOnly: true}))
 			continue
 		}
 		if src == "" {
@@ -249,7 +263,7 @@ func containerMounts(c *v1.Container, vols, images map[string]string) ([]runtime
 				}
 			}
 		}
-		out = append(out, runtime.Mount{HostPath: src, ContainerPath: vm.MountPath, ReadOnly: vm.ReadOnly})
+		out = append(out, opts(runtime.Mount{HostPath: src, ContainerPath: vm.MountPath, ReadOnly: vm.ReadOnly}))
 	}
 	return out, nil
 }

@@ -78,7 +78,31 @@ type Mount struct {
 	// file system is mounted; ImageSubPath, if set, a directory in it to
 	// mount instead of its root.
 	Image, ImageSubPath string
+	// Propagation is the mount's propagation (PropagationPrivate unless
+	// set); HostToContainer and Bidirectional need the host path to be on
+	// a shared mount (Bidirectional: shared; HostToContainer: shared or a
+	// slave), else CreateContainer fails.
+	Propagation MountPropagation
+	// RecursiveReadOnly makes a read-only mount read-only recursively
+	// (its submounts too; mount_setattr AT_RECURSIVE). Only with ReadOnly
+	// and PropagationPrivate, and only if RecursiveReadOnlyMounts says
+	// the runtime can.
+	RecursiveReadOnly bool
 }
+
+// MountPropagation is a mount's propagation (CRI MountPropagation).
+type MountPropagation string
+
+const (
+	// PropagationPrivate: no mount events cross (rprivate; the default).
+	PropagationPrivate MountPropagation = ""
+	// PropagationHostToContainer: mounts made on the host under the
+	// host path appear in the container (rslave).
+	PropagationHostToContainer MountPropagation = "HostToContainer"
+	// PropagationBidirectional: and the container's mounts appear on the
+	// host (rshared).
+	PropagationBidirectional MountPropagation = "Bidirectional"
+)
 
 // Resources are the container's cgroup settings. Zero means unlimited (or,
 // for CPURequestMilli, the runtime's default share).
@@ -115,6 +139,14 @@ func (c ContainerConfig) Validate() error {
 			}
 		} else if !filepath.IsAbs(m.HostPath) {
 			return fmt.Errorf("container %q: mounts[%d].hostPath %q: must be absolute: %w", c.Name, i, m.HostPath, ErrInvalid)
+		}
+		switch m.Propagation {
+		case PropagationPrivate, PropagationHostToContainer, PropagationBidirectional:
+		default:
+			return fmt.Errorf("container %q: mounts[%d].propagation %q: unknown: %w", c.Name, i, m.Propagation, ErrInvalid)
+		}
+		if m.RecursiveReadOnly && (!m.ReadOnly || m.Propagation != PropagationPrivate) {
+			return fmt.Errorf("container %q: mounts[%d]: a recursive read-only mount is read-only and private: %w", c.Name, i, ErrInvalid)
 		}
 		if !path.IsAbs(m.ContainerPath) {
 			return fmt.Errorf("container %q: mounts[%d].containerPath %q: must be absolute: %w", c.Name, i, m.ContainerPath, ErrInvalid)

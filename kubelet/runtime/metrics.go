@@ -90,6 +90,10 @@ func (i *instrumentedRuntime) ImageVolumes(ctx context.Context) error {
 	return i.rt.ImageVolumes(ctx)
 }
 
+func (i *instrumentedRuntime) RecursiveReadOnlyMounts(ctx context.Context) error {
+	return i.rt.RecursiveReadOnlyMounts(ctx)
+}
+
 func (i *instrumentedRuntime) StartContainer(ctx context.Context, id string) (err error) {
 	defer func(t time.Time) { i.observe("start_container", t, err) }(time.Now())
 	return i.rt.StartContainer(ctx, id)

@@ -67,6 +67,11 @@ type ContainerRuntime interface {
 	// runtime or its version), which the kubelet shows the pod.
 	ImageVolumes(ctx context.Context) error
 
+	// RecursiveReadOnlyMounts reports whether CreateContainer can make
+	// recursive read-only mounts (Mount.RecursiveReadOnly): nil if it
+	// can, else an error saying why not (the runtime or its version).
+	RecursiveReadOnlyMounts(ctx context.Context) error
+
 	// StartContainer starts a created container; its output goes to
 	// cfg.LogPath. Starting a container that already ran is an error
 	// (containers are not restarted: the caller creates the next attempt).

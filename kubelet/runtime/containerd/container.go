@@ -38,6 +38,16 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg run
 			return "", fmt.Errorf("container %q: %w: %w", cfg.Name, runtime.ErrInvalid, errNoImageVolumes)
 		}
 	}
+	if err := checkPropagation(cfg.Mounts); err != nil {
+		return "", fmt.Errorf("create container %q: %w", cfg.Name, err)
+	}
+	for _, m := range cfg.Mounts {
+		if m.RecursiveReadOnly {
+			if err := r.RecursiveReadOnlyMounts(ctx); err != nil {
+				return "", fmt.Errorf("create container %q: %w: %w", cfg.Name, runtime.ErrInvalid, err)
+			}
+		}
+	}
 	sb, err := r.loadSandbox(ctx, sandboxID)
 	if err != nil {
 		return "", err

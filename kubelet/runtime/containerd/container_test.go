@@ -1,6 +1,7 @@
 package containerd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"path/filepath"
@@ -8,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tugboat/tugboat/deploy/images"
 	"github.com/tugboat/tugboat/kubelet/runtime"
+	"github.com/tugboat/tugboat/kubelet/runtime/mounttest"
 )
 
 // TestOOMKilled: a container past its memory limit is killed by the kernel
@@ -215,4 +218,69 @@ func TestPIDTarget(t *testing.T) {
 	dbg := e.container(p, runtime.ContainerConfig{Name: "debugger", Command: []string{"sh", "-c", "ps; sleep 300"}, PIDTargetID: target})
 	st := e.waitState(dbg, runtime.ContainerRunning, 10*time.Second)
 	waitLog(t, st.LogPath, "sleep 4242", 10*time.Second)
+}
+
+// TestMountPropagation: on the native backend a HostToContainer mount
+// (rslave) of a shared host directory shows a mount made on the host
+// under it after the container started, a private one (rprivate) does
+// not; Bidirectional of a private host directory is refused with
+// containerd CRI's message.
+func TestMountPropagation(t *testing.T) {
+	e := newEnv(t)
+	p := e.runPod("propagation")
+	dir := mounttest.SharedDir(t)
+	var out bytes.Buffer
+	id := e.container(p, runtime.ContainerConfig{Name: "app", Command: []string{"sleep", "300"}, Mounts: []runtime.Mount{
+		{HostPath: dir, ContainerPath: "/h2c", Propagation: runtime.PropagationHostToContainer},
+		{HostPath: dir, ContainerPath: "/private"},
+	}})
+	e.waitState(id, runtime.ContainerRunning, 10*time.Second)
+	mounttest.Tmpfs(t, dir, "later", "from the host")
+	ctx := context.Background()
+	if code, err := e.rt.Exec(ctx, id, runtime.ExecRequest{Cmd: []string{"cat", "/h2c/later/hello"}, Stdout: &out, Stderr: &out}); err != nil || code != 0 || out.String() != "from the host" {
+		t.Errorf("HostToContainer: cat /h2c/later/hello: %d %v %q, want the host's mount", code, err, out.String())
+	}
+	out.Reset()
+	if code, err := e.rt.Exec(ctx, id, runtime.ExecRequest{Cmd: []string{"cat", "/private/later/hello"}, Stdout: &out, Stderr: &out}); err != nil || code == 0 {
+		t.Errorf("a private mount shows the host's later mount: %d %v %q", code, err, out.String())
+	}
+	private := t.TempDir()
+	_, err := e.rt.CreateContainer(ctx, p.ID, runtime.ContainerConfig{Name: "bidi", Image: images.BusyboxRef, LogPath: filepath.Join(p.Dir, "logs", "bidi", "0.log"),
+		Mounts: []runtime.Mount{{HostPath: private, ContainerPath: "/b", Propagation: runtime.PropagationBidirectional}}})
+	if !errors.Is(err, runtime.ErrInvalid) || !strings.Contains(err.Error(), "but it is not a shared mount") {
+		t.Errorf("Bidirectional of a private host directory: %v", err)
+	}
+}
+
+// TestRecursiveReadOnly: runc's rro option makes the submounts of a
+// read-only mount read-only too (a plain read-only mount leaves them
+// writable), where runc and the kernel support it (runc 1.1+, Linux
+// 5.12+: RecursiveReadOnlyMounts); else such a mount is refused.
+func TestRecursiveReadOnly(t *testing.T) {
+	e := newEnv(t)
+	p := e.runPod("rro")
+	dir := t.TempDir()
+	mounttest.Tmpfs(t, dir, "sub", "x")
+	ctx := context.Background()
+	rro := runtime.Mount{HostPath: dir, ContainerPath: "/rro", ReadOnly: true, RecursiveReadOnly: true}
+	if err := e.rt.RecursiveReadOnlyMounts(ctx); err != nil {
+		t.Logf("no recursive read-only mounts here: %v", err)
+		_, err := e.rt.CreateContainer(ctx, p.ID, runtime.ContainerConfig{Name: "app", Image: images.BusyboxRef, LogPath: filepath.Join(p.Dir, "logs", "app", "0.log"), Mounts: []runtime.Mount{rro}})
+		if !errors.Is(err, runtime.ErrInvalid) {
+			t.Fatalf("a recursive read-only mount without support: %v, want ErrInvalid", err)
+		}
+		return
+	}
+	id := e.container(p, runtime.ContainerConfig{Name: "app", Command: []string{"sleep", "300"}, Mounts: []runtime.Mount{
+		rro, {HostPath: dir, ContainerPath: "/ro", ReadOnly: true},
+	}})
+	e.waitState(id, runtime.ContainerRunning, 10*time.Second)
+	var out bytes.Buffer
+	if code, err := e.rt.Exec(ctx, id, runtime.ExecRequest{Cmd: []string{"touch", "/ro/sub/new"}, Stdout: &out, Stderr: &out}); err != nil || code != 0 {
+		t.Errorf("plain read-only mount: the submount is not writable: %d %v %q", code, err, out.String())
+	}
+	out.Reset()
+	if code, err := e.rt.Exec(ctx, id, runtime.ExecRequest{Cmd: []string{"touch", "/rro/sub/other"}, Stdout: &out, Stderr: &out}); err != nil || code == 0 || !strings.Contains(out.String(), "Read-only file system") {
+		t.Errorf("recursive read-only mount: touch in the submount: %d %v %q, want Read-only file system", code, err, out.String())
+	}
 }

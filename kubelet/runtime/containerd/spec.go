@@ -3,7 +3,6 @@ package containerd
 import (
 	"fmt"
 	"os"
-	"path"
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/oci"
@@ -32,6 +31,7 @@ func specOpts(img client.Image, sb runtime.SandboxConfig, cfg runtime.ContainerC
 		oci.WithHostname(sb.Hostname),
 		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: netnsPath(sb)}),
 		oci.WithMounts(mounts(sb.EtcFiles, cfg.Mounts)),
+		withRootfsPropagation(cfg.Mounts),
 		oci.WithCgroup(cgroupsPath),
 	)
 	if len(cfg.Env) > 0 {
@@ -70,37 +70,6 @@ func specOpts(img client.Image, sb runtime.SandboxConfig, cfg runtime.ContainerC
 		opts = append(opts, oci.WithCPUShares(shares))
 	}
 	return opts
-}
-
-// mounts returns the bind mounts: the sandbox's /etc files unless the
-// container mounts something over them, then the container's own.
-func mounts(etc runtime.EtcFiles, ms []runtime.Mount) []specs.Mount {
-	taken := make(map[string]bool, len(ms))
-	for _, m := range ms {
-		taken[path.Clean(m.ContainerPath)] = true
-	}
-	var out []specs.Mount
-	for _, f := range []struct{ src, dst string }{
-		{etc.HostsPath, "/etc/hosts"},
-		{etc.HostnamePath, "/etc/hostname"},
-		{etc.ResolvConfPath, "/etc/resolv.conf"},
-	} {
-		if f.src != "" && !taken[f.dst] {
-			out = append(out, bind(f.src, f.dst, true))
-		}
-	}
-	for _, m := range ms {
-		out = append(out, bind(m.HostPath, path.Clean(m.ContainerPath), m.ReadOnly))
-	}
-	return out
-}
-
-func bind(src, dst string, ro bool) specs.Mount {
-	mode := "rw"
-	if ro {
-		mode = "ro"
-	}
-	return specs.Mount{Destination: dst, Type: "bind", Source: src, Options: []string{"rbind", "rprivate", mode}}
 }
 
 // swapAccounted reports whether the kernel accounts memory+swap in cgroup

@@ -25,6 +25,15 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg run
 	if err := cfg.Validate(); err != nil {
 		return "", err
 	}
+	for _, m := range cfg.Mounts {
+		// A runtime without the feature would ignore the field.
+		if m.RecursiveReadOnly {
+			if err := r.RecursiveReadOnlyMounts(ctx); err != nil {
+				return "", fmt.Errorf("create container %q: %w: %w", cfg.Name, runtime.ErrInvalid, err)
+			}
+			break
+		}
+	}
 	pc, state, err := r.sandboxConfig(ctx, sandboxID)
 	if err != nil {
 		return "", fmt.Errorf("create container %q: %w", cfg.Name, err)
@@ -128,10 +137,12 @@ func mounts(etc runtime.EtcFiles, ms []runtime.Mount) []*cri.Mount {
 			// An image volume (CRI Mount.image, KEP 4639): the runtime
 			// mounts the image's root file system, read-only.
 			out = append(out, &cri.Mount{ContainerPath: path.Clean(m.ContainerPath), Readonly: true,
-				Image: &cri.ImageSpec{Image: m.Image}, ImageSubPath: m.ImageSubPath})
+				Image: &cri.ImageSpec{Image: m.Image}, ImageSubPath: m.ImageSubPath,
+				Propagation: propagation(m.Propagation), RecursiveReadOnly: m.RecursiveReadOnly})
 			continue
 		}
-		out = append(out, &cri.Mount{HostPath: m.HostPath, ContainerPath: path.Clean(m.ContainerPath), Readonly: m.ReadOnly})
+		out = append(out, &cri.Mount{HostPath: m.HostPath, ContainerPath: path.Clean(m.ContainerPath), Readonly: m.ReadOnly,
+			Propagation: propagation(m.Propagation), RecursiveReadOnly: m.RecursiveReadOnly})
 	}
 	return out
 }

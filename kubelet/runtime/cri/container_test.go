@@ -15,6 +15,7 @@ import (
 	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/deploy/images"
 	"github.com/tugboat/tugboat/kubelet/runtime"
+	"github.com/tugboat/tugboat/kubelet/runtime/mounttest"
 )
 
 // TestContainerLifecycle: create, start, the CRI log format, exit codes
@@ -376,5 +377,71 @@ func TestPIDTarget(t *testing.T) {
 	waitState(t, alone, runtime.ContainerRunning)
 	if ps, _ := execOut(t, alone, "ps"); strings.Contains(ps, "sleep 4242") {
 		t.Errorf("a container without a target sees the app's processes:\n%s", ps)
+	}
+}
+
+// TestMountPropagation: a HostToContainer mount of a shared host
+// directory shows in the container a mount made on the host under it
+// after the container started (CRI PROPAGATION_HOST_TO_CONTAINER); a
+// private mount of the same directory does not.
+func TestMountPropagation(t *testing.T) {
+	require(t)
+	p := runPod(t, sandboxConfig(t, "propagation"))
+	dir := mounttest.SharedDir(t)
+	id := p.container(t, "app", "sleep 300", func(c *runtime.ContainerConfig) {
+		c.Mounts = []runtime.Mount{
+			{HostPath: dir, ContainerPath: "/h2c", Propagation: runtime.PropagationHostToContainer},
+			{HostPath: dir, ContainerPath: "/private"},
+		}
+	})
+	waitState(t, id, runtime.ContainerRunning)
+	mounttest.Tmpfs(t, dir, "later", "from the host")
+	if out, code := execOut(t, id, "cat", "/h2c/later/hello"); code != 0 || out != "from the host" {
+		t.Errorf("HostToContainer: cat /h2c/later/hello: %d %q, want the host's mount", code, out)
+	}
+	if out, code := execOut(t, id, "cat", "/private/later/hello"); code == 0 {
+		t.Errorf("a private mount shows the host's later mount: %q", out)
+	}
+}
+
+// TestRecursiveReadOnly: on a runtime whose default handler reports
+// recursive_read_only_mounts (containerd 2.x: make test-containerd2) a
+// recursive read-only mount makes the submounts of the host directory
+// read-only too, where a plain read-only mount leaves them writable; a
+// runtime that reports no handler features (containerd 1.x) is refused
+// before CreateContainer reaches it (it would ignore the field).
+func TestRecursiveReadOnly(t *testing.T) {
+	require(t)
+	ctx := context.Background()
+	p := runPod(t, sandboxConfig(t, "rro"))
+	dir := t.TempDir()
+	mounttest.Tmpfs(t, dir, "sub", "x")
+	rro := runtime.Mount{HostPath: dir, ContainerPath: "/rro", ReadOnly: true, RecursiveReadOnly: true}
+	ro := runtime.Mount{HostPath: dir, ContainerPath: "/ro", ReadOnly: true}
+	v, err := testRuntime.Version(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testRuntime.RecursiveReadOnlyMounts(ctx); err != nil {
+		if !strings.HasPrefix(v.RuntimeVersion, "1.") {
+			t.Fatalf("%s does not make recursive read-only mounts: %v", v, err)
+		}
+		if !strings.Contains(err.Error(), "reports no runtime handler features") {
+			t.Errorf("RecursiveReadOnlyMounts on %s: %v", v, err)
+		}
+		cfg := runtimeConfig(p, "app", "sleep 300")
+		cfg.Mounts = []runtime.Mount{rro}
+		if _, err := testRuntime.CreateContainer(ctx, p.ID, cfg); !errors.Is(err, runtime.ErrInvalid) {
+			t.Fatalf("a recursive read-only mount on %s: %v, want ErrInvalid", v, err)
+		}
+		return
+	}
+	id := p.container(t, "app", "sleep 300", func(c *runtime.ContainerConfig) { c.Mounts = []runtime.Mount{rro, ro} })
+	waitState(t, id, runtime.ContainerRunning)
+	if out, code := execOut(t, id, "touch", "/ro/sub/new"); code != 0 {
+		t.Errorf("plain read-only mount: the submount is not writable: %s", out)
+	}
+	if out, code := execOut(t, id, "touch", "/rro/sub/other"); code == 0 || !strings.Contains(out, "Read-only file system") {
+		t.Errorf("recursive read-only mount: touch in the submount: %d %q, want Read-only file system", code, out)
 	}
 }

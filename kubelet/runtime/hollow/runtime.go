@@ -203,6 +203,12 @@ func (r *Runtime) ImageVolumes(context.Context) error {
 	return errors.New("image volumes are not supported by the hollow (simulated) runtime")
 }
 
+// RecursiveReadOnlyMounts implements runtime.Runtime: the simulation
+// mounts nothing, so it cannot make a mount read-only recursively.
+func (r *Runtime) RecursiveReadOnlyMounts(context.Context) error {
+	return errors.New("recursive read-only mounts are not supported by the hollow (simulated) runtime")
+}
+
 // CreateContainer implements runtime.Runtime.
 func (r *Runtime) CreateContainer(_ context.Context, sandboxID string, cfg runtime.ContainerConfig) (string, error) {
 	if err := cfg.Validate(); err != nil {
