@@ -166,6 +166,8 @@ func measure(ctx context.Context, o options, log *slog.Logger) (*result, error) 
 	if o.idleOnly {
 		return r, nil
 	}
+	// The idle figures now, in case the load phase fails.
+	r.printIdle(os.Stdout)
 
 	// Pod startup latency: creationTimestamp -> Running, as a watch sees it.
 	podAPI := client.For[*v1.Pod](c)
@@ -217,13 +219,21 @@ func measure(ctx context.Context, o options, log *slog.Logger) (*result, error) 
 		}
 	}
 	r.createSpan = time.Since(tc)
-	select {
-	case <-allRunning:
-	case <-time.After(o.timeout):
+	// Until every pod is Running, a component exits (the scheduler and
+	// the controller-manager exit when they lose their leader lease, as
+	// Kubernetes' do: on an overloaded apiserver, the lease renewal's
+	// deadline can pass) or the timeout passes.
+	if err := waitFor(ctx, o.timeout, procs, func() error {
+		select {
+		case <-allRunning:
+			return nil
+		default:
+		}
 		mu.Lock()
-		k := len(running)
-		mu.Unlock()
-		return nil, fmt.Errorf("only %d of %d pods Running after %s", k, r.pods, o.timeout)
+		defer mu.Unlock()
+		return fmt.Errorf("only %d of %d pods Running", len(running), r.pods)
+	}); err != nil {
+		return nil, err
 	}
 	r.allRunning = time.Since(tc)
 	log.Info("every pod Running; deleting the Deployments", "after", r.allRunning.Round(time.Millisecond))
@@ -321,6 +331,17 @@ func waitFor(ctx context.Context, timeout time.Duration, procs []*proc, cond fun
 func (r *result) print(w io.Writer, o options) {
 	fmt.Fprintf(w, "\n== density: %d hollow nodes, %d pods (%d per node), Deployments of %d created at %d pods/s\n", r.nodes, r.pods, o.podsPerNode, o.deploymentSize, o.rate)
 	fmt.Fprintf(w, "nodes Ready %s after the hollow process started\n", r.nodesReady.Round(time.Millisecond))
+	r.printIdle(w)
+	if o.idleOnly {
+		return
+	}
+	fmt.Fprintf(w, "Deployments created over %s; every pod Running %s after the first create (%.0f pods/s)\n",
+		r.createSpan.Round(time.Millisecond), r.allRunning.Round(time.Millisecond), float64(r.pods)/r.allRunning.Seconds())
+	r.printLoad(w)
+}
+
+// printIdle prints the hollow process's figures at idle.
+func (r *result) printIdle(w io.Writer) {
 	per := float64(r.idleRSS-r.idleBaseline) / float64(r.nodes) / 1024
 	fmt.Fprintf(w, "hollow process at idle: RSS %s for %d nodes = %.0f KiB per node (%.0f KiB per node over a 1-node process's %s; target <= 200 KiB)\n",
 		mib(r.idleRSS), r.nodes, float64(r.idleRSS)/float64(r.nodes)/1024, per, mib(r.idleBaseline))
@@ -329,11 +350,10 @@ func (r *result) print(w io.Writer, o options) {
 		r.goroutines, (r.goroutines-r.goroutinesBase)/float64(r.nodes), r.goroutinesBase)
 	fmt.Fprintf(w, "  goroutine stacks in use %s = %.0f KiB per node over the 1-node process's %s; the rest of the RSS is heap not in use (GC headroom, not yet returned) and the runtime's own\n",
 		mib(int64(r.idleStacks)), (r.idleStacks-r.idleStacksBase)/float64(r.nodes)/1024, mib(int64(r.idleStacksBase)))
-	if o.idleOnly {
-		return
-	}
-	fmt.Fprintf(w, "Deployments created over %s; every pod Running %s after the first create (%.0f pods/s)\n",
-		r.createSpan.Round(time.Millisecond), r.allRunning.Round(time.Millisecond), float64(r.pods)/r.allRunning.Seconds())
+}
+
+// printLoad prints what the load phase measured.
+func (r *result) printLoad(w io.Writer) {
 	fmt.Fprintf(w, "pod startup latency (create -> Running seen by a watch): p50 %s p90 %s p99 %s (target p99 <= 5s)\n",
 		stats.Percentile(r.startup, 50), stats.Percentile(r.startup, 90), stats.Percentile(r.startup, 99))
 	fmt.Fprintf(w, "every pod gone %s after the Deployments were deleted\n", r.deleteAll.Round(time.Millisecond))
