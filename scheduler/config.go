@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tugboat/tugboat/api/component"
+	"github.com/tugboat/tugboat/api/record"
 	"github.com/tugboat/tugboat/scheduler/framework/plugins"
 )
 
@@ -41,8 +42,9 @@ type Config struct {
 	// StatusWorkers write the PodScheduled=False condition of unschedulable
 	// pods (default 4).
 	StatusWorkers int
-	// EventWriters write Events (Scheduled, FailedScheduling) concurrently
-	// (default 4); the recorder drops events when they cannot keep up.
+	// EventWriters is how many Events (Scheduled, FailedScheduling) the
+	// recorder writes at once (default record.Shards, 16); beyond
+	// record.MaxPending waiting events it drops and counts them.
 	EventWriters int
 
 	// LeaderElect makes replicas elect one active scheduler through the
@@ -148,7 +150,7 @@ func (c *Config) setDefaults() {
 		c.StatusWorkers = 4
 	}
 	if c.EventWriters == 0 {
-		c.EventWriters = 4
+		c.EventWriters = record.Shards
 	}
 	if c.LeaseNamespace == "" {
 		c.LeaseNamespace = "kube-system"

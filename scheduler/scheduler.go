@@ -108,7 +108,7 @@ func New(c *client.Client, cfg Config) (*Scheduler, error) {
 		}),
 		snapshot:  cache.NewSnapshot(),
 		nominated: newNominator(),
-		recorder:  record.New(c, cfg.SchedulerName, cfg.Identity, cfg.Registry, log),
+		recorder:  record.New(c, cfg.SchedulerName, cfg.Identity, cfg.Registry, log, record.WithWriters(cfg.EventWriters)),
 		binds:     make(chan struct{}, cfg.BindConcurrency),
 	}
 	s.status = newStatusWriter(client.For[*v1.Pod](c), s.recorder, log)
@@ -164,9 +164,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	goRun("device class informer", s.claims.classes.Run)
 	goRun("queue", s.queue.Run)
 	goRun("cache", s.cache.Run)
-	for i := 0; i < s.cfg.EventWriters; i++ {
-		goRun("event recorder", func(ctx context.Context) error { s.recorder.Run(ctx); return nil })
-	}
+	goRun("event recorder", func(ctx context.Context) error { s.recorder.Run(ctx); return nil })
 	goRun("status writer", func(ctx context.Context) error { return s.status.Run(ctx, s.cfg.StatusWorkers) })
 	if lis != nil {
 		goRun("metrics server", func(ctx context.Context) error {

@@ -1,9 +1,9 @@
 // Package record writes Events for every component through one recorder.
 //
 // Recording never blocks the caller's loop and keeps up with a burst: an
-// event goes into one of Shards pending queues (chosen by its aggregation
-// key), each written by a goroutine of its own while it holds events, so
-// Shards writes are in flight at once over the client's connection while
+// event goes into one of Shards pending queues (WithWriters sets another
+// number; chosen by its aggregation key), each written by a goroutine of
+// its own while it holds events, so that many writes are in flight at once over the client's connection while
 // the events of one key stay in order. A queue's writer ends when the
 // queue is empty and the next event starts another: an idle recorder has
 // no goroutine (a process of a thousand hollow kubelets had 16 idle
@@ -51,7 +51,8 @@ const (
 )
 
 const (
-	// Shards is the number of queues, and of writes in flight at once.
+	// Shards is the default number of queues, and of writes in flight at
+	// once.
 	Shards = 16
 	// MaxPending bounds the events waiting to be written, in all queues.
 	MaxPending = 20000
@@ -69,7 +70,7 @@ type Recorder struct {
 	recorded  *prometheus.CounterVec
 	pendingG  prometheus.Gauge
 	unwritten atomic.Int64 // queued or being written
-	shards    [Shards]*shard
+	shards    []*shard
 
 	// runMu guards runCtx, Run's context while it runs (nil otherwise),
 	// and writers' Add: no writer starts once Run waits for them.
@@ -87,8 +88,22 @@ type shard struct {
 	writing bool                 // a writer runs for this shard
 }
 
+// Option changes a recorder made by New.
+type Option func(*Recorder)
+
+// WithWriters sets the number of queues, and so of writes in flight at
+// once (Shards by default; n < 1 keeps the default). MaxPending is shared
+// by all of them.
+func WithWriters(n int) Option {
+	return func(r *Recorder) {
+		if n >= 1 {
+			r.shards = make([]*shard, n)
+		}
+	}
+}
+
 // New makes a recorder; call Run to start writing. reg may be nil.
-func New(c *client.Client, component, host string, reg prometheus.Registerer, log *slog.Logger) *Recorder {
+func New(c *client.Client, component, host string, reg prometheus.Registerer, log *slog.Logger, opts ...Option) *Recorder {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -103,6 +118,10 @@ func New(c *client.Client, component, host string, reg prometheus.Registerer, lo
 		pendingG: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tugboat_events_pending", Help: "Events waiting in the recorder's queues.",
 		}),
+	}
+	r.shards = make([]*shard, Shards)
+	for _, o := range opts {
+		o(r)
 	}
 	for i := range r.shards {
 		r.shards[i] = &shard{pending: map[string]*v1.Event{}, seen: map[string]*v1.Event{}}
@@ -165,7 +184,7 @@ func (r *Recorder) enqueue(ev *v1.Event) {
 		s.mu.Unlock()
 		return
 	}
-	if len(s.pending) >= MaxPending/Shards {
+	if len(s.pending) >= max(MaxPending/len(r.shards), 1) {
 		s.mu.Unlock()
 		r.dropped.Inc()
 		return
@@ -199,7 +218,7 @@ func (r *Recorder) startWriter(s *shard) {
 func (r *Recorder) shardOf(key string) *shard {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(key))
-	return r.shards[h.Sum32()%Shards]
+	return r.shards[h.Sum32()%uint32(len(r.shards))]
 }
 
 // Dropped counts the events dropped because the queues were full.

@@ -106,6 +106,44 @@ func TestRecorderDropsBeyondMaxPending(t *testing.T) {
 	}
 }
 
+// With one writer (WithWriters(1)) its one queue holds all of MaxPending:
+// exactly the events beyond it are dropped; with two writers each queue
+// holds half, and the writes of both are stored once Run starts.
+func TestRecorderWriters(t *testing.T) {
+	s := apiservertest.Start(t)
+	one := record.New(s.Client, "test", "test", nil, nil, record.WithWriters(1))
+	for i := range record.MaxPending + 10 {
+		one.Eventf(pod(fmt.Sprintf("p%d", i)), record.Normal, "Created", "created")
+	}
+	if pending, dropped := one.Pending(), testutil.ToFloat64(one.Dropped()); pending != record.MaxPending || dropped != 10 {
+		t.Errorf("one writer: pending %d, dropped %v; want %d and 10", pending, dropped, record.MaxPending)
+	}
+
+	two := record.New(s.Client, "test", "test", nil, nil, record.WithWriters(2))
+	for i := range 200 {
+		two.Eventf(pod(fmt.Sprintf("q%d", i)), record.Normal, "Scheduled", "scheduled")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { two.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	wait.Eventually(t, time.Minute, "the two writers' events stored", func() error {
+		if n := two.Pending(); n > 0 {
+			return fmt.Errorf("%d pending", n)
+		}
+		return nil
+	})
+	n := 0
+	for _, ev := range events(t, s.Client) {
+		if ev.Reason == "Scheduled" {
+			n++
+		}
+	}
+	if n != 200 {
+		t.Errorf("%d Scheduled events stored, want 200", n)
+	}
+}
+
 // BenchmarkRecorderBurst: b.N distinct events recorded at once, until all
 // are stored (events/s is b.N over the time).
 func BenchmarkRecorderBurst(b *testing.B) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tugboat/tugboat/api/component"
+	"github.com/tugboat/tugboat/api/record"
 	"github.com/tugboat/tugboat/scheduler"
 	"github.com/tugboat/tugboat/scheduler/framework/plugins"
 )
@@ -36,7 +37,7 @@ func main() {
 	fs.IntVar(&cfg.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0, "stop filtering once this percentage of the nodes fits (min 100 nodes); 0 adapts to the cluster size")
 	fs.IntVar(&cfg.Parallelism, "parallelism", 1, "goroutines filtering the nodes of one decision")
 	fs.IntVar(&cfg.BindConcurrency, "bind-concurrency", 64, "binds in flight at once")
-	fs.IntVar(&cfg.EventWriters, "event-writers", 4, "Events written at once (beyond what they keep up with, events are dropped and counted)")
+	fs.IntVar(&cfg.EventWriters, "event-writers", record.Shards, "Events written at once; beyond record.MaxPending (20000) events waiting, they are dropped and counted (tugboat_events_dropped_total)")
 	_ = fs.Parse(os.Args[1:])
 	cfg.Filters = strings.Split(filters, ",")
 	cfg.Scores = strings.Split(scores, ",")

@@ -1,6 +1,7 @@
 // Command scheduler-bench measures the scheduler the way Kubernetes'
 // scheduler_perf SchedulingBasic does: a real apiserver with its embedded
-// etcd (fsync on) and the real scheduler binary as separate processes, N
+// etcd (fsync on), serving TLS with RBAC, and the real scheduler binary
+// (system:kube-scheduler by its client certificate) as separate processes, N
 // fake nodes and P pods created up front, then the scheduler started.
 //
 // For every node count it reports pods bound per second (average and
@@ -37,6 +38,7 @@ type options struct {
 	timeout       time.Duration
 	profile       string
 	workload      string
+	insecure      bool
 }
 
 func main() {
@@ -52,9 +54,10 @@ func main() {
 	flag.StringVar(&schedArgs, "scheduler-args", "", "extra scheduler flags, space-separated")
 	flag.StringVar(&schedEnv, "scheduler-env", "", "extra environment of the scheduler, space-separated NAME=value")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up a run after this long")
-	flag.StringVar(&o.profile, "cpu-profile", "", "folder to write 10s CPU profiles of both processes, taken 2s into scheduling")
+	flag.StringVar(&o.profile, "cpu-profile", "", "folder to write 4s CPU profiles of both processes from the first bind, and the scheduler's heap profile at the end")
 	flag.BoolVar(&keep, "keep", false, "keep the work folder")
 	flag.StringVar(&o.workload, "workload", "basic", "basic (SchedulingBasic) or affinity (a third plain, a third with required pod anti-affinity, a third with topology spread)")
+	flag.BoolVar(&o.insecure, "insecure", false, "run the apiserver without TLS, authentication and RBAC (default: TLS with client certificates and RBAC, as a cluster runs)")
 	flag.Parse()
 	for _, f := range strings.Split(nodes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
