@@ -17,7 +17,8 @@ import (
 
 // TestAllInOne runs `tugboat up` in one lab host (its kubelet over CRI to
 // a containerd of its own, the pause image from --import-images), runs
-// the quick-start workload on it, and stops it with SIGTERM.
+// the quick-start workload on it, sends requests through an Ingress on the
+// node's port 80, and stops it with SIGTERM.
 func TestAllInOne(t *testing.T) {
 	r := newRun(t, 1)
 	h := r.lab.Hosts[0]
@@ -52,6 +53,7 @@ func TestAllInOne(t *testing.T) {
 	t.Logf("tugboat up: node Ready %s after start", time.Since(start).Round(100*time.Millisecond))
 
 	quickStart(t, r.ctx, admin, []string{h.IP.String()})
+	ingressThrough(t, r.ctx, admin, r.dir, "aio", h.IP.String())
 
 	if err := p.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
