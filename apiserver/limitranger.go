@@ -214,6 +214,14 @@ func limitPod(lr *v1.LimitRange, p *v1.Pod) []string {
 				maxInto(req, parseAmounts(c.GetResources().GetRequests()))
 				maxInto(lim, parseAmounts(c.GetResources().GetLimits()))
 			}
+			// Pod-level requests and limits, where set, are the pod's
+			// (Kubernetes' PodRequests and PodLimits).
+			for k, a := range parseAmounts(p.Spec.GetResources().GetRequests()) {
+				req[k] = a
+			}
+			for k, a := range parseAmounts(p.Spec.GetResources().GetLimits()) {
+				lim[k] = a
+			}
 			errs = append(errs, constraints(item, req, lim)...)
 		}
 	}

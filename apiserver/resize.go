@@ -52,5 +52,14 @@ func withResize(cur, in v1.Object) (v1.Object, error) {
 	}
 	take(next.GetSpec().GetContainers(), is.GetSpec().GetContainers())
 	take(next.GetSpec().GetInitContainers(), is.GetSpec().GetInitContainers())
+	// Pod-level resources are kept from the request, so that
+	// validation.PodResize refuses a change (Kubernetes without
+	// InPlacePodLevelResourcesVerticalScaling drops it silently).
+	if next.Spec != nil {
+		next.Spec.Resources = nil
+		if r := is.GetSpec().GetResources(); r != nil {
+			next.Spec.Resources = proto.Clone(r).(*v1.ResourceRequirements)
+		}
+	}
 	return next, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tugboat/tugboat/api/quota"
 	"github.com/tugboat/tugboat/api/resource"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/api/validation"
@@ -58,6 +59,7 @@ func DefaultPod(p *v1.Pod) {
 			}
 		}
 	}
+	defaultPodRequests(p.Spec)
 	for _, c := range p.Spec.Containers {
 		defaultResizePolicy(c)
 	}
@@ -75,6 +77,34 @@ func DefaultPod(p *v1.Pod) {
 	if p.Status.QosClass == "" {
 		// As Kubernetes' pod strategy sets it on create; it never changes.
 		p.Status.QosClass = resource.PodQOSClass(p.Spec)
+	}
+}
+
+// defaultPodRequests is Kubernetes' defaultPodRequests (PodLevelResources):
+// when a pod sets pod-level limits, each pod-level request it leaves unset
+// defaults to the containers' aggregate request of that resource (cpu and
+// memory: the overcommittable ones), else to the pod-level limit. Pods
+// without pod-level limits are left alone.
+func defaultPodRequests(s *v1.PodSpec) {
+	r := s.GetResources()
+	if len(r.GetLimits()) == 0 {
+		return
+	}
+	if r.Requests == nil {
+		r.Requests = map[string]string{}
+	}
+	for name, q := range resource.AggregateContainerRequests(s) {
+		if _, ok := r.Requests[name]; !ok && (name == "cpu" || name == "memory") {
+			r.Requests[name] = quota.Format(name, q)
+		}
+	}
+	for name, lim := range r.Limits {
+		if _, ok := r.Requests[name]; !ok && resource.IsSupportedPodLevelResource(name) {
+			r.Requests[name] = lim
+		}
+	}
+	if len(r.Requests) == 0 {
+		r.Requests = nil
 	}
 }
 

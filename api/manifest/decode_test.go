@@ -75,6 +75,49 @@ func TestDecodeGood(t *testing.T) {
 			},
 		},
 		{
+			name: "pod-level resources, hostUsers and restart rules under Kubernetes' names",
+			in: `apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  restartPolicy: Never
+  hostUsers: false
+  resources:
+    limits: {cpu: 200m, memory: 64Mi}
+  initContainers:
+  - name: setup
+    image: busybox
+    restartPolicy: Never
+    restartPolicyRules:
+    - {action: Restart, exitCodes: {operator: NotIn, values: [0]}}
+  containers:
+  - name: c
+    image: busybox
+    restartPolicy: Never
+    restartPolicyRules:
+    - action: Restart
+      exitCodes: {operator: In, values: [42]}
+`,
+			count: 1,
+			check: func(t *testing.T, objs []Object) {
+				s := objs[0].Object.(*v1.Pod).Spec
+				if s.HostUsers == nil || s.GetHostUsers() || s.GetResources().GetLimits()["memory"] != "64Mi" ||
+					s.Containers[0].RestartPolicy != "Never" || s.Containers[0].RestartPolicyRules[0].GetExitCodes().GetValues()[0] != 42 ||
+					s.InitContainers[0].RestartPolicyRules[0].GetExitCodes().GetOperator() != "NotIn" {
+					t.Errorf("spec = %v", s)
+				}
+				out, err := Marshal(objs[0].Object, YAML)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, want := range []string{"hostUsers: false", "restartPolicyRules:", "exitCodes:", "operator: In", "resources:"} {
+					if !strings.Contains(string(out), want) {
+						t.Errorf("encoded back without %q:\n%s", want, out)
+					}
+				}
+			},
+		},
+		{
 			name: "multi-document with comments, leading separator and empty documents",
 			in: `# a comment
 ---

@@ -163,31 +163,24 @@ func Usage(groupResource string, obj v1.Object) List {
 	return out
 }
 
-// PodRequests is a pod's effective requests and limits: the larger of its
-// app containers' sum and each init container's own (init containers run
-// one at a time, before the app containers).
+// PodRequests is a pod's effective requests and limits (Kubernetes'
+// PodRequests and PodLimits): its containers' aggregate
+// (resource.AggregateContainerRequests: the app containers and sidecars
+// together, or a regular init container with the sidecars before it if
+// that is more), with the pod-level requests and limits (spec.resources)
+// in place of the aggregate for the resources they set.
 func PodRequests(s *v1.PodSpec) (requests, limits List) {
-	requests, limits = List{}, List{}
-	for _, c := range s.GetContainers() {
-		for name, v := range c.GetResources().GetRequests() {
+	requests, limits = List(resource.AggregateContainerRequests(s)), List(resource.AggregateContainerLimits(s))
+	for name, v := range s.GetResources().GetRequests() {
+		if resource.IsSupportedPodLevelResource(name) {
 			q, _ := resource.Parse(v)
-			requests[name] = requests[name].Add(q)
-		}
-		for name, v := range c.GetResources().GetLimits() {
-			q, _ := resource.Parse(v)
-			limits[name] = limits[name].Add(q)
+			requests[name] = q
 		}
 	}
-	for _, c := range s.GetInitContainers() {
-		for name, v := range c.GetResources().GetRequests() {
-			if q, _ := resource.Parse(v); q.Cmp(requests[name]) > 0 {
-				requests[name] = q
-			}
-		}
-		for name, v := range c.GetResources().GetLimits() {
-			if q, _ := resource.Parse(v); q.Cmp(limits[name]) > 0 {
-				limits[name] = q
-			}
+	for name, v := range s.GetResources().GetLimits() {
+		if resource.IsSupportedPodLevelResource(name) {
+			q, _ := resource.Parse(v)
+			limits[name] = q
 		}
 	}
 	return requests, limits
@@ -202,11 +195,19 @@ func Constraints(obj v1.Object, restricted []string) error {
 		return nil
 	}
 	missing := map[string][]string{}
+	podReq, podLim := p.GetSpec().GetResources().GetRequests(), p.GetSpec().GetResources().GetLimits()
 	for _, list := range [][]*v1.Container{p.GetSpec().GetContainers(), p.GetSpec().GetInitContainers()} {
 		for _, c := range list {
 			req, lim := c.GetResources().GetRequests(), c.GetResources().GetLimits()
 			for _, name := range restricted {
 				if !slices.Contains(validationNames, name) {
+					continue
+				}
+				// A pod-level amount says it for every container.
+				if _, ok := podReq[strings.TrimPrefix(name, "requests.")]; ok && !strings.HasPrefix(name, "limits.") {
+					continue
+				}
+				if _, ok := podLim[strings.TrimPrefix(name, "limits.")]; ok && strings.HasPrefix(name, "limits.") {
 					continue
 				}
 				var has bool

@@ -113,3 +113,33 @@ func TestExceededAndMask(t *testing.T) {
 		t.Errorf("subtract: %s", got)
 	}
 }
+
+// TestPodRequestsPodLevel: pod-level requests and limits replace the
+// containers' aggregate for what they set; quota constraints are met by
+// them.
+func TestPodRequestsPodLevel(t *testing.T) {
+	s := &v1.PodSpec{
+		Resources: &v1.ResourceRequirements{Requests: map[string]string{"cpu": "1"}, Limits: map[string]string{"cpu": "2", "memory": "1Gi"}},
+		Containers: []*v1.Container{{Name: "a", Resources: &v1.ResourceRequirements{Requests: map[string]string{"cpu": "100m", "memory": "64Mi", "ephemeral-storage": "1Gi"}}}},
+	}
+	req, lim := PodRequests(s)
+	for _, c := range []struct {
+		got  resource.Quantity
+		want string
+	}{{req["cpu"], "1"}, {req["memory"], "64Mi"}, {req["ephemeral-storage"], "1Gi"}, {lim["cpu"], "2"}, {lim["memory"], "1Gi"}} {
+		if c.got.Cmp(resource.MustParse(c.want)) != 0 {
+			t.Errorf("requests %v limits %v: want %s", req.Strings(), lim.Strings(), c.want)
+		}
+	}
+	p := &v1.Pod{Spec: s}
+	if err := Constraints(p, []string{"limits.cpu", "limits.memory", "requests.cpu"}); err != nil {
+		t.Errorf("pod-level amounts should meet the quota's constraints: %v", err)
+	}
+	if err := Constraints(p, []string{"limits.ephemeral-storage", "requests.memory"}); err != nil {
+		t.Errorf("requests.memory is the container's: %v", err)
+	}
+	p.Spec.Resources = &v1.ResourceRequirements{Requests: map[string]string{"memory": "1Gi"}}
+	if err := Constraints(p, []string{"limits.memory"}); err == nil || !strings.Contains(err.Error(), "must specify limits.memory for: a") {
+		t.Errorf("a pod-level request does not stand for a limit: %v", err)
+	}
+}

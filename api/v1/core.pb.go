@@ -855,8 +855,22 @@ type PodSpec struct {
 	// never set on create, only added (never changed or removed), started
 	// once in the running pod's sandbox and never restarted.
 	EphemeralContainers []*EphemeralContainer `protobuf:"bytes,110,rep,name=ephemeral_containers,json=ephemeralContainers,proto3" json:"ephemeral_containers,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Pod-level requests and limits (Kubernetes' PodLevelResources): cpu,
+	// memory and hugepages-<size> only. The pod's containers together may
+	// use at most the limits (the kubelet sets them on the pod's cgroup);
+	// the scheduler, quotas and the QoS class use the pod-level requests
+	// when they are set (unset requests default to the containers' sum,
+	// else to the limits). Not resizable in place.
+	Resources *ResourceRequirements `protobuf:"bytes,120,opt,name=resources,proto3" json:"resources,omitempty"`
+	// false: the pod runs in its own user namespace (uids and gids 0-65535
+	// of the pod mapped to a range of the node's, 65536 per pod) where the
+	// runtime supports it; a node whose runtime does not refuses the pod's
+	// sandbox (Kubernetes' 'RuntimeClass handler "" does not support user
+	// namespaces'). Unset or true: the node's user namespace. Not with
+	// hostNetwork, hostPID or hostIPC.
+	HostUsers     *bool `protobuf:"varint,121,opt,name=host_users,json=hostUsers,proto3,oneof" json:"host_users,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PodSpec) Reset() {
@@ -1085,6 +1099,131 @@ func (x *PodSpec) GetEphemeralContainers() []*EphemeralContainer {
 	return nil
 }
 
+func (x *PodSpec) GetResources() *ResourceRequirements {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *PodSpec) GetHostUsers() bool {
+	if x != nil && x.HostUsers != nil {
+		return *x.HostUsers
+	}
+	return false
+}
+
+// ContainerRestartRule is one of a container's restartPolicyRules: when
+// the container exits with a code its exitCodes match, action is taken
+// (Restart: the container is restarted, whatever the restart policy).
+type ContainerRestartRule struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Restart.
+	Action        string                           `protobuf:"bytes,1,opt,name=action,proto3" json:"action,omitempty"`
+	ExitCodes     *ContainerRestartRuleOnExitCodes `protobuf:"bytes,2,opt,name=exit_codes,json=exitCodes,proto3" json:"exit_codes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContainerRestartRule) Reset() {
+	*x = ContainerRestartRule{}
+	mi := &file_api_v1_core_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContainerRestartRule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContainerRestartRule) ProtoMessage() {}
+
+func (x *ContainerRestartRule) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContainerRestartRule.ProtoReflect.Descriptor instead.
+func (*ContainerRestartRule) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ContainerRestartRule) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *ContainerRestartRule) GetExitCodes() *ContainerRestartRuleOnExitCodes {
+	if x != nil {
+		return x.ExitCodes
+	}
+	return nil
+}
+
+// ContainerRestartRuleOnExitCodes matches exit codes.
+type ContainerRestartRuleOnExitCodes struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// In (the exit code is one of values) or NotIn (it is none of them).
+	Operator string `protobuf:"bytes,1,opt,name=operator,proto3" json:"operator,omitempty"`
+	// At most 255, without duplicates.
+	Values        []int32 `protobuf:"varint,2,rep,packed,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContainerRestartRuleOnExitCodes) Reset() {
+	*x = ContainerRestartRuleOnExitCodes{}
+	mi := &file_api_v1_core_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContainerRestartRuleOnExitCodes) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContainerRestartRuleOnExitCodes) ProtoMessage() {}
+
+func (x *ContainerRestartRuleOnExitCodes) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContainerRestartRuleOnExitCodes.ProtoReflect.Descriptor instead.
+func (*ContainerRestartRuleOnExitCodes) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ContainerRestartRuleOnExitCodes) GetOperator() string {
+	if x != nil {
+		return x.Operator
+	}
+	return ""
+}
+
+func (x *ContainerRestartRuleOnExitCodes) GetValues() []int32 {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
 // EphemeralContainer is Kubernetes' EphemeralContainer: the fields of a
 // Container (EphemeralContainerCommon, same names and numbers, so that the
 // kubelet runs it as a Container) and targetContainerName. ports,
@@ -1116,6 +1255,7 @@ type EphemeralContainer struct {
 	TerminationMessagePath   string                   `protobuf:"bytes,52,opt,name=termination_message_path,json=terminationMessagePath,proto3" json:"termination_message_path,omitempty"`
 	TerminationMessagePolicy string                   `protobuf:"bytes,53,opt,name=termination_message_policy,json=terminationMessagePolicy,proto3" json:"termination_message_policy,omitempty"`
 	ResizePolicy             []*ContainerResizePolicy `protobuf:"bytes,54,rep,name=resize_policy,json=resizePolicy,proto3" json:"resize_policy,omitempty"`
+	RestartPolicyRules       []*ContainerRestartRule  `protobuf:"bytes,55,rep,name=restart_policy_rules,json=restartPolicyRules,proto3" json:"restart_policy_rules,omitempty"`
 	// The container (of spec.containers or spec.initContainers) whose
 	// process namespace this one joins: its processes are visible (ps), as
 	// with Kubernetes' CRI NamespaceMode TARGET. Empty: the pod's.
@@ -1126,7 +1266,7 @@ type EphemeralContainer struct {
 
 func (x *EphemeralContainer) Reset() {
 	*x = EphemeralContainer{}
-	mi := &file_api_v1_core_proto_msgTypes[13]
+	mi := &file_api_v1_core_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1138,7 +1278,7 @@ func (x *EphemeralContainer) String() string {
 func (*EphemeralContainer) ProtoMessage() {}
 
 func (x *EphemeralContainer) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[13]
+	mi := &file_api_v1_core_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1151,7 +1291,7 @@ func (x *EphemeralContainer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EphemeralContainer.ProtoReflect.Descriptor instead.
 func (*EphemeralContainer) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{13}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *EphemeralContainer) GetName() string {
@@ -1315,6 +1455,13 @@ func (x *EphemeralContainer) GetResizePolicy() []*ContainerResizePolicy {
 	return nil
 }
 
+func (x *EphemeralContainer) GetRestartPolicyRules() []*ContainerRestartRule {
+	if x != nil {
+		return x.RestartPolicyRules
+	}
+	return nil
+}
+
 func (x *EphemeralContainer) GetTargetContainerName() string {
 	if x != nil {
 		return x.TargetContainerName
@@ -1332,7 +1479,7 @@ type HostAlias struct {
 
 func (x *HostAlias) Reset() {
 	*x = HostAlias{}
-	mi := &file_api_v1_core_proto_msgTypes[14]
+	mi := &file_api_v1_core_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1344,7 +1491,7 @@ func (x *HostAlias) String() string {
 func (*HostAlias) ProtoMessage() {}
 
 func (x *HostAlias) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[14]
+	mi := &file_api_v1_core_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1357,7 +1504,7 @@ func (x *HostAlias) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostAlias.ProtoReflect.Descriptor instead.
 func (*HostAlias) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{14}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *HostAlias) GetIp() string {
@@ -1388,7 +1535,7 @@ type PodDNSConfig struct {
 
 func (x *PodDNSConfig) Reset() {
 	*x = PodDNSConfig{}
-	mi := &file_api_v1_core_proto_msgTypes[15]
+	mi := &file_api_v1_core_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1400,7 +1547,7 @@ func (x *PodDNSConfig) String() string {
 func (*PodDNSConfig) ProtoMessage() {}
 
 func (x *PodDNSConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[15]
+	mi := &file_api_v1_core_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1413,7 +1560,7 @@ func (x *PodDNSConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDNSConfig.ProtoReflect.Descriptor instead.
 func (*PodDNSConfig) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{15}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PodDNSConfig) GetNameservers() []string {
@@ -1447,7 +1594,7 @@ type PodDNSConfigOption struct {
 
 func (x *PodDNSConfigOption) Reset() {
 	*x = PodDNSConfigOption{}
-	mi := &file_api_v1_core_proto_msgTypes[16]
+	mi := &file_api_v1_core_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1459,7 +1606,7 @@ func (x *PodDNSConfigOption) String() string {
 func (*PodDNSConfigOption) ProtoMessage() {}
 
 func (x *PodDNSConfigOption) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[16]
+	mi := &file_api_v1_core_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1472,7 +1619,7 @@ func (x *PodDNSConfigOption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDNSConfigOption.ProtoReflect.Descriptor instead.
 func (*PodDNSConfigOption) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{16}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PodDNSConfigOption) GetName() string {
@@ -1521,7 +1668,7 @@ type PodSecurityContext struct {
 
 func (x *PodSecurityContext) Reset() {
 	*x = PodSecurityContext{}
-	mi := &file_api_v1_core_proto_msgTypes[17]
+	mi := &file_api_v1_core_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1533,7 +1680,7 @@ func (x *PodSecurityContext) String() string {
 func (*PodSecurityContext) ProtoMessage() {}
 
 func (x *PodSecurityContext) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[17]
+	mi := &file_api_v1_core_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1546,7 +1693,7 @@ func (x *PodSecurityContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodSecurityContext.ProtoReflect.Descriptor instead.
 func (*PodSecurityContext) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{17}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PodSecurityContext) GetRunAsUser() int64 {
@@ -1650,7 +1797,7 @@ type SecurityContext struct {
 
 func (x *SecurityContext) Reset() {
 	*x = SecurityContext{}
-	mi := &file_api_v1_core_proto_msgTypes[18]
+	mi := &file_api_v1_core_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1662,7 +1809,7 @@ func (x *SecurityContext) String() string {
 func (*SecurityContext) ProtoMessage() {}
 
 func (x *SecurityContext) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[18]
+	mi := &file_api_v1_core_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1675,7 +1822,7 @@ func (x *SecurityContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecurityContext.ProtoReflect.Descriptor instead.
 func (*SecurityContext) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{18}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SecurityContext) GetCapabilities() *Capabilities {
@@ -1765,7 +1912,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_api_v1_core_proto_msgTypes[19]
+	mi := &file_api_v1_core_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1777,7 +1924,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[19]
+	mi := &file_api_v1_core_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1790,7 +1937,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{19}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Capabilities) GetAdd() []string {
@@ -1820,7 +1967,7 @@ type SeccompProfile struct {
 
 func (x *SeccompProfile) Reset() {
 	*x = SeccompProfile{}
-	mi := &file_api_v1_core_proto_msgTypes[20]
+	mi := &file_api_v1_core_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1832,7 +1979,7 @@ func (x *SeccompProfile) String() string {
 func (*SeccompProfile) ProtoMessage() {}
 
 func (x *SeccompProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[20]
+	mi := &file_api_v1_core_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1845,7 +1992,7 @@ func (x *SeccompProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeccompProfile.ProtoReflect.Descriptor instead.
 func (*SeccompProfile) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{20}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SeccompProfile) GetType() string {
@@ -1872,7 +2019,7 @@ type Sysctl struct {
 
 func (x *Sysctl) Reset() {
 	*x = Sysctl{}
-	mi := &file_api_v1_core_proto_msgTypes[21]
+	mi := &file_api_v1_core_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1884,7 +2031,7 @@ func (x *Sysctl) String() string {
 func (*Sysctl) ProtoMessage() {}
 
 func (x *Sysctl) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[21]
+	mi := &file_api_v1_core_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1897,7 +2044,7 @@ func (x *Sysctl) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sysctl.ProtoReflect.Descriptor instead.
 func (*Sysctl) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{21}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Sysctl) GetName() string {
@@ -1926,7 +2073,7 @@ type SELinuxOptions struct {
 
 func (x *SELinuxOptions) Reset() {
 	*x = SELinuxOptions{}
-	mi := &file_api_v1_core_proto_msgTypes[22]
+	mi := &file_api_v1_core_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1938,7 +2085,7 @@ func (x *SELinuxOptions) String() string {
 func (*SELinuxOptions) ProtoMessage() {}
 
 func (x *SELinuxOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[22]
+	mi := &file_api_v1_core_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1951,7 +2098,7 @@ func (x *SELinuxOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SELinuxOptions.ProtoReflect.Descriptor instead.
 func (*SELinuxOptions) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{22}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SELinuxOptions) GetUser() string {
@@ -1992,7 +2139,7 @@ type AppArmorProfile struct {
 
 func (x *AppArmorProfile) Reset() {
 	*x = AppArmorProfile{}
-	mi := &file_api_v1_core_proto_msgTypes[23]
+	mi := &file_api_v1_core_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2004,7 +2151,7 @@ func (x *AppArmorProfile) String() string {
 func (*AppArmorProfile) ProtoMessage() {}
 
 func (x *AppArmorProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[23]
+	mi := &file_api_v1_core_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2017,7 +2164,7 @@ func (x *AppArmorProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppArmorProfile.ProtoReflect.Descriptor instead.
 func (*AppArmorProfile) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{23}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *AppArmorProfile) GetType() string {
@@ -2061,10 +2208,13 @@ type Container struct {
 	// (tugctl run -i sets it, as kubectl run does).
 	StdinOnce       bool             `protobuf:"varint,17,opt,name=stdin_once,json=stdinOnce,proto3" json:"stdin_once,omitempty"`
 	SecurityContext *SecurityContext `protobuf:"bytes,40,opt,name=security_context,json=securityContext,proto3" json:"security_context,omitempty"`
-	// Only for init containers, and only Always: a sidecar, started in
-	// order with the init containers (the next starts once it has started:
-	// its startupProbe passed, if any), restarted whenever it exits, not
+	// On an init container, Always makes it a sidecar, started in order
+	// with the init containers (the next starts once it has started: its
+	// startupProbe passed, if any), restarted whenever it exits, not
 	// holding up the pod's completion, stopped after the app containers.
+	// On an app container (Kubernetes' ContainerRestartRules), Always,
+	// OnFailure or Never override the pod's restartPolicy for it; required
+	// with restartPolicyRules.
 	RestartPolicy string `protobuf:"bytes,50,opt,name=restart_policy,json=restartPolicy,proto3" json:"restart_policy,omitempty"`
 	// Hooks run by the kubelet right after the container starts
 	// (postStart: the container is killed if it fails) and before it is
@@ -2082,14 +2232,18 @@ type Container struct {
 	// How a resize of a resource (pods/resize) is applied: NotRequired
 	// (in place, the default for cpu and memory a container sets) or
 	// RestartContainer. Not for init containers other than sidecars.
-	ResizePolicy  []*ContainerResizePolicy `protobuf:"bytes,54,rep,name=resize_policy,json=resizePolicy,proto3" json:"resize_policy,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ResizePolicy []*ContainerResizePolicy `protobuf:"bytes,54,rep,name=resize_policy,json=resizePolicy,proto3" json:"resize_policy,omitempty"`
+	// Evaluated in order when the container exits, before its
+	// restartPolicy: the first rule whose exitCodes match decides (at most
+	// 20). Needs the container's own restartPolicy; not on sidecars.
+	RestartPolicyRules []*ContainerRestartRule `protobuf:"bytes,55,rep,name=restart_policy_rules,json=restartPolicyRules,proto3" json:"restart_policy_rules,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Container) Reset() {
 	*x = Container{}
-	mi := &file_api_v1_core_proto_msgTypes[24]
+	mi := &file_api_v1_core_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2101,7 +2255,7 @@ func (x *Container) String() string {
 func (*Container) ProtoMessage() {}
 
 func (x *Container) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[24]
+	mi := &file_api_v1_core_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2114,7 +2268,7 @@ func (x *Container) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Container.ProtoReflect.Descriptor instead.
 func (*Container) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{24}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Container) GetName() string {
@@ -2278,6 +2432,13 @@ func (x *Container) GetResizePolicy() []*ContainerResizePolicy {
 	return nil
 }
 
+func (x *Container) GetRestartPolicyRules() []*ContainerRestartRule {
+	if x != nil {
+		return x.RestartPolicyRules
+	}
+	return nil
+}
+
 // ContainerResizePolicy is how a container takes a resize of one resource.
 type ContainerResizePolicy struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2291,7 +2452,7 @@ type ContainerResizePolicy struct {
 
 func (x *ContainerResizePolicy) Reset() {
 	*x = ContainerResizePolicy{}
-	mi := &file_api_v1_core_proto_msgTypes[25]
+	mi := &file_api_v1_core_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2303,7 +2464,7 @@ func (x *ContainerResizePolicy) String() string {
 func (*ContainerResizePolicy) ProtoMessage() {}
 
 func (x *ContainerResizePolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[25]
+	mi := &file_api_v1_core_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2316,7 +2477,7 @@ func (x *ContainerResizePolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerResizePolicy.ProtoReflect.Descriptor instead.
 func (*ContainerResizePolicy) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{25}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ContainerResizePolicy) GetResourceName() string {
@@ -2343,7 +2504,7 @@ type Lifecycle struct {
 
 func (x *Lifecycle) Reset() {
 	*x = Lifecycle{}
-	mi := &file_api_v1_core_proto_msgTypes[26]
+	mi := &file_api_v1_core_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2355,7 +2516,7 @@ func (x *Lifecycle) String() string {
 func (*Lifecycle) ProtoMessage() {}
 
 func (x *Lifecycle) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[26]
+	mi := &file_api_v1_core_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2368,7 +2529,7 @@ func (x *Lifecycle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lifecycle.ProtoReflect.Descriptor instead.
 func (*Lifecycle) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{26}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Lifecycle) GetPostStart() *LifecycleHandler {
@@ -2399,7 +2560,7 @@ type LifecycleHandler struct {
 
 func (x *LifecycleHandler) Reset() {
 	*x = LifecycleHandler{}
-	mi := &file_api_v1_core_proto_msgTypes[27]
+	mi := &file_api_v1_core_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2411,7 +2572,7 @@ func (x *LifecycleHandler) String() string {
 func (*LifecycleHandler) ProtoMessage() {}
 
 func (x *LifecycleHandler) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[27]
+	mi := &file_api_v1_core_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2424,7 +2585,7 @@ func (x *LifecycleHandler) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LifecycleHandler.ProtoReflect.Descriptor instead.
 func (*LifecycleHandler) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{27}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *LifecycleHandler) GetExec() *ExecAction {
@@ -2464,7 +2625,7 @@ type SleepAction struct {
 
 func (x *SleepAction) Reset() {
 	*x = SleepAction{}
-	mi := &file_api_v1_core_proto_msgTypes[28]
+	mi := &file_api_v1_core_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2476,7 +2637,7 @@ func (x *SleepAction) String() string {
 func (*SleepAction) ProtoMessage() {}
 
 func (x *SleepAction) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[28]
+	mi := &file_api_v1_core_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2489,7 +2650,7 @@ func (x *SleepAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SleepAction.ProtoReflect.Descriptor instead.
 func (*SleepAction) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{28}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SleepAction) GetSeconds() int64 {
@@ -2510,7 +2671,7 @@ type EnvVar struct {
 
 func (x *EnvVar) Reset() {
 	*x = EnvVar{}
-	mi := &file_api_v1_core_proto_msgTypes[29]
+	mi := &file_api_v1_core_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2522,7 +2683,7 @@ func (x *EnvVar) String() string {
 func (*EnvVar) ProtoMessage() {}
 
 func (x *EnvVar) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[29]
+	mi := &file_api_v1_core_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2535,7 +2696,7 @@ func (x *EnvVar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVar.ProtoReflect.Descriptor instead.
 func (*EnvVar) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{29}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *EnvVar) GetName() string {
@@ -2575,7 +2736,7 @@ type EnvVarSource struct {
 
 func (x *EnvVarSource) Reset() {
 	*x = EnvVarSource{}
-	mi := &file_api_v1_core_proto_msgTypes[30]
+	mi := &file_api_v1_core_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2587,7 +2748,7 @@ func (x *EnvVarSource) String() string {
 func (*EnvVarSource) ProtoMessage() {}
 
 func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[30]
+	mi := &file_api_v1_core_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2600,7 +2761,7 @@ func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVarSource.ProtoReflect.Descriptor instead.
 func (*EnvVarSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{30}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *EnvVarSource) GetConfigMapKeyRef() *KeySelector {
@@ -2656,7 +2817,7 @@ type FileKeySelector struct {
 
 func (x *FileKeySelector) Reset() {
 	*x = FileKeySelector{}
-	mi := &file_api_v1_core_proto_msgTypes[31]
+	mi := &file_api_v1_core_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2668,7 +2829,7 @@ func (x *FileKeySelector) String() string {
 func (*FileKeySelector) ProtoMessage() {}
 
 func (x *FileKeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[31]
+	mi := &file_api_v1_core_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2681,7 +2842,7 @@ func (x *FileKeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileKeySelector.ProtoReflect.Descriptor instead.
 func (*FileKeySelector) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{31}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *FileKeySelector) GetVolumeName() string {
@@ -2723,7 +2884,7 @@ type KeySelector struct {
 
 func (x *KeySelector) Reset() {
 	*x = KeySelector{}
-	mi := &file_api_v1_core_proto_msgTypes[32]
+	mi := &file_api_v1_core_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2735,7 +2896,7 @@ func (x *KeySelector) String() string {
 func (*KeySelector) ProtoMessage() {}
 
 func (x *KeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[32]
+	mi := &file_api_v1_core_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2748,7 +2909,7 @@ func (x *KeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeySelector.ProtoReflect.Descriptor instead.
 func (*KeySelector) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{32}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *KeySelector) GetName() string {
@@ -2783,7 +2944,7 @@ type ObjectFieldSelector struct {
 
 func (x *ObjectFieldSelector) Reset() {
 	*x = ObjectFieldSelector{}
-	mi := &file_api_v1_core_proto_msgTypes[33]
+	mi := &file_api_v1_core_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2795,7 +2956,7 @@ func (x *ObjectFieldSelector) String() string {
 func (*ObjectFieldSelector) ProtoMessage() {}
 
 func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[33]
+	mi := &file_api_v1_core_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2808,7 +2969,7 @@ func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectFieldSelector.ProtoReflect.Descriptor instead.
 func (*ObjectFieldSelector) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{33}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ObjectFieldSelector) GetFieldPath() string {
@@ -2836,7 +2997,7 @@ type EnvFromSource struct {
 
 func (x *EnvFromSource) Reset() {
 	*x = EnvFromSource{}
-	mi := &file_api_v1_core_proto_msgTypes[34]
+	mi := &file_api_v1_core_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2848,7 +3009,7 @@ func (x *EnvFromSource) String() string {
 func (*EnvFromSource) ProtoMessage() {}
 
 func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[34]
+	mi := &file_api_v1_core_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2861,7 +3022,7 @@ func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvFromSource.ProtoReflect.Descriptor instead.
 func (*EnvFromSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{34}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *EnvFromSource) GetPrefix() string {
@@ -2894,7 +3055,7 @@ type LocalObjectReference struct {
 
 func (x *LocalObjectReference) Reset() {
 	*x = LocalObjectReference{}
-	mi := &file_api_v1_core_proto_msgTypes[35]
+	mi := &file_api_v1_core_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2906,7 +3067,7 @@ func (x *LocalObjectReference) String() string {
 func (*LocalObjectReference) ProtoMessage() {}
 
 func (x *LocalObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[35]
+	mi := &file_api_v1_core_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2919,7 +3080,7 @@ func (x *LocalObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalObjectReference.ProtoReflect.Descriptor instead.
 func (*LocalObjectReference) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{35}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *LocalObjectReference) GetName() string {
@@ -2943,7 +3104,7 @@ type ContainerPort struct {
 
 func (x *ContainerPort) Reset() {
 	*x = ContainerPort{}
-	mi := &file_api_v1_core_proto_msgTypes[36]
+	mi := &file_api_v1_core_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2955,7 +3116,7 @@ func (x *ContainerPort) String() string {
 func (*ContainerPort) ProtoMessage() {}
 
 func (x *ContainerPort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[36]
+	mi := &file_api_v1_core_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2968,7 +3129,7 @@ func (x *ContainerPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerPort.ProtoReflect.Descriptor instead.
 func (*ContainerPort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{36}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ContainerPort) GetName() string {
@@ -3019,7 +3180,7 @@ type ResourceRequirements struct {
 
 func (x *ResourceRequirements) Reset() {
 	*x = ResourceRequirements{}
-	mi := &file_api_v1_core_proto_msgTypes[37]
+	mi := &file_api_v1_core_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3031,7 +3192,7 @@ func (x *ResourceRequirements) String() string {
 func (*ResourceRequirements) ProtoMessage() {}
 
 func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[37]
+	mi := &file_api_v1_core_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3044,7 +3205,7 @@ func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceRequirements.ProtoReflect.Descriptor instead.
 func (*ResourceRequirements) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{37}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ResourceRequirements) GetRequests() map[string]string {
@@ -3082,7 +3243,7 @@ type ContainerResourceClaim struct {
 
 func (x *ContainerResourceClaim) Reset() {
 	*x = ContainerResourceClaim{}
-	mi := &file_api_v1_core_proto_msgTypes[38]
+	mi := &file_api_v1_core_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3094,7 +3255,7 @@ func (x *ContainerResourceClaim) String() string {
 func (*ContainerResourceClaim) ProtoMessage() {}
 
 func (x *ContainerResourceClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[38]
+	mi := &file_api_v1_core_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3107,7 +3268,7 @@ func (x *ContainerResourceClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerResourceClaim.ProtoReflect.Descriptor instead.
 func (*ContainerResourceClaim) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{38}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ContainerResourceClaim) GetName() string {
@@ -3140,7 +3301,7 @@ type PodResourceClaim struct {
 
 func (x *PodResourceClaim) Reset() {
 	*x = PodResourceClaim{}
-	mi := &file_api_v1_core_proto_msgTypes[39]
+	mi := &file_api_v1_core_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3152,7 +3313,7 @@ func (x *PodResourceClaim) String() string {
 func (*PodResourceClaim) ProtoMessage() {}
 
 func (x *PodResourceClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[39]
+	mi := &file_api_v1_core_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3165,7 +3326,7 @@ func (x *PodResourceClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodResourceClaim.ProtoReflect.Descriptor instead.
 func (*PodResourceClaim) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{39}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *PodResourceClaim) GetName() string {
@@ -3203,7 +3364,7 @@ type PodResourceClaimStatus struct {
 
 func (x *PodResourceClaimStatus) Reset() {
 	*x = PodResourceClaimStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[40]
+	mi := &file_api_v1_core_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3215,7 +3376,7 @@ func (x *PodResourceClaimStatus) String() string {
 func (*PodResourceClaimStatus) ProtoMessage() {}
 
 func (x *PodResourceClaimStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[40]
+	mi := &file_api_v1_core_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3228,7 +3389,7 @@ func (x *PodResourceClaimStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodResourceClaimStatus.ProtoReflect.Descriptor instead.
 func (*PodResourceClaimStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{40}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *PodResourceClaimStatus) GetName() string {
@@ -3266,7 +3427,7 @@ type VolumeMount struct {
 
 func (x *VolumeMount) Reset() {
 	*x = VolumeMount{}
-	mi := &file_api_v1_core_proto_msgTypes[41]
+	mi := &file_api_v1_core_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3278,7 +3439,7 @@ func (x *VolumeMount) String() string {
 func (*VolumeMount) ProtoMessage() {}
 
 func (x *VolumeMount) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[41]
+	mi := &file_api_v1_core_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3291,7 +3452,7 @@ func (x *VolumeMount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeMount.ProtoReflect.Descriptor instead.
 func (*VolumeMount) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{41}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *VolumeMount) GetName() string {
@@ -3354,7 +3515,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_api_v1_core_proto_msgTypes[42]
+	mi := &file_api_v1_core_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3366,7 +3527,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[42]
+	mi := &file_api_v1_core_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3379,7 +3540,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{42}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Probe) GetExec() *ExecAction {
@@ -3464,7 +3625,7 @@ type GRPCAction struct {
 
 func (x *GRPCAction) Reset() {
 	*x = GRPCAction{}
-	mi := &file_api_v1_core_proto_msgTypes[43]
+	mi := &file_api_v1_core_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3476,7 +3637,7 @@ func (x *GRPCAction) String() string {
 func (*GRPCAction) ProtoMessage() {}
 
 func (x *GRPCAction) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[43]
+	mi := &file_api_v1_core_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3489,7 +3650,7 @@ func (x *GRPCAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GRPCAction.ProtoReflect.Descriptor instead.
 func (*GRPCAction) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{43}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GRPCAction) GetPort() int32 {
@@ -3515,7 +3676,7 @@ type ExecAction struct {
 
 func (x *ExecAction) Reset() {
 	*x = ExecAction{}
-	mi := &file_api_v1_core_proto_msgTypes[44]
+	mi := &file_api_v1_core_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3527,7 +3688,7 @@ func (x *ExecAction) String() string {
 func (*ExecAction) ProtoMessage() {}
 
 func (x *ExecAction) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[44]
+	mi := &file_api_v1_core_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3540,7 +3701,7 @@ func (x *ExecAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecAction.ProtoReflect.Descriptor instead.
 func (*ExecAction) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{44}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ExecAction) GetCommand() []string {
@@ -3565,7 +3726,7 @@ type HTTPGetAction struct {
 
 func (x *HTTPGetAction) Reset() {
 	*x = HTTPGetAction{}
-	mi := &file_api_v1_core_proto_msgTypes[45]
+	mi := &file_api_v1_core_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3577,7 +3738,7 @@ func (x *HTTPGetAction) String() string {
 func (*HTTPGetAction) ProtoMessage() {}
 
 func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[45]
+	mi := &file_api_v1_core_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3590,7 +3751,7 @@ func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPGetAction.ProtoReflect.Descriptor instead.
 func (*HTTPGetAction) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{45}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *HTTPGetAction) GetPath() string {
@@ -3638,7 +3799,7 @@ type HTTPHeader struct {
 
 func (x *HTTPHeader) Reset() {
 	*x = HTTPHeader{}
-	mi := &file_api_v1_core_proto_msgTypes[46]
+	mi := &file_api_v1_core_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3650,7 +3811,7 @@ func (x *HTTPHeader) String() string {
 func (*HTTPHeader) ProtoMessage() {}
 
 func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[46]
+	mi := &file_api_v1_core_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3663,7 +3824,7 @@ func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPHeader.ProtoReflect.Descriptor instead.
 func (*HTTPHeader) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{46}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *HTTPHeader) GetName() string {
@@ -3691,7 +3852,7 @@ type TCPSocketAction struct {
 
 func (x *TCPSocketAction) Reset() {
 	*x = TCPSocketAction{}
-	mi := &file_api_v1_core_proto_msgTypes[47]
+	mi := &file_api_v1_core_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3703,7 +3864,7 @@ func (x *TCPSocketAction) String() string {
 func (*TCPSocketAction) ProtoMessage() {}
 
 func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[47]
+	mi := &file_api_v1_core_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3716,7 +3877,7 @@ func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPSocketAction.ProtoReflect.Descriptor instead.
 func (*TCPSocketAction) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{47}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *TCPSocketAction) GetPort() string {
@@ -3748,7 +3909,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_api_v1_core_proto_msgTypes[48]
+	mi := &file_api_v1_core_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3760,7 +3921,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[48]
+	mi := &file_api_v1_core_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3773,7 +3934,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{48}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Toleration) GetKey() string {
@@ -3825,7 +3986,7 @@ type Affinity struct {
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_api_v1_core_proto_msgTypes[49]
+	mi := &file_api_v1_core_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3837,7 +3998,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[49]
+	mi := &file_api_v1_core_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3850,7 +4011,7 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{49}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *Affinity) GetNodeAffinity() *NodeAffinity {
@@ -3886,7 +4047,7 @@ type NodeAffinity struct {
 
 func (x *NodeAffinity) Reset() {
 	*x = NodeAffinity{}
-	mi := &file_api_v1_core_proto_msgTypes[50]
+	mi := &file_api_v1_core_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3898,7 +4059,7 @@ func (x *NodeAffinity) String() string {
 func (*NodeAffinity) ProtoMessage() {}
 
 func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[50]
+	mi := &file_api_v1_core_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3911,7 +4072,7 @@ func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAffinity.ProtoReflect.Descriptor instead.
 func (*NodeAffinity) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{50}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *NodeAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() *NodeSelector {
@@ -3938,7 +4099,7 @@ type PreferredSchedulingTerm struct {
 
 func (x *PreferredSchedulingTerm) Reset() {
 	*x = PreferredSchedulingTerm{}
-	mi := &file_api_v1_core_proto_msgTypes[51]
+	mi := &file_api_v1_core_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3950,7 +4111,7 @@ func (x *PreferredSchedulingTerm) String() string {
 func (*PreferredSchedulingTerm) ProtoMessage() {}
 
 func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[51]
+	mi := &file_api_v1_core_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3963,7 +4124,7 @@ func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreferredSchedulingTerm.ProtoReflect.Descriptor instead.
 func (*PreferredSchedulingTerm) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{51}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *PreferredSchedulingTerm) GetWeight() int32 {
@@ -3990,7 +4151,7 @@ type PodAffinity struct {
 
 func (x *PodAffinity) Reset() {
 	*x = PodAffinity{}
-	mi := &file_api_v1_core_proto_msgTypes[52]
+	mi := &file_api_v1_core_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4002,7 +4163,7 @@ func (x *PodAffinity) String() string {
 func (*PodAffinity) ProtoMessage() {}
 
 func (x *PodAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[52]
+	mi := &file_api_v1_core_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4015,7 +4176,7 @@ func (x *PodAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAffinity.ProtoReflect.Descriptor instead.
 func (*PodAffinity) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{52}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *PodAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() []*PodAffinityTerm {
@@ -4042,7 +4203,7 @@ type PodAntiAffinity struct {
 
 func (x *PodAntiAffinity) Reset() {
 	*x = PodAntiAffinity{}
-	mi := &file_api_v1_core_proto_msgTypes[53]
+	mi := &file_api_v1_core_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4054,7 +4215,7 @@ func (x *PodAntiAffinity) String() string {
 func (*PodAntiAffinity) ProtoMessage() {}
 
 func (x *PodAntiAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[53]
+	mi := &file_api_v1_core_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4067,7 +4228,7 @@ func (x *PodAntiAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAntiAffinity.ProtoReflect.Descriptor instead.
 func (*PodAntiAffinity) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{53}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *PodAntiAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() []*PodAffinityTerm {
@@ -4104,7 +4265,7 @@ type PodAffinityTerm struct {
 
 func (x *PodAffinityTerm) Reset() {
 	*x = PodAffinityTerm{}
-	mi := &file_api_v1_core_proto_msgTypes[54]
+	mi := &file_api_v1_core_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4116,7 +4277,7 @@ func (x *PodAffinityTerm) String() string {
 func (*PodAffinityTerm) ProtoMessage() {}
 
 func (x *PodAffinityTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[54]
+	mi := &file_api_v1_core_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4129,7 +4290,7 @@ func (x *PodAffinityTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAffinityTerm.ProtoReflect.Descriptor instead.
 func (*PodAffinityTerm) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{54}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *PodAffinityTerm) GetLabelSelector() *LabelSelector {
@@ -4184,7 +4345,7 @@ type WeightedPodAffinityTerm struct {
 
 func (x *WeightedPodAffinityTerm) Reset() {
 	*x = WeightedPodAffinityTerm{}
-	mi := &file_api_v1_core_proto_msgTypes[55]
+	mi := &file_api_v1_core_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4196,7 +4357,7 @@ func (x *WeightedPodAffinityTerm) String() string {
 func (*WeightedPodAffinityTerm) ProtoMessage() {}
 
 func (x *WeightedPodAffinityTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[55]
+	mi := &file_api_v1_core_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4209,7 +4370,7 @@ func (x *WeightedPodAffinityTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WeightedPodAffinityTerm.ProtoReflect.Descriptor instead.
 func (*WeightedPodAffinityTerm) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{55}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *WeightedPodAffinityTerm) GetWeight() int32 {
@@ -4252,7 +4413,7 @@ type TopologySpreadConstraint struct {
 
 func (x *TopologySpreadConstraint) Reset() {
 	*x = TopologySpreadConstraint{}
-	mi := &file_api_v1_core_proto_msgTypes[56]
+	mi := &file_api_v1_core_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4264,7 +4425,7 @@ func (x *TopologySpreadConstraint) String() string {
 func (*TopologySpreadConstraint) ProtoMessage() {}
 
 func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[56]
+	mi := &file_api_v1_core_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4277,7 +4438,7 @@ func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologySpreadConstraint.ProtoReflect.Descriptor instead.
 func (*TopologySpreadConstraint) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{56}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *TopologySpreadConstraint) GetMaxSkew() int32 {
@@ -4346,7 +4507,7 @@ type NodeSelector struct {
 
 func (x *NodeSelector) Reset() {
 	*x = NodeSelector{}
-	mi := &file_api_v1_core_proto_msgTypes[57]
+	mi := &file_api_v1_core_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4358,7 +4519,7 @@ func (x *NodeSelector) String() string {
 func (*NodeSelector) ProtoMessage() {}
 
 func (x *NodeSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[57]
+	mi := &file_api_v1_core_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4371,7 +4532,7 @@ func (x *NodeSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelector.ProtoReflect.Descriptor instead.
 func (*NodeSelector) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{57}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *NodeSelector) GetNodeSelectorTerms() []*NodeSelectorTerm {
@@ -4393,7 +4554,7 @@ type NodeSelectorTerm struct {
 
 func (x *NodeSelectorTerm) Reset() {
 	*x = NodeSelectorTerm{}
-	mi := &file_api_v1_core_proto_msgTypes[58]
+	mi := &file_api_v1_core_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4405,7 +4566,7 @@ func (x *NodeSelectorTerm) String() string {
 func (*NodeSelectorTerm) ProtoMessage() {}
 
 func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[58]
+	mi := &file_api_v1_core_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4418,7 +4579,7 @@ func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorTerm.ProtoReflect.Descriptor instead.
 func (*NodeSelectorTerm) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{58}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *NodeSelectorTerm) GetMatchExpressions() []*LabelSelectorRequirement {
@@ -4461,7 +4622,7 @@ type Volume struct {
 
 func (x *Volume) Reset() {
 	*x = Volume{}
-	mi := &file_api_v1_core_proto_msgTypes[59]
+	mi := &file_api_v1_core_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4473,7 +4634,7 @@ func (x *Volume) String() string {
 func (*Volume) ProtoMessage() {}
 
 func (x *Volume) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[59]
+	mi := &file_api_v1_core_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4486,7 +4647,7 @@ func (x *Volume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Volume.ProtoReflect.Descriptor instead.
 func (*Volume) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{59}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *Volume) GetName() string {
@@ -4566,7 +4727,7 @@ type ImageVolumeSource struct {
 
 func (x *ImageVolumeSource) Reset() {
 	*x = ImageVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[60]
+	mi := &file_api_v1_core_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4578,7 +4739,7 @@ func (x *ImageVolumeSource) String() string {
 func (*ImageVolumeSource) ProtoMessage() {}
 
 func (x *ImageVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[60]
+	mi := &file_api_v1_core_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4591,7 +4752,7 @@ func (x *ImageVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageVolumeSource.ProtoReflect.Descriptor instead.
 func (*ImageVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{60}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ImageVolumeSource) GetReference() string {
@@ -4619,7 +4780,7 @@ type DownwardAPIVolumeSource struct {
 
 func (x *DownwardAPIVolumeSource) Reset() {
 	*x = DownwardAPIVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[61]
+	mi := &file_api_v1_core_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4631,7 +4792,7 @@ func (x *DownwardAPIVolumeSource) String() string {
 func (*DownwardAPIVolumeSource) ProtoMessage() {}
 
 func (x *DownwardAPIVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[61]
+	mi := &file_api_v1_core_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4644,7 +4805,7 @@ func (x *DownwardAPIVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIVolumeSource.ProtoReflect.Descriptor instead.
 func (*DownwardAPIVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{61}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *DownwardAPIVolumeSource) GetItems() []*DownwardAPIVolumeFile {
@@ -4680,7 +4841,7 @@ type DownwardAPIVolumeFile struct {
 
 func (x *DownwardAPIVolumeFile) Reset() {
 	*x = DownwardAPIVolumeFile{}
-	mi := &file_api_v1_core_proto_msgTypes[62]
+	mi := &file_api_v1_core_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4692,7 +4853,7 @@ func (x *DownwardAPIVolumeFile) String() string {
 func (*DownwardAPIVolumeFile) ProtoMessage() {}
 
 func (x *DownwardAPIVolumeFile) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[62]
+	mi := &file_api_v1_core_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4705,7 +4866,7 @@ func (x *DownwardAPIVolumeFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIVolumeFile.ProtoReflect.Descriptor instead.
 func (*DownwardAPIVolumeFile) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{62}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *DownwardAPIVolumeFile) GetPath() string {
@@ -4751,7 +4912,7 @@ type ResourceFieldSelector struct {
 
 func (x *ResourceFieldSelector) Reset() {
 	*x = ResourceFieldSelector{}
-	mi := &file_api_v1_core_proto_msgTypes[63]
+	mi := &file_api_v1_core_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4763,7 +4924,7 @@ func (x *ResourceFieldSelector) String() string {
 func (*ResourceFieldSelector) ProtoMessage() {}
 
 func (x *ResourceFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[63]
+	mi := &file_api_v1_core_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4776,7 +4937,7 @@ func (x *ResourceFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceFieldSelector.ProtoReflect.Descriptor instead.
 func (*ResourceFieldSelector) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{63}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ResourceFieldSelector) GetContainerName() string {
@@ -4811,7 +4972,7 @@ type ProjectedVolumeSource struct {
 
 func (x *ProjectedVolumeSource) Reset() {
 	*x = ProjectedVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[64]
+	mi := &file_api_v1_core_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4823,7 +4984,7 @@ func (x *ProjectedVolumeSource) String() string {
 func (*ProjectedVolumeSource) ProtoMessage() {}
 
 func (x *ProjectedVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[64]
+	mi := &file_api_v1_core_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4836,7 +4997,7 @@ func (x *ProjectedVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProjectedVolumeSource.ProtoReflect.Descriptor instead.
 func (*ProjectedVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{64}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ProjectedVolumeSource) GetSources() []*VolumeProjection {
@@ -4867,7 +5028,7 @@ type VolumeProjection struct {
 
 func (x *VolumeProjection) Reset() {
 	*x = VolumeProjection{}
-	mi := &file_api_v1_core_proto_msgTypes[65]
+	mi := &file_api_v1_core_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4879,7 +5040,7 @@ func (x *VolumeProjection) String() string {
 func (*VolumeProjection) ProtoMessage() {}
 
 func (x *VolumeProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[65]
+	mi := &file_api_v1_core_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4892,7 +5053,7 @@ func (x *VolumeProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeProjection.ProtoReflect.Descriptor instead.
 func (*VolumeProjection) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{65}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *VolumeProjection) GetSecret() *SecretProjection {
@@ -4934,7 +5095,7 @@ type SecretProjection struct {
 
 func (x *SecretProjection) Reset() {
 	*x = SecretProjection{}
-	mi := &file_api_v1_core_proto_msgTypes[66]
+	mi := &file_api_v1_core_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4946,7 +5107,7 @@ func (x *SecretProjection) String() string {
 func (*SecretProjection) ProtoMessage() {}
 
 func (x *SecretProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[66]
+	mi := &file_api_v1_core_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4959,7 +5120,7 @@ func (x *SecretProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretProjection.ProtoReflect.Descriptor instead.
 func (*SecretProjection) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{66}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *SecretProjection) GetName() string {
@@ -4994,7 +5155,7 @@ type ConfigMapProjection struct {
 
 func (x *ConfigMapProjection) Reset() {
 	*x = ConfigMapProjection{}
-	mi := &file_api_v1_core_proto_msgTypes[67]
+	mi := &file_api_v1_core_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5006,7 +5167,7 @@ func (x *ConfigMapProjection) String() string {
 func (*ConfigMapProjection) ProtoMessage() {}
 
 func (x *ConfigMapProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[67]
+	mi := &file_api_v1_core_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5019,7 +5180,7 @@ func (x *ConfigMapProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapProjection.ProtoReflect.Descriptor instead.
 func (*ConfigMapProjection) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{67}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ConfigMapProjection) GetName() string {
@@ -5052,7 +5213,7 @@ type DownwardAPIProjection struct {
 
 func (x *DownwardAPIProjection) Reset() {
 	*x = DownwardAPIProjection{}
-	mi := &file_api_v1_core_proto_msgTypes[68]
+	mi := &file_api_v1_core_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5064,7 +5225,7 @@ func (x *DownwardAPIProjection) String() string {
 func (*DownwardAPIProjection) ProtoMessage() {}
 
 func (x *DownwardAPIProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[68]
+	mi := &file_api_v1_core_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5077,7 +5238,7 @@ func (x *DownwardAPIProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIProjection.ProtoReflect.Descriptor instead.
 func (*DownwardAPIProjection) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{68}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *DownwardAPIProjection) GetItems() []*DownwardAPIVolumeFile {
@@ -5103,7 +5264,7 @@ type ServiceAccountTokenProjection struct {
 
 func (x *ServiceAccountTokenProjection) Reset() {
 	*x = ServiceAccountTokenProjection{}
-	mi := &file_api_v1_core_proto_msgTypes[69]
+	mi := &file_api_v1_core_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5115,7 +5276,7 @@ func (x *ServiceAccountTokenProjection) String() string {
 func (*ServiceAccountTokenProjection) ProtoMessage() {}
 
 func (x *ServiceAccountTokenProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[69]
+	mi := &file_api_v1_core_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5128,7 +5289,7 @@ func (x *ServiceAccountTokenProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceAccountTokenProjection.ProtoReflect.Descriptor instead.
 func (*ServiceAccountTokenProjection) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{69}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ServiceAccountTokenProjection) GetAudience() string {
@@ -5162,7 +5323,7 @@ type PersistentVolumeClaimVolumeSource struct {
 
 func (x *PersistentVolumeClaimVolumeSource) Reset() {
 	*x = PersistentVolumeClaimVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[70]
+	mi := &file_api_v1_core_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5174,7 +5335,7 @@ func (x *PersistentVolumeClaimVolumeSource) String() string {
 func (*PersistentVolumeClaimVolumeSource) ProtoMessage() {}
 
 func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[70]
+	mi := &file_api_v1_core_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5187,7 +5348,7 @@ func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use PersistentVolumeClaimVolumeSource.ProtoReflect.Descriptor instead.
 func (*PersistentVolumeClaimVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{70}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *PersistentVolumeClaimVolumeSource) GetClaimName() string {
@@ -5214,7 +5375,7 @@ type EmptyDirVolumeSource struct {
 
 func (x *EmptyDirVolumeSource) Reset() {
 	*x = EmptyDirVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[71]
+	mi := &file_api_v1_core_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5226,7 +5387,7 @@ func (x *EmptyDirVolumeSource) String() string {
 func (*EmptyDirVolumeSource) ProtoMessage() {}
 
 func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[71]
+	mi := &file_api_v1_core_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5239,7 +5400,7 @@ func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmptyDirVolumeSource.ProtoReflect.Descriptor instead.
 func (*EmptyDirVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{71}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *EmptyDirVolumeSource) GetMedium() string {
@@ -5266,7 +5427,7 @@ type HostPathVolumeSource struct {
 
 func (x *HostPathVolumeSource) Reset() {
 	*x = HostPathVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[72]
+	mi := &file_api_v1_core_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5278,7 +5439,7 @@ func (x *HostPathVolumeSource) String() string {
 func (*HostPathVolumeSource) ProtoMessage() {}
 
 func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[72]
+	mi := &file_api_v1_core_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5291,7 +5452,7 @@ func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostPathVolumeSource.ProtoReflect.Descriptor instead.
 func (*HostPathVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{72}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *HostPathVolumeSource) GetPath() string {
@@ -5319,7 +5480,7 @@ type KeyToPath struct {
 
 func (x *KeyToPath) Reset() {
 	*x = KeyToPath{}
-	mi := &file_api_v1_core_proto_msgTypes[73]
+	mi := &file_api_v1_core_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5331,7 +5492,7 @@ func (x *KeyToPath) String() string {
 func (*KeyToPath) ProtoMessage() {}
 
 func (x *KeyToPath) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[73]
+	mi := &file_api_v1_core_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5344,7 +5505,7 @@ func (x *KeyToPath) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyToPath.ProtoReflect.Descriptor instead.
 func (*KeyToPath) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{73}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *KeyToPath) GetKey() string {
@@ -5380,7 +5541,7 @@ type ConfigMapVolumeSource struct {
 
 func (x *ConfigMapVolumeSource) Reset() {
 	*x = ConfigMapVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[74]
+	mi := &file_api_v1_core_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5392,7 +5553,7 @@ func (x *ConfigMapVolumeSource) String() string {
 func (*ConfigMapVolumeSource) ProtoMessage() {}
 
 func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[74]
+	mi := &file_api_v1_core_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5405,7 +5566,7 @@ func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapVolumeSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{74}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ConfigMapVolumeSource) GetName() string {
@@ -5448,7 +5609,7 @@ type SecretVolumeSource struct {
 
 func (x *SecretVolumeSource) Reset() {
 	*x = SecretVolumeSource{}
-	mi := &file_api_v1_core_proto_msgTypes[75]
+	mi := &file_api_v1_core_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5460,7 +5621,7 @@ func (x *SecretVolumeSource) String() string {
 func (*SecretVolumeSource) ProtoMessage() {}
 
 func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[75]
+	mi := &file_api_v1_core_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5473,7 +5634,7 @@ func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretVolumeSource.ProtoReflect.Descriptor instead.
 func (*SecretVolumeSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{75}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *SecretVolumeSource) GetSecretName() string {
@@ -5530,7 +5691,7 @@ type PodStatus struct {
 
 func (x *PodStatus) Reset() {
 	*x = PodStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[76]
+	mi := &file_api_v1_core_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5542,7 +5703,7 @@ func (x *PodStatus) String() string {
 func (*PodStatus) ProtoMessage() {}
 
 func (x *PodStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[76]
+	mi := &file_api_v1_core_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5555,7 +5716,7 @@ func (x *PodStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStatus.ProtoReflect.Descriptor instead.
 func (*PodStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{76}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *PodStatus) GetPhase() string {
@@ -5672,7 +5833,7 @@ type ContainerStatus struct {
 
 func (x *ContainerStatus) Reset() {
 	*x = ContainerStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[77]
+	mi := &file_api_v1_core_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5684,7 +5845,7 @@ func (x *ContainerStatus) String() string {
 func (*ContainerStatus) ProtoMessage() {}
 
 func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[77]
+	mi := &file_api_v1_core_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5697,7 +5858,7 @@ func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStatus.ProtoReflect.Descriptor instead.
 func (*ContainerStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{77}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ContainerStatus) GetName() string {
@@ -5789,7 +5950,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_api_v1_core_proto_msgTypes[78]
+	mi := &file_api_v1_core_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5801,7 +5962,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[78]
+	mi := &file_api_v1_core_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5814,7 +5975,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{78}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ContainerState) GetWaiting() *ContainerStateWaiting {
@@ -5848,7 +6009,7 @@ type ContainerStateWaiting struct {
 
 func (x *ContainerStateWaiting) Reset() {
 	*x = ContainerStateWaiting{}
-	mi := &file_api_v1_core_proto_msgTypes[79]
+	mi := &file_api_v1_core_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5860,7 +6021,7 @@ func (x *ContainerStateWaiting) String() string {
 func (*ContainerStateWaiting) ProtoMessage() {}
 
 func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[79]
+	mi := &file_api_v1_core_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5873,7 +6034,7 @@ func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateWaiting.ProtoReflect.Descriptor instead.
 func (*ContainerStateWaiting) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{79}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ContainerStateWaiting) GetReason() string {
@@ -5899,7 +6060,7 @@ type ContainerStateRunning struct {
 
 func (x *ContainerStateRunning) Reset() {
 	*x = ContainerStateRunning{}
-	mi := &file_api_v1_core_proto_msgTypes[80]
+	mi := &file_api_v1_core_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5911,7 +6072,7 @@ func (x *ContainerStateRunning) String() string {
 func (*ContainerStateRunning) ProtoMessage() {}
 
 func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[80]
+	mi := &file_api_v1_core_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5924,7 +6085,7 @@ func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateRunning.ProtoReflect.Descriptor instead.
 func (*ContainerStateRunning) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{80}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ContainerStateRunning) GetStartedAt() *timestamppb.Timestamp {
@@ -5949,7 +6110,7 @@ type ContainerStateTerminated struct {
 
 func (x *ContainerStateTerminated) Reset() {
 	*x = ContainerStateTerminated{}
-	mi := &file_api_v1_core_proto_msgTypes[81]
+	mi := &file_api_v1_core_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5961,7 +6122,7 @@ func (x *ContainerStateTerminated) String() string {
 func (*ContainerStateTerminated) ProtoMessage() {}
 
 func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[81]
+	mi := &file_api_v1_core_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5974,7 +6135,7 @@ func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateTerminated.ProtoReflect.Descriptor instead.
 func (*ContainerStateTerminated) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{81}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ContainerStateTerminated) GetExitCode() int32 {
@@ -6048,7 +6209,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_api_v1_core_proto_msgTypes[82]
+	mi := &file_api_v1_core_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6060,7 +6221,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[82]
+	mi := &file_api_v1_core_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6073,7 +6234,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{82}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *Event) GetMetadata() *ObjectMeta {
@@ -6168,7 +6329,7 @@ type ObjectReference struct {
 
 func (x *ObjectReference) Reset() {
 	*x = ObjectReference{}
-	mi := &file_api_v1_core_proto_msgTypes[83]
+	mi := &file_api_v1_core_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6180,7 +6341,7 @@ func (x *ObjectReference) String() string {
 func (*ObjectReference) ProtoMessage() {}
 
 func (x *ObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[83]
+	mi := &file_api_v1_core_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6193,7 +6354,7 @@ func (x *ObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectReference.ProtoReflect.Descriptor instead.
 func (*ObjectReference) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{83}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ObjectReference) GetKind() string {
@@ -6255,7 +6416,7 @@ type EventSource struct {
 
 func (x *EventSource) Reset() {
 	*x = EventSource{}
-	mi := &file_api_v1_core_proto_msgTypes[84]
+	mi := &file_api_v1_core_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6267,7 +6428,7 @@ func (x *EventSource) String() string {
 func (*EventSource) ProtoMessage() {}
 
 func (x *EventSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[84]
+	mi := &file_api_v1_core_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6280,7 +6441,7 @@ func (x *EventSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventSource.ProtoReflect.Descriptor instead.
 func (*EventSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{84}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *EventSource) GetComponent() string {
@@ -6307,7 +6468,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_api_v1_core_proto_msgTypes[85]
+	mi := &file_api_v1_core_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6319,7 +6480,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[85]
+	mi := &file_api_v1_core_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6332,7 +6493,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{85}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *Lease) GetMetadata() *ObjectMeta {
@@ -6362,7 +6523,7 @@ type LeaseSpec struct {
 
 func (x *LeaseSpec) Reset() {
 	*x = LeaseSpec{}
-	mi := &file_api_v1_core_proto_msgTypes[86]
+	mi := &file_api_v1_core_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6374,7 +6535,7 @@ func (x *LeaseSpec) String() string {
 func (*LeaseSpec) ProtoMessage() {}
 
 func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[86]
+	mi := &file_api_v1_core_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6387,7 +6548,7 @@ func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseSpec.ProtoReflect.Descriptor instead.
 func (*LeaseSpec) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{86}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *LeaseSpec) GetHolderIdentity() string {
@@ -6437,7 +6598,7 @@ type ConfigMap struct {
 
 func (x *ConfigMap) Reset() {
 	*x = ConfigMap{}
-	mi := &file_api_v1_core_proto_msgTypes[87]
+	mi := &file_api_v1_core_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6449,7 +6610,7 @@ func (x *ConfigMap) String() string {
 func (*ConfigMap) ProtoMessage() {}
 
 func (x *ConfigMap) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[87]
+	mi := &file_api_v1_core_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6462,7 +6623,7 @@ func (x *ConfigMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMap.ProtoReflect.Descriptor instead.
 func (*ConfigMap) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{87}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *ConfigMap) GetMetadata() *ObjectMeta {
@@ -6508,7 +6669,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_api_v1_core_proto_msgTypes[88]
+	mi := &file_api_v1_core_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6520,7 +6681,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[88]
+	mi := &file_api_v1_core_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6533,7 +6694,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{88}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *Secret) GetMetadata() *ObjectMeta {
@@ -6582,7 +6743,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_api_v1_core_proto_msgTypes[89]
+	mi := &file_api_v1_core_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6594,7 +6755,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[89]
+	mi := &file_api_v1_core_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6607,7 +6768,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{89}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *Service) GetMetadata() *ObjectMeta {
@@ -6685,7 +6846,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_api_v1_core_proto_msgTypes[90]
+	mi := &file_api_v1_core_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6697,7 +6858,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[90]
+	mi := &file_api_v1_core_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6710,7 +6871,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{90}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *ServiceSpec) GetType() string {
@@ -6851,7 +7012,7 @@ type ServicePort struct {
 
 func (x *ServicePort) Reset() {
 	*x = ServicePort{}
-	mi := &file_api_v1_core_proto_msgTypes[91]
+	mi := &file_api_v1_core_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6863,7 +7024,7 @@ func (x *ServicePort) String() string {
 func (*ServicePort) ProtoMessage() {}
 
 func (x *ServicePort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[91]
+	mi := &file_api_v1_core_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6876,7 +7037,7 @@ func (x *ServicePort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServicePort.ProtoReflect.Descriptor instead.
 func (*ServicePort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{91}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *ServicePort) GetName() string {
@@ -6933,7 +7094,7 @@ type ServiceStatus struct {
 
 func (x *ServiceStatus) Reset() {
 	*x = ServiceStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[92]
+	mi := &file_api_v1_core_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6945,7 +7106,7 @@ func (x *ServiceStatus) String() string {
 func (*ServiceStatus) ProtoMessage() {}
 
 func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[92]
+	mi := &file_api_v1_core_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6958,7 +7119,7 @@ func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceStatus.ProtoReflect.Descriptor instead.
 func (*ServiceStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{92}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *ServiceStatus) GetConditions() []*Condition {
@@ -6984,7 +7145,7 @@ type LoadBalancerStatus struct {
 
 func (x *LoadBalancerStatus) Reset() {
 	*x = LoadBalancerStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[93]
+	mi := &file_api_v1_core_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6996,7 +7157,7 @@ func (x *LoadBalancerStatus) String() string {
 func (*LoadBalancerStatus) ProtoMessage() {}
 
 func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[93]
+	mi := &file_api_v1_core_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7009,7 +7170,7 @@ func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerStatus.ProtoReflect.Descriptor instead.
 func (*LoadBalancerStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{93}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *LoadBalancerStatus) GetIngress() []*LoadBalancerIngress {
@@ -7032,7 +7193,7 @@ type LoadBalancerIngress struct {
 
 func (x *LoadBalancerIngress) Reset() {
 	*x = LoadBalancerIngress{}
-	mi := &file_api_v1_core_proto_msgTypes[94]
+	mi := &file_api_v1_core_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7044,7 +7205,7 @@ func (x *LoadBalancerIngress) String() string {
 func (*LoadBalancerIngress) ProtoMessage() {}
 
 func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[94]
+	mi := &file_api_v1_core_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7057,7 +7218,7 @@ func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerIngress.ProtoReflect.Descriptor instead.
 func (*LoadBalancerIngress) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{94}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *LoadBalancerIngress) GetIp() string {
@@ -7099,7 +7260,7 @@ type PortStatus struct {
 
 func (x *PortStatus) Reset() {
 	*x = PortStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[95]
+	mi := &file_api_v1_core_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7111,7 +7272,7 @@ func (x *PortStatus) String() string {
 func (*PortStatus) ProtoMessage() {}
 
 func (x *PortStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[95]
+	mi := &file_api_v1_core_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7124,7 +7285,7 @@ func (x *PortStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortStatus.ProtoReflect.Descriptor instead.
 func (*PortStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{95}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *PortStatus) GetPort() int32 {
@@ -7158,7 +7319,7 @@ type Endpoints struct {
 
 func (x *Endpoints) Reset() {
 	*x = Endpoints{}
-	mi := &file_api_v1_core_proto_msgTypes[96]
+	mi := &file_api_v1_core_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7170,7 +7331,7 @@ func (x *Endpoints) String() string {
 func (*Endpoints) ProtoMessage() {}
 
 func (x *Endpoints) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[96]
+	mi := &file_api_v1_core_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7183,7 +7344,7 @@ func (x *Endpoints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoints.ProtoReflect.Descriptor instead.
 func (*Endpoints) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{96}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *Endpoints) GetMetadata() *ObjectMeta {
@@ -7211,7 +7372,7 @@ type EndpointSubset struct {
 
 func (x *EndpointSubset) Reset() {
 	*x = EndpointSubset{}
-	mi := &file_api_v1_core_proto_msgTypes[97]
+	mi := &file_api_v1_core_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7223,7 +7384,7 @@ func (x *EndpointSubset) String() string {
 func (*EndpointSubset) ProtoMessage() {}
 
 func (x *EndpointSubset) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[97]
+	mi := &file_api_v1_core_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7236,7 +7397,7 @@ func (x *EndpointSubset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointSubset.ProtoReflect.Descriptor instead.
 func (*EndpointSubset) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{97}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *EndpointSubset) GetAddresses() []*EndpointAddress {
@@ -7272,7 +7433,7 @@ type EndpointAddress struct {
 
 func (x *EndpointAddress) Reset() {
 	*x = EndpointAddress{}
-	mi := &file_api_v1_core_proto_msgTypes[98]
+	mi := &file_api_v1_core_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7284,7 +7445,7 @@ func (x *EndpointAddress) String() string {
 func (*EndpointAddress) ProtoMessage() {}
 
 func (x *EndpointAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[98]
+	mi := &file_api_v1_core_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7297,7 +7458,7 @@ func (x *EndpointAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointAddress.ProtoReflect.Descriptor instead.
 func (*EndpointAddress) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{98}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *EndpointAddress) GetIp() string {
@@ -7339,7 +7500,7 @@ type EndpointPort struct {
 
 func (x *EndpointPort) Reset() {
 	*x = EndpointPort{}
-	mi := &file_api_v1_core_proto_msgTypes[99]
+	mi := &file_api_v1_core_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7351,7 +7512,7 @@ func (x *EndpointPort) String() string {
 func (*EndpointPort) ProtoMessage() {}
 
 func (x *EndpointPort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[99]
+	mi := &file_api_v1_core_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7364,7 +7525,7 @@ func (x *EndpointPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointPort.ProtoReflect.Descriptor instead.
 func (*EndpointPort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{99}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *EndpointPort) GetName() string {
@@ -7460,7 +7621,7 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x06status\x18\x03 \x01(\v2\x19.tugboat.api.v1.PodStatusR\x06status\"v\n" +
 	"\x0fPodTemplateSpec\x126\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1a.tugboat.api.v1.ObjectMetaR\bmetadata\x12+\n" +
-	"\x04spec\x18\x02 \x01(\v2\x17.tugboat.api.v1.PodSpecR\x04spec\"\xaa\x0f\n" +
+	"\x04spec\x18\x02 \x01(\v2\x17.tugboat.api.v1.PodSpecR\x04spec\"\xa1\x10\n" +
 	"\aPodSpec\x12L\n" +
 	"\n" +
 	"containers\x18\x01 \x03(\v2\x19.tugboat.api.v1.ContainerB\x11\xd2\xf3\x18\x04name\xda\xf3\x18\x05mergeR\n" +
@@ -7494,7 +7655,10 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\n" +
 	"dns_config\x18Q \x01(\v2\x1c.tugboat.api.v1.PodDNSConfigR\tdnsConfig\x12h\n" +
 	"\x1btopology_spread_constraints\x18d \x03(\v2(.tugboat.api.v1.TopologySpreadConstraintR\x19topologySpreadConstraints\x12h\n" +
-	"\x14ephemeral_containers\x18n \x03(\v2\".tugboat.api.v1.EphemeralContainerB\x11\xd2\xf3\x18\x04name\xda\xf3\x18\x05mergeR\x13ephemeralContainers\x1a?\n" +
+	"\x14ephemeral_containers\x18n \x03(\v2\".tugboat.api.v1.EphemeralContainerB\x11\xd2\xf3\x18\x04name\xda\xf3\x18\x05mergeR\x13ephemeralContainers\x12B\n" +
+	"\tresources\x18x \x01(\v2$.tugboat.api.v1.ResourceRequirementsR\tresources\x12\"\n" +
+	"\n" +
+	"host_users\x18y \x01(\bH\x05R\thostUsers\x88\x01\x01\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B#\n" +
@@ -7502,7 +7666,16 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x18_active_deadline_secondsB\x17\n" +
 	"\x15_enable_service_linksB\"\n" +
 	" _automount_service_account_tokenB\x14\n" +
-	"\x12_preemption_policy\"\xa8\t\n" +
+	"\x12_preemption_policyB\r\n" +
+	"\v_host_users\"~\n" +
+	"\x14ContainerRestartRule\x12\x16\n" +
+	"\x06action\x18\x01 \x01(\tR\x06action\x12N\n" +
+	"\n" +
+	"exit_codes\x18\x02 \x01(\v2/.tugboat.api.v1.ContainerRestartRuleOnExitCodesR\texitCodes\"U\n" +
+	"\x1fContainerRestartRuleOnExitCodes\x12\x1a\n" +
+	"\boperator\x18\x01 \x01(\tR\boperator\x12\x16\n" +
+	"\x06values\x18\x02 \x03(\x05R\x06values\"\x80\n" +
+	"\n" +
 	"\x12EphemeralContainer\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +
@@ -7529,7 +7702,8 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\tlifecycle\x183 \x01(\v2\x19.tugboat.api.v1.LifecycleR\tlifecycle\x128\n" +
 	"\x18termination_message_path\x184 \x01(\tR\x16terminationMessagePath\x12<\n" +
 	"\x1atermination_message_policy\x185 \x01(\tR\x18terminationMessagePolicy\x12J\n" +
-	"\rresize_policy\x186 \x03(\v2%.tugboat.api.v1.ContainerResizePolicyR\fresizePolicy\x122\n" +
+	"\rresize_policy\x186 \x03(\v2%.tugboat.api.v1.ContainerResizePolicyR\fresizePolicy\x12V\n" +
+	"\x14restart_policy_rules\x187 \x03(\v2$.tugboat.api.v1.ContainerRestartRuleR\x12restartPolicyRules\x122\n" +
 	"\x15target_container_name\x18d \x01(\tR\x13targetContainerName\"9\n" +
 	"\tHostAlias\x12\x0e\n" +
 	"\x02ip\x18\x01 \x01(\tR\x02ip\x12\x1c\n" +
@@ -7600,7 +7774,7 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\x0fAppArmorProfile\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x120\n" +
 	"\x11localhost_profile\x18\x02 \x01(\tH\x00R\x10localhostProfile\x88\x01\x01B\x14\n" +
-	"\x12_localhost_profile\"\x87\t\n" +
+	"\x12_localhost_profile\"\xdf\t\n" +
 	"\tContainer\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +
@@ -7627,7 +7801,8 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\tlifecycle\x183 \x01(\v2\x19.tugboat.api.v1.LifecycleR\tlifecycle\x128\n" +
 	"\x18termination_message_path\x184 \x01(\tR\x16terminationMessagePath\x12<\n" +
 	"\x1atermination_message_policy\x185 \x01(\tR\x18terminationMessagePolicy\x12J\n" +
-	"\rresize_policy\x186 \x03(\v2%.tugboat.api.v1.ContainerResizePolicyR\fresizePolicy\"c\n" +
+	"\rresize_policy\x186 \x03(\v2%.tugboat.api.v1.ContainerResizePolicyR\fresizePolicy\x12V\n" +
+	"\x14restart_policy_rules\x187 \x03(\v2$.tugboat.api.v1.ContainerRestartRuleR\x12restartPolicyRules\"c\n" +
 	"\x15ContainerResizePolicy\x12#\n" +
 	"\rresource_name\x18\x01 \x01(\tR\fresourceName\x12%\n" +
 	"\x0erestart_policy\x18\x02 \x01(\tR\rrestartPolicy\"\x89\x01\n" +
@@ -8094,7 +8269,7 @@ func file_api_v1_core_proto_rawDescGZIP() []byte {
 	return file_api_v1_core_proto_rawDescData
 }
 
-var file_api_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 111)
+var file_api_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 113)
 var file_api_v1_core_proto_goTypes = []any{
 	(*Namespace)(nil),                         // 0: tugboat.api.v1.Namespace
 	(*NamespaceSpec)(nil),                     // 1: tugboat.api.v1.NamespaceSpec
@@ -8109,285 +8284,291 @@ var file_api_v1_core_proto_goTypes = []any{
 	(*Pod)(nil),                               // 10: tugboat.api.v1.Pod
 	(*PodTemplateSpec)(nil),                   // 11: tugboat.api.v1.PodTemplateSpec
 	(*PodSpec)(nil),                           // 12: tugboat.api.v1.PodSpec
-	(*EphemeralContainer)(nil),                // 13: tugboat.api.v1.EphemeralContainer
-	(*HostAlias)(nil),                         // 14: tugboat.api.v1.HostAlias
-	(*PodDNSConfig)(nil),                      // 15: tugboat.api.v1.PodDNSConfig
-	(*PodDNSConfigOption)(nil),                // 16: tugboat.api.v1.PodDNSConfigOption
-	(*PodSecurityContext)(nil),                // 17: tugboat.api.v1.PodSecurityContext
-	(*SecurityContext)(nil),                   // 18: tugboat.api.v1.SecurityContext
-	(*Capabilities)(nil),                      // 19: tugboat.api.v1.Capabilities
-	(*SeccompProfile)(nil),                    // 20: tugboat.api.v1.SeccompProfile
-	(*Sysctl)(nil),                            // 21: tugboat.api.v1.Sysctl
-	(*SELinuxOptions)(nil),                    // 22: tugboat.api.v1.SELinuxOptions
-	(*AppArmorProfile)(nil),                   // 23: tugboat.api.v1.AppArmorProfile
-	(*Container)(nil),                         // 24: tugboat.api.v1.Container
-	(*ContainerResizePolicy)(nil),             // 25: tugboat.api.v1.ContainerResizePolicy
-	(*Lifecycle)(nil),                         // 26: tugboat.api.v1.Lifecycle
-	(*LifecycleHandler)(nil),                  // 27: tugboat.api.v1.LifecycleHandler
-	(*SleepAction)(nil),                       // 28: tugboat.api.v1.SleepAction
-	(*EnvVar)(nil),                            // 29: tugboat.api.v1.EnvVar
-	(*EnvVarSource)(nil),                      // 30: tugboat.api.v1.EnvVarSource
-	(*FileKeySelector)(nil),                   // 31: tugboat.api.v1.FileKeySelector
-	(*KeySelector)(nil),                       // 32: tugboat.api.v1.KeySelector
-	(*ObjectFieldSelector)(nil),               // 33: tugboat.api.v1.ObjectFieldSelector
-	(*EnvFromSource)(nil),                     // 34: tugboat.api.v1.EnvFromSource
-	(*LocalObjectReference)(nil),              // 35: tugboat.api.v1.LocalObjectReference
-	(*ContainerPort)(nil),                     // 36: tugboat.api.v1.ContainerPort
-	(*ResourceRequirements)(nil),              // 37: tugboat.api.v1.ResourceRequirements
-	(*ContainerResourceClaim)(nil),            // 38: tugboat.api.v1.ContainerResourceClaim
-	(*PodResourceClaim)(nil),                  // 39: tugboat.api.v1.PodResourceClaim
-	(*PodResourceClaimStatus)(nil),            // 40: tugboat.api.v1.PodResourceClaimStatus
-	(*VolumeMount)(nil),                       // 41: tugboat.api.v1.VolumeMount
-	(*Probe)(nil),                             // 42: tugboat.api.v1.Probe
-	(*GRPCAction)(nil),                        // 43: tugboat.api.v1.GRPCAction
-	(*ExecAction)(nil),                        // 44: tugboat.api.v1.ExecAction
-	(*HTTPGetAction)(nil),                     // 45: tugboat.api.v1.HTTPGetAction
-	(*HTTPHeader)(nil),                        // 46: tugboat.api.v1.HTTPHeader
-	(*TCPSocketAction)(nil),                   // 47: tugboat.api.v1.TCPSocketAction
-	(*Toleration)(nil),                        // 48: tugboat.api.v1.Toleration
-	(*Affinity)(nil),                          // 49: tugboat.api.v1.Affinity
-	(*NodeAffinity)(nil),                      // 50: tugboat.api.v1.NodeAffinity
-	(*PreferredSchedulingTerm)(nil),           // 51: tugboat.api.v1.PreferredSchedulingTerm
-	(*PodAffinity)(nil),                       // 52: tugboat.api.v1.PodAffinity
-	(*PodAntiAffinity)(nil),                   // 53: tugboat.api.v1.PodAntiAffinity
-	(*PodAffinityTerm)(nil),                   // 54: tugboat.api.v1.PodAffinityTerm
-	(*WeightedPodAffinityTerm)(nil),           // 55: tugboat.api.v1.WeightedPodAffinityTerm
-	(*TopologySpreadConstraint)(nil),          // 56: tugboat.api.v1.TopologySpreadConstraint
-	(*NodeSelector)(nil),                      // 57: tugboat.api.v1.NodeSelector
-	(*NodeSelectorTerm)(nil),                  // 58: tugboat.api.v1.NodeSelectorTerm
-	(*Volume)(nil),                            // 59: tugboat.api.v1.Volume
-	(*ImageVolumeSource)(nil),                 // 60: tugboat.api.v1.ImageVolumeSource
-	(*DownwardAPIVolumeSource)(nil),           // 61: tugboat.api.v1.DownwardAPIVolumeSource
-	(*DownwardAPIVolumeFile)(nil),             // 62: tugboat.api.v1.DownwardAPIVolumeFile
-	(*ResourceFieldSelector)(nil),             // 63: tugboat.api.v1.ResourceFieldSelector
-	(*ProjectedVolumeSource)(nil),             // 64: tugboat.api.v1.ProjectedVolumeSource
-	(*VolumeProjection)(nil),                  // 65: tugboat.api.v1.VolumeProjection
-	(*SecretProjection)(nil),                  // 66: tugboat.api.v1.SecretProjection
-	(*ConfigMapProjection)(nil),               // 67: tugboat.api.v1.ConfigMapProjection
-	(*DownwardAPIProjection)(nil),             // 68: tugboat.api.v1.DownwardAPIProjection
-	(*ServiceAccountTokenProjection)(nil),     // 69: tugboat.api.v1.ServiceAccountTokenProjection
-	(*PersistentVolumeClaimVolumeSource)(nil), // 70: tugboat.api.v1.PersistentVolumeClaimVolumeSource
-	(*EmptyDirVolumeSource)(nil),              // 71: tugboat.api.v1.EmptyDirVolumeSource
-	(*HostPathVolumeSource)(nil),              // 72: tugboat.api.v1.HostPathVolumeSource
-	(*KeyToPath)(nil),                         // 73: tugboat.api.v1.KeyToPath
-	(*ConfigMapVolumeSource)(nil),             // 74: tugboat.api.v1.ConfigMapVolumeSource
-	(*SecretVolumeSource)(nil),                // 75: tugboat.api.v1.SecretVolumeSource
-	(*PodStatus)(nil),                         // 76: tugboat.api.v1.PodStatus
-	(*ContainerStatus)(nil),                   // 77: tugboat.api.v1.ContainerStatus
-	(*ContainerState)(nil),                    // 78: tugboat.api.v1.ContainerState
-	(*ContainerStateWaiting)(nil),             // 79: tugboat.api.v1.ContainerStateWaiting
-	(*ContainerStateRunning)(nil),             // 80: tugboat.api.v1.ContainerStateRunning
-	(*ContainerStateTerminated)(nil),          // 81: tugboat.api.v1.ContainerStateTerminated
-	(*Event)(nil),                             // 82: tugboat.api.v1.Event
-	(*ObjectReference)(nil),                   // 83: tugboat.api.v1.ObjectReference
-	(*EventSource)(nil),                       // 84: tugboat.api.v1.EventSource
-	(*Lease)(nil),                             // 85: tugboat.api.v1.Lease
-	(*LeaseSpec)(nil),                         // 86: tugboat.api.v1.LeaseSpec
-	(*ConfigMap)(nil),                         // 87: tugboat.api.v1.ConfigMap
-	(*Secret)(nil),                            // 88: tugboat.api.v1.Secret
-	(*Service)(nil),                           // 89: tugboat.api.v1.Service
-	(*ServiceSpec)(nil),                       // 90: tugboat.api.v1.ServiceSpec
-	(*ServicePort)(nil),                       // 91: tugboat.api.v1.ServicePort
-	(*ServiceStatus)(nil),                     // 92: tugboat.api.v1.ServiceStatus
-	(*LoadBalancerStatus)(nil),                // 93: tugboat.api.v1.LoadBalancerStatus
-	(*LoadBalancerIngress)(nil),               // 94: tugboat.api.v1.LoadBalancerIngress
-	(*PortStatus)(nil),                        // 95: tugboat.api.v1.PortStatus
-	(*Endpoints)(nil),                         // 96: tugboat.api.v1.Endpoints
-	(*EndpointSubset)(nil),                    // 97: tugboat.api.v1.EndpointSubset
-	(*EndpointAddress)(nil),                   // 98: tugboat.api.v1.EndpointAddress
-	(*EndpointPort)(nil),                      // 99: tugboat.api.v1.EndpointPort
-	nil,                                       // 100: tugboat.api.v1.NodeStatus.CapacityEntry
-	nil,                                       // 101: tugboat.api.v1.NodeStatus.AllocatableEntry
-	nil,                                       // 102: tugboat.api.v1.PodSpec.NodeSelectorEntry
-	nil,                                       // 103: tugboat.api.v1.ResourceRequirements.RequestsEntry
-	nil,                                       // 104: tugboat.api.v1.ResourceRequirements.LimitsEntry
-	nil,                                       // 105: tugboat.api.v1.ContainerStatus.AllocatedResourcesEntry
-	nil,                                       // 106: tugboat.api.v1.ConfigMap.DataEntry
-	nil,                                       // 107: tugboat.api.v1.ConfigMap.BinaryDataEntry
-	nil,                                       // 108: tugboat.api.v1.Secret.DataEntry
-	nil,                                       // 109: tugboat.api.v1.Secret.StringDataEntry
-	nil,                                       // 110: tugboat.api.v1.ServiceSpec.SelectorEntry
-	(*ObjectMeta)(nil),                        // 111: tugboat.api.v1.ObjectMeta
-	(*timestamppb.Timestamp)(nil),             // 112: google.protobuf.Timestamp
-	(*Condition)(nil),                         // 113: tugboat.api.v1.Condition
-	(*LabelSelector)(nil),                     // 114: tugboat.api.v1.LabelSelector
-	(*LabelSelectorRequirement)(nil),          // 115: tugboat.api.v1.LabelSelectorRequirement
+	(*ContainerRestartRule)(nil),              // 13: tugboat.api.v1.ContainerRestartRule
+	(*ContainerRestartRuleOnExitCodes)(nil),   // 14: tugboat.api.v1.ContainerRestartRuleOnExitCodes
+	(*EphemeralContainer)(nil),                // 15: tugboat.api.v1.EphemeralContainer
+	(*HostAlias)(nil),                         // 16: tugboat.api.v1.HostAlias
+	(*PodDNSConfig)(nil),                      // 17: tugboat.api.v1.PodDNSConfig
+	(*PodDNSConfigOption)(nil),                // 18: tugboat.api.v1.PodDNSConfigOption
+	(*PodSecurityContext)(nil),                // 19: tugboat.api.v1.PodSecurityContext
+	(*SecurityContext)(nil),                   // 20: tugboat.api.v1.SecurityContext
+	(*Capabilities)(nil),                      // 21: tugboat.api.v1.Capabilities
+	(*SeccompProfile)(nil),                    // 22: tugboat.api.v1.SeccompProfile
+	(*Sysctl)(nil),                            // 23: tugboat.api.v1.Sysctl
+	(*SELinuxOptions)(nil),                    // 24: tugboat.api.v1.SELinuxOptions
+	(*AppArmorProfile)(nil),                   // 25: tugboat.api.v1.AppArmorProfile
+	(*Container)(nil),                         // 26: tugboat.api.v1.Container
+	(*ContainerResizePolicy)(nil),             // 27: tugboat.api.v1.ContainerResizePolicy
+	(*Lifecycle)(nil),                         // 28: tugboat.api.v1.Lifecycle
+	(*LifecycleHandler)(nil),                  // 29: tugboat.api.v1.LifecycleHandler
+	(*SleepAction)(nil),                       // 30: tugboat.api.v1.SleepAction
+	(*EnvVar)(nil),                            // 31: tugboat.api.v1.EnvVar
+	(*EnvVarSource)(nil),                      // 32: tugboat.api.v1.EnvVarSource
+	(*FileKeySelector)(nil),                   // 33: tugboat.api.v1.FileKeySelector
+	(*KeySelector)(nil),                       // 34: tugboat.api.v1.KeySelector
+	(*ObjectFieldSelector)(nil),               // 35: tugboat.api.v1.ObjectFieldSelector
+	(*EnvFromSource)(nil),                     // 36: tugboat.api.v1.EnvFromSource
+	(*LocalObjectReference)(nil),              // 37: tugboat.api.v1.LocalObjectReference
+	(*ContainerPort)(nil),                     // 38: tugboat.api.v1.ContainerPort
+	(*ResourceRequirements)(nil),              // 39: tugboat.api.v1.ResourceRequirements
+	(*ContainerResourceClaim)(nil),            // 40: tugboat.api.v1.ContainerResourceClaim
+	(*PodResourceClaim)(nil),                  // 41: tugboat.api.v1.PodResourceClaim
+	(*PodResourceClaimStatus)(nil),            // 42: tugboat.api.v1.PodResourceClaimStatus
+	(*VolumeMount)(nil),                       // 43: tugboat.api.v1.VolumeMount
+	(*Probe)(nil),                             // 44: tugboat.api.v1.Probe
+	(*GRPCAction)(nil),                        // 45: tugboat.api.v1.GRPCAction
+	(*ExecAction)(nil),                        // 46: tugboat.api.v1.ExecAction
+	(*HTTPGetAction)(nil),                     // 47: tugboat.api.v1.HTTPGetAction
+	(*HTTPHeader)(nil),                        // 48: tugboat.api.v1.HTTPHeader
+	(*TCPSocketAction)(nil),                   // 49: tugboat.api.v1.TCPSocketAction
+	(*Toleration)(nil),                        // 50: tugboat.api.v1.Toleration
+	(*Affinity)(nil),                          // 51: tugboat.api.v1.Affinity
+	(*NodeAffinity)(nil),                      // 52: tugboat.api.v1.NodeAffinity
+	(*PreferredSchedulingTerm)(nil),           // 53: tugboat.api.v1.PreferredSchedulingTerm
+	(*PodAffinity)(nil),                       // 54: tugboat.api.v1.PodAffinity
+	(*PodAntiAffinity)(nil),                   // 55: tugboat.api.v1.PodAntiAffinity
+	(*PodAffinityTerm)(nil),                   // 56: tugboat.api.v1.PodAffinityTerm
+	(*WeightedPodAffinityTerm)(nil),           // 57: tugboat.api.v1.WeightedPodAffinityTerm
+	(*TopologySpreadConstraint)(nil),          // 58: tugboat.api.v1.TopologySpreadConstraint
+	(*NodeSelector)(nil),                      // 59: tugboat.api.v1.NodeSelector
+	(*NodeSelectorTerm)(nil),                  // 60: tugboat.api.v1.NodeSelectorTerm
+	(*Volume)(nil),                            // 61: tugboat.api.v1.Volume
+	(*ImageVolumeSource)(nil),                 // 62: tugboat.api.v1.ImageVolumeSource
+	(*DownwardAPIVolumeSource)(nil),           // 63: tugboat.api.v1.DownwardAPIVolumeSource
+	(*DownwardAPIVolumeFile)(nil),             // 64: tugboat.api.v1.DownwardAPIVolumeFile
+	(*ResourceFieldSelector)(nil),             // 65: tugboat.api.v1.ResourceFieldSelector
+	(*ProjectedVolumeSource)(nil),             // 66: tugboat.api.v1.ProjectedVolumeSource
+	(*VolumeProjection)(nil),                  // 67: tugboat.api.v1.VolumeProjection
+	(*SecretProjection)(nil),                  // 68: tugboat.api.v1.SecretProjection
+	(*ConfigMapProjection)(nil),               // 69: tugboat.api.v1.ConfigMapProjection
+	(*DownwardAPIProjection)(nil),             // 70: tugboat.api.v1.DownwardAPIProjection
+	(*ServiceAccountTokenProjection)(nil),     // 71: tugboat.api.v1.ServiceAccountTokenProjection
+	(*PersistentVolumeClaimVolumeSource)(nil), // 72: tugboat.api.v1.PersistentVolumeClaimVolumeSource
+	(*EmptyDirVolumeSource)(nil),              // 73: tugboat.api.v1.EmptyDirVolumeSource
+	(*HostPathVolumeSource)(nil),              // 74: tugboat.api.v1.HostPathVolumeSource
+	(*KeyToPath)(nil),                         // 75: tugboat.api.v1.KeyToPath
+	(*ConfigMapVolumeSource)(nil),             // 76: tugboat.api.v1.ConfigMapVolumeSource
+	(*SecretVolumeSource)(nil),                // 77: tugboat.api.v1.SecretVolumeSource
+	(*PodStatus)(nil),                         // 78: tugboat.api.v1.PodStatus
+	(*ContainerStatus)(nil),                   // 79: tugboat.api.v1.ContainerStatus
+	(*ContainerState)(nil),                    // 80: tugboat.api.v1.ContainerState
+	(*ContainerStateWaiting)(nil),             // 81: tugboat.api.v1.ContainerStateWaiting
+	(*ContainerStateRunning)(nil),             // 82: tugboat.api.v1.ContainerStateRunning
+	(*ContainerStateTerminated)(nil),          // 83: tugboat.api.v1.ContainerStateTerminated
+	(*Event)(nil),                             // 84: tugboat.api.v1.Event
+	(*ObjectReference)(nil),                   // 85: tugboat.api.v1.ObjectReference
+	(*EventSource)(nil),                       // 86: tugboat.api.v1.EventSource
+	(*Lease)(nil),                             // 87: tugboat.api.v1.Lease
+	(*LeaseSpec)(nil),                         // 88: tugboat.api.v1.LeaseSpec
+	(*ConfigMap)(nil),                         // 89: tugboat.api.v1.ConfigMap
+	(*Secret)(nil),                            // 90: tugboat.api.v1.Secret
+	(*Service)(nil),                           // 91: tugboat.api.v1.Service
+	(*ServiceSpec)(nil),                       // 92: tugboat.api.v1.ServiceSpec
+	(*ServicePort)(nil),                       // 93: tugboat.api.v1.ServicePort
+	(*ServiceStatus)(nil),                     // 94: tugboat.api.v1.ServiceStatus
+	(*LoadBalancerStatus)(nil),                // 95: tugboat.api.v1.LoadBalancerStatus
+	(*LoadBalancerIngress)(nil),               // 96: tugboat.api.v1.LoadBalancerIngress
+	(*PortStatus)(nil),                        // 97: tugboat.api.v1.PortStatus
+	(*Endpoints)(nil),                         // 98: tugboat.api.v1.Endpoints
+	(*EndpointSubset)(nil),                    // 99: tugboat.api.v1.EndpointSubset
+	(*EndpointAddress)(nil),                   // 100: tugboat.api.v1.EndpointAddress
+	(*EndpointPort)(nil),                      // 101: tugboat.api.v1.EndpointPort
+	nil,                                       // 102: tugboat.api.v1.NodeStatus.CapacityEntry
+	nil,                                       // 103: tugboat.api.v1.NodeStatus.AllocatableEntry
+	nil,                                       // 104: tugboat.api.v1.PodSpec.NodeSelectorEntry
+	nil,                                       // 105: tugboat.api.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 106: tugboat.api.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 107: tugboat.api.v1.ContainerStatus.AllocatedResourcesEntry
+	nil,                                       // 108: tugboat.api.v1.ConfigMap.DataEntry
+	nil,                                       // 109: tugboat.api.v1.ConfigMap.BinaryDataEntry
+	nil,                                       // 110: tugboat.api.v1.Secret.DataEntry
+	nil,                                       // 111: tugboat.api.v1.Secret.StringDataEntry
+	nil,                                       // 112: tugboat.api.v1.ServiceSpec.SelectorEntry
+	(*ObjectMeta)(nil),                        // 113: tugboat.api.v1.ObjectMeta
+	(*timestamppb.Timestamp)(nil),             // 114: google.protobuf.Timestamp
+	(*Condition)(nil),                         // 115: tugboat.api.v1.Condition
+	(*LabelSelector)(nil),                     // 116: tugboat.api.v1.LabelSelector
+	(*LabelSelectorRequirement)(nil),          // 117: tugboat.api.v1.LabelSelectorRequirement
 }
 var file_api_v1_core_proto_depIdxs = []int32{
-	111, // 0: tugboat.api.v1.Namespace.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	113, // 0: tugboat.api.v1.Namespace.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	1,   // 1: tugboat.api.v1.Namespace.spec:type_name -> tugboat.api.v1.NamespaceSpec
 	2,   // 2: tugboat.api.v1.Namespace.status:type_name -> tugboat.api.v1.NamespaceStatus
-	111, // 3: tugboat.api.v1.Node.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	113, // 3: tugboat.api.v1.Node.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	4,   // 4: tugboat.api.v1.Node.spec:type_name -> tugboat.api.v1.NodeSpec
 	6,   // 5: tugboat.api.v1.Node.status:type_name -> tugboat.api.v1.NodeStatus
 	5,   // 6: tugboat.api.v1.NodeSpec.taints:type_name -> tugboat.api.v1.Taint
-	112, // 7: tugboat.api.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
-	100, // 8: tugboat.api.v1.NodeStatus.capacity:type_name -> tugboat.api.v1.NodeStatus.CapacityEntry
-	101, // 9: tugboat.api.v1.NodeStatus.allocatable:type_name -> tugboat.api.v1.NodeStatus.AllocatableEntry
-	113, // 10: tugboat.api.v1.NodeStatus.conditions:type_name -> tugboat.api.v1.Condition
+	114, // 7: tugboat.api.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
+	102, // 8: tugboat.api.v1.NodeStatus.capacity:type_name -> tugboat.api.v1.NodeStatus.CapacityEntry
+	103, // 9: tugboat.api.v1.NodeStatus.allocatable:type_name -> tugboat.api.v1.NodeStatus.AllocatableEntry
+	115, // 10: tugboat.api.v1.NodeStatus.conditions:type_name -> tugboat.api.v1.Condition
 	7,   // 11: tugboat.api.v1.NodeStatus.addresses:type_name -> tugboat.api.v1.NodeAddress
 	8,   // 12: tugboat.api.v1.NodeStatus.node_info:type_name -> tugboat.api.v1.NodeSystemInfo
 	9,   // 13: tugboat.api.v1.NodeStatus.images:type_name -> tugboat.api.v1.ContainerImage
-	111, // 14: tugboat.api.v1.Pod.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	113, // 14: tugboat.api.v1.Pod.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	12,  // 15: tugboat.api.v1.Pod.spec:type_name -> tugboat.api.v1.PodSpec
-	76,  // 16: tugboat.api.v1.Pod.status:type_name -> tugboat.api.v1.PodStatus
-	111, // 17: tugboat.api.v1.PodTemplateSpec.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	78,  // 16: tugboat.api.v1.Pod.status:type_name -> tugboat.api.v1.PodStatus
+	113, // 17: tugboat.api.v1.PodTemplateSpec.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	12,  // 18: tugboat.api.v1.PodTemplateSpec.spec:type_name -> tugboat.api.v1.PodSpec
-	24,  // 19: tugboat.api.v1.PodSpec.containers:type_name -> tugboat.api.v1.Container
-	24,  // 20: tugboat.api.v1.PodSpec.init_containers:type_name -> tugboat.api.v1.Container
-	102, // 21: tugboat.api.v1.PodSpec.node_selector:type_name -> tugboat.api.v1.PodSpec.NodeSelectorEntry
-	48,  // 22: tugboat.api.v1.PodSpec.tolerations:type_name -> tugboat.api.v1.Toleration
-	59,  // 23: tugboat.api.v1.PodSpec.volumes:type_name -> tugboat.api.v1.Volume
-	49,  // 24: tugboat.api.v1.PodSpec.affinity:type_name -> tugboat.api.v1.Affinity
-	35,  // 25: tugboat.api.v1.PodSpec.image_pull_secrets:type_name -> tugboat.api.v1.LocalObjectReference
-	17,  // 26: tugboat.api.v1.PodSpec.security_context:type_name -> tugboat.api.v1.PodSecurityContext
-	39,  // 27: tugboat.api.v1.PodSpec.resource_claims:type_name -> tugboat.api.v1.PodResourceClaim
-	14,  // 28: tugboat.api.v1.PodSpec.host_aliases:type_name -> tugboat.api.v1.HostAlias
-	15,  // 29: tugboat.api.v1.PodSpec.dns_config:type_name -> tugboat.api.v1.PodDNSConfig
-	56,  // 30: tugboat.api.v1.PodSpec.topology_spread_constraints:type_name -> tugboat.api.v1.TopologySpreadConstraint
-	13,  // 31: tugboat.api.v1.PodSpec.ephemeral_containers:type_name -> tugboat.api.v1.EphemeralContainer
-	29,  // 32: tugboat.api.v1.EphemeralContainer.env:type_name -> tugboat.api.v1.EnvVar
-	36,  // 33: tugboat.api.v1.EphemeralContainer.ports:type_name -> tugboat.api.v1.ContainerPort
-	37,  // 34: tugboat.api.v1.EphemeralContainer.resources:type_name -> tugboat.api.v1.ResourceRequirements
-	41,  // 35: tugboat.api.v1.EphemeralContainer.volume_mounts:type_name -> tugboat.api.v1.VolumeMount
-	42,  // 36: tugboat.api.v1.EphemeralContainer.liveness_probe:type_name -> tugboat.api.v1.Probe
-	42,  // 37: tugboat.api.v1.EphemeralContainer.readiness_probe:type_name -> tugboat.api.v1.Probe
-	42,  // 38: tugboat.api.v1.EphemeralContainer.startup_probe:type_name -> tugboat.api.v1.Probe
-	34,  // 39: tugboat.api.v1.EphemeralContainer.env_from:type_name -> tugboat.api.v1.EnvFromSource
-	18,  // 40: tugboat.api.v1.EphemeralContainer.security_context:type_name -> tugboat.api.v1.SecurityContext
-	26,  // 41: tugboat.api.v1.EphemeralContainer.lifecycle:type_name -> tugboat.api.v1.Lifecycle
-	25,  // 42: tugboat.api.v1.EphemeralContainer.resize_policy:type_name -> tugboat.api.v1.ContainerResizePolicy
-	16,  // 43: tugboat.api.v1.PodDNSConfig.options:type_name -> tugboat.api.v1.PodDNSConfigOption
-	21,  // 44: tugboat.api.v1.PodSecurityContext.sysctls:type_name -> tugboat.api.v1.Sysctl
-	20,  // 45: tugboat.api.v1.PodSecurityContext.seccomp_profile:type_name -> tugboat.api.v1.SeccompProfile
-	22,  // 46: tugboat.api.v1.PodSecurityContext.se_linux_options:type_name -> tugboat.api.v1.SELinuxOptions
-	23,  // 47: tugboat.api.v1.PodSecurityContext.app_armor_profile:type_name -> tugboat.api.v1.AppArmorProfile
-	19,  // 48: tugboat.api.v1.SecurityContext.capabilities:type_name -> tugboat.api.v1.Capabilities
-	20,  // 49: tugboat.api.v1.SecurityContext.seccomp_profile:type_name -> tugboat.api.v1.SeccompProfile
-	22,  // 50: tugboat.api.v1.SecurityContext.se_linux_options:type_name -> tugboat.api.v1.SELinuxOptions
-	23,  // 51: tugboat.api.v1.SecurityContext.app_armor_profile:type_name -> tugboat.api.v1.AppArmorProfile
-	29,  // 52: tugboat.api.v1.Container.env:type_name -> tugboat.api.v1.EnvVar
-	36,  // 53: tugboat.api.v1.Container.ports:type_name -> tugboat.api.v1.ContainerPort
-	37,  // 54: tugboat.api.v1.Container.resources:type_name -> tugboat.api.v1.ResourceRequirements
-	41,  // 55: tugboat.api.v1.Container.volume_mounts:type_name -> tugboat.api.v1.VolumeMount
-	42,  // 56: tugboat.api.v1.Container.liveness_probe:type_name -> tugboat.api.v1.Probe
-	42,  // 57: tugboat.api.v1.Container.readiness_probe:type_name -> tugboat.api.v1.Probe
-	42,  // 58: tugboat.api.v1.Container.startup_probe:type_name -> tugboat.api.v1.Probe
-	34,  // 59: tugboat.api.v1.Container.env_from:type_name -> tugboat.api.v1.EnvFromSource
-	18,  // 60: tugboat.api.v1.Container.security_context:type_name -> tugboat.api.v1.SecurityContext
-	26,  // 61: tugboat.api.v1.Container.lifecycle:type_name -> tugboat.api.v1.Lifecycle
-	25,  // 62: tugboat.api.v1.Container.resize_policy:type_name -> tugboat.api.v1.ContainerResizePolicy
-	27,  // 63: tugboat.api.v1.Lifecycle.post_start:type_name -> tugboat.api.v1.LifecycleHandler
-	27,  // 64: tugboat.api.v1.Lifecycle.pre_stop:type_name -> tugboat.api.v1.LifecycleHandler
-	44,  // 65: tugboat.api.v1.LifecycleHandler.exec:type_name -> tugboat.api.v1.ExecAction
-	45,  // 66: tugboat.api.v1.LifecycleHandler.http_get:type_name -> tugboat.api.v1.HTTPGetAction
-	47,  // 67: tugboat.api.v1.LifecycleHandler.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
-	28,  // 68: tugboat.api.v1.LifecycleHandler.sleep:type_name -> tugboat.api.v1.SleepAction
-	30,  // 69: tugboat.api.v1.EnvVar.value_from:type_name -> tugboat.api.v1.EnvVarSource
-	32,  // 70: tugboat.api.v1.EnvVarSource.config_map_key_ref:type_name -> tugboat.api.v1.KeySelector
-	32,  // 71: tugboat.api.v1.EnvVarSource.secret_key_ref:type_name -> tugboat.api.v1.KeySelector
-	33,  // 72: tugboat.api.v1.EnvVarSource.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
-	63,  // 73: tugboat.api.v1.EnvVarSource.resource_field_ref:type_name -> tugboat.api.v1.ResourceFieldSelector
-	31,  // 74: tugboat.api.v1.EnvVarSource.file_key_ref:type_name -> tugboat.api.v1.FileKeySelector
-	35,  // 75: tugboat.api.v1.EnvFromSource.config_map_ref:type_name -> tugboat.api.v1.LocalObjectReference
-	35,  // 76: tugboat.api.v1.EnvFromSource.secret_ref:type_name -> tugboat.api.v1.LocalObjectReference
-	103, // 77: tugboat.api.v1.ResourceRequirements.requests:type_name -> tugboat.api.v1.ResourceRequirements.RequestsEntry
-	104, // 78: tugboat.api.v1.ResourceRequirements.limits:type_name -> tugboat.api.v1.ResourceRequirements.LimitsEntry
-	38,  // 79: tugboat.api.v1.ResourceRequirements.claims:type_name -> tugboat.api.v1.ContainerResourceClaim
-	44,  // 80: tugboat.api.v1.Probe.exec:type_name -> tugboat.api.v1.ExecAction
-	45,  // 81: tugboat.api.v1.Probe.http_get:type_name -> tugboat.api.v1.HTTPGetAction
-	47,  // 82: tugboat.api.v1.Probe.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
-	43,  // 83: tugboat.api.v1.Probe.grpc:type_name -> tugboat.api.v1.GRPCAction
-	46,  // 84: tugboat.api.v1.HTTPGetAction.http_headers:type_name -> tugboat.api.v1.HTTPHeader
-	50,  // 85: tugboat.api.v1.Affinity.node_affinity:type_name -> tugboat.api.v1.NodeAffinity
-	52,  // 86: tugboat.api.v1.Affinity.pod_affinity:type_name -> tugboat.api.v1.PodAffinity
-	53,  // 87: tugboat.api.v1.Affinity.pod_anti_affinity:type_name -> tugboat.api.v1.PodAntiAffinity
-	57,  // 88: tugboat.api.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.NodeSelector
-	51,  // 89: tugboat.api.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PreferredSchedulingTerm
-	58,  // 90: tugboat.api.v1.PreferredSchedulingTerm.preference:type_name -> tugboat.api.v1.NodeSelectorTerm
-	54,  // 91: tugboat.api.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
-	55,  // 92: tugboat.api.v1.PodAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
-	54,  // 93: tugboat.api.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
-	55,  // 94: tugboat.api.v1.PodAntiAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
-	114, // 95: tugboat.api.v1.PodAffinityTerm.label_selector:type_name -> tugboat.api.v1.LabelSelector
-	114, // 96: tugboat.api.v1.PodAffinityTerm.namespace_selector:type_name -> tugboat.api.v1.LabelSelector
-	54,  // 97: tugboat.api.v1.WeightedPodAffinityTerm.pod_affinity_term:type_name -> tugboat.api.v1.PodAffinityTerm
-	114, // 98: tugboat.api.v1.TopologySpreadConstraint.label_selector:type_name -> tugboat.api.v1.LabelSelector
-	58,  // 99: tugboat.api.v1.NodeSelector.node_selector_terms:type_name -> tugboat.api.v1.NodeSelectorTerm
-	115, // 100: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
-	115, // 101: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
-	71,  // 102: tugboat.api.v1.Volume.empty_dir:type_name -> tugboat.api.v1.EmptyDirVolumeSource
-	72,  // 103: tugboat.api.v1.Volume.host_path:type_name -> tugboat.api.v1.HostPathVolumeSource
-	74,  // 104: tugboat.api.v1.Volume.config_map:type_name -> tugboat.api.v1.ConfigMapVolumeSource
-	75,  // 105: tugboat.api.v1.Volume.secret:type_name -> tugboat.api.v1.SecretVolumeSource
-	70,  // 106: tugboat.api.v1.Volume.persistent_volume_claim:type_name -> tugboat.api.v1.PersistentVolumeClaimVolumeSource
-	61,  // 107: tugboat.api.v1.Volume.downward_api:type_name -> tugboat.api.v1.DownwardAPIVolumeSource
-	64,  // 108: tugboat.api.v1.Volume.projected:type_name -> tugboat.api.v1.ProjectedVolumeSource
-	60,  // 109: tugboat.api.v1.Volume.image:type_name -> tugboat.api.v1.ImageVolumeSource
-	62,  // 110: tugboat.api.v1.DownwardAPIVolumeSource.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
-	33,  // 111: tugboat.api.v1.DownwardAPIVolumeFile.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
-	63,  // 112: tugboat.api.v1.DownwardAPIVolumeFile.resource_field_ref:type_name -> tugboat.api.v1.ResourceFieldSelector
-	65,  // 113: tugboat.api.v1.ProjectedVolumeSource.sources:type_name -> tugboat.api.v1.VolumeProjection
-	66,  // 114: tugboat.api.v1.VolumeProjection.secret:type_name -> tugboat.api.v1.SecretProjection
-	68,  // 115: tugboat.api.v1.VolumeProjection.downward_api:type_name -> tugboat.api.v1.DownwardAPIProjection
-	67,  // 116: tugboat.api.v1.VolumeProjection.config_map:type_name -> tugboat.api.v1.ConfigMapProjection
-	69,  // 117: tugboat.api.v1.VolumeProjection.service_account_token:type_name -> tugboat.api.v1.ServiceAccountTokenProjection
-	73,  // 118: tugboat.api.v1.SecretProjection.items:type_name -> tugboat.api.v1.KeyToPath
-	73,  // 119: tugboat.api.v1.ConfigMapProjection.items:type_name -> tugboat.api.v1.KeyToPath
-	62,  // 120: tugboat.api.v1.DownwardAPIProjection.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
-	73,  // 121: tugboat.api.v1.ConfigMapVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
-	73,  // 122: tugboat.api.v1.SecretVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
-	113, // 123: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
-	112, // 124: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	77,  // 125: tugboat.api.v1.PodStatus.container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	77,  // 126: tugboat.api.v1.PodStatus.init_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	40,  // 127: tugboat.api.v1.PodStatus.resource_claim_statuses:type_name -> tugboat.api.v1.PodResourceClaimStatus
-	77,  // 128: tugboat.api.v1.PodStatus.ephemeral_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	78,  // 129: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
-	78,  // 130: tugboat.api.v1.ContainerStatus.last_state:type_name -> tugboat.api.v1.ContainerState
-	37,  // 131: tugboat.api.v1.ContainerStatus.resources:type_name -> tugboat.api.v1.ResourceRequirements
-	105, // 132: tugboat.api.v1.ContainerStatus.allocated_resources:type_name -> tugboat.api.v1.ContainerStatus.AllocatedResourcesEntry
-	79,  // 133: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
-	80,  // 134: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
-	81,  // 135: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
-	112, // 136: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	112, // 137: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	112, // 138: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	111, // 139: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	83,  // 140: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
-	84,  // 141: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
-	112, // 142: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
-	112, // 143: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
-	111, // 144: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	86,  // 145: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
-	112, // 146: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
-	112, // 147: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
-	111, // 148: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	106, // 149: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
-	107, // 150: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
-	111, // 151: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	108, // 152: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
-	109, // 153: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
-	111, // 154: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	90,  // 155: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
-	92,  // 156: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
-	110, // 157: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
-	91,  // 158: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
-	113, // 159: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
-	93,  // 160: tugboat.api.v1.ServiceStatus.load_balancer:type_name -> tugboat.api.v1.LoadBalancerStatus
-	94,  // 161: tugboat.api.v1.LoadBalancerStatus.ingress:type_name -> tugboat.api.v1.LoadBalancerIngress
-	95,  // 162: tugboat.api.v1.LoadBalancerIngress.ports:type_name -> tugboat.api.v1.PortStatus
-	111, // 163: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	97,  // 164: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
-	98,  // 165: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
-	98,  // 166: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
-	99,  // 167: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
-	83,  // 168: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
-	169, // [169:169] is the sub-list for method output_type
-	169, // [169:169] is the sub-list for method input_type
-	169, // [169:169] is the sub-list for extension type_name
-	169, // [169:169] is the sub-list for extension extendee
-	0,   // [0:169] is the sub-list for field type_name
+	26,  // 19: tugboat.api.v1.PodSpec.containers:type_name -> tugboat.api.v1.Container
+	26,  // 20: tugboat.api.v1.PodSpec.init_containers:type_name -> tugboat.api.v1.Container
+	104, // 21: tugboat.api.v1.PodSpec.node_selector:type_name -> tugboat.api.v1.PodSpec.NodeSelectorEntry
+	50,  // 22: tugboat.api.v1.PodSpec.tolerations:type_name -> tugboat.api.v1.Toleration
+	61,  // 23: tugboat.api.v1.PodSpec.volumes:type_name -> tugboat.api.v1.Volume
+	51,  // 24: tugboat.api.v1.PodSpec.affinity:type_name -> tugboat.api.v1.Affinity
+	37,  // 25: tugboat.api.v1.PodSpec.image_pull_secrets:type_name -> tugboat.api.v1.LocalObjectReference
+	19,  // 26: tugboat.api.v1.PodSpec.security_context:type_name -> tugboat.api.v1.PodSecurityContext
+	41,  // 27: tugboat.api.v1.PodSpec.resource_claims:type_name -> tugboat.api.v1.PodResourceClaim
+	16,  // 28: tugboat.api.v1.PodSpec.host_aliases:type_name -> tugboat.api.v1.HostAlias
+	17,  // 29: tugboat.api.v1.PodSpec.dns_config:type_name -> tugboat.api.v1.PodDNSConfig
+	58,  // 30: tugboat.api.v1.PodSpec.topology_spread_constraints:type_name -> tugboat.api.v1.TopologySpreadConstraint
+	15,  // 31: tugboat.api.v1.PodSpec.ephemeral_containers:type_name -> tugboat.api.v1.EphemeralContainer
+	39,  // 32: tugboat.api.v1.PodSpec.resources:type_name -> tugboat.api.v1.ResourceRequirements
+	14,  // 33: tugboat.api.v1.ContainerRestartRule.exit_codes:type_name -> tugboat.api.v1.ContainerRestartRuleOnExitCodes
+	31,  // 34: tugboat.api.v1.EphemeralContainer.env:type_name -> tugboat.api.v1.EnvVar
+	38,  // 35: tugboat.api.v1.EphemeralContainer.ports:type_name -> tugboat.api.v1.ContainerPort
+	39,  // 36: tugboat.api.v1.EphemeralContainer.resources:type_name -> tugboat.api.v1.ResourceRequirements
+	43,  // 37: tugboat.api.v1.EphemeralContainer.volume_mounts:type_name -> tugboat.api.v1.VolumeMount
+	44,  // 38: tugboat.api.v1.EphemeralContainer.liveness_probe:type_name -> tugboat.api.v1.Probe
+	44,  // 39: tugboat.api.v1.EphemeralContainer.readiness_probe:type_name -> tugboat.api.v1.Probe
+	44,  // 40: tugboat.api.v1.EphemeralContainer.startup_probe:type_name -> tugboat.api.v1.Probe
+	36,  // 41: tugboat.api.v1.EphemeralContainer.env_from:type_name -> tugboat.api.v1.EnvFromSource
+	20,  // 42: tugboat.api.v1.EphemeralContainer.security_context:type_name -> tugboat.api.v1.SecurityContext
+	28,  // 43: tugboat.api.v1.EphemeralContainer.lifecycle:type_name -> tugboat.api.v1.Lifecycle
+	27,  // 44: tugboat.api.v1.EphemeralContainer.resize_policy:type_name -> tugboat.api.v1.ContainerResizePolicy
+	13,  // 45: tugboat.api.v1.EphemeralContainer.restart_policy_rules:type_name -> tugboat.api.v1.ContainerRestartRule
+	18,  // 46: tugboat.api.v1.PodDNSConfig.options:type_name -> tugboat.api.v1.PodDNSConfigOption
+	23,  // 47: tugboat.api.v1.PodSecurityContext.sysctls:type_name -> tugboat.api.v1.Sysctl
+	22,  // 48: tugboat.api.v1.PodSecurityContext.seccomp_profile:type_name -> tugboat.api.v1.SeccompProfile
+	24,  // 49: tugboat.api.v1.PodSecurityContext.se_linux_options:type_name -> tugboat.api.v1.SELinuxOptions
+	25,  // 50: tugboat.api.v1.PodSecurityContext.app_armor_profile:type_name -> tugboat.api.v1.AppArmorProfile
+	21,  // 51: tugboat.api.v1.SecurityContext.capabilities:type_name -> tugboat.api.v1.Capabilities
+	22,  // 52: tugboat.api.v1.SecurityContext.seccomp_profile:type_name -> tugboat.api.v1.SeccompProfile
+	24,  // 53: tugboat.api.v1.SecurityContext.se_linux_options:type_name -> tugboat.api.v1.SELinuxOptions
+	25,  // 54: tugboat.api.v1.SecurityContext.app_armor_profile:type_name -> tugboat.api.v1.AppArmorProfile
+	31,  // 55: tugboat.api.v1.Container.env:type_name -> tugboat.api.v1.EnvVar
+	38,  // 56: tugboat.api.v1.Container.ports:type_name -> tugboat.api.v1.ContainerPort
+	39,  // 57: tugboat.api.v1.Container.resources:type_name -> tugboat.api.v1.ResourceRequirements
+	43,  // 58: tugboat.api.v1.Container.volume_mounts:type_name -> tugboat.api.v1.VolumeMount
+	44,  // 59: tugboat.api.v1.Container.liveness_probe:type_name -> tugboat.api.v1.Probe
+	44,  // 60: tugboat.api.v1.Container.readiness_probe:type_name -> tugboat.api.v1.Probe
+	44,  // 61: tugboat.api.v1.Container.startup_probe:type_name -> tugboat.api.v1.Probe
+	36,  // 62: tugboat.api.v1.Container.env_from:type_name -> tugboat.api.v1.EnvFromSource
+	20,  // 63: tugboat.api.v1.Container.security_context:type_name -> tugboat.api.v1.SecurityContext
+	28,  // 64: tugboat.api.v1.Container.lifecycle:type_name -> tugboat.api.v1.Lifecycle
+	27,  // 65: tugboat.api.v1.Container.resize_policy:type_name -> tugboat.api.v1.ContainerResizePolicy
+	13,  // 66: tugboat.api.v1.Container.restart_policy_rules:type_name -> tugboat.api.v1.ContainerRestartRule
+	29,  // 67: tugboat.api.v1.Lifecycle.post_start:type_name -> tugboat.api.v1.LifecycleHandler
+	29,  // 68: tugboat.api.v1.Lifecycle.pre_stop:type_name -> tugboat.api.v1.LifecycleHandler
+	46,  // 69: tugboat.api.v1.LifecycleHandler.exec:type_name -> tugboat.api.v1.ExecAction
+	47,  // 70: tugboat.api.v1.LifecycleHandler.http_get:type_name -> tugboat.api.v1.HTTPGetAction
+	49,  // 71: tugboat.api.v1.LifecycleHandler.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
+	30,  // 72: tugboat.api.v1.LifecycleHandler.sleep:type_name -> tugboat.api.v1.SleepAction
+	32,  // 73: tugboat.api.v1.EnvVar.value_from:type_name -> tugboat.api.v1.EnvVarSource
+	34,  // 74: tugboat.api.v1.EnvVarSource.config_map_key_ref:type_name -> tugboat.api.v1.KeySelector
+	34,  // 75: tugboat.api.v1.EnvVarSource.secret_key_ref:type_name -> tugboat.api.v1.KeySelector
+	35,  // 76: tugboat.api.v1.EnvVarSource.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
+	65,  // 77: tugboat.api.v1.EnvVarSource.resource_field_ref:type_name -> tugboat.api.v1.ResourceFieldSelector
+	33,  // 78: tugboat.api.v1.EnvVarSource.file_key_ref:type_name -> tugboat.api.v1.FileKeySelector
+	37,  // 79: tugboat.api.v1.EnvFromSource.config_map_ref:type_name -> tugboat.api.v1.LocalObjectReference
+	37,  // 80: tugboat.api.v1.EnvFromSource.secret_ref:type_name -> tugboat.api.v1.LocalObjectReference
+	105, // 81: tugboat.api.v1.ResourceRequirements.requests:type_name -> tugboat.api.v1.ResourceRequirements.RequestsEntry
+	106, // 82: tugboat.api.v1.ResourceRequirements.limits:type_name -> tugboat.api.v1.ResourceRequirements.LimitsEntry
+	40,  // 83: tugboat.api.v1.ResourceRequirements.claims:type_name -> tugboat.api.v1.ContainerResourceClaim
+	46,  // 84: tugboat.api.v1.Probe.exec:type_name -> tugboat.api.v1.ExecAction
+	47,  // 85: tugboat.api.v1.Probe.http_get:type_name -> tugboat.api.v1.HTTPGetAction
+	49,  // 86: tugboat.api.v1.Probe.tcp_socket:type_name -> tugboat.api.v1.TCPSocketAction
+	45,  // 87: tugboat.api.v1.Probe.grpc:type_name -> tugboat.api.v1.GRPCAction
+	48,  // 88: tugboat.api.v1.HTTPGetAction.http_headers:type_name -> tugboat.api.v1.HTTPHeader
+	52,  // 89: tugboat.api.v1.Affinity.node_affinity:type_name -> tugboat.api.v1.NodeAffinity
+	54,  // 90: tugboat.api.v1.Affinity.pod_affinity:type_name -> tugboat.api.v1.PodAffinity
+	55,  // 91: tugboat.api.v1.Affinity.pod_anti_affinity:type_name -> tugboat.api.v1.PodAntiAffinity
+	59,  // 92: tugboat.api.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.NodeSelector
+	53,  // 93: tugboat.api.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PreferredSchedulingTerm
+	60,  // 94: tugboat.api.v1.PreferredSchedulingTerm.preference:type_name -> tugboat.api.v1.NodeSelectorTerm
+	56,  // 95: tugboat.api.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
+	57,  // 96: tugboat.api.v1.PodAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
+	56,  // 97: tugboat.api.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
+	57,  // 98: tugboat.api.v1.PodAntiAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
+	116, // 99: tugboat.api.v1.PodAffinityTerm.label_selector:type_name -> tugboat.api.v1.LabelSelector
+	116, // 100: tugboat.api.v1.PodAffinityTerm.namespace_selector:type_name -> tugboat.api.v1.LabelSelector
+	56,  // 101: tugboat.api.v1.WeightedPodAffinityTerm.pod_affinity_term:type_name -> tugboat.api.v1.PodAffinityTerm
+	116, // 102: tugboat.api.v1.TopologySpreadConstraint.label_selector:type_name -> tugboat.api.v1.LabelSelector
+	60,  // 103: tugboat.api.v1.NodeSelector.node_selector_terms:type_name -> tugboat.api.v1.NodeSelectorTerm
+	117, // 104: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	117, // 105: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	73,  // 106: tugboat.api.v1.Volume.empty_dir:type_name -> tugboat.api.v1.EmptyDirVolumeSource
+	74,  // 107: tugboat.api.v1.Volume.host_path:type_name -> tugboat.api.v1.HostPathVolumeSource
+	76,  // 108: tugboat.api.v1.Volume.config_map:type_name -> tugboat.api.v1.ConfigMapVolumeSource
+	77,  // 109: tugboat.api.v1.Volume.secret:type_name -> tugboat.api.v1.SecretVolumeSource
+	72,  // 110: tugboat.api.v1.Volume.persistent_volume_claim:type_name -> tugboat.api.v1.PersistentVolumeClaimVolumeSource
+	63,  // 111: tugboat.api.v1.Volume.downward_api:type_name -> tugboat.api.v1.DownwardAPIVolumeSource
+	66,  // 112: tugboat.api.v1.Volume.projected:type_name -> tugboat.api.v1.ProjectedVolumeSource
+	62,  // 113: tugboat.api.v1.Volume.image:type_name -> tugboat.api.v1.ImageVolumeSource
+	64,  // 114: tugboat.api.v1.DownwardAPIVolumeSource.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
+	35,  // 115: tugboat.api.v1.DownwardAPIVolumeFile.field_ref:type_name -> tugboat.api.v1.ObjectFieldSelector
+	65,  // 116: tugboat.api.v1.DownwardAPIVolumeFile.resource_field_ref:type_name -> tugboat.api.v1.ResourceFieldSelector
+	67,  // 117: tugboat.api.v1.ProjectedVolumeSource.sources:type_name -> tugboat.api.v1.VolumeProjection
+	68,  // 118: tugboat.api.v1.VolumeProjection.secret:type_name -> tugboat.api.v1.SecretProjection
+	70,  // 119: tugboat.api.v1.VolumeProjection.downward_api:type_name -> tugboat.api.v1.DownwardAPIProjection
+	69,  // 120: tugboat.api.v1.VolumeProjection.config_map:type_name -> tugboat.api.v1.ConfigMapProjection
+	71,  // 121: tugboat.api.v1.VolumeProjection.service_account_token:type_name -> tugboat.api.v1.ServiceAccountTokenProjection
+	75,  // 122: tugboat.api.v1.SecretProjection.items:type_name -> tugboat.api.v1.KeyToPath
+	75,  // 123: tugboat.api.v1.ConfigMapProjection.items:type_name -> tugboat.api.v1.KeyToPath
+	64,  // 124: tugboat.api.v1.DownwardAPIProjection.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
+	75,  // 125: tugboat.api.v1.ConfigMapVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
+	75,  // 126: tugboat.api.v1.SecretVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
+	115, // 127: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
+	114, // 128: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	79,  // 129: tugboat.api.v1.PodStatus.container_statuses:type_name -> tugboat.api.v1.ContainerStatus
+	79,  // 130: tugboat.api.v1.PodStatus.init_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
+	42,  // 131: tugboat.api.v1.PodStatus.resource_claim_statuses:type_name -> tugboat.api.v1.PodResourceClaimStatus
+	79,  // 132: tugboat.api.v1.PodStatus.ephemeral_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
+	80,  // 133: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
+	80,  // 134: tugboat.api.v1.ContainerStatus.last_state:type_name -> tugboat.api.v1.ContainerState
+	39,  // 135: tugboat.api.v1.ContainerStatus.resources:type_name -> tugboat.api.v1.ResourceRequirements
+	107, // 136: tugboat.api.v1.ContainerStatus.allocated_resources:type_name -> tugboat.api.v1.ContainerStatus.AllocatedResourcesEntry
+	81,  // 137: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
+	82,  // 138: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
+	83,  // 139: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
+	114, // 140: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	114, // 141: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	114, // 142: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	113, // 143: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	85,  // 144: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
+	86,  // 145: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
+	114, // 146: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
+	114, // 147: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
+	113, // 148: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	88,  // 149: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
+	114, // 150: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
+	114, // 151: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
+	113, // 152: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	108, // 153: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
+	109, // 154: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
+	113, // 155: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	110, // 156: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
+	111, // 157: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
+	113, // 158: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	92,  // 159: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
+	94,  // 160: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
+	112, // 161: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
+	93,  // 162: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
+	115, // 163: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
+	95,  // 164: tugboat.api.v1.ServiceStatus.load_balancer:type_name -> tugboat.api.v1.LoadBalancerStatus
+	96,  // 165: tugboat.api.v1.LoadBalancerStatus.ingress:type_name -> tugboat.api.v1.LoadBalancerIngress
+	97,  // 166: tugboat.api.v1.LoadBalancerIngress.ports:type_name -> tugboat.api.v1.PortStatus
+	113, // 167: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	99,  // 168: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
+	100, // 169: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
+	100, // 170: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
+	101, // 171: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
+	85,  // 172: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
+	173, // [173:173] is the sub-list for method output_type
+	173, // [173:173] is the sub-list for method input_type
+	173, // [173:173] is the sub-list for extension type_name
+	173, // [173:173] is the sub-list for extension extendee
+	0,   // [0:173] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_core_proto_init() }
@@ -8398,33 +8579,33 @@ func file_api_v1_core_proto_init() {
 	file_api_v1_meta_proto_init()
 	file_api_v1_options_proto_init()
 	file_api_v1_core_proto_msgTypes[12].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[16].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[17].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[18].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[19].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[20].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[23].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[39].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[40].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[22].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[25].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[41].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[42].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[43].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[48].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[56].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[61].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[62].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[44].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[45].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[50].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[58].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[63].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[64].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[69].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[73].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[74].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[66].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[71].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[75].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[90].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[76].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[77].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[92].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_core_proto_rawDesc), len(file_api_v1_core_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   111,
+			NumMessages:   113,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -38,13 +38,7 @@ func kindOf(c *v1.Container, init bool) containerKind {
 // termination message fields of c at path; grace is the pod's
 // terminationGracePeriodSeconds (nil: unset).
 func containerKindFields(errs *Errs, path string, c *v1.Container, kind containerKind, grace *int64) {
-	switch {
-	case c.RestartPolicy == "":
-	case kind == appContainer:
-		errs.Add(path+".restartPolicy", "Forbidden: may not be set for non-init containers")
-	case c.RestartPolicy != "Always":
-		errs.Add(path+".restartPolicy", "Unsupported value: %q: supported values: \"Always\"", c.RestartPolicy)
-	}
+	containerRestartPolicy(errs, path, c)
 	if kind == initContainer {
 		for field, set := range map[string]bool{"lifecycle": c.Lifecycle != nil, "livenessProbe": c.LivenessProbe != nil,
 			"readinessProbe": c.ReadinessProbe != nil, "startupProbe": c.StartupProbe != nil} {

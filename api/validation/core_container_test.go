@@ -55,10 +55,13 @@ func TestContainerKindValidation(t *testing.T) {
 		{"lifecycle on an init container", withInit(func(c *v1.Container) {
 			c.Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 1}}}
 		}), []string{i0 + ".lifecycle: Forbidden"}},
-		{"restartPolicy on an app container", withApp(func(c *v1.Container) { c.RestartPolicy = "Always" }),
-			[]string{c0 + ".restartPolicy: Forbidden: may not be set for non-init containers"}},
-		{"init restartPolicy Never", withInit(func(c *v1.Container) { c.RestartPolicy = "Never" }),
-			[]string{i0 + `.restartPolicy: Unsupported value: "Never": supported values: "Always"`}},
+		// ContainerRestartRules (Kubernetes 1.34): an app container's own
+		// policy overrides the pod's; an init container's Never or
+		// OnFailure too (Always makes it a sidecar).
+		{"restartPolicy on an app container", withApp(func(c *v1.Container) { c.RestartPolicy = "Always" }), nil},
+		{"init restartPolicy Never", withInit(func(c *v1.Container) { c.RestartPolicy = "Never" }), nil},
+		{"restartPolicy not a policy", withApp(func(c *v1.Container) { c.RestartPolicy = "Sometimes" }),
+			[]string{c0 + `.restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"`}},
 		{"sidecar with probes and hooks", withInit(func(c *v1.Container) {
 			c.RestartPolicy = "Always"
 			c.StartupProbe, c.ReadinessProbe, c.LivenessProbe = grpc, grpc, grpc
@@ -69,8 +72,9 @@ func TestContainerKindValidation(t *testing.T) {
 			c.RestartPolicy = "Always"
 			c.LivenessProbe = &v1.Probe{Grpc: &v1.GRPCAction{Port: 1}, SuccessThreshold: 2}
 		}), []string{i0 + ".livenessProbe.successThreshold: Invalid value: 2: must be 1"}},
-		{"init restartPolicy OnFailure", withInit(func(c *v1.Container) { c.RestartPolicy = "OnFailure" }),
-			[]string{i0 + `.restartPolicy: Unsupported value: "OnFailure": supported values: "Always"`}},
+		{"init restartPolicy OnFailure", withInit(func(c *v1.Container) { c.RestartPolicy = "OnFailure" }), nil},
+		{"init restartPolicy Never keeps the init container's rules", withInit(func(c *v1.Container) { c.RestartPolicy = "Never"; c.LivenessProbe = grpc }),
+			[]string{i0 + ".livenessProbe: Forbidden: may not be set for init containers without restartPolicy=Always"}},
 		{"init liveness and startup probes", withInit(func(c *v1.Container) { c.LivenessProbe, c.StartupProbe = grpc, grpc }),
 			[]string{i0 + ".livenessProbe: Forbidden: may not be set for init containers without restartPolicy=Always",
 				i0 + ".startupProbe: Forbidden: may not be set for init containers without restartPolicy=Always"}},

@@ -151,6 +151,8 @@ func PodSpec(errs *Errs, path string, s *v1.PodSpec) {
 	}
 	podScheduling(errs, path, s)
 	podResourceClaims(errs, path, s)
+	podLevelResources(errs, path, s)
+	hostUsers(errs, path, s)
 }
 
 func container(errs *Errs, path string, c *v1.Container, kind containerKind, grace *int64, names, vols, hostPorts map[string]bool) {

@@ -66,12 +66,14 @@ func ephemeralContainers(errs *Errs, path string, s *v1.PodSpec, names, vols map
 			"ports": len(c.Ports) > 0, "resources": len(c.GetResources().GetRequests())+len(c.GetResources().GetLimits())+len(c.GetResources().GetClaims()) > 0,
 			"livenessProbe": c.LivenessProbe != nil, "readinessProbe": c.ReadinessProbe != nil, "startupProbe": c.StartupProbe != nil,
 			"lifecycle": c.Lifecycle != nil, "restartPolicy": c.RestartPolicy != "", "resizePolicy": len(c.ResizePolicy) > 0,
+			"restartPolicyRules": len(c.RestartPolicyRules) > 0,
 		} {
 			if set {
 				errs.Add(p+"."+field, ephemeralForbidden)
 			}
 		}
 		c.Ports, c.Resources, c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle, c.RestartPolicy, c.ResizePolicy = nil, nil, nil, nil, nil, nil, "", nil
+		c.RestartPolicyRules = nil
 		for j, m := range c.VolumeMounts {
 			if m.SubPath != "" {
 				errs.Add(fmt.Sprintf("%s.volumeMounts[%d].subPath", p, j), ephemeralForbidden)

@@ -101,6 +101,12 @@ func PodResize(old, new *v1.Pod) Errs {
 		errs.Add("spec", "Forbidden: Pod running on node without support for resize")
 	}
 	a, b := old.Spec, new.Spec
+	if !proto.Equal(a.GetResources(), b.GetResources()) {
+		// Kubernetes 1.34 has no in-place resize of pod-level resources
+		// (InPlacePodLevelResourcesVerticalScaling is alpha and off).
+		errs.Add("spec.resources", "Forbidden: pod-level resources may not be resized in place (InPlacePodLevelResourcesVerticalScaling is not supported)")
+		return errs
+	}
 	for field, pair := range map[string][2][]*v1.Container{"containers": {a.Containers, b.Containers}, "initContainers": {a.InitContainers, b.InitContainers}} {
 		was, is := pair[0], pair[1]
 		if len(was) != len(is) {

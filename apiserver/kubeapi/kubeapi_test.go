@@ -40,6 +40,7 @@ func TestKubeAPI(t *testing.T) {
 		{"http/watch-expired", testWatchExpired},
 		{"clientgo/crud", testClientGoCRUD},
 		{"clientgo/image-pull-secrets", testImagePullSecrets},
+		{"clientgo/pod-level-fields", testPodLevelFields},
 		{"clientgo/controller", testClientGoController},
 		{"clientgo/informer-restart", testClientGoInformerRestart},
 	} {

@@ -79,6 +79,14 @@ func TestCheck(t *testing.T) {
 		{"pod runAsNonRoot false", latest(Restricted), func(s *v1.PodSpec) {
 			s.SecurityContext.RunAsNonRoot = proto.Bool(false)
 		}, `PodSecurity "restricted:latest": runAsNonRoot != true (pod must not set securityContext.runAsNonRoot=false; pod or container "app" must set securityContext.runAsNonRoot=true)`},
+		// hostUsers: false does not relax restricted: Kubernetes does so
+		// only under the UserNamespacesPodSecurityStandards gate, alpha
+		// and off by default through 1.3x.
+		{"hostUsers false still needs runAsNonRoot", latest(Restricted), func(s *v1.PodSpec) {
+			s.HostUsers = proto.Bool(false)
+			s.SecurityContext.RunAsNonRoot = proto.Bool(false)
+		}, `PodSecurity "restricted:latest": runAsNonRoot != true (pod must not set securityContext.runAsNonRoot=false; pod or container "app" must set securityContext.runAsNonRoot=true)`},
+		{"hostUsers false passes restricted like any pod", latest(Restricted), func(s *v1.PodSpec) { s.HostUsers = proto.Bool(false) }, ""},
 		{"container seccomp without pod's", latest(Restricted), func(s *v1.PodSpec) {
 			s.SecurityContext.SeccompProfile = nil
 			s.Containers[0].SecurityContext.SeccompProfile = &v1.SeccompProfile{Type: "Localhost", LocalhostProfile: proto.String("p.json")}

@@ -63,7 +63,7 @@ func TestPodPhase(t *testing.T) {
 		{"initializing", "Always", false, false, []*v1.ContainerStatus{waitingFresh()}, PhasePending},
 		{"init failed", "Never", false, true, []*v1.ContainerStatus{waitingFresh()}, PhaseFailed},
 	} {
-		if got := podPhase(tc.policy, tc.init, tc.fail, tc.cs); got != tc.want {
+		if got := podPhase(&v1.PodSpec{RestartPolicy: tc.policy}, tc.init, tc.fail, tc.cs); got != tc.want {
 			t.Errorf("%s: phase %s, want %s", tc.name, got, tc.want)
 		}
 	}

@@ -50,6 +50,7 @@ type Manager struct {
 	pending       []podEvent
 	sandboxErrors map[string]string
 	wg            sync.WaitGroup
+	userns        *usernsAllocator
 
 	// known is the state of each container as last seen by its worker or
 	// the relist; the relist wakes a worker only for changes it has not
@@ -98,6 +99,7 @@ func NewManager(cfg Config, d Deps) (*Manager, error) {
 		workers:        map[string]*worker{},
 		allocs:         map[string]allocEntry{},
 		sandboxErrors:  map[string]string{},
+		userns:         &usernsAllocator{podsDir: cfg.PodsDir()},
 		known:          map[string]containerSeen{},
 	}
 	m.images = newImagePuller(cfg, d.Runtime, d.Recorder, met, now)

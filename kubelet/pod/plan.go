@@ -256,10 +256,9 @@ func decideSandbox(in *syncInput) sandboxStep {
 // needsRun reports whether some container still has to run, so the pod
 // needs a sandbox.
 func needsRun(pod *v1.Pod, st *podState) bool {
-	policy := pod.GetSpec().GetRestartPolicy()
 	for _, c := range pod.GetSpec().GetContainers() {
 		cur, _ := st.latest(c.Name, "")
-		if cur == nil || cur.State != runtime.ContainerExited || shouldRestart(policy, cur.ExitCode) {
+		if cur == nil || cur.State != runtime.ContainerExited || containerShouldRestart(c, pod.GetSpec(), cur.ExitCode) {
 			return true
 		}
 	}
@@ -283,7 +282,6 @@ func shouldRestart(policy string, exitCode int) bool {
 // it runs), whether all are done, and whether the pod failed for good (a
 // regular one failed under restartPolicy Never).
 func decideInit(in *syncInput, scope string) (steps []containerStep, done, failed bool) {
-	policy := in.pod.GetSpec().GetRestartPolicy()
 	inits := in.pod.GetSpec().GetInitContainers()
 	for i, c := range inits {
 		cur, _ := in.state.latest(c.Name, scope)
@@ -303,7 +301,7 @@ func decideInit(in *syncInput, scope string) (steps []containerStep, done, faile
 			return steps, false, false
 		case cur.ExitCode == 0:
 			continue
-		case policy == "Never":
+		case !initShouldRestart(c, in.pod.GetSpec(), cur.ExitCode):
 			return steps, false, true
 		}
 		s := restartStep(in, c, cur)
@@ -348,7 +346,7 @@ func afterExit(in *syncInput, c *v1.Container, cur *runtime.ContainerStatus) con
 	if cur.State != runtime.ContainerExited {
 		exit = 255
 	}
-	if isSidecar(c) {
+	if podSidecar(in.pod, c) {
 		if appsFinished(in) {
 			return containerStep{c: c, init: true, cur: cur} // the pod is done: not restarted
 		}
@@ -356,7 +354,7 @@ func afterExit(in *syncInput, c *v1.Container, cur *runtime.ContainerStatus) con
 		s.init = true
 		return s
 	}
-	if !shouldRestart(in.pod.GetSpec().GetRestartPolicy(), exit) {
+	if !containerShouldRestart(c, in.pod.GetSpec(), exit) {
 		return containerStep{c: c, cur: cur}
 	}
 	return restartStep(in, c, cur)

@@ -127,6 +127,16 @@ func TestDecide(t *testing.T) {
 		return withInit(p, then...)
 	}
 	policy := func(p *v1.Pod, pol string) *v1.Pod { p.Spec.RestartPolicy = pol; return p }
+	// withRules gives the first init container, else the first app
+	// container, its own restartPolicy and rules.
+	withRules := func(p *v1.Pod, pol string, rules ...*v1.ContainerRestartRule) *v1.Pod {
+		c := p.Spec.Containers[0]
+		if len(p.Spec.InitContainers) > 0 {
+			c = p.Spec.InitContainers[0]
+		}
+		c.RestartPolicy, c.RestartPolicyRules = pol, rules
+		return p
+	}
 	sb1 := []runtime.SandboxStatus{sandbox("sb1", 0, time.Hour)}
 	live := &v1.Probe{HttpGet: &v1.HTTPGetAction{Port: "80"}}
 
@@ -164,6 +174,21 @@ func TestDecide(t *testing.T) {
 		{"exit 1 under Never: left",
 			input(policy(newPod("p", "app"), "Never"), sb1, exitedAt(ctr("c1", "app", "sb1", 0, runtime.ContainerRunning), 1, time.Second)),
 			"sandbox sb1; app: none; wake +1m0s"},
+		{"exit 42 under Never with a rule In [42]: restarted",
+			input(withRules(policy(newPod("p", "app"), "Never"), "Never", rule("In", 42)), sb1, exitedAt(ctr("c1", "app", "sb1", 0, runtime.ContainerRunning), 42, time.Second)),
+			"sandbox sb1; app: start #1 restart backoff-from -1s; wake +1m0s"},
+		{"exit 1 under Never with a rule In [42]: left",
+			input(withRules(policy(newPod("p", "app"), "Never"), "Never", rule("In", 42)), sb1, exitedAt(ctr("c1", "app", "sb1", 0, runtime.ContainerRunning), 1, time.Second)),
+			"sandbox sb1; app: none; wake +1m0s"},
+		{"exit 0 under Always with the container's Never: left",
+			input(withRules(newPod("p", "app"), "Never"), sb1, exitedAt(ctr("c1", "app", "sb1", 0, runtime.ContainerRunning), 0, time.Second)),
+			"sandbox sb1; app: none; wake +1m0s"},
+		{"init: failed under Always, its own Never: the pod fails",
+			input(withRules(withInit(newPod("p", "app"), "one"), "Never"), sb1, exitedAt(ctr("i1", "one", "sb1", 0, runtime.ContainerRunning), 2, time.Second)),
+			"sandbox sb1; app: wait PodInitializing; init not done; init failed; wake +1m0s"},
+		{"init: failed under Never, a rule In [2]: restarted",
+			input(withRules(withInit(policy(newPod("p", "app"), "Never"), "one"), "Never", rule("In", 2)), sb1, exitedAt(ctr("i1", "one", "sb1", 0, runtime.ContainerRunning), 2, time.Second)),
+			"sandbox sb1; one: start #1 backoff-from -1s; app: wait PodInitializing; init not done; wake +1m0s"},
 		{"created but never started: started",
 			input(newPod("p", "app"), sb1, ctr("c1", "app", "sb1", 0, runtime.ContainerCreated)),
 			"sandbox sb1; app: start created c1; wake +1m0s"},
@@ -369,6 +394,7 @@ func TestAfterExit(t *testing.T) {
 		{"OnFailure", 0, stepNone}, // it handled SIGTERM and exited 0
 		{"OnFailure", 137, stepStart},
 		{"Never", 137, stepNone},
+		{"Never", 0, stepNone},
 	} {
 		k := killed
 		k.ExitCode = c.code
@@ -377,5 +403,15 @@ func TestAfterExit(t *testing.T) {
 		if s := afterExit(input(p, nil, k), p.Spec.Containers[0], &k); s.do != c.want {
 			t.Errorf("%s, exit %d: step %d, want %d", c.policy, c.code, s.do, c.want)
 		}
+	}
+	// An app container's own restartPolicy Always (no sidecar: not an
+	// init container) under the pod's Never: restarted after a kill.
+	k := killed
+	k.ExitCode = 137
+	p := newPod("p", "app")
+	p.Spec.RestartPolicy = "Never"
+	p.Spec.Containers[0].RestartPolicy = "Always"
+	if s := afterExit(input(p, nil, k), p.Spec.Containers[0], &k); s.do != stepStart || s.init {
+		t.Errorf("app container with its own Always: step %d (init %v), want a start of an app container", s.do, s.init)
 	}
 }

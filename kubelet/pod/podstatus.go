@@ -102,7 +102,7 @@ func buildStatus(in statusInput) *v1.PodStatus {
 		st.ContainerStatuses = append(st.ContainerStatuses, in.withResources(keepLastState(containerStatus(v), prev.ContainerStatuses), v))
 	}
 	st.EphemeralContainerStatuses = ephemeralStatuses(in.ephemeral, prev.EphemeralContainerStatuses)
-	st.Phase = podPhase(in.pod.GetSpec().GetRestartPolicy(), in.initDone, in.initFailed, st.ContainerStatuses)
+	st.Phase = podPhase(in.pod.GetSpec(), in.initDone, in.initFailed, st.ContainerStatuses)
 	if IsTerminal(prev.Phase) {
 		st.Phase = prev.Phase // terminal is final, with its reason (Evicted)
 		st.Reason, st.Message = prev.Reason, prev.Message

@@ -149,16 +149,25 @@ func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32)
 		}
 		return nil, err
 	}
+	userns, err := m.podUserNamespace(pod)
+	if err != nil {
+		if !hostNet {
+			_ = m.net.DeleteNetNS(nsPath)
+		}
+		return nil, err
+	}
 	etcDir := m.cfg.etcDir(ref.UID)
 	cfg := runtime.SandboxConfig{
-		Pod:         ref,
-		Attempt:     attempt,
-		Hostname:    hostname,
-		NetNSPath:   nsPath,
-		HostNetwork: hostNet,
-		EtcFiles:    runtime.EtcFilesIn(etcDir),
-		Sysctls:     podSysctls(pod),
-		Privileged:  podPrivileged(pod),
+		UserNamespace: userns,
+		Resources:     podCgroupResources(pod.GetSpec()),
+		Pod:           ref,
+		Attempt:       attempt,
+		Hostname:      hostname,
+		NetNSPath:     nsPath,
+		HostNetwork:   hostNet,
+		EtcFiles:      runtime.EtcFilesIn(etcDir),
+		Sysctls:       podSysctls(pod),
+		Privileged:    podPrivileged(pod),
 		// The pod's labels, as Kubernetes gives them to the sandbox
 		// (crictl pods --label, crictl inspectp).
 		Labels: sandboxLabels(pod, m.cfg.NodeName),

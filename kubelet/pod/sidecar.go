@@ -30,6 +30,18 @@ import (
 // isSidecar reports whether init container c is a sidecar.
 func isSidecar(c *v1.Container) bool { return c.GetRestartPolicy() == "Always" }
 
+// podSidecar reports whether c is one of pod's sidecars: an init
+// container with restartPolicy Always (an app container may have its
+// own restartPolicy Always too, and is no sidecar).
+func podSidecar(pod *v1.Pod, c *v1.Container) bool {
+	for _, ic := range pod.GetSpec().GetInitContainers() {
+		if ic.Name == c.GetName() {
+			return isSidecar(ic)
+		}
+	}
+	return false
+}
+
 // hasSidecar reports whether the pod has a sidecar.
 func hasSidecar(pod *v1.Pod) bool {
 	for _, c := range pod.GetSpec().GetInitContainers() {
@@ -94,11 +106,10 @@ func startedAfter(in *syncInput, rest []*v1.Container, scope string) bool {
 // not restarted under the pod's restartPolicy): the pod is done, and its
 // sidecars are stopped rather than restarted.
 func appsFinished(in *syncInput) bool {
-	policy := in.pod.GetSpec().GetRestartPolicy()
 	apps := in.pod.GetSpec().GetContainers()
 	for _, c := range apps {
 		cur, _ := in.state.latest(c.Name, "")
-		if cur == nil || cur.State != runtime.ContainerExited || shouldRestart(policy, cur.ExitCode) {
+		if cur == nil || cur.State != runtime.ContainerExited || containerShouldRestart(c, in.pod.GetSpec(), cur.ExitCode) {
 			return false
 		}
 	}

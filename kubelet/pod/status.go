@@ -135,15 +135,24 @@ func containerStatus(v containerView) *v1.ContainerStatus {
 	return cs
 }
 
-// podPhase is Kubernetes' phase rule for a pod without sidecars.
-func podPhase(restartPolicy string, initDone, initFailed bool, statuses []*v1.ContainerStatus) string {
+// podPhase is Kubernetes' phase rule for a pod without sidecars: once
+// every app container has stopped, the pod runs on while one of them is
+// restarted (by its restartPolicyRules, its own restartPolicy or the
+// pod's: containerShouldRestart, on its last exit code), else it
+// Succeeded when all exited 0 and Failed otherwise.
+func podPhase(spec *v1.PodSpec, initDone, initFailed bool, statuses []*v1.ContainerStatus) string {
 	if initFailed {
 		return PhaseFailed
 	}
 	if !initDone {
 		return PhasePending
 	}
+	byName := map[string]*v1.Container{}
+	for _, c := range spec.GetContainers() {
+		byName[c.Name] = c
+	}
 	var running, waiting, stopped, succeeded int
+	restarted := false
 	for _, cs := range statuses {
 		switch st := cs.GetState(); {
 		case st.GetRunning() != nil:
@@ -153,9 +162,11 @@ func podPhase(restartPolicy string, initDone, initFailed bool, statuses []*v1.Co
 			if st.GetTerminated().ExitCode == 0 {
 				succeeded++
 			}
+			restarted = restarted || containerShouldRestart(byName[cs.GetName()], spec, int(st.GetTerminated().ExitCode))
 		case st.GetWaiting() != nil:
-			if cs.GetLastState().GetTerminated() != nil {
+			if last := cs.GetLastState().GetTerminated(); last != nil {
 				stopped++ // restarting
+				restarted = restarted || containerShouldRestart(byName[cs.GetName()], spec, int(last.ExitCode))
 			} else {
 				waiting++
 			}
@@ -170,12 +181,10 @@ func podPhase(restartPolicy string, initDone, initFailed bool, statuses []*v1.Co
 		return PhaseRunning
 	case stopped > 0 && stopped == len(statuses):
 		switch {
-		case restartPolicy == "Always":
+		case restarted:
 			return PhaseRunning
 		case stopped == succeeded:
 			return PhaseSucceeded
-		case restartPolicy == "OnFailure":
-			return PhaseRunning
 		}
 		return PhaseFailed
 	}

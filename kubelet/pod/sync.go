@@ -196,7 +196,6 @@ func (r *syncRun) refresh(ctx context.Context) {
 // those: the worker has seen them itself.
 func needsFollowUp(in *syncInput, sandboxID string, waiting map[string]*waiting) bool {
 	pod, st := in.pod, in.state
-	policy := pod.GetSpec().GetRestartPolicy()
 	check := func(c *v1.Container, scope string, init bool) bool {
 		if wt := waiting[c.Name]; wt != nil && wt.Reason != ReasonPodInitializing {
 			return false
@@ -210,9 +209,9 @@ func needsFollowUp(in *syncInput, sandboxID string, waiting map[string]*waiting)
 		case init && isSidecar(c):
 			return !appsFinished(in)
 		case init:
-			return cur.ExitCode == 0 || policy != "Never"
+			return cur.ExitCode == 0 || initShouldRestart(c, pod.GetSpec(), cur.ExitCode)
 		}
-		return shouldRestart(policy, cur.ExitCode)
+		return containerShouldRestart(c, pod.GetSpec(), cur.ExitCode)
 	}
 	inits := pod.GetSpec().GetInitContainers()
 	for i, c := range inits {

@@ -1,6 +1,9 @@
 package runtime
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors returned (wrapped) by every Runtime implementation.
 // Callers test them with errors.Is; the wrapping message says which object
@@ -48,3 +51,22 @@ var (
 	// imported.
 	ErrSandboxImage = errors.New("sandbox image not present on node")
 )
+
+// ErrUserNamespacesUnsupported: the runtime cannot put a pod in a user
+// namespace of its own (hostUsers: false).
+var ErrUserNamespacesUnsupported = errors.New("user namespaces not supported")
+
+// UserNamespacesUnsupported is the error of a runtime (runtime handler)
+// that cannot run a pod with hostUsers: false, with Kubernetes' kubelet
+// message (its userns manager refuses the pod's sandbox so).
+func UserNamespacesUnsupported(handler string) error {
+	return &usernsError{handler: handler}
+}
+
+type usernsError struct{ handler string }
+
+func (e *usernsError) Error() string {
+	return fmt.Sprintf("RuntimeClass handler %q does not support user namespaces", e.handler)
+}
+
+func (e *usernsError) Is(target error) bool { return target == ErrUserNamespacesUnsupported }

@@ -73,6 +73,17 @@ type SandboxConfig struct {
 	// sandbox that is not).
 	Privileged bool `json:",omitempty"`
 
+	// UserNamespace, when set, puts the pod in a user namespace of its
+	// own (hostUsers: false) with these mappings (Kubernetes' CRI
+	// NamespaceOption.userns_options, mode POD); nil is the node's. A
+	// runtime that cannot refuses the sandbox with
+	// UserNamespacesUnsupported.
+	UserNamespace *UserNamespace `json:",omitempty"`
+	// Resources are the pod-level limits (spec.resources), set on the
+	// CgroupParent before the first container starts, so that the pod's
+	// containers together stay within them; nil sets none.
+	Resources *PodResources `json:",omitempty"`
+
 	// Labels are stored with the sandbox and can be filtered on
 	// (SandboxFilter.Labels). Keys under "runtime.tugboat.io/" are reserved.
 	Labels map[string]string
@@ -80,6 +91,34 @@ type SandboxConfig struct {
 	// look at the runtime (crictl inspectp); they cannot be filtered on.
 	// Keys under "runtime.tugboat.io/" are reserved.
 	Annotations map[string]string `json:",omitempty"`
+}
+
+// UserNamespace is a pod's user namespace: which node IDs its IDs are.
+type UserNamespace struct {
+	UIDs []IDMapping
+	GIDs []IDMapping
+}
+
+// IDMapping maps Length IDs from ContainerID in the pod to HostID on the
+// node.
+type IDMapping struct {
+	HostID      uint32
+	ContainerID uint32
+	Length      uint32
+}
+
+// PodResources are a pod's pod-level cgroup settings. Zero fields set
+// nothing.
+type PodResources struct {
+	// CPUQuota and CPUPeriod (microseconds) cap the pod's cpu time
+	// (cpu.max, or cpu.cfs_quota_us and cpu.cfs_period_us on cgroup v1);
+	// CPUShares is its cpu weight in cgroup v1 shares (2-262144; cgroup
+	// v2's cpu.weight is converted from it as runc does).
+	CPUQuota  int64 `json:",omitempty"`
+	CPUPeriod int64 `json:",omitempty"`
+	CPUShares int64 `json:",omitempty"`
+	// MemoryLimit in bytes (memory.max, or memory.limit_in_bytes).
+	MemoryLimit int64 `json:",omitempty"`
 }
 
 // PortMapping publishes a container port on the node (a hostPort).

@@ -68,7 +68,8 @@ type PodInfo struct {
 	Key string  // "namespace/name"
 	UID string
 	// Request is what the pod asks for: the sum over its containers, or the
-	// largest init container if that is more (they run one at a time).
+	// largest init container if that is more (they run one at a time);
+	// its pod-level cpu and memory requests instead when it sets them.
 	Request Resources
 	// NonZeroRequest is Request with defaults for cpu and memory left at
 	// zero: what scores count.
@@ -162,6 +163,24 @@ func NewPodInfo(pod *v1.Pod) *PodInfo {
 		sum.MilliCPU = max(sum.MilliCPU, r.MilliCPU)
 		sum.Memory = max(sum.Memory, r.Memory)
 		sum.EphemeralStorage = max(sum.EphemeralStorage, r.EphemeralStorage)
+	}
+	// Pod-level requests (spec.resources) replace the containers' sum for
+	// cpu and memory (Kubernetes' PodRequests with PodLevelResources);
+	// ephemeral storage stays the containers'.
+	if r := spec.GetResources(); r != nil {
+		pod := func(name string) (string, bool) {
+			if v, ok := r.GetRequests()[name]; ok {
+				return v, true
+			}
+			v, ok := r.GetLimits()[name]
+			return v, ok
+		}
+		if v, ok := pod("cpu"); ok {
+			sum.MilliCPU = quantity(v, true)
+		}
+		if v, ok := pod("memory"); ok {
+			sum.Memory = quantity(v, false)
+		}
 	}
 	pi.Request = sum
 	pi.NonZeroRequest = sum

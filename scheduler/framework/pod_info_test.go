@@ -37,3 +37,23 @@ func TestResizedPodRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestPodLevelRequest: pod-level requests replace the containers' sum for
+// cpu and memory; ephemeral storage stays the containers'.
+func TestPodLevelRequest(t *testing.T) {
+	p := &v1.Pod{Metadata: &v1.ObjectMeta{Name: "p", Namespace: "default"}, Spec: &v1.PodSpec{
+		Resources: &v1.ResourceRequirements{Requests: map[string]string{"cpu": "2", "memory": "1Gi"}},
+		Containers: []*v1.Container{
+			{Name: "a", Resources: &v1.ResourceRequirements{Requests: map[string]string{"cpu": "100m", "ephemeral-storage": "1Gi"}}},
+			{Name: "b"},
+		}}}
+	got := framework.NewPodInfo(p).Request
+	if got.MilliCPU != 2000 || got.Memory != 1<<30 || got.EphemeralStorage != 1<<30 {
+		t.Errorf("request %+v, want 2000m cpu, 1Gi memory, 1Gi ephemeral storage", got)
+	}
+	// Only a memory request at pod level: cpu is the containers' sum.
+	p.Spec.Resources = &v1.ResourceRequirements{Requests: map[string]string{"memory": "256Mi"}}
+	if got := framework.NewPodInfo(p).Request; got.MilliCPU != 100 || got.Memory != 256<<20 {
+		t.Errorf("request %+v, want 100m cpu and 256Mi memory", got)
+	}
+}

@@ -40,6 +40,15 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, cfg runtime.SandboxConfig) 
 	if cfg.Hostname == "" {
 		cfg.Hostname = cfg.Pod.Name
 	}
+	if cfg.UserNamespace != nil {
+		// This backend builds the OCI specs itself and has no idmapped
+		// mounts: no user namespaces (the CRI backend on containerd 2.0
+		// or later has them).
+		return "", runtime.UserNamespacesUnsupported("")
+	}
+	if err := runtime.ApplyPodCgroup(cfg.CgroupParent, cfg.Resources); err != nil {
+		return "", fmt.Errorf("sandbox for pod %s: %w", cfg.Pod, err)
+	}
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		return "", err

@@ -34,6 +34,14 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, cfg runtime.SandboxConfig) 
 	if cfg.Hostname == "" {
 		cfg.Hostname = cfg.Pod.Name
 	}
+	if cfg.UserNamespace != nil {
+		if err := r.checkUserNamespaces(ctx); err != nil {
+			return "", err
+		}
+	}
+	if err := runtime.ApplyPodCgroup(cfg.CgroupParent, cfg.Resources); err != nil {
+		return "", fmt.Errorf("sandbox for pod %s: %w", cfg.Pod, err)
+	}
 	pc, err := podSandboxConfig(cfg)
 	if err != nil {
 		return "", err
@@ -119,7 +127,8 @@ func podSandboxConfig(cfg runtime.SandboxConfig) (*cri.PodSandboxConfig, error) 
 				NamespaceOptions: namespaceOptions(cfg),
 				Privileged:       cfg.Privileged,
 			},
-			Sysctls: cfg.Sysctls,
+			Sysctls:   cfg.Sysctls,
+			Resources: sandboxResources(cfg.Resources),
 		},
 	}
 	if !cfg.HostNetwork {
@@ -149,7 +158,7 @@ func namespaceOptions(cfg runtime.SandboxConfig) *cri.NamespaceOption {
 	if cfg.HostNetwork {
 		net = cri.NamespaceMode_NODE
 	}
-	return &cri.NamespaceOption{Network: net, Pid: cri.NamespaceMode_CONTAINER, Ipc: cri.NamespaceMode_POD}
+	return &cri.NamespaceOption{Network: net, Pid: cri.NamespaceMode_CONTAINER, Ipc: cri.NamespaceMode_POD, UsernsOptions: usernsOptions(cfg.UserNamespace)}
 }
 
 func protocol(p string) cri.Protocol {

@@ -103,6 +103,10 @@ func (r *Runtime) RunPodSandbox(_ context.Context, cfg runtime.SandboxConfig) (s
 	if err := cfg.Validate(); err != nil {
 		return "", err
 	}
+	if cfg.UserNamespace != nil {
+		// A hollow node runs no processes to put in a user namespace.
+		return "", runtime.UserNamespacesUnsupported("")
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := runtime.SandboxStatus{Config: cfg, State: runtime.SandboxReady, CreatedAt: r.cfg.Now()}
