@@ -119,7 +119,7 @@ func TestExceededAndMask(t *testing.T) {
 // them.
 func TestPodRequestsPodLevel(t *testing.T) {
 	s := &v1.PodSpec{
-		Resources: &v1.ResourceRequirements{Requests: map[string]string{"cpu": "1"}, Limits: map[string]string{"cpu": "2", "memory": "1Gi"}},
+		Resources:  &v1.ResourceRequirements{Requests: map[string]string{"cpu": "1"}, Limits: map[string]string{"cpu": "2", "memory": "1Gi"}},
 		Containers: []*v1.Container{{Name: "a", Resources: &v1.ResourceRequirements{Requests: map[string]string{"cpu": "100m", "memory": "64Mi", "ephemeral-storage": "1Gi"}}}},
 	}
 	req, lim := PodRequests(s)

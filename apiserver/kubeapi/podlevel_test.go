@@ -36,7 +36,9 @@ func testPodLevelFields(t *testing.T, e *env) {
 	if _, err := cs.CoreV1().Pods("default").Create(ctx, in, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create: %v", err)
 	}
-	t.Cleanup(func() { _ = cs.CoreV1().Pods("default").Delete(context.Background(), "podlevel", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cs.CoreV1().Pods("default").Delete(context.Background(), "podlevel", metav1.DeleteOptions{})
+	})
 	got, err := cs.CoreV1().Pods("default").Get(ctx, "podlevel", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
