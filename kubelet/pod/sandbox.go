@@ -181,6 +181,11 @@ func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32)
 		if !hostNet {
 			_ = m.net.DeleteNetNS(nsPath)
 		}
+		if errors.Is(err, runtime.ErrUserNamespacesUnsupported) {
+			// Kubernetes' kubelet says this alone (its userns manager
+			// refuses before the runtime is called).
+			return nil, err
+		}
 		return nil, fmt.Errorf("runtime sandbox: %w", err)
 	}
 	pn := &pendingNetwork{done: make(chan struct{})}

@@ -62,6 +62,13 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// A pod in its own user namespace (host IDs from 65536) must reach
+	// its rootfs under the runtime's state dir, as under /run/containerd
+	// on a node: MkdirTemp's 0700 would stop it (TestUserNamespaceSandbox).
+	if err := os.Chmod(dir, 0o711); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	defer runtime.RemoveCgroup(cgroupParent)
 	ctx := context.Background()
 	testNetwork, err = networktest.Start(filepath.Join(dir, "net"), testCIDR)

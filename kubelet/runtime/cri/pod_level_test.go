@@ -68,7 +68,22 @@ func TestUserNamespaceSandbox(t *testing.T) {
 	m := []runtime.IDMapping{{HostID: 65536, ContainerID: 0, Length: 65536}}
 	cfg.UserNamespace = &runtime.UserNamespace{UIDs: m, GIDs: m}
 	if testRuntime.checkUserNamespaces(ctx) == nil {
-		runPod(t, cfg)
+		p := runPod(t, cfg)
+		id := p.container(t, "main", "cat /proc/self/uid_map /proc/self/gid_map")
+		st := waitState(t, id, runtime.ContainerExited)
+		b, err := os.ReadFile(st.LogPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var maps []string
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if f := strings.Fields(l); len(f) == 6 {
+				maps = append(maps, strings.Join(f[3:], " "))
+			}
+		}
+		if st.ExitCode != 0 || len(maps) != 2 || maps[0] != "0 65536 65536" || maps[1] != "0 65536 65536" {
+			t.Errorf("exit %d, uid and gid maps %q, want 0 65536 65536 twice", st.ExitCode, maps)
+		}
 		return
 	}
 	_, err := testRuntime.RunPodSandbox(ctx, cfg)
