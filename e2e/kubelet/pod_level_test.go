@@ -12,8 +12,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tugboat/tugboat/api/client"
-	"github.com/tugboat/tugboat/api/wait"
 	v1 "github.com/tugboat/tugboat/api/v1"
+	"github.com/tugboat/tugboat/api/wait"
 )
 
 // podCgroupFile reads a file of the pod's cgroup (the kubelet's cgroup
