@@ -139,8 +139,13 @@ func TestHostUsersFalse(t *testing.T) {
 	if got.GetStatus().GetPhase() != "Pending" {
 		t.Errorf("phase %s, want Pending", got.GetStatus().GetPhase())
 	}
-	if w := containerStatus(got, "main").GetState().GetWaiting(); w == nil || !strings.Contains(w.GetMessage(), "does not support user namespaces") {
-		t.Errorf("container state %v, want waiting with the refusal", containerStatus(got, "main").GetState())
+	// As in Kubernetes: the container waits in ContainerCreating, the
+	// event and the PodReadyToStartContainers condition say why.
+	if w := containerStatus(got, "main").GetState().GetWaiting(); w.GetReason() != "ContainerCreating" {
+		t.Errorf("container state %v, want waiting ContainerCreating", containerStatus(got, "main").GetState())
+	}
+	if cond := condition(got, "PodReadyToStartContainers"); cond.GetStatus() != "False" || !strings.Contains(cond.GetMessage(), "does not support user namespaces") {
+		t.Errorf("PodReadyToStartContainers %v, want False with the refusal", cond)
 	}
 }
 
