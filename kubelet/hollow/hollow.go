@@ -252,7 +252,7 @@ func Run(ctx context.Context, cfg Config) error {
 func imageList(refs []string) ([]runtime.ImageStatus, error) {
 	var out []runtime.ImageStatus
 	for _, r := range refs {
-		st, err := hollowruntime.New(hollowruntime.Config{}).EnsureImage(context.Background(), r)
+		st, err := hollowruntime.New(hollowruntime.Config{}).EnsureImage(context.Background(), r, nil)
 		if err != nil {
 			return nil, fmt.Errorf("--images: %w", err)
 		}

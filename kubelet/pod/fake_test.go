@@ -30,6 +30,10 @@ type fakeRuntime struct {
 	imageUsers map[string]string // the images' configured users
 	pullErr    error
 	pulls      int
+	// pullAuths are the credentials of every pull (nil: anonymous);
+	// wantAuth, if set, is the only one the "registry" accepts.
+	pullAuths  []*runtime.RegistryAuth
+	wantAuth   *runtime.RegistryAuth
 	sandboxes  map[string]*runtime.SandboxStatus
 	containers map[string]*fakeContainer
 	// onStart, if set, decides whether a started container exits at once
@@ -325,12 +329,16 @@ func (f *fakeRuntime) Exec(_ context.Context, id string, req runtime.ExecRequest
 	return code, nil
 }
 
-func (f *fakeRuntime) EnsureImage(_ context.Context, ref string) (runtime.ImageStatus, error) {
+func (f *fakeRuntime) EnsureImage(_ context.Context, ref string, auth *runtime.RegistryAuth) (runtime.ImageStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.pulls++
+	f.pullAuths = append(f.pullAuths, auth)
 	if f.pullErr != nil {
 		return runtime.ImageStatus{}, fmt.Errorf("pull %s: %w: %w", ref, runtime.ErrImagePull, f.pullErr)
+	}
+	if f.wantAuth != nil && (auth == nil || *auth != *f.wantAuth) {
+		return runtime.ImageStatus{}, fmt.Errorf("pull %s: %w: 401 Unauthorized", ref, runtime.ErrImagePull)
 	}
 	f.images[ref] = true
 	return runtime.ImageStatus{Ref: ref}, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -48,7 +49,9 @@ type waiting struct {
 type imagePuller struct {
 	cfg     Config
 	images  runtime.ImageService
+	src     Sources // the pods' image pull secrets
 	rec     Recorder
+	log     *slog.Logger
 	now     func() time.Time
 	backoff *backoff
 	metrics *metrics
@@ -60,9 +63,9 @@ type imagePuller struct {
 	pulling   map[string]*sync.Mutex
 }
 
-func newImagePuller(cfg Config, images runtime.ImageService, rec Recorder, m *metrics, now func() time.Time) *imagePuller {
+func newImagePuller(cfg Config, images runtime.ImageService, src Sources, rec Recorder, m *metrics, now func() time.Time) *imagePuller {
 	return &imagePuller{
-		cfg: cfg, images: images, rec: rec, now: now, metrics: m,
+		cfg: cfg, images: images, src: src, rec: rec, log: cfg.Logger, now: now, metrics: m,
 		backoff:   newBackoff(cfg.ImagePullBackoffInitial, cfg.ImagePullBackoffMax, now),
 		present:   map[string]time.Time{},
 		failed:    map[string]time.Time{},
@@ -159,7 +162,7 @@ func (p *imagePuller) ensure(ctx context.Context, pod *v1.Pod, c *v1.Container) 
 	}
 	p.rec.Eventf(pod, eventNormal, "Pulling", "Pulling image %q", image)
 	start := p.now()
-	_, err = p.images.EnsureImage(ctx, image)
+	err = p.pull(ctx, pod, image)
 	took := p.now().Sub(start)
 	if err == nil {
 		p.setPresent(image, true)

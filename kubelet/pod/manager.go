@@ -102,7 +102,7 @@ func NewManager(cfg Config, d Deps) (*Manager, error) {
 		userns:         &usernsAllocator{podsDir: cfg.PodsDir()},
 		known:          map[string]containerSeen{},
 	}
-	m.images = newImagePuller(cfg, d.Runtime, d.Recorder, met, now)
+	m.images = newImagePuller(cfg, d.Runtime, d.Sources, d.Recorder, met, now)
 	return m, nil
 }
 

@@ -134,9 +134,9 @@ func (i *instrumentedRuntime) Exec(ctx context.Context, id string, req ExecReque
 	return i.rt.Exec(ctx, id, req)
 }
 
-func (i *instrumentedRuntime) EnsureImage(ctx context.Context, ref string) (s ImageStatus, err error) {
+func (i *instrumentedRuntime) EnsureImage(ctx context.Context, ref string, auth *RegistryAuth) (s ImageStatus, err error) {
 	defer func(t time.Time) { i.observe("pull_image", t, err) }(time.Now())
-	return i.rt.EnsureImage(ctx, ref)
+	return i.rt.EnsureImage(ctx, ref, auth)
 }
 
 func (i *instrumentedRuntime) ImportImage(ctx context.Context, r io.Reader) (s []ImageStatus, err error) {

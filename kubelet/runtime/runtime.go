@@ -117,16 +117,25 @@ type ContainerRuntime interface {
 	Exec(ctx context.Context, id string, req ExecRequest) (exitCode int, err error)
 }
 
+// RegistryAuth is what a pull presents to the registry: a user name and
+// password, the fields of a registry entry of a pod's image pull secret
+// (kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg), as the
+// kubelet's keyring found it for the image.
+type RegistryAuth struct {
+	Username, Password string
+}
+
 // ImageService manages the images on the node. Image references are
 // normalised the Docker way ("busybox" is docker.io/library/busybox:latest).
 // Applying a pull policy is the caller's job: IfNotPresent calls ImageStatus
 // and EnsureImage only on ErrImageNotPresent; Never calls only ImageStatus.
 type ImageService interface {
 	// EnsureImage pulls ref from its registry (plain HTTP for the hosts the
-	// implementation was configured with) and unpacks it, so containers can
-	// be created from it. ErrImagePull wraps registry failures; ErrInvalid
-	// a malformed reference.
-	EnsureImage(ctx context.Context, ref string) (ImageStatus, error)
+	// implementation was configured with), presenting auth (nil: none),
+	// and unpacks it, so containers can be created from it. ErrImagePull
+	// wraps registry failures (a refused credential too, with the
+	// registry's message); ErrInvalid a malformed reference.
+	EnsureImage(ctx context.Context, ref string, auth *RegistryAuth) (ImageStatus, error)
 
 	// ImportImage imports every image of an OCI image-layout or
 	// docker-archive (`docker save`) tar stream and unpacks it. It returns

@@ -66,14 +66,17 @@ func (r *Runtime) readyImage(ctx context.Context, ref string) (client.Image, err
 	return img, nil
 }
 
-// EnsureImage implements runtime.ImageService.
-func (r *Runtime) EnsureImage(ctx context.Context, ref string) (runtime.ImageStatus, error) {
+// EnsureImage implements runtime.ImageService. auth, if set, answers the
+// registry's basic or token authentication challenge (containerd's docker
+// authorizer), for whichever host serves the image, as containerd's CRI
+// plugin presents a pull's credentials with no server address.
+func (r *Runtime) EnsureImage(ctx context.Context, ref string, auth *runtime.RegistryAuth) (runtime.ImageStatus, error) {
 	ctx = r.ns(ctx)
 	name, err := normalizeRef(ref)
 	if err != nil {
 		return runtime.ImageStatus{}, err
 	}
-	resolver := docker.NewResolver(docker.ResolverOptions{Hosts: r.registryHosts(ctx)})
+	resolver := docker.NewResolver(docker.ResolverOptions{Hosts: r.registryHosts(ctx, auth)})
 	img, err := r.client.Pull(ctx, name,
 		client.WithPullUnpack,
 		client.WithPullSnapshotter(r.snapshotterName()),
@@ -88,16 +91,20 @@ func (r *Runtime) EnsureImage(ctx context.Context, ref string) (runtime.ImageSta
 	return r.imageStatus(ctx, img)
 }
 
-// registryHosts resolves registry hosts: plain HTTP for the configured lab
+// registryHosts resolves registry hosts, with auth's credentials if set: plain HTTP for the configured lab
 // registries, containerd's defaults (HTTPS; HTTP fallback for localhost)
 // for the rest, with hosts.toml from RegistryConfigDir if set.
-func (r *Runtime) registryHosts(ctx context.Context) docker.RegistryHosts {
+func (r *Runtime) registryHosts(ctx context.Context, auth *runtime.RegistryAuth) docker.RegistryHosts {
 	var hostDir func(string) (string, error)
 	if r.cfg.RegistryConfigDir != "" {
 		hostDir = config.HostDirFromRoot(r.cfg.RegistryConfigDir)
 	}
-	plain := config.ConfigureHosts(ctx, config.HostOptions{DefaultScheme: "http", HostDir: hostDir})
-	secure := config.ConfigureHosts(ctx, config.HostOptions{HostDir: hostDir})
+	var creds func(string) (string, string, error)
+	if auth != nil {
+		creds = func(string) (string, string, error) { return auth.Username, auth.Password, nil }
+	}
+	plain := config.ConfigureHosts(ctx, config.HostOptions{DefaultScheme: "http", HostDir: hostDir, Credentials: creds})
+	secure := config.ConfigureHosts(ctx, config.HostOptions{HostDir: hostDir, Credentials: creds})
 	return func(host string) ([]docker.RegistryHost, error) {
 		if slices.Contains(r.cfg.PlainHTTPRegistries, host) {
 			return plain(host)

@@ -30,7 +30,7 @@ func TestEnsureImagePlainHTTP(t *testing.T) {
 	if _, err := rt.ImageStatus(ctx, ref); !errors.Is(err, runtime.ErrImageNotPresent) {
 		t.Fatalf("before pull: %v, want ErrImageNotPresent", err)
 	}
-	st, err := rt.EnsureImage(ctx, ref)
+	st, err := rt.EnsureImage(ctx, ref, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,10 +52,42 @@ func TestEnsureImagePlainHTTP(t *testing.T) {
 	}
 	closed := l.Addr().String()
 	l.Close()
-	if _, err := rt.EnsureImage(ctx, closed+"/lab/busybox:v1"); !errors.Is(err, runtime.ErrImagePull) {
+	if _, err := rt.EnsureImage(ctx, closed+"/lab/busybox:v1", nil); !errors.Is(err, runtime.ErrImagePull) {
 		t.Errorf("pull from a closed port: %v, want ErrImagePull", err)
 	}
-	if _, err := rt.EnsureImage(ctx, host+"/lab/nothing:v1"); !errors.Is(err, runtime.ErrImagePull) {
+	if _, err := rt.EnsureImage(ctx, host+"/lab/nothing:v1", nil); !errors.Is(err, runtime.ErrImagePull) {
 		t.Errorf("pull of an unknown repository: %v, want ErrImagePull", err)
+	}
+}
+
+// TestEnsureImageBasicAuth: the native backend answers a registry's basic
+// auth challenge with the pull's credentials; without them, or with wrong
+// ones, the pull fails with ErrImagePull and the registry's 401.
+func TestEnsureImageBasicAuth(t *testing.T) {
+	newEnv(t)
+	ctx := context.Background()
+	reg := httptest.NewServer(registrytest.Handler(t, busyboxArchive, &registrytest.Auth{Username: "lab", Password: "s3cret"}))
+	defer reg.Close()
+	host := strings.TrimPrefix(reg.URL, "http://")
+	rt, err := New(Config{Address: testContainerd.Address, PlainHTTPRegistries: []string{host}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	ref := host + "/lab/busybox:v1"
+	for _, auth := range []*runtime.RegistryAuth{nil, {Username: "lab", Password: "wrong"}} {
+		if _, err := rt.EnsureImage(ctx, ref, auth); !errors.Is(err, runtime.ErrImagePull) || !strings.Contains(err.Error(), "401 Unauthorized") {
+			t.Errorf("pull with %v: %v, want ErrImagePull with 401 Unauthorized", auth, err)
+		}
+	}
+	st, err := rt.EnsureImage(ctx, ref, &runtime.RegistryAuth{Username: "lab", Password: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Ref != ref || st.Digest == "" {
+		t.Errorf("pulled %+v", st)
+	}
+	if err := rt.RemoveImage(ctx, ref); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -38,11 +38,11 @@
 // Exec, Attach and PortForward ask the runtime for a streaming URL and
 // speak Kubernetes' stream protocols to it over SPDY (stream.go); the
 // kubelet relays the streams over its own tunnel, so they work behind NAT.
-// Images are pulled through the ImageService (with registry credentials,
-// PullImage) — mirrors and plain-HTTP lab registries are the runtime's
-// configuration; ImportImage, which the CRI lacks, goes to containerd's
-// own API on the same socket, into the namespace the CRI keeps its images
-// in (k8s.io).
+// Images are pulled through the ImageService (with the registry
+// credentials of the pod's pull secrets in PullImage's AuthConfig) —
+// mirrors and plain-HTTP lab registries are the runtime's configuration;
+// ImportImage, which the CRI lacks, goes to containerd's own API on the
+// same socket, into the namespace the CRI keeps its images in (k8s.io).
 //
 // Errors wrap the runtime package's sentinels, mapped from gRPC codes
 // (NotFound, AlreadyExists, InvalidArgument, Unavailable) and, where

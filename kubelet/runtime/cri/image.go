@@ -11,17 +11,6 @@ import (
 	"github.com/tugboat/tugboat/kubelet/runtime"
 )
 
-// RegistryAuth is what a pull presents to the registry: a user name and
-// password (or their base64 "auth"), or a token — the fields of a
-// kubernetes.io/dockerconfigjson Secret's entry for that registry.
-type RegistryAuth struct {
-	Username, Password string
-	Auth               string
-	ServerAddress      string
-	IdentityToken      string
-	RegistryToken      string
-}
-
 // normalizeRef turns "busybox" into "docker.io/library/busybox:latest".
 func normalizeRef(ref string) (string, error) {
 	named, err := reference.ParseDockerRef(ref)
@@ -31,27 +20,19 @@ func normalizeRef(ref string) (string, error) {
 	return named.String(), nil
 }
 
-// EnsureImage implements runtime.ImageService: PullImage without
-// credentials. Mirrors and plain-HTTP registries are the runtime's
-// configuration (containerd's registry hosts folder), not the kubelet's.
-func (r *Runtime) EnsureImage(ctx context.Context, ref string) (runtime.ImageStatus, error) {
-	return r.PullImage(ctx, ref, nil)
-}
-
-// PullImage pulls ref through the CRI ImageService with the registry
-// credentials auth (nil for none) and returns its status. ErrImagePull
-// wraps registry failures.
-func (r *Runtime) PullImage(ctx context.Context, ref string, auth *RegistryAuth) (runtime.ImageStatus, error) {
+// EnsureImage implements runtime.ImageService: PullImage through the CRI
+// ImageService with the registry credentials auth (nil for none), then
+// the image's status. ErrImagePull wraps registry failures. Mirrors and
+// plain-HTTP registries are the runtime's configuration (containerd's
+// registry hosts folder), not the kubelet's.
+func (r *Runtime) EnsureImage(ctx context.Context, ref string, auth *runtime.RegistryAuth) (runtime.ImageStatus, error) {
 	name, err := normalizeRef(ref)
 	if err != nil {
 		return runtime.ImageStatus{}, err
 	}
 	req := &cri.PullImageRequest{Image: &cri.ImageSpec{Image: name, UserSpecifiedImage: ref}}
 	if auth != nil {
-		req.Auth = &cri.AuthConfig{
-			Username: auth.Username, Password: auth.Password, Auth: auth.Auth,
-			ServerAddress: auth.ServerAddress, IdentityToken: auth.IdentityToken, RegistryToken: auth.RegistryToken,
-		}
+		req.Auth = &cri.AuthConfig{Username: auth.Username, Password: auth.Password}
 	}
 	if _, err := r.is.PullImage(ctx, req); err != nil {
 		if ctx.Err() != nil {

@@ -67,10 +67,10 @@ func TestPullImage(t *testing.T) {
 	host := strings.Replace(strings.TrimPrefix(reg.URL, "http://"), "127.0.0.1", "localhost", 1)
 	ref := host + "/" + registrytest.Repository + ":v1"
 
-	if _, err := testRuntime.EnsureImage(ctx, ref); !errors.Is(err, runtime.ErrImagePull) {
+	if _, err := testRuntime.EnsureImage(ctx, ref, nil); !errors.Is(err, runtime.ErrImagePull) {
 		t.Errorf("pull without credentials: %v, want ErrImagePull", err)
 	}
-	st, err := testRuntime.PullImage(ctx, ref, &RegistryAuth{Username: "lab", Password: "s3cret"})
+	st, err := testRuntime.EnsureImage(ctx, ref, &runtime.RegistryAuth{Username: "lab", Password: "s3cret"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestPullImage(t *testing.T) {
 	}
 	closed := strings.Replace(l.Addr().String(), "127.0.0.1", "localhost", 1)
 	l.Close()
-	if _, err := testRuntime.EnsureImage(ctx, closed+"/lab/busybox:v1"); !errors.Is(err, runtime.ErrImagePull) {
+	if _, err := testRuntime.EnsureImage(ctx, closed+"/lab/busybox:v1", nil); !errors.Is(err, runtime.ErrImagePull) {
 		t.Errorf("pull from a closed port: %v, want ErrImagePull", err)
 	}
 }

@@ -419,7 +419,7 @@ func (r *Runtime) imageLocked(ref string) (runtime.ImageStatus, bool) {
 
 // EnsureImage implements runtime.Runtime: any valid reference is "pulled"
 // at once, without a registry.
-func (r *Runtime) EnsureImage(_ context.Context, ref string) (runtime.ImageStatus, error) {
+func (r *Runtime) EnsureImage(_ context.Context, ref string, _ *runtime.RegistryAuth) (runtime.ImageStatus, error) {
 	n, err := normalizeRef(ref)
 	if err != nil {
 		return runtime.ImageStatus{}, err

@@ -147,7 +147,7 @@ func TestImages(t *testing.T) {
 	if _, err := a.ImageStatus(ctx, "nginx:1.27"); !errors.Is(err, runtime.ErrImageNotPresent) {
 		t.Fatalf("image never pulled: %v, want ErrImageNotPresent", err)
 	}
-	if _, err := a.EnsureImage(ctx, "nginx:1.27"); err != nil {
+	if _, err := a.EnsureImage(ctx, "nginx:1.27", nil); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := a.ImageStatus(ctx, "docker.io/library/nginx:1.27"); err != nil || st.ID == "" {
@@ -168,7 +168,7 @@ func TestImages(t *testing.T) {
 	if imgs, _ := a.ListImages(ctx); len(imgs) != 1 || imgs[0].Ref != "docker.io/library/busybox:latest" {
 		t.Fatalf("images after removals: %v, want busybox only (every node's)", imgs)
 	}
-	if _, err := a.EnsureImage(ctx, "Not A Ref"); !errors.Is(err, runtime.ErrInvalid) {
+	if _, err := a.EnsureImage(ctx, "Not A Ref", nil); !errors.Is(err, runtime.ErrInvalid) {
 		t.Fatalf("bad reference: %v, want ErrInvalid", err)
 	}
 	if _, err := a.ImportImage(ctx, nil); !errors.Is(err, runtime.ErrInvalid) {
