@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -148,16 +149,49 @@ func (r *Runtime) Attach(ctx context.Context, id string, req runtime.ExecRequest
 	if err != nil {
 		return 0, wrap(err, "attach to container %s", id)
 	}
-	s := streams{stdin: req.Stdin, stdout: req.Stdout, stderr: req.Stderr, tty: req.TTY, resize: req.Resize}
+	var stdin *endReader
+	s := streams{stdout: req.Stdout, stderr: req.Stderr, tty: req.TTY, resize: req.Resize}
+	if req.Stdin != nil {
+		stdin = &endReader{r: req.Stdin}
+		s.stdin = stdin
+	}
 	if _, err := remoteCommand(ctx, resp.Url, s); err != nil {
 		if ctx.Err() != nil {
 			return -1, nil
 		}
 		return 0, fmt.Errorf("attach to container %s: %w", id, err)
 	}
-	// The stream ends when the process exits; its status may lag a little.
-	for i := 0; i < 20; i++ {
-		st, err := r.ContainerStatus(context.WithoutCancel(ctx), id)
+	// The runtime ends the stream when the process's output ends (it
+	// exited), or when the client's stdin ends on a container without
+	// stdinOnce (a detach: the process runs on). Only then may the
+	// process still be running; otherwise it has exited, and its status
+	// says so once the runtime has handled the exit, which on a loaded
+	// node takes a while.
+	wait := exitWait
+	if stdin != nil && stdin.ended() {
+		wait = detachWait
+	}
+	return waitExited(ctx, wait, func(ctx context.Context) (runtime.ContainerStatus, error) { return r.ContainerStatus(ctx, id) })
+}
+
+// How long Attach waits, after the stream ended, for the container's
+// status to show the process exited: when it was a detach this is only
+// the lag of a process that exits as its stdin closes.
+const (
+	exitWait   = 30 * time.Second
+	detachWait = time.Second
+	exitPoll   = 50 * time.Millisecond
+)
+
+// waitExited polls status until the container has exited and returns its
+// exit code; -1 if it is still running after wait, or when ctx ends.
+func waitExited(ctx context.Context, wait time.Duration, status func(context.Context) (runtime.ContainerStatus, error)) (int, error) {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(exitPoll)
+	defer tick.Stop()
+	for {
+		st, err := status(context.WithoutCancel(ctx))
 		if err != nil {
 			return 0, err
 		}
@@ -167,11 +201,28 @@ func (r *Runtime) Attach(ctx context.Context, id string, req runtime.ExecRequest
 		select {
 		case <-ctx.Done():
 			return -1, nil
-		case <-time.After(50 * time.Millisecond):
+		case <-deadline.C:
+			return -1, nil
+		case <-tick.C:
 		}
 	}
-	return -1, nil
 }
+
+// endReader tells whether its reader has ended (EOF or an error).
+type endReader struct {
+	r    io.Reader
+	done atomic.Bool
+}
+
+func (e *endReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil {
+		e.done.Store(true)
+	}
+	return n, err
+}
+
+func (e *endReader) ended() bool { return e.done.Load() }
 
 // streams are the local ends of a remote command.
 type streams struct {
