@@ -23,9 +23,14 @@ import (
 	"github.com/tugboat/tugboat/e2e/cluster"
 )
 
-var bins *cluster.Binaries
+var (
+	bins   *cluster.Binaries
+	tugctl string // the binary, built next to the cluster's by TestMain
+)
 
-func TestMain(m *testing.M) { os.Exit(cluster.TestMain(m, &bins)) }
+func TestMain(m *testing.M) {
+	os.Exit(cluster.TestMainWith(m, &bins, map[string]*string{"tugctl": &tugctl}))
+}
 
 type env struct {
 	c          *cluster.Cluster
