@@ -46,6 +46,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -177,7 +178,8 @@ func Run(ctx context.Context, cfg Config) error {
 		Thresholds: thresholds, RootDir: cfg.RootDir, ImageFSDir: cfg.ImageFSDir,
 		Interval: min(eviction.DefaultInterval, cfg.NodeStatusInterval),
 		Pods:     podInformer.List, MemoryUsage: podMemory(rt), Evictor: pods, EmptyDirPath: pcfg.EmptyDirPath,
-		Recorder: rec, Node: func() *v1.Node { return agent.Node() }, Registry: reg, Logger: log,
+		LocalStorage: podLocalStorage(rt),
+		Recorder:     rec, Node: func() *v1.Node { return agent.Node() }, Registry: reg, Logger: log,
 	})
 	if err != nil {
 		return err
@@ -427,6 +429,33 @@ func ParseLabels(s string) (map[string]string, error) {
 
 // podMemory sums the memory working set of each pod's running containers,
 // by pod UID, for the eviction ranking.
+// podLocalStorage measures the running containers' writable layers (the
+// runtime's stats) and log directories (every attempt's file and the
+// rotated ones), by pod UID and container name.
+func podLocalStorage(rt runtime.Runtime) func(ctx context.Context) map[string]map[string]eviction.ContainerStorage {
+	return func(ctx context.Context) map[string]map[string]eviction.ContainerStorage {
+		cs, err := rt.ListContainers(ctx, runtime.ContainerFilter{State: runtime.ContainerRunning})
+		if err != nil {
+			return nil
+		}
+		out := map[string]map[string]eviction.ContainerStorage{}
+		for _, c := range cs {
+			var u eviction.ContainerStorage
+			if st, err := rt.ContainerStats(ctx, c.ID); err == nil {
+				u.RootFS = int64(st.WritableLayerBytes)
+			}
+			if c.LogPath != "" {
+				u.Logs = eviction.DiskUsage(filepath.Dir(c.LogPath))
+			}
+			if out[c.Pod.UID] == nil {
+				out[c.Pod.UID] = map[string]eviction.ContainerStorage{}
+			}
+			out[c.Pod.UID][c.Name] = u
+		}
+		return out
+	}
+}
+
 func podMemory(rt runtime.Runtime) func(ctx context.Context) map[string]int64 {
 	return func(ctx context.Context) map[string]int64 {
 		cs, err := rt.ListContainers(ctx, runtime.ContainerFilter{State: runtime.ContainerRunning})

@@ -263,3 +263,29 @@ func TestEnvFileKeyRef(t *testing.T) {
 		t.Errorf("env: %q (exit %d), want %q", out, code, want)
 	}
 }
+
+// A container with limits.ephemeral-storage 1Mi writing 3 MiB into its
+// root file system (its writable layer): the eviction manager evicts the
+// pod with Kubernetes' container message (the pod's total, 1Mi + 64Mi of
+// its other container, is not reached, so the container check speaks),
+// phase Failed, reason Evicted, a Warning Evicted event. The writable
+// layer's usage comes from the runtime's stats (containerd's CRI
+// refreshes it every 10 s; the native backend asks the snapshotter).
+func TestEphemeralStorageLimitEviction(t *testing.T) {
+	c := sharedCluster(t)
+	t.Parallel()
+	const ns = "ephemeral"
+	pod := busyboxPod(ns, "writer", "node1", "dd if=/dev/zero of=/fill bs=1024 count=3072 && exec sleep 3600")
+	pod.Spec.Containers[0].Resources = &v1.ResourceRequirements{Limits: map[string]string{"ephemeral-storage": "1Mi"}}
+	pod.Spec.Containers = append(pod.Spec.Containers, &v1.Container{
+		Name: "idle", Image: pod.Spec.Containers[0].Image, ImagePullPolicy: "IfNotPresent", Command: []string{"sleep", "3600"},
+		Resources: &v1.ResourceRequirements{Limits: map[string]string{"ephemeral-storage": "64Mi"}},
+	})
+	createPod(t, c.Client, pod)
+	got := waitPod(t, c.Client, ns, "writer", 90*time.Second, "Failed", func(p *v1.Pod) bool { return p.Status.GetPhase() == "Failed" })
+	const msg = `Container main exceeded its local ephemeral storage limit "1Mi". `
+	if got.Status.Reason != "Evicted" || got.Status.Message != msg {
+		t.Errorf("status reason %q message %q, want Evicted, %q", got.Status.Reason, got.Status.Message, msg)
+	}
+	waitEvent(t, c.Client, ns, "writer", "Evicted: "+msg, 10*time.Second)
+}

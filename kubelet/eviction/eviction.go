@@ -69,6 +69,11 @@ type Config struct {
 	// EmptyDirPath is the host directory of a pod's emptyDir volume (nil:
 	// sizeLimits are not enforced).
 	EmptyDirPath func(uid, volume string) string
+	// LocalStorage returns the running containers' local ephemeral
+	// storage use by pod UID and container name (nil: containers'
+	// limits.ephemeral-storage are not enforced). Asked only when a pod
+	// has such a limit.
+	LocalStorage func(ctx context.Context) map[string]map[string]ContainerStorage
 	// Recorder and Node, if set, get an EvictionThresholdMet event on the
 	// Node when a threshold is first crossed.
 	Recorder Recorder
@@ -166,7 +171,7 @@ func (m *Manager) Synchronize(ctx context.Context) {
 		}
 		m.pressure.WithLabelValues(t.Signal).Set(v)
 	}
-	if m.cfg.EmptyDirPath != nil && m.localStorageEviction() {
+	if m.localStorageEviction(ctx) {
 		return
 	}
 	if len(cr) == 0 {
@@ -195,15 +200,24 @@ func (m *Manager) Synchronize(ctx context.Context) {
 }
 
 // localStorageEviction evicts every running pod with an emptyDir over its
-// sizeLimit; true if it evicted any. Pods without a sizeLimit cost a look
-// at their volumes, nothing more (no ranking: every pod over goes).
-func (m *Manager) localStorageEviction() bool {
+// sizeLimit, then every other one over its containers' ephemeral-storage
+// limits (local_storage_limits.go); true if it evicted any. Pods without
+// a sizeLimit cost a look at their volumes, nothing more (no ranking:
+// every pod over goes).
+func (m *Manager) localStorageEviction(ctx context.Context) bool {
 	evicted := false
+	var rest []*v1.Pod
 	for _, p := range m.cfg.Pods() {
 		if ph := p.GetStatus().GetPhase(); ph == "Succeeded" || ph == "Failed" || p.GetMetadata().GetDeletionTimestamp() != nil {
 			continue
 		}
-		vol, size := overLimit(p, m.cfg.EmptyDirPath)
+		vol, size := "", ""
+		if m.cfg.EmptyDirPath != nil {
+			vol, size = overLimit(p, m.cfg.EmptyDirPath)
+		}
+		if vol == "" {
+			rest = append(rest, p)
+		}
 		if vol == "" || !m.evict(p, emptyDirMessage(vol, size), SignalEmptyDirFsLimit) {
 			continue
 		}
@@ -211,7 +225,7 @@ func (m *Manager) localStorageEviction() bool {
 		m.log.Warn("evicting a pod", "pod", p.GetMetadata().GetNamespace()+"/"+p.GetMetadata().GetName(),
 			"volume", vol, "sizeLimit", size)
 	}
-	return evicted
+	return m.storageLimitEviction(ctx, rest) || evicted
 }
 
 // evict asks the Evictor to evict p, unless it was asked less than two

@@ -32,9 +32,8 @@ import (
 // tmpfs of that size and so cannot exceed it; it is measured the same
 // way (Kubernetes does not tell them apart either).
 //
-// Not done: containers' limits.ephemeral-storage (their writable layer and
-// logs) and the pod-level sum of them; those limits are accepted, as by a
-// kubelet with LocalStorageCapacityIsolation off, and not enforced.
+// Containers' limits.ephemeral-storage and the pod's sum of them are
+// enforced in the same round (local_storage_limits.go).
 
 // SignalEmptyDirFsLimit labels evictions for an emptyDir over its
 // sizeLimit in tugboat_kubelet_pressure_evictions_total (Kubernetes'
@@ -63,6 +62,13 @@ func overLimit(p *v1.Pod, path func(uid, volume string) string) (volume, size st
 		}
 	}
 	return "", ""
+}
+
+// DiskUsage is the bytes allocated to the files under dir (du -x -s
+// -B1); 0 for a dir that cannot be read.
+func DiskUsage(dir string) int64 {
+	n, _ := diskUsage(dir, 0)
+	return n
 }
 
 // diskUsage is the bytes allocated to the files under dir (du -x -s -B1),

@@ -102,6 +102,17 @@ func systemInfo(kubeletVersion string) *v1.NodeSystemInfo {
 
 // diskAvailable returns the fraction of the file system holding path that
 // is available to unprivileged users.
+// diskCapacity is the size in bytes of the file system holding path
+// (the node's ephemeral-storage capacity when path is the root dir, as
+// Kubernetes' kubelet reports its nodefs).
+func diskCapacity(path string) (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return 0, err
+	}
+	return int64(st.Blocks) * st.Bsize, nil
+}
+
 func diskAvailable(path string) (float64, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(path, &st); err != nil {

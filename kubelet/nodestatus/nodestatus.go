@@ -511,6 +511,16 @@ func (a *Agent) computeStatus(ctx context.Context, prev *v1.NodeStatus) *v1.Node
 	if a.cfg.Memory != "" {
 		capacity["memory"] = a.cfg.Memory
 	}
+	// ephemeral-storage: the root dir's file system (pod dirs, emptyDirs,
+	// logs), so that pods requesting it can be scheduled and the
+	// scheduler counts their requests against it. Allocatable is the
+	// same (Kubernetes subtracts the reserved and the nodefs eviction
+	// threshold; no memory threshold is subtracted here either).
+	if a.cfg.RootDir != "" {
+		if n, err := diskCapacity(existingParent(a.cfg.RootDir)); err == nil && n > 0 {
+			capacity["ephemeral-storage"] = strconv.FormatInt(n/1024, 10) + "Ki"
+		}
+	}
 	allocatable := map[string]string{}
 	for k, v := range capacity {
 		allocatable[k] = v

@@ -108,7 +108,8 @@ func TestRegisterLeaseAndConditions(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := node.GetStatus()
-	if st.Capacity["memory"] != "8Gi" || st.Capacity["pods"] != "30" || st.Capacity["cpu"] == "" || st.Allocatable["memory"] != "8Gi" {
+	if st.Capacity["memory"] != "8Gi" || st.Capacity["pods"] != "30" || st.Capacity["cpu"] == "" || st.Allocatable["memory"] != "8Gi" ||
+		!strings.HasSuffix(st.Capacity["ephemeral-storage"], "Ki") || st.Allocatable["ephemeral-storage"] != st.Capacity["ephemeral-storage"] {
 		t.Errorf("capacity %v allocatable %v", st.Capacity, st.Allocatable)
 	}
 	// --pod-cidr is the kubelet's own: the Node's spec.podCIDR is not the

@@ -12,6 +12,10 @@ type ContainerStats struct {
 	// killer and `top` care about).
 	MemoryUsageBytes      uint64
 	MemoryWorkingSetBytes uint64
+	// WritableLayerBytes is what the container's writable layer (its
+	// snapshot's upper directory) uses on the image file system, as the
+	// snapshotter measures it (CRI ContainerStats.writable_layer).
+	WritableLayerBytes uint64
 }
 
 // VersionInfo names the runtime, for nodeInfo.containerRuntimeVersion

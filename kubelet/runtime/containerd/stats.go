@@ -48,6 +48,15 @@ func (r *Runtime) ContainerStats(ctx context.Context, id string) (runtime.Contai
 	if m.Timestamp != nil {
 		s.Timestamp = m.Timestamp.AsTime()
 	}
+	// The writable layer: the snapshotter's usage of the container's
+	// active snapshot (containerd CRI's writable_layer reads the same).
+	if info, err := ctr.Info(ctx, client.WithoutRefreshedMetadata); err == nil && info.SnapshotKey != "" {
+		u, err := r.client.SnapshotService(info.Snapshotter).Usage(ctx, info.SnapshotKey)
+		if err != nil {
+			return runtime.ContainerStats{}, wrap(err, "stats of container %s: writable layer", id)
+		}
+		s.WritableLayerBytes = uint64(max(u.Size, 0))
+	}
 	return s, nil
 }
 

@@ -48,6 +48,7 @@ func containerStats(s *cri.ContainerStats) runtime.ContainerStats {
 		CPUUsageNanos:         s.GetCpu().GetUsageCoreNanoSeconds().GetValue(),
 		MemoryUsageBytes:      s.GetMemory().GetUsageBytes().GetValue(),
 		MemoryWorkingSetBytes: s.GetMemory().GetWorkingSetBytes().GetValue(),
+		WritableLayerBytes:    s.GetWritableLayer().GetUsedBytes().GetValue(),
 	}
 	if ts := s.GetCpu().GetTimestamp(); ts > 0 {
 		st.Timestamp = time.Unix(0, ts)
