@@ -1,7 +1,6 @@
 package containerd
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"path/filepath"
@@ -229,7 +228,7 @@ func TestMountPropagation(t *testing.T) {
 	e := newEnv(t)
 	p := e.runPod("propagation")
 	dir := mounttest.SharedDir(t)
-	var out bytes.Buffer
+	var out syncBuffer // the exec writes stdout and stderr from two goroutines
 	id := e.container(p, runtime.ContainerConfig{Name: "app", Command: []string{"sleep", "300"}, Mounts: []runtime.Mount{
 		{HostPath: dir, ContainerPath: "/h2c", Propagation: runtime.PropagationHostToContainer},
 		{HostPath: dir, ContainerPath: "/private"},
@@ -275,7 +274,7 @@ func TestRecursiveReadOnly(t *testing.T) {
 		rro, {HostPath: dir, ContainerPath: "/ro", ReadOnly: true},
 	}})
 	e.waitState(id, runtime.ContainerRunning, 10*time.Second)
-	var out bytes.Buffer
+	var out syncBuffer // the exec writes stdout and stderr from two goroutines
 	if code, err := e.rt.Exec(ctx, id, runtime.ExecRequest{Cmd: []string{"touch", "/ro/sub/new"}, Stdout: &out, Stderr: &out}); err != nil || code != 0 {
 		t.Errorf("plain read-only mount: the submount is not writable: %d %v %q", code, err, out.String())
 	}

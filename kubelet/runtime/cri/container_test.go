@@ -269,7 +269,7 @@ func TestExec(t *testing.T) {
 
 func execOut(t testing.TB, id string, cmd ...string) (string, int) {
 	t.Helper()
-	var out bytes.Buffer
+	var out syncBuffer // the exec writes stdout and stderr from two goroutines
 	code, err := testRuntime.Exec(context.Background(), id, runtime.ExecRequest{Cmd: cmd, Stdout: &out, Stderr: &out})
 	if err != nil {
 		t.Fatalf("exec %v: %v", cmd, err)
