@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/tugboat/tugboat/api/apierrors"
 	"github.com/tugboat/tugboat/api/client"
 	"github.com/tugboat/tugboat/api/informer"
@@ -65,10 +68,13 @@ func (w *writer) run(ctx context.Context, every time.Duration) {
 			w.acked[got.Metadata.ResourceVersion] = name
 			w.ackTimes = append(w.ackTimes, time.Now())
 			w.n++
-		case ctx.Err() != nil || errors.Is(err, apierrors.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || apierrors.IsNotFound(err):
+		case ctx.Err() != nil || errors.Is(err, apierrors.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) ||
+			status.Code(err) == codes.DeadlineExceeded || apierrors.IsNotFound(err):
 			// Lost with its apiserver (or the update's object was an
-			// uncertain create that did not happen), or cut short by the
-			// end of the test.
+			// uncertain create that did not happen), out of time (the
+			// 5 s deadline, as a gRPC status from either side, while
+			// etcd elects or the apiserver's etcd client moves to a
+			// member that is left), or cut short by the end of the test.
 			w.uncertain++
 		default:
 			w.failed = append(w.failed, fmt.Sprintf("%s: %v", name, err))
