@@ -32,6 +32,12 @@ type InitOptions struct {
 	// certificates (beyond etcd, localhost, 127.0.0.1, ::1).
 	EtcdNames []string
 	EtcdIPs   []net.IP
+	// ExistingCA signs with the CAs already in Dir (ca.crt and ca.key,
+	// etcd/ca.crt and etcd/ca.key: what another server of the control
+	// plane copied over) instead of making new ones; every other
+	// certificate is made anew, and an existing service-account pair is
+	// kept. kubeadm's control-plane join does the same.
+	ExistingCA bool
 }
 
 // Files lists what Init writes, relative to the directory.
@@ -52,18 +58,8 @@ func Init(o InitOptions) error {
 	if o.Dir == "" {
 		return fmt.Errorf("--dir: required")
 	}
-	ca, err := NewCA("tugboat-ca", 10*CertValidity)
+	ca, err := initCA(o, "ca.crt", "ca.key", "tugboat-ca")
 	if err != nil {
-		return err
-	}
-	caKey, err := KeyPEM(ca.Key)
-	if err != nil {
-		return err
-	}
-	if err := WriteFile(filepath.Join(o.Dir, "ca.crt"), ca.PEM, 0o644); err != nil {
-		return err
-	}
-	if err := WriteFile(filepath.Join(o.Dir, "ca.key"), caKey, 0o600); err != nil {
 		return err
 	}
 	names := append([]string{"tugboat-apiserver", "apiserver", "localhost"}, o.ServerNames...)
@@ -92,6 +88,34 @@ func Init(o InitOptions) error {
 		return err
 	}
 	return InitEtcd(o)
+}
+
+// initCA makes a CA and writes it as certFile and keyFile in o.Dir, or
+// with o.ExistingCA loads the pair found there.
+func initCA(o InitOptions, certFile, keyFile, name string) (*CA, error) {
+	crt, key := filepath.Join(o.Dir, certFile), filepath.Join(o.Dir, keyFile)
+	if o.ExistingCA {
+		ca, err := LoadCA(crt, key)
+		if err != nil {
+			return nil, fmt.Errorf("signing with the existing CA in %s: %w", o.Dir, err)
+		}
+		return ca, nil
+	}
+	ca, err := NewCA(name, 10*CertValidity)
+	if err != nil {
+		return nil, err
+	}
+	caKey, err := KeyPEM(ca.Key)
+	if err != nil {
+		return nil, err
+	}
+	if err := WriteFile(crt, ca.PEM, 0o644); err != nil {
+		return nil, err
+	}
+	if err := WriteFile(key, caKey, 0o600); err != nil {
+		return nil, err
+	}
+	return ca, nil
 }
 
 // writePair writes dir/name.crt and dir/name.key.

@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
-	"path/filepath"
 )
 
 // The etcd part of the bundle, relative to the PKI folder: a CA of its own
@@ -31,23 +30,14 @@ var EtcdFiles = []string{EtcdCACert, EtcdCAKey, EtcdServerCert, EtcdServerKey, E
 // InitEtcd makes the etcd CA and certificates in o.Dir: etcd's serving and
 // peer certificates (both usable as server and client, as etcd's peers
 // dial each other with them) for "etcd", "localhost", 127.0.0.1, ::1 and
-// o.EtcdNames / o.EtcdIPs, and the apiserver's etcd client certificate.
+// o.EtcdNames / o.EtcdIPs, and the apiserver's etcd client certificate;
+// with o.ExistingCA signed by the etcd CA already in o.Dir.
 func InitEtcd(o InitOptions) error {
 	if o.Dir == "" {
 		return fmt.Errorf("--dir: required")
 	}
-	ca, err := NewCA(etcdCAName, 10*CertValidity)
+	ca, err := initCA(o, EtcdCACert, EtcdCAKey, etcdCAName)
 	if err != nil {
-		return err
-	}
-	caKey, err := KeyPEM(ca.Key)
-	if err != nil {
-		return err
-	}
-	if err := WriteFile(filepath.Join(o.Dir, EtcdCACert), ca.PEM, 0o644); err != nil {
-		return err
-	}
-	if err := WriteFile(filepath.Join(o.Dir, EtcdCAKey), caKey, 0o600); err != nil {
 		return err
 	}
 	names := append([]string{"etcd", "localhost"}, o.EtcdNames...)

@@ -86,11 +86,16 @@ func pkiInit(args []string) error {
 	var names pki.InitFlags
 	names.Register(fs)
 	etcdOnly := fs.Bool("etcd-only", false, "make only the etcd CA and certificates (for a folder made before they existed)")
+	existingCA := fs.Bool("existing-ca", false, "sign with the CAs already in --dir (ca.crt/ca.key, etcd/ca.crt/ca.key, copied from another control-plane server) instead of making new ones; the other certificates are made anew, sa.key is kept")
 	_ = fs.Parse(args)
 	o, err := names.Options(*dir)
 	if err != nil {
 		return err
 	}
+	if *existingCA && *etcdOnly {
+		return fmt.Errorf("--existing-ca and --etcd-only contradict each other: --etcd-only makes a new etcd CA")
+	}
+	o.ExistingCA = *existingCA
 	if err := initPKI(o, *etcdOnly); err != nil {
 		return err
 	}
