@@ -12,10 +12,30 @@
 #       local: Debian's etcd binary as tugboat-etcd on 127.0.0.1:2379, TLS
 #       with client certificates of its own CA for clients and peers (the
 #       distribution's plaintext etcd.service is stopped and disabled).
+#   install.sh control-plane --etcd cluster --advertise-address IP1
+#         --control-plane-addresses IP1,IP2,IP3
+#       the first server of a highly available control plane (an odd
+#       number of servers, 3 or more): etcd (Debian's etcd-server as
+#       tugboat-etcd, member etcd-N for the Nth address, client-certificate
+#       TLS for clients, peer TLS between members, --initial-cluster naming
+#       every member), an apiserver (on all the members), a scheduler and
+#       a controller-manager (both elect a leader, and reach every
+#       apiserver) on each server. Makes the CAs and this server's
+#       certificates (the apiserver's valid for every server's address,
+#       etcd's for this member's), and
+#       <etc-dir>/control-plane-join.tar.gz: the CAs, the service-account
+#       key, the Secrets encryption key and the cluster's settings, to copy
+#       to the other servers (it holds the CA keys: root only, delete it
+#       once they have joined). The control plane answers once a majority
+#       of the members run (2 of 3).
+#   install.sh control-plane --join-bundle FILE --advertise-address IP2
+#       another server of that control plane: the same CAs and keys from
+#       the bundle, certificates of its own, its etcd member and the same
+#       three components.
 #   install.sh join-command
 #       (on the control plane) a fresh one-time join token and the exact
-#       worker command line that uses it.
-#   install.sh worker --server IP:6443 --token TOKEN (--ca-data B64 | --ca-file F)
+#       worker command line that uses it (with every apiserver's address).
+#   install.sh worker --server IP:6443[,IP2:6443,...] --token TOKEN (--ca-data B64 | --ca-file F)
 #       containerd, runc, the CNI plugins (Debian packages), the kubelet
 #       (joins with the token; its key never leaves the node) and the proxy.
 #       Give it the control plane's --cluster-cidr if that is not the
@@ -33,6 +53,11 @@
 #       bin/tugboat as one service: a single-node cluster.
 #   install.sh uninstall
 #       stop and remove the units, binaries, configuration and state.
+#
+# control-plane only: --port PORT (the apiserver's gRPC API, 6443),
+#   --kube-port PORT (its Kubernetes API, 6444), --cluster-cidr CIDR
+#   (10.244.0.0/16), --service-cidr CIDR (10.96.0.0/16); with
+#   --join-bundle these come from the bundle.
 #
 # Common options:
 #   --bin-dir DIR       built binaries (default: bin/ next to this script's repo)
@@ -87,6 +112,9 @@ cni_bin_dir=/usr/lib/cni
 crictl_config=/etc/crictl.yaml
 registry_insecure=""
 token_ttl=24h
+cp_addresses=""
+join_bundle=""
+given="" # the options given, " --option " each
 kubelet_extra=()
 proxy_extra=()
 
@@ -99,6 +127,11 @@ cmd=${1:-}
 [[ -z $cmd || $cmd == -h || $cmd == --help ]] && usage
 shift
 while (($#)); do
+  given+=" $1 "
+  case $1 in
+    --no-systemd | --skip-packages | -h | --help) ;;
+    -*) (($# >= 2)) || die "$1 needs a value (install.sh --help)" ;;
+  esac
   case $1 in
     --bin-dir) bin_dir=$2; shift ;;
     --images-dir) images_dir=$2; shift ;;
@@ -130,6 +163,8 @@ while (($#)); do
     --cni-bin-dir) cni_bin_dir=$2; shift ;;
     --crictl-config) crictl_config=$2; shift ;;
     --registry-insecure) registry_insecure=$2; shift ;;
+    --control-plane-addresses) cp_addresses=$2; shift ;;
+    --join-bundle) join_bundle=$2; shift ;;
     --kubelet-arg) kubelet_extra+=("$2"); shift ;;
     --proxy-arg) proxy_extra+=("$2"); shift ;;
     -h | --help) usage ;;
@@ -248,20 +283,208 @@ join_command() {
   echo "sudo hack/install.sh worker --server $srv --token $t --ca-data $(base64 -w0 "$pki/ca.crt")$extra"
 }
 
+# --- the highly available control plane (--etcd cluster, --join-bundle) ----
+
+# What the first server writes for the others (in <etc-dir>) and the
+# settings every server of the control plane shares (KEY=VALUE lines).
+bundle_name=control-plane-join.tar.gz
+cluster_conf=control-plane.conf
+
+# is_ip ADDR: an IPv4 or IPv6 address (no port, no brackets).
+is_ip() {
+  local a=$1 o
+  if [[ $a =~ ^([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})$ ]]; then
+    for o in "${BASH_REMATCH[@]:1}"; do ((10#$o <= 255)) || return 1; done
+    return 0
+  fi
+  [[ $a == *:*:* && $a =~ ^[0-9a-fA-F:]+$ ]]
+}
+
+# hostport HOST PORT: HOST:PORT, [HOST]:PORT for IPv6.
+hostport() {
+  if [[ $1 == *:* ]]; then echo "[$1]:$2"; else echo "$1:$2"; fi
+}
+
+join_by() {
+  local IFS=$1
+  shift
+  echo "$*"
+}
+
+# conf_get KEY FILE: the value of KEY=VALUE in FILE (read, never sourced).
+conf_get() {
+  awk -v k="$1" 'index($0, k "=") == 1 {print substr($0, length(k) + 2); exit}' "$2"
+}
+
+# cluster_members checks --control-plane-addresses and --advertise-address
+# against it, and sets cp_ips (the servers in their order) and member
+# (this server's etcd member: etcd-N for the Nth address).
+cluster_members() {
+  local a i seen=" "
+  IFS=, read -r -a cp_ips <<<"$cp_addresses"
+  ((${#cp_ips[@]})) || die "--control-plane-addresses: required with --etcd cluster: every control-plane server's address, comma-separated, this server's (--advertise-address) included, e.g. 10.0.0.11,10.0.0.12,10.0.0.13"
+  for a in "${cp_ips[@]}"; do
+    [[ -n $a ]] || die "--control-plane-addresses $cp_addresses: an empty entry"
+    is_ip "$a" || die "--control-plane-addresses: $a is not an IP address (addresses only, without a port: the apiserver listens on --port, etcd on 2379 and 2380)"
+    [[ $seen != *" $a "* ]] || die "--control-plane-addresses: $a is given twice"
+    seen+="$a "
+  done
+  local n=${#cp_ips[@]}
+  ((n >= 3 && n % 2 == 1)) || die "--control-plane-addresses: $n server(s); etcd needs an odd number, 3 or more, to keep a majority when one is lost (for one server: --etcd local)"
+  member=""
+  for i in "${!cp_ips[@]}"; do
+    [[ ${cp_ips[$i]} == "$advertise" ]] && member=etcd-$((i + 1))
+  done
+  [[ -n $member ]] || die "--advertise-address $advertise is not in --control-plane-addresses $cp_addresses: this server must be one of them"
+  # The address must be this server's own: etcd listens on it, and a
+  # second server given the first one's address would claim its member.
+  if command -v ip >/dev/null && ! ip -o addr show | awk '{split($4, a, "/"); print a[1]}' | grep -qxF "$advertise"; then
+    die "--advertise-address $advertise is not an address of this server (ip addr): give this server's own, as listed in --control-plane-addresses"
+  fi
+}
+
+# make_bundle writes <etc-dir>/control-plane-join.tar.gz (root only): the
+# CAs with their keys, the service-account pair, the encryption key for
+# Secrets and the shared settings, what every server must have alike.
+make_bundle() {
+  local b=$etc_dir/$bundle_name
+  (umask 077 && tar -czf "$b.new" -C "$etc_dir" "$cluster_conf" pki/ca.crt pki/ca.key pki/etcd/ca.crt pki/etcd/ca.key \
+    "pki/$sa_key" "pki/$sa_pub" pki/encryption.key) || die "writing $b failed (above)"
+  mv -f "$b.new" "$b"
+}
+sa_key=sa.key
+sa_pub=sa.pub
+
+# first_server: the CAs, this server's certificates, the keys and settings
+# of a new highly available control plane, and the bundle.
+first_server() {
+  local conf=$etc_dir/$cluster_conf
+  if [[ -f $conf ]]; then
+    [[ $(conf_get addresses "$conf") == "$cp_addresses" ]] ||
+      die "$etc_dir holds a control plane of $(conf_get addresses "$conf"), not $cp_addresses: 'install.sh uninstall' first to make another"
+    say "keeping the certificates and settings of this control plane ($conf)"
+  elif [[ -f $pki/ca.crt ]]; then
+    die "$pki already holds a cluster CA of a control plane installed without --etcd cluster; 'install.sh uninstall' first (a running single server is not turned into a cluster)"
+  else
+    "$bin/apiserver" pki init --dir "$pki" --server-ips "$cp_addresses" --server-names "$(hostname)" --etcd-ips "$advertise" >/dev/null
+    (umask 077 && echo "key1:$(head -c 32 /dev/urandom | base64 -w0)" >"$pki/encryption.key")
+    {
+      echo "# Written by hack/install.sh control-plane --etcd cluster: what every server of this control plane shares."
+      echo "addresses=$cp_addresses"
+      echo "port=$api_port"
+      echo "kube_port=$kube_port"
+      echo "cluster_cidr=$cluster_cidr"
+      echo "service_cidr=$service_cidr"
+      echo "etcd_token=tugboat-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+    } >"$conf"
+    say "made the cluster CA, the etcd CA and this server's certificates in $pki"
+  fi
+  make_bundle
+}
+
+# read_bundle checks --join-bundle and the flags given with it, unpacks it
+# into bundle_tmp (removed on exit) and takes the control plane's settings
+# from it.
+read_bundle() {
+  local g
+  for g in --control-plane-addresses --etcd --port --kube-port --cluster-cidr --service-cidr; do
+    [[ $given != *" $g "* ]] || die "$g: with --join-bundle it comes from the bundle (the first server's settings); leave it out"
+  done
+  [[ -f $join_bundle ]] || die "--join-bundle $join_bundle: no such file (copy $bundle_name from the first server's $etc_dir: scp)"
+  bundle_tmp=$(mktemp -d)
+  trap 'rm -rf "$bundle_tmp"' EXIT
+  if ! tar -xzf "$join_bundle" -C "$bundle_tmp" 2>/dev/null || [[ ! -f $bundle_tmp/$cluster_conf || ! -f $bundle_tmp/pki/ca.key || ! -f $bundle_tmp/pki/etcd/ca.key ]]; then
+    die "--join-bundle $join_bundle: not a bundle of 'install.sh control-plane --etcd cluster' ($bundle_name with $cluster_conf and the CA keys)"
+  fi
+  local c=$bundle_tmp/$cluster_conf
+  cp_addresses=$(conf_get addresses "$c") api_port=$(conf_get port "$c") kube_port=$(conf_get kube_port "$c")
+  cluster_cidr=$(conf_get cluster_cidr "$c") service_cidr=$(conf_get service_cidr "$c")
+  cluster_members
+  if [[ -f $pki/ca.crt ]] && ! cmp -s "$pki/ca.crt" "$bundle_tmp/pki/ca.crt"; then
+    die "$pki already holds another cluster's CA: 'install.sh uninstall' first"
+  fi
+}
+
+# join_server: another server of the control plane the bundle describes:
+# its CAs and keys, its settings, and certificates of its own.
+join_server() {
+  mkdir -p "$pki/etcd"
+  local f
+  for f in ca.crt ca.key etcd/ca.crt etcd/ca.key "$sa_key" "$sa_pub" encryption.key; do
+    install -m 0600 "$bundle_tmp/pki/$f" "$pki/$f"
+  done
+  chmod 0644 "$pki/ca.crt" "$pki/etcd/ca.crt" "$pki/$sa_pub"
+  install -m 0644 "$bundle_tmp/$cluster_conf" "$etc_dir/$cluster_conf"
+  "$bin/apiserver" pki init --existing-ca --dir "$pki" --server-ips "$cp_addresses" --server-names "$(hostname)" \
+    --etcd-ips "$advertise" >/dev/null || die "making this server's certificates from the bundle's CAs failed (above)"
+  say "this server's certificates in $pki, signed by the bundle's CAs"
+}
+
 # --- commands ----------------------------------------------------------------
+
+# write_components LISTEN SERVERS ETCD_FLAGS...: the apiserver (listening
+# on LISTEN, on the etcd of ETCD_FLAGS), the scheduler and the
+# controller-manager (reaching SERVERS), the admin's tugctl config (every
+# address in SERVERS) and kubeconfig (this server's).
+write_components() {
+  local listen=$1 servers=$2
+  shift 2
+  write_env apiserver --listen "$listen" --kube-listen "0.0.0.0:$kube_port" --metrics-listen 127.0.0.1:9443 --pki-dir "$pki" \
+    --encryption-key-file "$pki/encryption.key" --service-cidr "$service_cidr" "$@"
+  write_env scheduler --server "$servers" --ca-file "$pki/ca.crt" --cert-file "$pki/scheduler.crt" \
+    --key-file "$pki/scheduler.key" --metrics-listen 127.0.0.1:10259
+  write_env controller-manager --server "$servers" --ca-file "$pki/ca.crt" --cert-file "$pki/controller-manager.crt" \
+    --key-file "$pki/controller-manager.key" --metrics-listen 127.0.0.1:10257 --cluster-cidr "$cluster_cidr"
+  local admin_server=$servers
+  [[ $admin_server == 127.0.0.1:* ]] && admin_server=$(hostport "$advertise" "$api_port")
+  (umask 077 && cat >"$etc_dir/admin.config" <<CFG
+# Written by hack/install.sh: admin (system:masters). Use it with
+#   tugctl --config $etc_dir/admin.config ...   or   export TUGBOAT_CONFIG=$etc_dir/admin.config
+server: $admin_server
+caFile: $pki/ca.crt
+certFile: $pki/admin.crt
+keyFile: $pki/admin.key
+CFG
+  )
+  # shellcheck source=lib/kubeconfig.sh
+  . "$repo/hack/lib/kubeconfig.sh"
+  write_kubeconfig "$etc_dir/admin.kubeconfig" "$(hostport "$advertise" "$kube_port")" "$pki/ca.crt" "$pki/admin.crt" "$pki/admin.key" \
+    "# Written by hack/install.sh: admin (system:masters), for kubectl: export KUBECONFIG=$etc_dir/admin.kubeconfig"
+}
+
+# stop_distribution_etcd: the package's own etcd serves plaintext on the
+# same ports to every local user.
+stop_distribution_etcd() {
+  if ((use_systemd)) && systemctl list-unit-files etcd.service >/dev/null 2>&1; then
+    systemctl disable --now etcd.service >/dev/null 2>&1 || true
+    say "stopped and disabled the distribution's etcd.service (plaintext); Tugboat's etcd is tugboat-etcd"
+  fi
+}
 
 control_plane() {
   need_root
   [[ -n $advertise ]] || advertise=$(default_ip)
   [[ -n $advertise ]] || die "no default route to guess the address workers reach the apiserver at: pass --advertise-address IP"
+  if [[ -n $join_bundle ]]; then
+    read_bundle
+    etcd=cluster
+  elif [[ $etcd == cluster ]]; then
+    cluster_members
+  elif [[ -n $cp_addresses ]]; then
+    die "--control-plane-addresses is for --etcd cluster (a control plane of several servers)"
+  fi
   case $etcd in
     embedded) install_packages ca-certificates ;;
-    local) install_packages ca-certificates etcd-server ;;
-    *) die "--etcd $etcd: want embedded (inside the apiserver) or local (Debian's etcd-server on 127.0.0.1:2379, TLS)" ;;
+    local | cluster) install_packages ca-certificates etcd-server ;;
+    *) die "--etcd $etcd: want embedded (inside the apiserver), local (Debian's etcd-server on 127.0.0.1:2379, TLS) or cluster (one etcd member per server of --control-plane-addresses, TLS)" ;;
   esac
   install_binaries apiserver scheduler controller-manager tugctl
   mkdir -p "$etc_dir" "$data_dir"
   chmod 700 "$data_dir"
+  if [[ $etcd == cluster ]]; then
+    cluster_control_plane
+    return
+  fi
   if [[ ! -f $pki/ca.crt ]]; then
     "$bin/apiserver" pki init --dir "$pki" --server-ips "$advertise" --server-names "$(hostname)" >/dev/null
     say "made the cluster CA and certificates in $pki"
@@ -272,9 +495,9 @@ control_plane() {
   if [[ ! -f $pki/encryption.key ]]; then
     (umask 077 && echo "key1:$(head -c 32 /dev/urandom | base64 -w0)" >"$pki/encryption.key")
   fi
-  local etcd_flags="--data-dir $data_dir/etcd" units=()
+  local etcd_flags=(--data-dir "$data_dir/etcd") units=()
   if [[ $etcd == local ]]; then
-    etcd_flags="--etcd-servers https://127.0.0.1:2379"
+    etcd_flags=(--etcd-servers https://127.0.0.1:2379)
     local e=$pki/etcd peer=https://127.0.0.1:2380
     write_env etcd --name tugboat --data-dir "$data_dir/etcd-local" \
       --listen-client-urls https://127.0.0.1:2379 --advertise-client-urls https://127.0.0.1:2379 \
@@ -282,33 +505,9 @@ control_plane() {
       --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" --initial-cluster "tugboat=$peer" \
       --peer-cert-file "$e/peer.crt" --peer-key-file "$e/peer.key" --peer-trusted-ca-file "$e/ca.crt" --peer-client-cert-auth
     units+=(tugboat-etcd.service)
-    # The package's own etcd serves plaintext on the same ports to every
-    # local user.
-    if ((use_systemd)) && systemctl list-unit-files etcd.service >/dev/null 2>&1; then
-      systemctl disable --now etcd.service >/dev/null 2>&1 || true
-      say "stopped and disabled the distribution's etcd.service (plaintext); Tugboat's etcd is tugboat-etcd"
-    fi
+    stop_distribution_etcd
   fi
-  write_env apiserver --listen "0.0.0.0:$api_port" --kube-listen "0.0.0.0:$kube_port" --metrics-listen 127.0.0.1:9443 --pki-dir "$pki" \
-    --encryption-key-file "$pki/encryption.key" --service-cidr "$service_cidr" $etcd_flags
-  local local_api="127.0.0.1:$api_port"
-  write_env scheduler --server "$local_api" --ca-file "$pki/ca.crt" --cert-file "$pki/scheduler.crt" \
-    --key-file "$pki/scheduler.key" --metrics-listen 127.0.0.1:10259
-  write_env controller-manager --server "$local_api" --ca-file "$pki/ca.crt" --cert-file "$pki/controller-manager.crt" \
-    --key-file "$pki/controller-manager.key" --metrics-listen 127.0.0.1:10257 --cluster-cidr "$cluster_cidr"
-  (umask 077 && cat >"$etc_dir/admin.config" <<CFG
-# Written by hack/install.sh: admin (system:masters). Use it with
-#   tugctl --config $etc_dir/admin.config ...   or   export TUGBOAT_CONFIG=$etc_dir/admin.config
-server: $advertise:$api_port
-caFile: $pki/ca.crt
-certFile: $pki/admin.crt
-keyFile: $pki/admin.key
-CFG
-  )
-  # shellcheck source=lib/kubeconfig.sh
-  . "$repo/hack/lib/kubeconfig.sh"
-  write_kubeconfig "$etc_dir/admin.kubeconfig" "$advertise:$kube_port" "$pki/ca.crt" "$pki/admin.crt" "$pki/admin.key" \
-    "# Written by hack/install.sh: admin (system:masters), for kubectl: export KUBECONFIG=$etc_dir/admin.kubeconfig"
+  write_components "0.0.0.0:$api_port" "127.0.0.1:$api_port" "${etcd_flags[@]}"
   units+=(tugboat-apiserver.service tugboat-scheduler.service tugboat-controller-manager.service)
   install_units "${units[@]}"
   start_units "${units[@]}"
@@ -317,6 +516,61 @@ CFG
     say "control plane up at $advertise:$api_port (TLS, RBAC). Admin: export TUGBOAT_CONFIG=$etc_dir/admin.config"
     say "kubectl: export KUBECONFIG=$etc_dir/admin.kubeconfig (the Kubernetes API at https://$advertise:$kube_port)"
     say "join a worker (one token per worker; 'install.sh join-command' makes another):"
+    join_command
+  fi
+}
+
+# cluster_control_plane: one server of a highly available control plane,
+# the first (--control-plane-addresses) or another (--join-bundle).
+cluster_control_plane() {
+  if [[ -n $join_bundle ]]; then
+    join_server
+  else
+    first_server
+  fi
+  local conf=$etc_dir/$cluster_conf e=$pki/etcd i initial=() endpoints=() servers=()
+  for i in "${!cp_ips[@]}"; do
+    initial+=("etcd-$((i + 1))=https://$(hostport "${cp_ips[$i]}" 2380)")
+    endpoints+=("https://$(hostport "${cp_ips[$i]}" 2379)")
+    servers+=("$(hostport "${cp_ips[$i]}" "$api_port")")
+  done
+  local me_client me_peer
+  me_client=https://$(hostport "$advertise" 2379) me_peer=https://$(hostport "$advertise" 2380)
+  # Every member is started with the whole membership (etcd's static
+  # bootstrap): it waits for a majority of them, then they elect a leader.
+  write_env etcd --name "$member" --data-dir "$data_dir/etcd-member" \
+    --listen-client-urls "$me_client,https://127.0.0.1:2379" --advertise-client-urls "$me_client" \
+    --cert-file "$e/server.crt" --key-file "$e/server.key" --trusted-ca-file "$e/ca.crt" --client-cert-auth \
+    --listen-peer-urls "$me_peer" --initial-advertise-peer-urls "$me_peer" \
+    --initial-cluster "$(join_by , "${initial[@]}")" --initial-cluster-state new \
+    --initial-cluster-token "$(conf_get etcd_token "$conf")" \
+    --peer-cert-file "$e/peer.crt" --peer-key-file "$e/peer.key" --peer-trusted-ca-file "$e/ca.crt" --peer-client-cert-auth
+  stop_distribution_etcd
+  # The apiserver listens on this server's address, which its identity
+  # Lease then names for the other apiservers and `tugctl get cs`; it uses
+  # every member, and every client is given every apiserver.
+  write_components "$(hostport "$advertise" "$api_port")" "$(join_by , "${servers[@]}")" --etcd-servers "$(join_by , "${endpoints[@]}")"
+  local units=(tugboat-etcd.service tugboat-apiserver.service tugboat-scheduler.service tugboat-controller-manager.service)
+  install_units "${units[@]}"
+  start_units "${units[@]}"
+  if [[ -z $join_bundle ]]; then
+    local b=$etc_dir/$bundle_name ip
+    say "first server ($member) of $cp_addresses. etcd, and so the API, answer once a majority of the servers run."
+    say "copy $b (the CA keys: root only) to every other server and join it there, one after the other or at once:"
+    for ip in "${cp_ips[@]}"; do
+      [[ $ip == "$advertise" ]] && continue
+      local h=$ip
+      [[ $ip == *:* ]] && h="[$ip]"
+      echo "  scp $b root@$h:/root/"
+      echo "  (on $ip) sudo hack/install.sh control-plane --join-bundle /root/$bundle_name --advertise-address $ip"
+    done
+    say "then delete it everywhere (rm $b /root/$bundle_name); on any server, 'install.sh join-command' prints a worker's command"
+    return 0
+  fi
+  if ((use_systemd)); then
+    wait_apiserver
+    say "server $member up: the control plane at $(join_by , "${servers[@]}") (TLS, RBAC). Admin: export TUGBOAT_CONFIG=$etc_dir/admin.config"
+    say "once every server has joined, delete the bundle ($join_bundle here, and the first server's copy). Join a worker:"
     join_command
   fi
 }
@@ -472,6 +726,11 @@ uninstall() {
   say "removed Tugboat (units, binaries, $etc_dir, $data_dir); containerd (with the config install.sh wrote: $containerd_config) and the packages stay"
 }
 
+if [[ $cmd != control-plane ]]; then
+  for g in --control-plane-addresses --join-bundle; do
+    [[ $given != *" $g "* ]] || die "$g is an option of 'install.sh control-plane', not of $cmd"
+  done
+fi
 case $cmd in
   control-plane) control_plane ;;
   worker) worker ;;

@@ -8,6 +8,12 @@
 //     each component exactly as its systemd unit would: the installed
 //     binary with the ARGS of its env file. Workers join with one-time
 //     tokens.
+//   - TestInstallThreeServers installs a highly available control plane
+//     (control-plane --etcd cluster on the first server, --join-bundle on
+//     two more, each host running install.sh itself) and one worker, and
+//     kills the etcd leader's server (its etcd member and apiserver): the
+//     cluster still serves through the other two, with nothing lost.
+//   - TestInstallFlags checks install.sh's errors for bad options.
 //   - TestAllInOne runs `tugboat up` (cmd/tugboat) in one host.
 //
 // Both then run the quick-start workload (deploy/examples/web.yaml): the

@@ -55,42 +55,8 @@ func TestInstallScript(t *testing.T) {
 	var nodeIPs []string
 	var ctds []*containerdtest.Containerd
 	for i, h := range workers {
-		name := fmt.Sprintf("worker-%d", i+1)
 		join := joinArgs(t, r.installSh(append([]string{"join-command"}, r.common(cp)...)...))
-		prefix, etc, data := r.hostDirs(h)
-		args := append([]string{"worker"}, join...)
-		args = append(args, r.common(h)...)
-		// The worker's containerd, as on a VM: its config is the one
-		// install.sh writes (CRI on), here with root, state and socket in
-		// the host's folder (outside the data dir uninstall removes, as
-		// /var/lib/containerd is).
-		ctdDir := filepath.Join(r.dir, h.Name, "containerd")
-		args = append(args, "--node-name", name, "--node-ip", h.IP.String(),
-			"--containerd-config", filepath.Join(etc, "containerd", "config.toml"),
-			"--containerd-root", filepath.Join(ctdDir, "root"), "--containerd-state", filepath.Join(ctdDir, "state"),
-			"--containerd-socket", daemon.Address(ctdDir),
-			"--cni-conf-dir", filepath.Join(data, "cni"),
-			"--kubelet-arg", "--cgroup-root="+r.cgroupRoot(name),
-			"--kubelet-arg", "--node-status-interval=1s")
-		r.installSh(args...)
-		ctds = append(ctds, r.startContainerd(h, ctdDir, filepath.Join(etc, "containerd", "config.toml")))
-		if b, err := os.ReadFile(filepath.Join(etc, "crictl.yaml")); err != nil || !strings.Contains(string(b), "runtime-endpoint: unix://"+daemon.Address(ctdDir)) {
-			t.Errorf("crictl config install.sh wrote (%v):\n%s", err, b)
-		}
-		// What the README says for an air-gapped lab: the example images
-		// into the node's import folder.
-		for _, img := range []string{"busybox.tar", "echo.tar"} {
-			copyInto(t, filepath.Join(built.imagesDir, img), filepath.Join(data, "kubelet", "images"))
-		}
-		r.startEnv(h, prefix, etc, "kubelet")
-		// systemd restarts the proxy until the kubelet has joined (its
-		// certificate is the node's); here we wait for the certificate.
-		cert := filepath.Join(data, "kubelet", "pki", "node.crt")
-		wait.Eventually(t, time.Minute, name+" joined (node certificate written)", func() error {
-			_, err := os.Stat(cert)
-			return err
-		})
-		r.startEnv(h, prefix, etc, "proxy")
+		ctds = append(ctds, r.installWorker(h, fmt.Sprintf("worker-%d", i+1), join))
 		nodeIPs = append(nodeIPs, h.IP.String())
 	}
 	wait.Eventually(t, 2*time.Minute, "two Ready workers", func() error {
@@ -151,6 +117,50 @@ func TestInstallScript(t *testing.T) {
 	if strings.Contains(string(links), "cni0") || strings.Contains(string(tables), "tugboat") {
 		t.Errorf("left in the node's network:\n%s%s", links, tables)
 	}
+}
+
+// installWorker installs a worker into host h with install.sh worker and
+// the options join-command printed (join), starts its containerd, kubelet
+// and proxy as their units would, and returns its containerd once the
+// kubelet has its node certificate.
+func (r *run) installWorker(h *netlab.Host, name string, join []string) *containerdtest.Containerd {
+	t := r.t
+	t.Helper()
+	prefix, etc, data := r.hostDirs(h)
+	args := append([]string{"worker"}, join...)
+	args = append(args, r.common(h)...)
+	// The worker's containerd, as on a VM: its config is the one
+	// install.sh writes (CRI on), here with root, state and socket in
+	// the host's folder (outside the data dir uninstall removes, as
+	// /var/lib/containerd is).
+	ctdDir := filepath.Join(r.dir, h.Name, "containerd")
+	args = append(args, "--node-name", name, "--node-ip", h.IP.String(),
+		"--containerd-config", filepath.Join(etc, "containerd", "config.toml"),
+		"--containerd-root", filepath.Join(ctdDir, "root"), "--containerd-state", filepath.Join(ctdDir, "state"),
+		"--containerd-socket", daemon.Address(ctdDir),
+		"--cni-conf-dir", filepath.Join(data, "cni"),
+		"--kubelet-arg", "--cgroup-root="+r.cgroupRoot(name),
+		"--kubelet-arg", "--node-status-interval=1s")
+	r.installSh(args...)
+	ctd := r.startContainerd(h, ctdDir, filepath.Join(etc, "containerd", "config.toml"))
+	if b, err := os.ReadFile(filepath.Join(etc, "crictl.yaml")); err != nil || !strings.Contains(string(b), "runtime-endpoint: unix://"+daemon.Address(ctdDir)) {
+		t.Errorf("crictl config install.sh wrote (%v):\n%s", err, b)
+	}
+	// What the README says for an air-gapped lab: the example images
+	// into the node's import folder.
+	for _, img := range []string{"busybox.tar", "echo.tar"} {
+		copyInto(t, filepath.Join(built.imagesDir, img), filepath.Join(data, "kubelet", "images"))
+	}
+	r.startEnv(h, prefix, etc, "kubelet")
+	// systemd restarts the proxy until the kubelet has joined (its
+	// certificate is the node's); here we wait for the certificate.
+	cert := filepath.Join(data, "kubelet", "pki", "node.crt")
+	wait.Eventually(t, time.Minute, name+" joined (node certificate written)", func() error {
+		_, err := os.Stat(cert)
+		return err
+	})
+	r.startEnv(h, prefix, etc, "proxy")
+	return ctd
 }
 
 // TestInstallLocalEtcd installs a control plane on the distribution's etcd
