@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tugboat/tugboat/deploy/images"
+	"github.com/tugboat/tugboat/internal/syncbuf"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 	"github.com/tugboat/tugboat/kubelet/runtime/mounttest"
 )
@@ -171,7 +172,7 @@ func TestExecTTY(t *testing.T) {
 
 	resize := make(chan runtime.TerminalSize, 1)
 	resize <- runtime.TerminalSize{Width: 100, Height: 40}
-	var out syncBuffer
+	var out syncbuf.Buffer
 	code, err := e.rt.Exec(ctx, id, runtime.ExecRequest{
 		Cmd:    []string{"sh", "-c", `for i in $(seq 50); do s=$(stty size); if [ "$s" = "40 100" ]; then echo "size $s"; tty; exit 0; fi; sleep 0.1; done; exit 1`},
 		Stdout: &out, TTY: true, Resize: resize,
@@ -228,7 +229,7 @@ func TestMountPropagation(t *testing.T) {
 	e := newEnv(t)
 	p := e.runPod("propagation")
 	dir := mounttest.SharedDir(t)
-	var out syncBuffer // the exec writes stdout and stderr from two goroutines
+	var out syncbuf.Buffer // the exec writes stdout and stderr from two goroutines
 	id := e.container(p, runtime.ContainerConfig{Name: "app", Command: []string{"sleep", "300"}, Mounts: []runtime.Mount{
 		{HostPath: dir, ContainerPath: "/h2c", Propagation: runtime.PropagationHostToContainer},
 		{HostPath: dir, ContainerPath: "/private"},
@@ -274,7 +275,7 @@ func TestRecursiveReadOnly(t *testing.T) {
 		rro, {HostPath: dir, ContainerPath: "/ro", ReadOnly: true},
 	}})
 	e.waitState(id, runtime.ContainerRunning, 10*time.Second)
-	var out syncBuffer // the exec writes stdout and stderr from two goroutines
+	var out syncbuf.Buffer // the exec writes stdout and stderr from two goroutines
 	if code, err := e.rt.Exec(ctx, id, runtime.ExecRequest{Cmd: []string{"touch", "/ro/sub/new"}, Stdout: &out, Stderr: &out}); err != nil || code != 0 {
 		t.Errorf("plain read-only mount: the submount is not writable: %d %v %q", code, err, out.String())
 	}

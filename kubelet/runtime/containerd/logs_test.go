@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tugboat/tugboat/internal/syncbuf"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 )
 
@@ -24,7 +25,7 @@ func TestLogFollowAndRotation(t *testing.T) {
 	st := e.waitState(id, runtime.ContainerRunning, 10*time.Second)
 
 	done := make(chan struct{})
-	var followed syncBuffer
+	var followed syncbuf.Buffer
 	errc := make(chan error, 1)
 	go func() {
 		errc <- runtime.ReadLog(ctx, st.LogPath, runtime.LogOptions{Follow: true, Done: done, PollInterval: 10 * time.Millisecond}, &followed)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/deploy/images"
+	"github.com/tugboat/tugboat/internal/syncbuf"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 )
 
@@ -80,7 +81,7 @@ func TestPodLifecycle(t *testing.T) {
 	waitLog(t, st.LogPath, "started as web in /tmp with GREETING=ahoy", 5*time.Second)
 
 	// Exec: output, exit code, stdin, and the pod's /etc files.
-	var out syncBuffer // stdout and stderr are copied concurrently
+	var out syncbuf.Buffer // stdout and stderr are copied concurrently
 	code, err := e.rt.Exec(ctx, id, runtime.ExecRequest{
 		Cmd:    []string{"sh", "-c", "cat /etc/hostname /etc/resolv.conf; grep web /etc/hosts; echo oops >&2; exit 3"},
 		Stdout: &out, Stderr: &out,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/deploy/images"
+	"github.com/tugboat/tugboat/internal/syncbuf"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 	"github.com/tugboat/tugboat/kubelet/runtime/mounttest"
 )
@@ -269,7 +270,7 @@ func TestExec(t *testing.T) {
 
 func execOut(t testing.TB, id string, cmd ...string) (string, int) {
 	t.Helper()
-	var out syncBuffer // the exec writes stdout and stderr from two goroutines
+	var out syncbuf.Buffer // the exec writes stdout and stderr from two goroutines
 	code, err := testRuntime.Exec(context.Background(), id, runtime.ExecRequest{Cmd: cmd, Stdout: &out, Stderr: &out})
 	if err != nil {
 		t.Fatalf("exec %v: %v", cmd, err)

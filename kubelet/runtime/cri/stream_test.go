@@ -7,10 +7,10 @@ import (
 	"io"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/tugboat/tugboat/internal/syncbuf"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 	"github.com/tugboat/tugboat/kubelet/server"
 )
@@ -115,7 +115,7 @@ func TestAttachStdinOpenProcessExits(t *testing.T) {
 	waitState(t, id, runtime.ContainerRunning)
 	stdin, typed := io.Pipe()
 	defer typed.Close()
-	var out syncBuffer
+	var out syncbuf.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	type result struct {
@@ -148,7 +148,7 @@ func TestAttachDetach(t *testing.T) {
 	waitState(t, id, runtime.ContainerRunning)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var out syncBuffer
+	var out syncbuf.Buffer
 	code, err := testRuntime.Attach(ctx, id, runtime.ExecRequest{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out})
 	if err != nil || code != -1 {
 		t.Fatalf("attach with stdin ended at once: %d, %v; want -1 (detached)", code, err)
@@ -156,24 +156,6 @@ func TestAttachDetach(t *testing.T) {
 	if st, err := testRuntime.ContainerStatus(ctx, id); err != nil || st.State != runtime.ContainerRunning {
 		t.Errorf("after the detach the container is %+v, %v; want still running", st, err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe to read while an attach writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestWaitExited: after an attach stream ends, the exit code is the one
