@@ -19,6 +19,14 @@ const ReasonFailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret"
 // (missing, or refused) are skipped with one Warning event naming them,
 // Kubernetes' "Unable to retrieve some image pull secrets (...)": the
 // pull is still attempted, with what was read.
+//
+// They are read from the API for every pull attempt, never kept: a
+// secret created or fixed after a failed pull is used by the next attempt
+// (after the back-off), as Kubernetes' kubelet, which reads them on every
+// pod sync, uses it. Unlike Kubernetes, a sync that pulls nothing (the
+// image is present, or in back-off) reads none, so a missing secret is
+// reported only when a pull needs it: Tugboat's kubelet has no secret
+// cache, and a Get per secret per sync would be the price.
 func (p *imagePuller) pullSecrets(ctx context.Context, pod *v1.Pod) []*v1.Secret {
 	var out []*v1.Secret
 	var failed []string

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/kubelet/runtime"
@@ -96,5 +97,48 @@ func TestImagePullSecrets(t *testing.T) {
 				t.Errorf("events %v lack %q", e.rec.events, tc.wantEvent)
 			}
 		})
+	}
+}
+
+// TestPullSecretFixedAfterFailure: pull secrets are read again for every
+// pull attempt, as Kubernetes reads them on every pod sync: a pod whose
+// secret was missing when its pull failed is pulled with the secret
+// created meanwhile at the next attempt after the back-off (not before),
+// and runs.
+func TestPullSecretFixedAfterFailure(t *testing.T) {
+	auth := base64.StdEncoding.EncodeToString([]byte("lab:s3cret"))
+	good := runtime.RegistryAuth{Username: "lab", Password: "s3cret"}
+	e := newTestEnv(t)
+	e.rt.wantAuth = &good
+	pod := newPod("pull", "app")
+	pod.Spec.Containers[0].Image = "reg.example:5000/lab/app:v1"
+	pod.Spec.ImagePullSecrets = []*v1.LocalObjectReference{{Name: "regcred"}}
+	w := e.worker(pod)
+
+	e.sync(w)
+	if wt := containerState(w.status, "app").GetState().GetWaiting(); wt.GetReason() != ReasonErrImagePull || !strings.Contains(wt.GetMessage(), "401 Unauthorized") {
+		t.Fatalf("without the secret: %v, want ErrImagePull 401", wt)
+	}
+	if !strings.Contains(strings.Join(e.rec.events, "\n"), "Unable to retrieve some image pull secrets (regcred)") {
+		t.Errorf("events %q lack the missing secret's warning", e.rec.events)
+	}
+	e.src.secrets["default/regcred"] = dockerConfigSecret("regcred", `{"reg.example:5000":{"auth":"`+auth+`"}}`)
+
+	e.advance(5 * time.Second)
+	e.sync(w)
+	if wt := containerState(w.status, "app").GetState().GetWaiting(); wt.GetReason() != ReasonImagePullBackOff {
+		t.Fatalf("inside the back-off: %v, want ImagePullBackOff", wt)
+	}
+	if len(e.rt.pullAuths) != 1 {
+		t.Fatalf("pulled inside the back-off: %v", e.rt.pullAuths)
+	}
+
+	e.advance(10 * time.Second)
+	e.sync(w)
+	if cs := containerState(w.status, "app"); cs.GetState().GetRunning() == nil {
+		t.Fatalf("after the back-off with the secret: %v, want running", cs)
+	}
+	if n := len(e.rt.pullAuths); n != 2 || e.rt.pullAuths[1] == nil || *e.rt.pullAuths[1] != good {
+		t.Errorf("pulls with %v, want anonymous then the new secret's credentials", e.rt.pullAuths)
 	}
 }
