@@ -87,14 +87,7 @@ func (d *describer) podTemplate(level int, t *v1.PodTemplateSpec) {
 			ports = append(ports, fmt.Sprintf("%d/%s", p.ContainerPort, cmp.Or(p.Protocol, "TCP")))
 		}
 		d.kv(level+2, "Port", table.OrNone(strings.Join(ports, ", ")))
-		if r := c.GetResources(); len(r.GetRequests()) > 0 {
-			d.text(level+2, "Requests:")
-			d.quantities(level+3, r.GetRequests())
-		}
-		if r := c.GetResources(); len(r.GetLimits()) > 0 {
-			d.text(level+2, "Limits:")
-			d.quantities(level+3, r.GetLimits())
-		}
+		d.resourceLists(level+2, c.GetResources().GetLimits(), c.GetResources().GetRequests())
 		for _, pr := range []struct {
 			name  string
 			probe *v1.Probe

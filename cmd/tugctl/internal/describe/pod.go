@@ -45,6 +45,14 @@ func describePod(ctx context.Context, d *describer, p *v1.Pod) error {
 	}
 	d.kv(0, "IP", cmp.Or(st.GetPodIp(), ""))
 	d.controlledBy(m)
+	if st.GetNominatedNodeName() != "" {
+		d.kv(0, "NominatedNodeName", st.GetNominatedNodeName())
+	}
+	if r := sp.GetResources(); r != nil && (len(r.Limits) > 0 || len(r.Requests) > 0) {
+		// Pod-level resources (spec.resources), as kubectl shows them.
+		d.text(0, "Resources:")
+		d.resourceLists(1, r.Limits, r.Requests)
+	}
 	if len(sp.GetInitContainers()) > 0 {
 		d.text(0, "Init Containers:")
 		d.containers(sp.GetInitContainers(), st.GetInitContainerStatuses(), nil)
@@ -138,14 +146,7 @@ func (d *describer) containers(cs []*v1.Container, statuses []*v1.ContainerStatu
 			d.kv(2, "Restart Count", s.RestartCount)
 		}
 		if r := c.GetResources(); r != nil {
-			if len(r.Limits) > 0 {
-				d.text(2, "Limits:")
-				d.quantities(3, r.Limits)
-			}
-			if len(r.Requests) > 0 {
-				d.text(2, "Requests:")
-				d.quantities(3, r.Requests)
-			}
+			d.resourceLists(2, r.Limits, r.Requests)
 			if len(r.Claims) > 0 {
 				d.text(2, "Claims:")
 				for _, rc := range r.Claims {
@@ -231,14 +232,7 @@ func (d *describer) resized(c *v1.Container, s *v1.ContainerStatus) {
 	}
 	if r := s.GetResources(); r != nil && !(sameQuantities(r.Limits, c.GetResources().GetLimits()) && sameQuantities(r.Requests, c.GetResources().GetRequests())) {
 		d.text(2, "Running With:")
-		if len(r.Limits) > 0 {
-			d.text(3, "Limits:")
-			d.quantities(4, r.Limits)
-		}
-		if len(r.Requests) > 0 {
-			d.text(3, "Requests:")
-			d.quantities(4, r.Requests)
-		}
+		d.resourceLists(3, r.Limits, r.Requests)
 	}
 }
 
@@ -289,6 +283,19 @@ func (d *describer) containerState(level int, key string, s *v1.ContainerState) 
 		d.kv(level+1, "Finished", timeString(t.FinishedAt))
 	default:
 		d.kv(level, key, "Waiting")
+	}
+}
+
+// resourceLists writes limits then requests, each under its heading
+// when it has any, as kubectl's describeResources.
+func (d *describer) resourceLists(level int, limits, requests map[string]string) {
+	if len(limits) > 0 {
+		d.text(level, "Limits:")
+		d.quantities(level+1, limits)
+	}
+	if len(requests) > 0 {
+		d.text(level, "Requests:")
+		d.quantities(level+1, requests)
 	}
 }
 
