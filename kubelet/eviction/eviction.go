@@ -13,7 +13,8 @@
 // store), records which thresholds are crossed (the pressure the node
 // status reports), and if any is, picks one pod (rank: QoS class
 // BestEffort, then Burstable, then Guaranteed; then lower priority; then,
-// for memory, more memory used above its request; then the newest) and
+// for memory, more memory used above its request — the pod-level request
+// where spec.resources sets one; then the newest) and
 // has it evicted (Evictor: the pod manager fails it with reason Evicted
 // and a Warning Evicted event). One pod per interval, so the next
 // observation sees what the eviction freed before another goes.

@@ -104,6 +104,33 @@ func TestRank(t *testing.T) {
 	}
 }
 
+// TestRankPodLevelRequests: memory above the request is measured against
+// the pod-level request (spec.resources) where the pod sets one, not its
+// containers' sum; a sidecar's request counts with the app's.
+func TestRankPodLevelRequests(t *testing.T) {
+	// Both use 400Mi. "roomy" requests 100Mi per container but 1Gi for
+	// the pod: it is under its request; "tight" has no pod-level request
+	// and its containers' 100Mi + 200Mi (the sidecar's) make 300Mi.
+	roomy := pod("roomy", Burstable, 0, 1)
+	roomy.Spec.Resources = &v1.ResourceRequirements{Requests: map[string]string{"memory": "1Gi"}}
+	tight := pod("tight", Burstable, 0, 1)
+	tight.Spec.InitContainers = []*v1.Container{{Name: "proxy", RestartPolicy: "Always",
+		Resources: &v1.ResourceRequirements{Requests: map[string]string{"memory": "200Mi"}}}}
+	for _, tc := range []struct {
+		p    *v1.Pod
+		want int64
+	}{{roomy, 1 << 30}, {tight, 300 << 20}, {pod("be", BestEffort, 0, 1), 0}} {
+		if got := memoryRequest(tc.p); got != tc.want {
+			t.Errorf("memoryRequest(%s) = %d, want %d", tc.p.Metadata.Name, got, tc.want)
+		}
+	}
+	usage := map[string]int64{"roomy": 400 << 20, "tight": 400 << 20}
+	got := rank([]*v1.Pod{roomy, tight}, usage)
+	if len(got) != 2 || got[0].Metadata.Name != "tight" {
+		t.Errorf("rank: %s first, want tight (100Mi over its request; roomy is 624Mi under its pod-level request)", got[0].Metadata.Name)
+	}
+}
+
 type fakeEvictor struct {
 	mu      sync.Mutex
 	evicted []string

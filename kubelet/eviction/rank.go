@@ -3,6 +3,7 @@ package eviction
 import (
 	"sort"
 
+	"github.com/tugboat/tugboat/api/quota"
 	"github.com/tugboat/tugboat/api/resource"
 	v1 "github.com/tugboat/tugboat/api/v1"
 )
@@ -20,17 +21,14 @@ func qosClass(p *v1.Pod) string { return resource.PodQOSClass(p.GetSpec()) }
 
 var qosOrder = map[string]int{BestEffort: 0, Burstable: 1, Guaranteed: 2}
 
-// memoryRequest is the sum of the pod's containers' memory requests.
+// memoryRequest is the pod's memory request as Kubernetes' eviction
+// ranking reads it (podRequest, through resourcehelper.PodRequests): the
+// pod-level request (spec.resources) where set, else its containers'
+// aggregate (app containers and sidecars together, or a larger init
+// container) — quota.PodRequests.
 func memoryRequest(p *v1.Pod) int64 {
-	var n int64
-	for _, c := range p.GetSpec().GetContainers() {
-		if s := c.GetResources().GetRequests()["memory"]; s != "" {
-			if q, err := resource.Parse(s); err == nil {
-				n += q.Value()
-			}
-		}
-	}
-	return n
+	requests, _ := quota.PodRequests(p.GetSpec())
+	return requests["memory"].Value()
 }
 
 // rank orders the pods that may be evicted, first to go first: running
