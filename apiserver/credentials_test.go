@@ -43,9 +43,16 @@ func TestTokensAreCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A Secret's type never changes (Kubernetes' ValidateSecretUpdate), so
+	// no Secret turns into a token: refused by validation, which runs
+	// before the token admission step, as Kubernetes validates before its
+	// validating admission.
 	plain.Type = tokens.UserTokenType
 	_, err = secrets.Update(ctx, plain)
-	wantCode(t, "turning a Secret into a token", err, codes.PermissionDenied, "credentials only the apiserver writes")
+	wantCode(t, "turning a Secret into a token", err, codes.InvalidArgument, `type: Invalid value: "`+tokens.UserTokenType+`": field is immutable`)
+	if cur, err := secrets.Get(ctx, "kube-system", "token-zzz999"); err != nil || cur.Type != "Opaque" {
+		t.Errorf("after the refused update: %v %v, want it still Opaque", cur, err)
+	}
 
 	// sam may create Secrets in kube-system: a join token, not a user token.
 	if _, err := client.For[*v1.Role](s.Client).Create(ctx, &v1.Role{Metadata: &v1.ObjectMeta{Name: "secret-writer", Namespace: "kube-system"},
@@ -103,6 +110,13 @@ func TestTokensAreCredentials(t *testing.T) {
 		t.Fatalf("get: %v %v", got, err)
 	}
 	noSecret("get", got)
+	// Nor is a token changed through the Objects API, type kept: the
+	// token admission step refuses it (a read's copy lacks the hash, so
+	// writing it back would break the token).
+	changed := proto.Clone(got).(*v1.Secret)
+	changed.Data["groups"] = []byte("system:masters")
+	_, err = secrets.Update(ctx, changed)
+	wantCode(t, "changing a token Secret", err, codes.PermissionDenied, "credentials only the apiserver writes")
 	gotOld, _ := secrets.Get(ctx, "kube-system", "token-old123")
 	noSecret("get of an old token", gotOld)
 	// The controller-manager's list of secrets returns no credential.
