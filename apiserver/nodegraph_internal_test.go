@@ -76,3 +76,44 @@ func TestPodReferencesImagePullSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestPodReferencesContainers: env valueFrom and envFrom of every kind of
+// container, ephemeral ones included (added by kubectl debug), name the
+// ConfigMaps and Secrets the node may read, each only as its own kind.
+func TestPodReferencesContainers(t *testing.T) {
+	envFrom := func(cm, sec string) ([]*v1.EnvVar, []*v1.EnvFromSource) {
+		return []*v1.EnvVar{
+				{Name: "A", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.KeySelector{Name: cm + "-key", Key: "a"}}},
+				{Name: "B", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.KeySelector{Name: sec + "-key", Key: "b"}}},
+			}, []*v1.EnvFromSource{
+				{ConfigMapRef: &v1.LocalObjectReference{Name: cm + "-all"}},
+				{SecretRef: &v1.LocalObjectReference{Name: sec + "-all"}},
+			}
+	}
+	p := graphPod("a", "n1", "kube-root-ca.crt")
+	env, from := envFrom("init-cm", "init-sec")
+	p.Spec.InitContainers = []*v1.Container{{Name: "init", Env: env, EnvFrom: from}}
+	env, from = envFrom("app-cm", "app-sec")
+	p.Spec.Containers = []*v1.Container{{Name: "app", Env: env, EnvFrom: from}}
+	env, from = envFrom("debug-cm", "debug-sec")
+	p.Spec.EphemeralContainers = []*v1.EphemeralContainer{{Name: "debugger", Env: env, EnvFrom: from}}
+	for _, who := range []string{"init", "app", "debug"} {
+		for _, how := range []string{"key", "all"} {
+			cm, sec := who+"-cm-"+how, who+"-sec-"+how
+			for _, c := range []struct {
+				kind, name string
+				want       bool
+			}{
+				{"configmaps", cm, true}, {"secrets", sec, true},
+				{"secrets", cm, false}, {"configmaps", sec, false},
+			} {
+				if got := podReferences(p, c.kind, c.name); got != c.want {
+					t.Errorf("podReferences(%s %s) = %v, want %v", c.kind, c.name, got, c.want)
+				}
+			}
+		}
+	}
+	if podReferences(p, "secrets", "debug-sec") || podReferences(p, "configmaps", "other") {
+		t.Error("a name no container uses is referenced")
+	}
+}

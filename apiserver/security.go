@@ -200,8 +200,10 @@ func (f nodeFacts) Referenced(ctx context.Context, node, kind, ns, name string) 
 }
 
 // podReferences reports whether a pod uses ConfigMap or Secret name
-// (volumes, projected volumes' sources, env; a Secret also as an image
-// pull secret), or claim name.
+// (volumes, projected volumes' sources, the env and envFrom of its init,
+// app and ephemeral containers, as Kubernetes' node graph follows
+// VisitPodSecretNames and VisitPodConfigmapNames; a Secret also as an
+// image pull secret), or claim name.
 func podReferences(p *v1.Pod, kind, name string) bool {
 	if kind == "serviceaccounts" {
 		return p.GetSpec().GetServiceAccountName() == name
@@ -232,18 +234,37 @@ func podReferences(p *v1.Pod, kind, name string) bool {
 			}
 		}
 	}
-	for _, c := range append(append([]*v1.Container(nil), p.GetSpec().GetInitContainers()...), p.GetSpec().GetContainers()...) {
-		for _, e := range c.Env {
-			vf := e.GetValueFrom()
-			if cm && vf.GetConfigMapKeyRef().GetName() == name && vf.GetConfigMapKeyRef() != nil ||
-				!cm && vf.GetSecretKeyRef() != nil && vf.GetSecretKeyRef().GetName() == name {
-				return true
-			}
+	for _, c := range p.GetSpec().GetInitContainers() {
+		if envReferences(c.Env, c.EnvFrom, cm, name) {
+			return true
 		}
-		for _, ef := range c.EnvFrom {
-			if cm && ef.ConfigMapRef != nil && ef.ConfigMapRef.Name == name || !cm && ef.SecretRef != nil && ef.SecretRef.Name == name {
-				return true
-			}
+	}
+	for _, c := range p.GetSpec().GetContainers() {
+		if envReferences(c.Env, c.EnvFrom, cm, name) {
+			return true
+		}
+	}
+	for _, c := range p.GetSpec().GetEphemeralContainers() {
+		if envReferences(c.Env, c.EnvFrom, cm, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// envReferences reports whether a container's env (valueFrom) or envFrom
+// names ConfigMap (cm) or Secret name.
+func envReferences(env []*v1.EnvVar, envFrom []*v1.EnvFromSource, cm bool, name string) bool {
+	for _, e := range env {
+		vf := e.GetValueFrom()
+		if cm && vf.GetConfigMapKeyRef() != nil && vf.GetConfigMapKeyRef().GetName() == name ||
+			!cm && vf.GetSecretKeyRef() != nil && vf.GetSecretKeyRef().GetName() == name {
+			return true
+		}
+	}
+	for _, ef := range envFrom {
+		if cm && ef.ConfigMapRef != nil && ef.ConfigMapRef.Name == name || !cm && ef.SecretRef != nil && ef.SecretRef.Name == name {
+			return true
 		}
 	}
 	return false

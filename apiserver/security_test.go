@@ -216,6 +216,37 @@ func TestNodeRestriction(t *testing.T) {
 	if _, err := cms.Get(ctx, "default", "cm-p2"); !isForbidden(err) {
 		t.Fatalf("other node's projected configmap: %v", err)
 	}
+	// What an ephemeral container's env and envFrom name (kubectl debug
+	// --env, or a debug profile) becomes readable once it is added, as
+	// Kubernetes' node graph follows ephemeral containers.
+	if _, err := client.For[*v1.Secret](admin).Create(ctx, &v1.Secret{Metadata: &v1.ObjectMeta{Name: "debug-env"}, StringData: map[string]string{"k": "v"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.For[*v1.ConfigMap](admin).Create(ctx, &v1.ConfigMap{Metadata: &v1.ObjectMeta{Name: "debug-cm"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := secrets.Get(ctx, "default", "debug-env"); !isForbidden(err) {
+		t.Fatalf("a secret no container uses yet: %v", err)
+	}
+	p1, err := client.For[*v1.Pod](admin).Get(ctx, "default", "p1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1.Spec.EphemeralContainers = []*v1.EphemeralContainer{{Name: "debugger", Image: "busybox",
+		Env:     []*v1.EnvVar{{Name: "K", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.KeySelector{Name: "debug-env", Key: "k"}}}},
+		EnvFrom: []*v1.EnvFromSource{{ConfigMapRef: &v1.LocalObjectReference{Name: "debug-cm"}}}}}
+	if _, err := admin.UpdateEphemeralContainers(ctx, p1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := secrets.Get(ctx, "default", "debug-env"); err != nil {
+		t.Errorf("own pod's ephemeral container's env secret: %v", err)
+	}
+	if _, err := cms.Get(ctx, "default", "debug-cm"); err != nil {
+		t.Errorf("own pod's ephemeral container's envFrom configmap: %v", err)
+	}
+	if _, err := client.For[*v1.Secret](s.ClientAs("node-n2")).Get(ctx, "default", "debug-env"); !isForbidden(err) {
+		t.Errorf("another node reads the ephemeral container's secret: %v", err)
+	}
 	// Nodes: only its own.
 	nodes := client.For[*v1.Node](n1)
 	if _, err := nodes.Mutate(ctx, "", "n1", true, func(n *v1.Node) error {
