@@ -54,6 +54,17 @@ func (echoEnd) Exec(s v1.NodeAPI_ExecServer) error {
 	}
 }
 
+// Attach writes a line and ends with the process's exit 3.
+func (echoEnd) Attach(s v1.NodeAPI_AttachServer) error {
+	if _, err := s.Recv(); err != nil {
+		return err
+	}
+	if err := s.Send(&v1.ExecOutput{Stdout: []byte("bye\n")}); err != nil {
+		return err
+	}
+	return s.Send(&v1.ExecOutput{Exited: true, ExitCode: 3})
+}
+
 // TestKubeExecSPDY: client-go's SPDY executor (the remote command protocol
 // of kubectl before 1.30 and of many tools) runs a command through the
 // Kubernetes door: stdin reaches it, stdout and stderr come back, and a
@@ -99,6 +110,28 @@ func TestKubeExecSPDY(t *testing.T) {
 	_, _, err := run("fail", "")
 	if ee, ok := err.(utilexec.ExitError); !ok || ee.ExitStatus() != 3 {
 		t.Errorf("fail over SPDY: %v (%T), want exit status 3", err, err)
+	}
+
+	// An attach whose process exits 3 ends in Success, as the kubelet's
+	// streaming server reports every attach that ended (so kubectl attach
+	// exits 0), over SPDY and over WebSocket.
+	u := mustURL(t, "https://"+s.KubeAddr()+"/api/v1/namespaces/default/pods/web/attach?container=c&stdout=true&stderr=true")
+	spdyEx, err := remotecommand.NewSPDYExecutor(cfg, "POST", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsEx, err := remotecommand.NewWebSocketExecutor(cfg, "GET", u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ex := range map[string]remotecommand.Executor{"SPDY": spdyEx, "WebSocket": wsEx} {
+		var out, errOut bytes.Buffer
+		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		err := ex.StreamWithContext(sctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &errOut})
+		cancel()
+		if err != nil || out.String() != "bye\n" {
+			t.Errorf("attach over %s to a process that exits 3: %v, stdout %q; want no error and its output", name, err, out.String())
+		}
 	}
 }
 

@@ -149,6 +149,9 @@ func (h *Handler) relayExec(ctx context.Context, conn *websocket.Conn, sub strin
 	go readChannels(ctx, conn, inputs, cancel)
 	exited, code, err := h.runExec(ctx, sub, start, inputs,
 		func(b []byte) error { return out.send(chanStdout, b) }, func(b []byte) error { return out.send(chanStderr, b) })
+	if sub == "attach" {
+		exited = false // an attach that ended is a Success, whatever the code (attachStatus)
+	}
 	st := exitStatus(err, exited, code)
 	b, _ := json.Marshal(st)
 	_ = out.send(chanError, b)
@@ -243,6 +246,13 @@ func readChannels(ctx context.Context, conn *websocket.Conn, inputs chan<- *v1.E
 
 // exitStatus is the Status on channel 3: Success, NonZeroExitCode with
 // the code as a cause, or the relay's error.
+//
+// An attach reports Success when the stream ends, also when the process
+// exited non-zero, as the kubelet's streaming server does (ServeAttach
+// writes Success whenever AttachContainer returns, and a runtime's attach
+// returns when the process's streams end): so kubectl attach and kubectl
+// debug -it exit 0 after the session, as against Kubernetes, and the
+// exit code is in the container's status. Only exec carries the code.
 func exitStatus(err error, exited bool, code int32) *Status {
 	if err != nil && !errors.Is(err, context.Canceled) {
 		st := statusOf(err, target{})

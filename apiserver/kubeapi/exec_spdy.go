@@ -63,8 +63,10 @@ func (e spdyExec) AttachContainer(ctx context.Context, _, _, _ string, in io.Rea
 	return e.run(ctx, in, out, errOut, resize)
 }
 
-// run relays the streams; a non-zero exit is a utilexec.ExitError, which
-// ServeExec reports as NonZeroExitCode with the code.
+// run relays the streams; a non-zero exit of an exec is a
+// utilexec.ExitError, which ServeExec reports as NonZeroExitCode with the
+// code. An attach returns nil when its process exited, whatever the code,
+// as a runtime's attach does.
 func (e spdyExec) run(ctx context.Context, in io.Reader, out, errOut io.WriteCloser, resize <-chan remotecommand.TerminalSize) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -111,7 +113,7 @@ func (e spdyExec) run(ctx context.Context, in io.Reader, out, errOut io.WriteClo
 	switch {
 	case err != nil && !errors.Is(err, context.Canceled):
 		return err
-	case exited && code != 0:
+	case exited && code != 0 && e.sub != "attach": // an attach that ended is a Success (exitStatus)
 		return utilexec.CodeExitError{Err: fmt.Errorf("exit status %d", code), Code: int(code)}
 	}
 	return nil

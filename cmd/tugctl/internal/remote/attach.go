@@ -125,7 +125,12 @@ type Attach struct {
 // attach): the output of its process from now on, and In as its input
 // with Stdin. A terminal is used when the container has one and, with
 // Stdin, In is a terminal. It returns when the process exits or the
-// stream ends (In closed on a container whose stdin closes once).
+// stream ends (In closed on a container whose stdin closes once); as
+// with kubectl against Kubernetes, whose attach stream always ends in
+// Success, the process's exit code is not an error (it is in the
+// container's status), so tugctl attach and debug exit 0 after a session.
+// An interactive terminal session ends with kubectl's "Session ended"
+// note on how to attach again.
 func (a Attach) Run(ctx context.Context, c *client.Client, p *v1.Pod, se Session) (Result, error) {
 	errOut := se.ErrOut
 	if a.Quiet {
@@ -157,5 +162,22 @@ func (a Attach) Run(ctx context.Context, c *client.Client, p *v1.Pod, se Session
 		return Result{}, apierrors.FromGRPC(err)
 	}
 	m := p.GetMetadata()
-	return se.Run(ctx, s, &v1.ExecStart{Namespace: m.GetNamespace(), Pod: m.GetName(), Container: ctr.Name, Stdin: a.Stdin, Tty: tty})
+	res, err := se.Run(ctx, s, &v1.ExecStart{Namespace: m.GetNamespace(), Pod: m.GetName(), Container: ctr.Name, Stdin: a.Stdin, Tty: tty})
+	if err == nil && !a.Quiet && a.Stdin && se.TerminalFd >= 0 {
+		fmt.Fprintln(se.Out, reattachMessage(p, ctr.Name))
+	}
+	return res, err
+}
+
+// reattachMessage is what kubectl attach prints after an interactive
+// terminal session: how to attach again (an ephemeral container is never
+// restarted, but may still run).
+func reattachMessage(p *v1.Pod, container string) string {
+	m := p.GetMetadata()
+	for _, e := range p.GetSpec().GetEphemeralContainers() {
+		if e.Name == container {
+			return fmt.Sprintf("Session ended, the ephemeral container will not be restarted but may be reattached using 'tugctl attach %s -c %s -n %s -i -t' if it is still running", m.GetName(), container, m.GetNamespace())
+		}
+	}
+	return fmt.Sprintf("Session ended, resume using 'tugctl attach %s -c %s -n %s -i -t' command", m.GetName(), container, m.GetNamespace())
 }

@@ -156,10 +156,14 @@ func TestAttach(t *testing.T) {
 	n := e.startFakeNode("n1")
 	n.set(func(n *fakeNode) {
 		n.process = func(st *v1.ExecStart, stdin string) (string, bool, int32) {
+			if st.Pod == "quits" {
+				return "bye\n", true, 3 // it writes, and exits 3
+			}
 			return "serving\n", false, 0 // a server: it writes, and goes on
 		}
 	})
 	boundPod(t, e, "web", "n1", "Running", nil)
+	boundPod(t, e, "quits", "n1", "Running", nil)
 	boundPod(t, e, "done", "n1", "Succeeded", nil)
 	two := testPod("two", nil)
 	two.Spec.Containers = append(two.Spec.Containers, &v1.Container{Name: "side", Image: "busybox:1"})
@@ -196,6 +200,12 @@ func TestAttach(t *testing.T) {
 		t.Errorf("attaches the node got: %s", got)
 	}
 
+	// The process's exit code is not tugctl's: as kubectl against
+	// Kubernetes (whose attach stream always ends in Success), the
+	// session ends with 0 and the code is in the container's status.
+	if r := mustOK(t, e.run("attach", "quits")); r.out != "bye\n" {
+		t.Errorf("attach to a process that exits 3: stdout %q", r.out)
+	}
 	mustFail(t, e.run("attach", "done"), "cannot attach a container in a completed pod; current phase is Succeeded")
 	mustFail(t, e.run("attach", "-c", "nope", "web"), "container nope not found in pod web")
 	mustFail(t, e.run("attach", "gone"), `pods "gone" not found`)

@@ -170,7 +170,9 @@ func TestRunTTY(t *testing.T) {
 	}
 	select {
 	case code := <-done:
-		if code != 7 || out.String() != "typed q\r\npod \"shell\" deleted\n" {
+		// kubectl (v1.37) prints its reattach note after any interactive
+		// terminal session, run -it --rm included.
+		if code != 7 || out.String() != "typed q\r\nSession ended, resume using 'tugctl attach shell -c shell -n default -i -t' command\npod \"shell\" deleted\n" {
 			t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
 		}
 	case <-time.After(20 * time.Second):
