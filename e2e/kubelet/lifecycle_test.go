@@ -204,3 +204,36 @@ func TestPostStartHook(t *testing.T) {
 		t.Errorf("a container whose postStart fails is ready: %v", p.Status)
 	}
 }
+
+// TestHTTPSHookFallback: a preStop httpGet hook with scheme HTTPS to a
+// server that speaks plain HTTP (busybox httpd) is sent again over HTTP,
+// runs before the container's SIGTERM, and is reported with Kubernetes'
+// LifecycleHTTPFallback warning naming the pod's address.
+func TestHTTPSHookFallback(t *testing.T) {
+	c := sharedCluster(t)
+	t.Parallel()
+	ns, name := "https-hook", "web"
+	openNamespace(t, c.Client, ns) // the hostPath the test reads
+	p := busyboxPod(ns, name, "node2", `mkdir -p /www/cgi-bin && printf '#!/bin/sh\necho "hook $QUERY_STRING" >> /out/log\nprintf "Content-Type: text/plain\\r\\n\\r\\nok"\n' > /www/cgi-bin/hook && chmod +x /www/cgi-bin/hook && httpd -p 8080 -h /www && `+logger("app"))
+	p.Spec.TerminationGracePeriodSeconds = proto.Int64(20)
+	app := p.Spec.Containers[0]
+	app.Ports = []*v1.ContainerPort{{Name: "http", ContainerPort: 8080}}
+	app.ReadinessProbe = &v1.Probe{TcpSocket: &v1.TCPSocketAction{Port: "8080"}, PeriodSeconds: 1}
+	app.Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{HttpGet: &v1.HTTPGetAction{Path: "/cgi-bin/hook?preStop", Port: "http", Scheme: "HTTPS"}}}
+	log := outVolume(t, p)
+	createPod(t, c.Client, p)
+	p = waitPod(t, c.Client, ns, name, 60*time.Second, "Ready", func(p *v1.Pod) bool { return condition(p, "Ready").GetStatus() == "True" })
+	ip := p.GetStatus().GetPodIp()
+
+	if _, err := client.For[*v1.Pod](c.Client).Delete(context.Background(), ns, name, client.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lines := logLines(t, log, "hook preStop", "app TERM")
+	before(t, lines, "hook preStop", "app TERM")
+	waitEvent(t, c.Client, ns, name, "LifecycleHTTPFallback: request to HTTPS lifecycle hook "+ip+":8080 got HTTP response, retry with HTTP succeeded", 30*time.Second)
+	for _, e := range podEvents(t, c.Client, ns, name) {
+		if strings.Contains(e, "FailedPreStopHook") {
+			t.Errorf("the hook that fell back is reported failed: %q", e)
+		}
+	}
+}

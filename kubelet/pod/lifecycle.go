@@ -2,8 +2,11 @@ package pod
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -34,10 +37,25 @@ import (
 // Handlers: exec (in the container, through the runtime's Exec), httpGet
 // (from the node to host, default the pod IP, on a port by number or by
 // the container port's name; any response is a success, as in
-// Kubernetes: only a failed request fails the hook; certificates are not
-// verified) and sleep.
+// Kubernetes: only a failed request fails the hook) and sleep.
+//
+// An httpGet hook honours scheme and httpHeaders as Kubernetes'
+// ConsistentHTTPGetHandlers does: HTTPS without verifying the
+// certificate, and when an HTTPS request is answered in plain HTTP (Go's
+// "server gave HTTP response to HTTPS client") it is sent again over HTTP
+// without its Authorization header, for hooks written before scheme was
+// honoured. A fallback that succeeds counts as the hook's success, and is
+// reported with a Warning LifecycleHTTPFallback event and
+// tugboat_kubelet_lifecycle_handler_http_fallbacks_total (Kubernetes'
+// kubelet_lifecycle_handler_http_fallbacks_total); one that fails leaves
+// the HTTPS error as the hook's. tcpSocket hooks are refused by
+// validation (Kubernetes accepts them only for compatibility and does not
+// run them).
 
 const (
+	// ReasonLifecycleHTTPFallback is the Warning event of an HTTPS hook
+	// answered in plain HTTP and sent again over HTTP.
+	ReasonLifecycleHTTPFallback = "LifecycleHTTPFallback"
 	// ReasonPostStartHookError is the waiting reason of a container whose
 	// postStart hook failed.
 	ReasonPostStartHookError = "PostStartHookError"
@@ -63,8 +81,13 @@ func (w *worker) runHook(ctx context.Context, pod *v1.Pod, c *v1.Container, cont
 			return fmt.Errorf("Exec lifecycle hook (%v) for Container %q in Pod %q failed - error: %v, message: %q", h.Exec.Command, c.Name, podName(pod), err, out.String())
 		}
 	case h.HttpGet != nil:
-		if err := hookHTTP(ctx, c, podIP, h.HttpGet); err != nil {
+		fellBack, err := hookHTTP(ctx, c, podIP, h.HttpGet)
+		if err != nil {
 			return fmt.Errorf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v", h.HttpGet.Path, c.Name, podName(pod), err)
+		}
+		if fellBack != "" {
+			w.m.metrics.lifecycleHTTPFallbacks.Inc()
+			w.m.rec.Eventf(pod, eventWarning, ReasonLifecycleHTTPFallback, "request to HTTPS lifecycle hook %s got HTTP response, retry with HTTP succeeded", fellBack)
 		}
 	case h.Sleep != nil:
 		t := time.NewTimer(time.Duration(h.Sleep.Seconds) * time.Second)
@@ -166,18 +189,44 @@ func (w *worker) preStop(ctx context.Context, pod *v1.Pod, c *v1.Container, id, 
 }
 
 // hookHTTP sends the httpGet hook's request (built as a probe's:
-// prober.HTTPGet); only a failed request is an error.
-func hookHTTP(ctx context.Context, c *v1.Container, podIP string, h *v1.HTTPGetAction) error {
+// prober.HTTPGet); only a failed request is an error. An HTTPS request
+// answered in plain HTTP is sent again over HTTP, without its
+// Authorization header, as Kubernetes' runHTTPHandler does; fellBack is
+// then the host:port it reached that way, and err nil.
+func hookHTTP(ctx context.Context, c *v1.Container, podIP string, h *v1.HTTPGetAction) (fellBack string, err error) {
 	req, _, err := prober.HTTPGet(ctx, podIP, c, h, "tugboat-lifecycle/1.0")
 	if err != nil {
-		return err
+		return "", err
 	}
-	resp, err := prober.HTTPClient(0).Do(req)
+	client := prober.HTTPClient(0)
+	err = hookDo(client, req)
+	if !isHTTPResponseError(err) {
+		return "", err
+	}
+	plain := req.Clone(ctx)
+	plain.URL.Scheme = "http"
+	plain.Header.Del("Authorization")
+	if hookDo(client, plain) != nil {
+		return "", err
+	}
+	return plain.URL.Host, nil
+}
+
+// hookDo sends req and discards (a bounded part of) the answer's body.
+func hookDo(client *http.Client, req *http.Request) error {
+	resp, err := client.Do(req)
 	if err != nil {
 		return err
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 	return resp.Body.Close()
+}
+
+// isHTTPResponseError is Kubernetes' test for an HTTPS request that a
+// plain HTTP server answered.
+func isHTTPResponseError(err error) bool {
+	var uerr *url.Error
+	return errors.As(err, &uerr) && strings.Contains(uerr.Err.Error(), "server gave HTTP response to HTTPS client")
 }
 
 // podName is how Kubernetes names a pod in messages: name_namespace(uid).

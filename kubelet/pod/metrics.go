@@ -12,6 +12,9 @@ type metrics struct {
 	imagePulls        *prometheus.CounterVec
 	orphans           prometheus.Counter
 	evictions         prometheus.Counter
+	// lifecycleHTTPFallbacks counts HTTPS lifecycle hooks answered in
+	// plain HTTP and sent again over HTTP successfully.
+	lifecycleHTTPFallbacks prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -54,9 +57,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "tugboat_kubelet_evictions_total",
 			Help: "Pods evicted (phase Failed, reason Evicted) to reclaim memory or disk the node was short of.",
 		}),
+		lifecycleHTTPFallbacks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tugboat_kubelet_lifecycle_handler_http_fallbacks_total",
+			Help: "The number of times lifecycle handlers successfully fell back to http from https.",
+		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.workers, m.runningPods, m.runningContainers, m.syncDuration, m.podStart, m.restarts, m.imagePulls, m.orphans, m.evictions} {
+		for _, c := range []prometheus.Collector{m.workers, m.runningPods, m.runningContainers, m.syncDuration, m.podStart, m.restarts, m.imagePulls, m.orphans, m.evictions, m.lifecycleHTTPFallbacks} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
