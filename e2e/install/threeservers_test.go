@@ -74,6 +74,24 @@ func TestInstallThreeServers(t *testing.T) {
 		r.installShIn(s.h, append(append([]string{"control-plane"}, join...), r.common(s.h)...)...)
 	}
 
+	// Run again, the first server keeps its CAs (the others' certificates
+	// stay valid); with another list it refuses.
+	ca0, err := os.ReadFile(filepath.Join(etc0, "pki", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := append([]string{"control-plane", "--etcd", "cluster", "--advertise-address", ips[0]}, r.common(servers[0].h)...)
+	r.installShIn(servers[0].h, append(slices.Clone(first), "--control-plane-addresses", strings.Join(ips, ","))...)
+	if again, _ := os.ReadFile(filepath.Join(etc0, "pki", "ca.crt")); string(again) != string(ca0) {
+		t.Errorf("install.sh control-plane run again on %s replaced the cluster CA", servers[0].h.Name)
+	}
+	reordered := []string{ips[0], ips[2], ips[1]}
+	cmd := exec.Command("bash", append([]string{filepath.Join(built.moduleDir, "hack", "install.sh")},
+		append(slices.Clone(first), "--control-plane-addresses", strings.Join(reordered, ","))...)...)
+	if out, err := servers[0].h.Output(r.ctx, cmd); err == nil || !strings.Contains(err.Error(), "holds a control plane of "+strings.Join(ips, ",")) {
+		t.Errorf("install.sh control-plane with another address list on an installed server: %v\n%s", err, out)
+	}
+
 	// Each server's certificates are its own, under the same CAs.
 	etcdEnvs := map[string]string{}
 	for _, s := range servers {
