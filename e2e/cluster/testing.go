@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tugboat/tugboat/internal/syncbuf"
 	"github.com/tugboat/tugboat/kubelet/runtime/containerd/containerdtest"
 )
 
@@ -152,19 +152,4 @@ func (w *testWriter) stop() {
 
 // Output collects a running command's output (its Stdout and Stderr) so
 // that a test may read it while the command still writes.
-type Output struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (o *Output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.b.Write(p)
-}
-
-func (o *Output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.b.String()
-}
+type Output = syncbuf.Buffer

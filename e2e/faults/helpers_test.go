@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +23,7 @@ import (
 	"github.com/tugboat/tugboat/deploy/images"
 	"github.com/tugboat/tugboat/e2e/cluster"
 	"github.com/tugboat/tugboat/e2e/netlab"
+	"github.com/tugboat/tugboat/internal/syncbuf"
 )
 
 // proxy is the proxy process of one node.
@@ -261,21 +261,8 @@ func waitMetric(t *testing.T, addr, name string, min float64, labels ...string) 
 // background runs a long tugctl command (get -w) whose output is read
 // while it runs.
 type background struct {
-	mu  sync.Mutex
-	out bytes.Buffer
+	syncbuf.Buffer
 	cmd *exec.Cmd
-}
-
-func (b *background) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.out.Write(p)
-}
-
-func (b *background) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.out.String()
 }
 
 func (k tugctl) start(t *testing.T, args ...string) *background {

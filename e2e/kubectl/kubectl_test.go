@@ -1,7 +1,6 @@
 package kubectl_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 	"github.com/tugboat/tugboat/apiserver/kubeapi/kubectltest"
 	"github.com/tugboat/tugboat/deploy/images"
 	"github.com/tugboat/tugboat/e2e/cluster"
+	"github.com/tugboat/tugboat/internal/syncbuf"
 )
 
 var (
@@ -59,20 +58,7 @@ func (e *env) kubectl(t *testing.T, args ...string) string {
 
 // background runs kubectl until the test ends and collects its output.
 type background struct {
-	mu  sync.Mutex
-	out bytes.Buffer
-}
-
-func (b *background) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.out.Write(p)
-}
-
-func (b *background) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.out.String()
+	syncbuf.Buffer
 }
 
 func (e *env) background(t *testing.T, stdin io.Reader, args ...string) *background {

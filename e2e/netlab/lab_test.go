@@ -22,6 +22,7 @@ import (
 
 	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/internal/netns"
+	"github.com/tugboat/tugboat/internal/syncbuf"
 )
 
 const waitFor = 10 * time.Second
@@ -264,7 +265,7 @@ func TestStopKillsProcesses(t *testing.T) {
 	}
 	// A shell whose child stays in its process group, as a kubelet's CNI
 	// plugins do.
-	var out syncBuffer
+	var out syncbuf.Buffer
 	sh := exec.Command(bb, "sh", "-c", bb+" sleep 600 & echo $!; wait")
 	sh.Stdout = &out
 	shell, err := h.Start(ctx, sh)

@@ -10,12 +10,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	vnetns "github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/tugboat/tugboat/internal/syncbuf"
 )
 
 // killWait bounds how long Stop and Kill wait for a killed process to be
@@ -115,9 +116,9 @@ func (h *Host) start(ctx context.Context, cmd *exec.Cmd, logToFile bool) (*Proc,
 // cmd.Stdout and cmd.Stderr are both nil, the combined output is part of the
 // returned error if the command fails.
 func (h *Host) Run(ctx context.Context, cmd *exec.Cmd) error {
-	var out *syncBuffer
+	var out *syncbuf.Buffer
 	if cmd.Stdout == nil && cmd.Stderr == nil {
-		out = &syncBuffer{}
+		out = &syncbuf.Buffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 	}
 	p, err := h.start(ctx, cmd, false)
@@ -145,7 +146,7 @@ func (h *Host) Output(ctx context.Context, cmd *exec.Cmd) ([]byte, error) {
 	if cmd.Stdout != nil {
 		return nil, fmt.Errorf("netlab: %s: Output: Stdout already set", h.Name)
 	}
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	cmd.Stdout = &stdout
 	captureErr := cmd.Stderr == nil
 	if captureErr {
@@ -295,31 +296,6 @@ func processGroup(pid int) int {
 
 func commandLine(cmd *exec.Cmd) string {
 	return strings.Join(cmd.Args, " ")
-}
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a
-// process's stdout and stderr copiers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *syncBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
 }
 
 // StartInRoot starts cmd in the test process's own network namespace from

@@ -29,6 +29,13 @@ func (s *Buffer) String() string {
 	return s.b.String()
 }
 
+// Bytes returns a copy of the contents written so far.
+func (s *Buffer) Bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.b.Bytes())
+}
+
 // Reset empties the buffer.
 func (s *Buffer) Reset() {
 	s.mu.Lock()

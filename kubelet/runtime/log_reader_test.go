@@ -8,11 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/tugboat/tugboat/api/wait"
+	"github.com/tugboat/tugboat/internal/syncbuf"
 )
 
 func TestReadLog(t *testing.T) {
@@ -68,7 +68,7 @@ func TestFollowAcrossRotation(t *testing.T) {
 	defer f.Close()
 
 	done := make(chan struct{})
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	errc := make(chan error, 1)
 	go func() {
 		errc <- ReadLog(context.Background(), path, LogOptions{Follow: true, Done: done, PollInterval: 5 * time.Millisecond}, out)
@@ -137,25 +137,8 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // waitFollowed waits for the followed output to hold want.
-func waitFollowed(t *testing.T, out *syncBuffer, want string) {
+func waitFollowed(t *testing.T, out *syncbuf.Buffer, want string) {
 	t.Helper()
 	wait.Eventually(t, 5*time.Second, fmt.Sprintf("%q followed", want), func() error {
 		if got := out.String(); !strings.Contains(got, want) {

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/apiserver/apiservertest"
 	"github.com/tugboat/tugboat/cmd/tugctl/internal/cli"
+	"github.com/tugboat/tugboat/internal/syncbuf"
 )
 
 // env is a real apiserver on real etcd and a way to run tugctl command
@@ -83,14 +83,14 @@ func (e *env) options(in io.Reader, out, errOut io.Writer) *cli.Options {
 // background runs a long command (get -w, rollout status) until it exits
 // or stop is called; output is readable while it runs.
 type background struct {
-	out, err *lockedBuffer
+	out, err *syncbuf.Buffer
 	done     chan int
 	cancel   context.CancelFunc
 }
 
 func (e *env) start(args ...string) *background {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	b := &background{out: &lockedBuffer{}, err: &lockedBuffer{}, done: make(chan int, 1), cancel: cancel}
+	b := &background{out: &syncbuf.Buffer{}, err: &syncbuf.Buffer{}, done: make(chan int, 1), cancel: cancel}
 	o := e.options(strings.NewReader(""), b.out, b.err)
 	go func() { b.done <- Execute(ctx, o, args) }()
 	e.t.Cleanup(func() { cancel(); <-b.done; b.done <- 0 })
@@ -110,26 +110,9 @@ func (b *background) wait(t *testing.T, d time.Duration) int {
 	}
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // outputHas is a wait.Eventually condition: out (a running command's
 // output) contains want.
-func outputHas(out *lockedBuffer, want string) func() error {
+func outputHas(out *syncbuf.Buffer, want string) func() error {
 	return func() error {
 		if s := out.String(); !strings.Contains(s, want) {
 			return fmt.Errorf("output so far: %q", s)
@@ -139,7 +122,7 @@ func outputHas(out *lockedBuffer, want string) func() error {
 }
 
 // outputIs is a wait.Eventually condition: out is want.
-func outputIs(out *lockedBuffer, want string) func() error {
+func outputIs(out *syncbuf.Buffer, want string) func() error {
 	return func() error {
 		if s := out.String(); s != want {
 			return fmt.Errorf("output so far: %q", s)

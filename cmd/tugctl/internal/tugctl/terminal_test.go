@@ -16,6 +16,7 @@ import (
 
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/api/wait"
+	"github.com/tugboat/tugboat/internal/syncbuf"
 )
 
 // openPTY opens a pseudo-terminal pair: what is written to master is read
@@ -58,7 +59,7 @@ func TestExecTTY(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	out, errOut := &lockedBuffer{}, &lockedBuffer{}
+	out, errOut := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- Execute(ctxT(t), e.options(slave, out, errOut), []string{"exec", "-it", "web", "--", "size"})
@@ -117,7 +118,7 @@ func TestImageImportProgressBar(t *testing.T) {
 	readyNode(t, e, "n1", "True")
 	p, _ := writeTar(t, t.TempDir(), "app.tar", "manifest.json", "layer.tar", "config.json", "more.tar")
 	master, slave := openPTY(t)
-	var screen lockedBuffer
+	var screen syncbuf.Buffer
 	go func() { _, _ = io.Copy(&screen, master) }()
 	var errOut bytes.Buffer
 	if code := Execute(ctxT(t), e.options(strings.NewReader(""), slave, &errOut), []string{"image", "import", p}); code != 0 {
@@ -152,7 +153,7 @@ func TestRunTTY(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, errOut := &lockedBuffer{}, &lockedBuffer{}
+	out, errOut := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- Execute(ctxT(t), e.options(slave, out, errOut), []string{"run", "-it", "--rm", "shell", "--image=busybox", "--restart=Never", "--", "sh"})
