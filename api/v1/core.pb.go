@@ -5827,8 +5827,11 @@ type ContainerStatus struct {
 	// The requests the kubelet admitted for the container (a resize it
 	// accepted counts; one pending does not): what the node has reserved.
 	AllocatedResources map[string]string `protobuf:"bytes,11,rep,name=allocated_resources,json=allocatedResources,proto3" json:"allocated_resources,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The container's volume mounts as the kubelet made them (Kubernetes
+	// 1.30+), set once the container exists in the runtime.
+	VolumeMounts  []*VolumeMountStatus `protobuf:"bytes,12,rep,name=volume_mounts,json=volumeMounts,proto3" json:"volume_mounts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ContainerStatus) Reset() {
@@ -5938,6 +5941,86 @@ func (x *ContainerStatus) GetAllocatedResources() map[string]string {
 	return nil
 }
 
+func (x *ContainerStatus) GetVolumeMounts() []*VolumeMountStatus {
+	if x != nil {
+		return x.VolumeMounts
+	}
+	return nil
+}
+
+// VolumeMountStatus is one of a container's volume mounts, with the
+// recursive read-only mode the kubelet resolved.
+type VolumeMountStatus struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	MountPath string                 `protobuf:"bytes,2,opt,name=mount_path,json=mountPath,proto3" json:"mount_path,omitempty"`
+	ReadOnly  bool                   `protobuf:"varint,3,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
+	// Disabled or Enabled, only for a read-only mount: whether it was made
+	// read-only recursively (recursiveReadOnly IfPossible resolves to one
+	// of them).
+	RecursiveReadOnly *string `protobuf:"bytes,4,opt,name=recursive_read_only,json=recursiveReadOnly,proto3,oneof" json:"recursive_read_only,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *VolumeMountStatus) Reset() {
+	*x = VolumeMountStatus{}
+	mi := &file_api_v1_core_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeMountStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeMountStatus) ProtoMessage() {}
+
+func (x *VolumeMountStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1_core_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeMountStatus.ProtoReflect.Descriptor instead.
+func (*VolumeMountStatus) Descriptor() ([]byte, []int) {
+	return file_api_v1_core_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *VolumeMountStatus) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *VolumeMountStatus) GetMountPath() string {
+	if x != nil {
+		return x.MountPath
+	}
+	return ""
+}
+
+func (x *VolumeMountStatus) GetReadOnly() bool {
+	if x != nil {
+		return x.ReadOnly
+	}
+	return false
+}
+
+func (x *VolumeMountStatus) GetRecursiveReadOnly() string {
+	if x != nil && x.RecursiveReadOnly != nil {
+		return *x.RecursiveReadOnly
+	}
+	return ""
+}
+
 // ContainerState has exactly one of its fields set.
 type ContainerState struct {
 	state         protoimpl.MessageState    `protogen:"open.v1"`
@@ -5950,7 +6033,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_api_v1_core_proto_msgTypes[80]
+	mi := &file_api_v1_core_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5962,7 +6045,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[80]
+	mi := &file_api_v1_core_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5975,7 +6058,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{80}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ContainerState) GetWaiting() *ContainerStateWaiting {
@@ -6009,7 +6092,7 @@ type ContainerStateWaiting struct {
 
 func (x *ContainerStateWaiting) Reset() {
 	*x = ContainerStateWaiting{}
-	mi := &file_api_v1_core_proto_msgTypes[81]
+	mi := &file_api_v1_core_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6021,7 +6104,7 @@ func (x *ContainerStateWaiting) String() string {
 func (*ContainerStateWaiting) ProtoMessage() {}
 
 func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[81]
+	mi := &file_api_v1_core_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6034,7 +6117,7 @@ func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateWaiting.ProtoReflect.Descriptor instead.
 func (*ContainerStateWaiting) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{81}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ContainerStateWaiting) GetReason() string {
@@ -6060,7 +6143,7 @@ type ContainerStateRunning struct {
 
 func (x *ContainerStateRunning) Reset() {
 	*x = ContainerStateRunning{}
-	mi := &file_api_v1_core_proto_msgTypes[82]
+	mi := &file_api_v1_core_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6072,7 +6155,7 @@ func (x *ContainerStateRunning) String() string {
 func (*ContainerStateRunning) ProtoMessage() {}
 
 func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[82]
+	mi := &file_api_v1_core_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6085,7 +6168,7 @@ func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateRunning.ProtoReflect.Descriptor instead.
 func (*ContainerStateRunning) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{82}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ContainerStateRunning) GetStartedAt() *timestamppb.Timestamp {
@@ -6110,7 +6193,7 @@ type ContainerStateTerminated struct {
 
 func (x *ContainerStateTerminated) Reset() {
 	*x = ContainerStateTerminated{}
-	mi := &file_api_v1_core_proto_msgTypes[83]
+	mi := &file_api_v1_core_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6122,7 +6205,7 @@ func (x *ContainerStateTerminated) String() string {
 func (*ContainerStateTerminated) ProtoMessage() {}
 
 func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[83]
+	mi := &file_api_v1_core_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6135,7 +6218,7 @@ func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateTerminated.ProtoReflect.Descriptor instead.
 func (*ContainerStateTerminated) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{83}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ContainerStateTerminated) GetExitCode() int32 {
@@ -6209,7 +6292,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_api_v1_core_proto_msgTypes[84]
+	mi := &file_api_v1_core_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6221,7 +6304,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[84]
+	mi := &file_api_v1_core_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6234,7 +6317,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{84}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *Event) GetMetadata() *ObjectMeta {
@@ -6329,7 +6412,7 @@ type ObjectReference struct {
 
 func (x *ObjectReference) Reset() {
 	*x = ObjectReference{}
-	mi := &file_api_v1_core_proto_msgTypes[85]
+	mi := &file_api_v1_core_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6341,7 +6424,7 @@ func (x *ObjectReference) String() string {
 func (*ObjectReference) ProtoMessage() {}
 
 func (x *ObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[85]
+	mi := &file_api_v1_core_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6354,7 +6437,7 @@ func (x *ObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectReference.ProtoReflect.Descriptor instead.
 func (*ObjectReference) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{85}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *ObjectReference) GetKind() string {
@@ -6416,7 +6499,7 @@ type EventSource struct {
 
 func (x *EventSource) Reset() {
 	*x = EventSource{}
-	mi := &file_api_v1_core_proto_msgTypes[86]
+	mi := &file_api_v1_core_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6428,7 +6511,7 @@ func (x *EventSource) String() string {
 func (*EventSource) ProtoMessage() {}
 
 func (x *EventSource) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[86]
+	mi := &file_api_v1_core_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6441,7 +6524,7 @@ func (x *EventSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventSource.ProtoReflect.Descriptor instead.
 func (*EventSource) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{86}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *EventSource) GetComponent() string {
@@ -6468,7 +6551,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_api_v1_core_proto_msgTypes[87]
+	mi := &file_api_v1_core_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6480,7 +6563,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[87]
+	mi := &file_api_v1_core_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6493,7 +6576,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{87}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *Lease) GetMetadata() *ObjectMeta {
@@ -6523,7 +6606,7 @@ type LeaseSpec struct {
 
 func (x *LeaseSpec) Reset() {
 	*x = LeaseSpec{}
-	mi := &file_api_v1_core_proto_msgTypes[88]
+	mi := &file_api_v1_core_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6535,7 +6618,7 @@ func (x *LeaseSpec) String() string {
 func (*LeaseSpec) ProtoMessage() {}
 
 func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[88]
+	mi := &file_api_v1_core_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6548,7 +6631,7 @@ func (x *LeaseSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseSpec.ProtoReflect.Descriptor instead.
 func (*LeaseSpec) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{88}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *LeaseSpec) GetHolderIdentity() string {
@@ -6598,7 +6681,7 @@ type ConfigMap struct {
 
 func (x *ConfigMap) Reset() {
 	*x = ConfigMap{}
-	mi := &file_api_v1_core_proto_msgTypes[89]
+	mi := &file_api_v1_core_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6610,7 +6693,7 @@ func (x *ConfigMap) String() string {
 func (*ConfigMap) ProtoMessage() {}
 
 func (x *ConfigMap) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[89]
+	mi := &file_api_v1_core_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6623,7 +6706,7 @@ func (x *ConfigMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMap.ProtoReflect.Descriptor instead.
 func (*ConfigMap) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{89}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *ConfigMap) GetMetadata() *ObjectMeta {
@@ -6669,7 +6752,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_api_v1_core_proto_msgTypes[90]
+	mi := &file_api_v1_core_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6681,7 +6764,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[90]
+	mi := &file_api_v1_core_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6694,7 +6777,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{90}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *Secret) GetMetadata() *ObjectMeta {
@@ -6743,7 +6826,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_api_v1_core_proto_msgTypes[91]
+	mi := &file_api_v1_core_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6755,7 +6838,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[91]
+	mi := &file_api_v1_core_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6768,7 +6851,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{91}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *Service) GetMetadata() *ObjectMeta {
@@ -6846,7 +6929,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_api_v1_core_proto_msgTypes[92]
+	mi := &file_api_v1_core_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6858,7 +6941,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[92]
+	mi := &file_api_v1_core_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6871,7 +6954,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{92}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *ServiceSpec) GetType() string {
@@ -7012,7 +7095,7 @@ type ServicePort struct {
 
 func (x *ServicePort) Reset() {
 	*x = ServicePort{}
-	mi := &file_api_v1_core_proto_msgTypes[93]
+	mi := &file_api_v1_core_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7024,7 +7107,7 @@ func (x *ServicePort) String() string {
 func (*ServicePort) ProtoMessage() {}
 
 func (x *ServicePort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[93]
+	mi := &file_api_v1_core_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7037,7 +7120,7 @@ func (x *ServicePort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServicePort.ProtoReflect.Descriptor instead.
 func (*ServicePort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{93}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *ServicePort) GetName() string {
@@ -7094,7 +7177,7 @@ type ServiceStatus struct {
 
 func (x *ServiceStatus) Reset() {
 	*x = ServiceStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[94]
+	mi := &file_api_v1_core_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7106,7 +7189,7 @@ func (x *ServiceStatus) String() string {
 func (*ServiceStatus) ProtoMessage() {}
 
 func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[94]
+	mi := &file_api_v1_core_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7119,7 +7202,7 @@ func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceStatus.ProtoReflect.Descriptor instead.
 func (*ServiceStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{94}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *ServiceStatus) GetConditions() []*Condition {
@@ -7145,7 +7228,7 @@ type LoadBalancerStatus struct {
 
 func (x *LoadBalancerStatus) Reset() {
 	*x = LoadBalancerStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[95]
+	mi := &file_api_v1_core_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7157,7 +7240,7 @@ func (x *LoadBalancerStatus) String() string {
 func (*LoadBalancerStatus) ProtoMessage() {}
 
 func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[95]
+	mi := &file_api_v1_core_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7170,7 +7253,7 @@ func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerStatus.ProtoReflect.Descriptor instead.
 func (*LoadBalancerStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{95}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *LoadBalancerStatus) GetIngress() []*LoadBalancerIngress {
@@ -7193,7 +7276,7 @@ type LoadBalancerIngress struct {
 
 func (x *LoadBalancerIngress) Reset() {
 	*x = LoadBalancerIngress{}
-	mi := &file_api_v1_core_proto_msgTypes[96]
+	mi := &file_api_v1_core_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7205,7 +7288,7 @@ func (x *LoadBalancerIngress) String() string {
 func (*LoadBalancerIngress) ProtoMessage() {}
 
 func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[96]
+	mi := &file_api_v1_core_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7218,7 +7301,7 @@ func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerIngress.ProtoReflect.Descriptor instead.
 func (*LoadBalancerIngress) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{96}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *LoadBalancerIngress) GetIp() string {
@@ -7260,7 +7343,7 @@ type PortStatus struct {
 
 func (x *PortStatus) Reset() {
 	*x = PortStatus{}
-	mi := &file_api_v1_core_proto_msgTypes[97]
+	mi := &file_api_v1_core_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7272,7 +7355,7 @@ func (x *PortStatus) String() string {
 func (*PortStatus) ProtoMessage() {}
 
 func (x *PortStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[97]
+	mi := &file_api_v1_core_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7285,7 +7368,7 @@ func (x *PortStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortStatus.ProtoReflect.Descriptor instead.
 func (*PortStatus) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{97}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *PortStatus) GetPort() int32 {
@@ -7319,7 +7402,7 @@ type Endpoints struct {
 
 func (x *Endpoints) Reset() {
 	*x = Endpoints{}
-	mi := &file_api_v1_core_proto_msgTypes[98]
+	mi := &file_api_v1_core_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7331,7 +7414,7 @@ func (x *Endpoints) String() string {
 func (*Endpoints) ProtoMessage() {}
 
 func (x *Endpoints) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[98]
+	mi := &file_api_v1_core_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7344,7 +7427,7 @@ func (x *Endpoints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoints.ProtoReflect.Descriptor instead.
 func (*Endpoints) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{98}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *Endpoints) GetMetadata() *ObjectMeta {
@@ -7372,7 +7455,7 @@ type EndpointSubset struct {
 
 func (x *EndpointSubset) Reset() {
 	*x = EndpointSubset{}
-	mi := &file_api_v1_core_proto_msgTypes[99]
+	mi := &file_api_v1_core_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7384,7 +7467,7 @@ func (x *EndpointSubset) String() string {
 func (*EndpointSubset) ProtoMessage() {}
 
 func (x *EndpointSubset) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[99]
+	mi := &file_api_v1_core_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7397,7 +7480,7 @@ func (x *EndpointSubset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointSubset.ProtoReflect.Descriptor instead.
 func (*EndpointSubset) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{99}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *EndpointSubset) GetAddresses() []*EndpointAddress {
@@ -7433,7 +7516,7 @@ type EndpointAddress struct {
 
 func (x *EndpointAddress) Reset() {
 	*x = EndpointAddress{}
-	mi := &file_api_v1_core_proto_msgTypes[100]
+	mi := &file_api_v1_core_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7445,7 +7528,7 @@ func (x *EndpointAddress) String() string {
 func (*EndpointAddress) ProtoMessage() {}
 
 func (x *EndpointAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[100]
+	mi := &file_api_v1_core_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7458,7 +7541,7 @@ func (x *EndpointAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointAddress.ProtoReflect.Descriptor instead.
 func (*EndpointAddress) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{100}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *EndpointAddress) GetIp() string {
@@ -7500,7 +7583,7 @@ type EndpointPort struct {
 
 func (x *EndpointPort) Reset() {
 	*x = EndpointPort{}
-	mi := &file_api_v1_core_proto_msgTypes[101]
+	mi := &file_api_v1_core_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7512,7 +7595,7 @@ func (x *EndpointPort) String() string {
 func (*EndpointPort) ProtoMessage() {}
 
 func (x *EndpointPort) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1_core_proto_msgTypes[101]
+	mi := &file_api_v1_core_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7525,7 +7608,7 @@ func (x *EndpointPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointPort.ProtoReflect.Descriptor instead.
 func (*EndpointPort) Descriptor() ([]byte, []int) {
-	return file_api_v1_core_proto_rawDescGZIP(), []int{101}
+	return file_api_v1_core_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *EndpointPort) GetName() string {
@@ -8083,7 +8166,7 @@ const file_api_v1_core_proto_rawDesc = "" +
 	" \x01(\tR\bqosClass\x12.\n" +
 	"\x13nominated_node_name\x18\v \x01(\tR\x11nominatedNodeName\x12|\n" +
 	"\x17resource_claim_statuses\x18\f \x03(\v2&.tugboat.api.v1.PodResourceClaimStatusB\x1c\xd2\xf3\x18\x04name\xda\xf3\x18\x10merge,retainKeysR\x15resourceClaimStatuses\x12a\n" +
-	"\x1cephemeral_container_statuses\x18\r \x03(\v2\x1f.tugboat.api.v1.ContainerStatusR\x1aephemeralContainerStatuses\"\xdc\x04\n" +
+	"\x1cephemeral_container_statuses\x18\r \x03(\v2\x1f.tugboat.api.v1.ContainerStatusR\x1aephemeralContainerStatuses\"\xa4\x05\n" +
 	"\x0fContainerStatus\x12\x18\n" +
 	"\x04name\x18\x01 \x01(\tB\x04\xe0\xf3\x18\x01R\x04name\x124\n" +
 	"\x05state\x18\x02 \x01(\v2\x1e.tugboat.api.v1.ContainerStateR\x05state\x12=\n" +
@@ -8097,10 +8180,18 @@ const file_api_v1_core_proto_rawDesc = "" +
 	"\astarted\x18\t \x01(\bB\x04\xe0\xf3\x18\x01R\astarted\x12B\n" +
 	"\tresources\x18\n" +
 	" \x01(\v2$.tugboat.api.v1.ResourceRequirementsR\tresources\x12h\n" +
-	"\x13allocated_resources\x18\v \x03(\v27.tugboat.api.v1.ContainerStatus.AllocatedResourcesEntryR\x12allocatedResources\x1aE\n" +
+	"\x13allocated_resources\x18\v \x03(\v27.tugboat.api.v1.ContainerStatus.AllocatedResourcesEntryR\x12allocatedResources\x12F\n" +
+	"\rvolume_mounts\x18\f \x03(\v2!.tugboat.api.v1.VolumeMountStatusR\fvolumeMounts\x1aE\n" +
 	"\x17AllocatedResourcesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xdc\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbc\x01\n" +
+	"\x11VolumeMountStatus\x12\x18\n" +
+	"\x04name\x18\x01 \x01(\tB\x04\xe0\xf3\x18\x01R\x04name\x12#\n" +
+	"\n" +
+	"mount_path\x18\x02 \x01(\tB\x04\xe0\xf3\x18\x01R\tmountPath\x12\x1b\n" +
+	"\tread_only\x18\x03 \x01(\bR\breadOnly\x123\n" +
+	"\x13recursive_read_only\x18\x04 \x01(\tH\x00R\x11recursiveReadOnly\x88\x01\x01B\x16\n" +
+	"\x14_recursive_read_only\"\xdc\x01\n" +
 	"\x0eContainerState\x12?\n" +
 	"\awaiting\x18\x01 \x01(\v2%.tugboat.api.v1.ContainerStateWaitingR\awaiting\x12?\n" +
 	"\arunning\x18\x02 \x01(\v2%.tugboat.api.v1.ContainerStateRunningR\arunning\x12H\n" +
@@ -8269,7 +8360,7 @@ func file_api_v1_core_proto_rawDescGZIP() []byte {
 	return file_api_v1_core_proto_rawDescData
 }
 
-var file_api_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 113)
+var file_api_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 114)
 var file_api_v1_core_proto_goTypes = []any{
 	(*Namespace)(nil),                         // 0: tugboat.api.v1.Namespace
 	(*NamespaceSpec)(nil),                     // 1: tugboat.api.v1.NamespaceSpec
@@ -8351,68 +8442,69 @@ var file_api_v1_core_proto_goTypes = []any{
 	(*SecretVolumeSource)(nil),                // 77: tugboat.api.v1.SecretVolumeSource
 	(*PodStatus)(nil),                         // 78: tugboat.api.v1.PodStatus
 	(*ContainerStatus)(nil),                   // 79: tugboat.api.v1.ContainerStatus
-	(*ContainerState)(nil),                    // 80: tugboat.api.v1.ContainerState
-	(*ContainerStateWaiting)(nil),             // 81: tugboat.api.v1.ContainerStateWaiting
-	(*ContainerStateRunning)(nil),             // 82: tugboat.api.v1.ContainerStateRunning
-	(*ContainerStateTerminated)(nil),          // 83: tugboat.api.v1.ContainerStateTerminated
-	(*Event)(nil),                             // 84: tugboat.api.v1.Event
-	(*ObjectReference)(nil),                   // 85: tugboat.api.v1.ObjectReference
-	(*EventSource)(nil),                       // 86: tugboat.api.v1.EventSource
-	(*Lease)(nil),                             // 87: tugboat.api.v1.Lease
-	(*LeaseSpec)(nil),                         // 88: tugboat.api.v1.LeaseSpec
-	(*ConfigMap)(nil),                         // 89: tugboat.api.v1.ConfigMap
-	(*Secret)(nil),                            // 90: tugboat.api.v1.Secret
-	(*Service)(nil),                           // 91: tugboat.api.v1.Service
-	(*ServiceSpec)(nil),                       // 92: tugboat.api.v1.ServiceSpec
-	(*ServicePort)(nil),                       // 93: tugboat.api.v1.ServicePort
-	(*ServiceStatus)(nil),                     // 94: tugboat.api.v1.ServiceStatus
-	(*LoadBalancerStatus)(nil),                // 95: tugboat.api.v1.LoadBalancerStatus
-	(*LoadBalancerIngress)(nil),               // 96: tugboat.api.v1.LoadBalancerIngress
-	(*PortStatus)(nil),                        // 97: tugboat.api.v1.PortStatus
-	(*Endpoints)(nil),                         // 98: tugboat.api.v1.Endpoints
-	(*EndpointSubset)(nil),                    // 99: tugboat.api.v1.EndpointSubset
-	(*EndpointAddress)(nil),                   // 100: tugboat.api.v1.EndpointAddress
-	(*EndpointPort)(nil),                      // 101: tugboat.api.v1.EndpointPort
-	nil,                                       // 102: tugboat.api.v1.NodeStatus.CapacityEntry
-	nil,                                       // 103: tugboat.api.v1.NodeStatus.AllocatableEntry
-	nil,                                       // 104: tugboat.api.v1.PodSpec.NodeSelectorEntry
-	nil,                                       // 105: tugboat.api.v1.ResourceRequirements.RequestsEntry
-	nil,                                       // 106: tugboat.api.v1.ResourceRequirements.LimitsEntry
-	nil,                                       // 107: tugboat.api.v1.ContainerStatus.AllocatedResourcesEntry
-	nil,                                       // 108: tugboat.api.v1.ConfigMap.DataEntry
-	nil,                                       // 109: tugboat.api.v1.ConfigMap.BinaryDataEntry
-	nil,                                       // 110: tugboat.api.v1.Secret.DataEntry
-	nil,                                       // 111: tugboat.api.v1.Secret.StringDataEntry
-	nil,                                       // 112: tugboat.api.v1.ServiceSpec.SelectorEntry
-	(*ObjectMeta)(nil),                        // 113: tugboat.api.v1.ObjectMeta
-	(*timestamppb.Timestamp)(nil),             // 114: google.protobuf.Timestamp
-	(*Condition)(nil),                         // 115: tugboat.api.v1.Condition
-	(*LabelSelector)(nil),                     // 116: tugboat.api.v1.LabelSelector
-	(*LabelSelectorRequirement)(nil),          // 117: tugboat.api.v1.LabelSelectorRequirement
+	(*VolumeMountStatus)(nil),                 // 80: tugboat.api.v1.VolumeMountStatus
+	(*ContainerState)(nil),                    // 81: tugboat.api.v1.ContainerState
+	(*ContainerStateWaiting)(nil),             // 82: tugboat.api.v1.ContainerStateWaiting
+	(*ContainerStateRunning)(nil),             // 83: tugboat.api.v1.ContainerStateRunning
+	(*ContainerStateTerminated)(nil),          // 84: tugboat.api.v1.ContainerStateTerminated
+	(*Event)(nil),                             // 85: tugboat.api.v1.Event
+	(*ObjectReference)(nil),                   // 86: tugboat.api.v1.ObjectReference
+	(*EventSource)(nil),                       // 87: tugboat.api.v1.EventSource
+	(*Lease)(nil),                             // 88: tugboat.api.v1.Lease
+	(*LeaseSpec)(nil),                         // 89: tugboat.api.v1.LeaseSpec
+	(*ConfigMap)(nil),                         // 90: tugboat.api.v1.ConfigMap
+	(*Secret)(nil),                            // 91: tugboat.api.v1.Secret
+	(*Service)(nil),                           // 92: tugboat.api.v1.Service
+	(*ServiceSpec)(nil),                       // 93: tugboat.api.v1.ServiceSpec
+	(*ServicePort)(nil),                       // 94: tugboat.api.v1.ServicePort
+	(*ServiceStatus)(nil),                     // 95: tugboat.api.v1.ServiceStatus
+	(*LoadBalancerStatus)(nil),                // 96: tugboat.api.v1.LoadBalancerStatus
+	(*LoadBalancerIngress)(nil),               // 97: tugboat.api.v1.LoadBalancerIngress
+	(*PortStatus)(nil),                        // 98: tugboat.api.v1.PortStatus
+	(*Endpoints)(nil),                         // 99: tugboat.api.v1.Endpoints
+	(*EndpointSubset)(nil),                    // 100: tugboat.api.v1.EndpointSubset
+	(*EndpointAddress)(nil),                   // 101: tugboat.api.v1.EndpointAddress
+	(*EndpointPort)(nil),                      // 102: tugboat.api.v1.EndpointPort
+	nil,                                       // 103: tugboat.api.v1.NodeStatus.CapacityEntry
+	nil,                                       // 104: tugboat.api.v1.NodeStatus.AllocatableEntry
+	nil,                                       // 105: tugboat.api.v1.PodSpec.NodeSelectorEntry
+	nil,                                       // 106: tugboat.api.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 107: tugboat.api.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 108: tugboat.api.v1.ContainerStatus.AllocatedResourcesEntry
+	nil,                                       // 109: tugboat.api.v1.ConfigMap.DataEntry
+	nil,                                       // 110: tugboat.api.v1.ConfigMap.BinaryDataEntry
+	nil,                                       // 111: tugboat.api.v1.Secret.DataEntry
+	nil,                                       // 112: tugboat.api.v1.Secret.StringDataEntry
+	nil,                                       // 113: tugboat.api.v1.ServiceSpec.SelectorEntry
+	(*ObjectMeta)(nil),                        // 114: tugboat.api.v1.ObjectMeta
+	(*timestamppb.Timestamp)(nil),             // 115: google.protobuf.Timestamp
+	(*Condition)(nil),                         // 116: tugboat.api.v1.Condition
+	(*LabelSelector)(nil),                     // 117: tugboat.api.v1.LabelSelector
+	(*LabelSelectorRequirement)(nil),          // 118: tugboat.api.v1.LabelSelectorRequirement
 }
 var file_api_v1_core_proto_depIdxs = []int32{
-	113, // 0: tugboat.api.v1.Namespace.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	114, // 0: tugboat.api.v1.Namespace.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	1,   // 1: tugboat.api.v1.Namespace.spec:type_name -> tugboat.api.v1.NamespaceSpec
 	2,   // 2: tugboat.api.v1.Namespace.status:type_name -> tugboat.api.v1.NamespaceStatus
-	113, // 3: tugboat.api.v1.Node.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	114, // 3: tugboat.api.v1.Node.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	4,   // 4: tugboat.api.v1.Node.spec:type_name -> tugboat.api.v1.NodeSpec
 	6,   // 5: tugboat.api.v1.Node.status:type_name -> tugboat.api.v1.NodeStatus
 	5,   // 6: tugboat.api.v1.NodeSpec.taints:type_name -> tugboat.api.v1.Taint
-	114, // 7: tugboat.api.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
-	102, // 8: tugboat.api.v1.NodeStatus.capacity:type_name -> tugboat.api.v1.NodeStatus.CapacityEntry
-	103, // 9: tugboat.api.v1.NodeStatus.allocatable:type_name -> tugboat.api.v1.NodeStatus.AllocatableEntry
-	115, // 10: tugboat.api.v1.NodeStatus.conditions:type_name -> tugboat.api.v1.Condition
+	115, // 7: tugboat.api.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
+	103, // 8: tugboat.api.v1.NodeStatus.capacity:type_name -> tugboat.api.v1.NodeStatus.CapacityEntry
+	104, // 9: tugboat.api.v1.NodeStatus.allocatable:type_name -> tugboat.api.v1.NodeStatus.AllocatableEntry
+	116, // 10: tugboat.api.v1.NodeStatus.conditions:type_name -> tugboat.api.v1.Condition
 	7,   // 11: tugboat.api.v1.NodeStatus.addresses:type_name -> tugboat.api.v1.NodeAddress
 	8,   // 12: tugboat.api.v1.NodeStatus.node_info:type_name -> tugboat.api.v1.NodeSystemInfo
 	9,   // 13: tugboat.api.v1.NodeStatus.images:type_name -> tugboat.api.v1.ContainerImage
-	113, // 14: tugboat.api.v1.Pod.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	114, // 14: tugboat.api.v1.Pod.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	12,  // 15: tugboat.api.v1.Pod.spec:type_name -> tugboat.api.v1.PodSpec
 	78,  // 16: tugboat.api.v1.Pod.status:type_name -> tugboat.api.v1.PodStatus
-	113, // 17: tugboat.api.v1.PodTemplateSpec.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	114, // 17: tugboat.api.v1.PodTemplateSpec.metadata:type_name -> tugboat.api.v1.ObjectMeta
 	12,  // 18: tugboat.api.v1.PodTemplateSpec.spec:type_name -> tugboat.api.v1.PodSpec
 	26,  // 19: tugboat.api.v1.PodSpec.containers:type_name -> tugboat.api.v1.Container
 	26,  // 20: tugboat.api.v1.PodSpec.init_containers:type_name -> tugboat.api.v1.Container
-	104, // 21: tugboat.api.v1.PodSpec.node_selector:type_name -> tugboat.api.v1.PodSpec.NodeSelectorEntry
+	105, // 21: tugboat.api.v1.PodSpec.node_selector:type_name -> tugboat.api.v1.PodSpec.NodeSelectorEntry
 	50,  // 22: tugboat.api.v1.PodSpec.tolerations:type_name -> tugboat.api.v1.Toleration
 	61,  // 23: tugboat.api.v1.PodSpec.volumes:type_name -> tugboat.api.v1.Volume
 	51,  // 24: tugboat.api.v1.PodSpec.affinity:type_name -> tugboat.api.v1.Affinity
@@ -8472,8 +8564,8 @@ var file_api_v1_core_proto_depIdxs = []int32{
 	33,  // 78: tugboat.api.v1.EnvVarSource.file_key_ref:type_name -> tugboat.api.v1.FileKeySelector
 	37,  // 79: tugboat.api.v1.EnvFromSource.config_map_ref:type_name -> tugboat.api.v1.LocalObjectReference
 	37,  // 80: tugboat.api.v1.EnvFromSource.secret_ref:type_name -> tugboat.api.v1.LocalObjectReference
-	105, // 81: tugboat.api.v1.ResourceRequirements.requests:type_name -> tugboat.api.v1.ResourceRequirements.RequestsEntry
-	106, // 82: tugboat.api.v1.ResourceRequirements.limits:type_name -> tugboat.api.v1.ResourceRequirements.LimitsEntry
+	106, // 81: tugboat.api.v1.ResourceRequirements.requests:type_name -> tugboat.api.v1.ResourceRequirements.RequestsEntry
+	107, // 82: tugboat.api.v1.ResourceRequirements.limits:type_name -> tugboat.api.v1.ResourceRequirements.LimitsEntry
 	40,  // 83: tugboat.api.v1.ResourceRequirements.claims:type_name -> tugboat.api.v1.ContainerResourceClaim
 	46,  // 84: tugboat.api.v1.Probe.exec:type_name -> tugboat.api.v1.ExecAction
 	47,  // 85: tugboat.api.v1.Probe.http_get:type_name -> tugboat.api.v1.HTTPGetAction
@@ -8490,13 +8582,13 @@ var file_api_v1_core_proto_depIdxs = []int32{
 	57,  // 96: tugboat.api.v1.PodAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
 	56,  // 97: tugboat.api.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.PodAffinityTerm
 	57,  // 98: tugboat.api.v1.PodAntiAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> tugboat.api.v1.WeightedPodAffinityTerm
-	116, // 99: tugboat.api.v1.PodAffinityTerm.label_selector:type_name -> tugboat.api.v1.LabelSelector
-	116, // 100: tugboat.api.v1.PodAffinityTerm.namespace_selector:type_name -> tugboat.api.v1.LabelSelector
+	117, // 99: tugboat.api.v1.PodAffinityTerm.label_selector:type_name -> tugboat.api.v1.LabelSelector
+	117, // 100: tugboat.api.v1.PodAffinityTerm.namespace_selector:type_name -> tugboat.api.v1.LabelSelector
 	56,  // 101: tugboat.api.v1.WeightedPodAffinityTerm.pod_affinity_term:type_name -> tugboat.api.v1.PodAffinityTerm
-	116, // 102: tugboat.api.v1.TopologySpreadConstraint.label_selector:type_name -> tugboat.api.v1.LabelSelector
+	117, // 102: tugboat.api.v1.TopologySpreadConstraint.label_selector:type_name -> tugboat.api.v1.LabelSelector
 	60,  // 103: tugboat.api.v1.NodeSelector.node_selector_terms:type_name -> tugboat.api.v1.NodeSelectorTerm
-	117, // 104: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
-	117, // 105: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	118, // 104: tugboat.api.v1.NodeSelectorTerm.match_expressions:type_name -> tugboat.api.v1.LabelSelectorRequirement
+	118, // 105: tugboat.api.v1.NodeSelectorTerm.match_fields:type_name -> tugboat.api.v1.LabelSelectorRequirement
 	73,  // 106: tugboat.api.v1.Volume.empty_dir:type_name -> tugboat.api.v1.EmptyDirVolumeSource
 	74,  // 107: tugboat.api.v1.Volume.host_path:type_name -> tugboat.api.v1.HostPathVolumeSource
 	76,  // 108: tugboat.api.v1.Volume.config_map:type_name -> tugboat.api.v1.ConfigMapVolumeSource
@@ -8518,57 +8610,58 @@ var file_api_v1_core_proto_depIdxs = []int32{
 	64,  // 124: tugboat.api.v1.DownwardAPIProjection.items:type_name -> tugboat.api.v1.DownwardAPIVolumeFile
 	75,  // 125: tugboat.api.v1.ConfigMapVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
 	75,  // 126: tugboat.api.v1.SecretVolumeSource.items:type_name -> tugboat.api.v1.KeyToPath
-	115, // 127: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
-	114, // 128: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	116, // 127: tugboat.api.v1.PodStatus.conditions:type_name -> tugboat.api.v1.Condition
+	115, // 128: tugboat.api.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
 	79,  // 129: tugboat.api.v1.PodStatus.container_statuses:type_name -> tugboat.api.v1.ContainerStatus
 	79,  // 130: tugboat.api.v1.PodStatus.init_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
 	42,  // 131: tugboat.api.v1.PodStatus.resource_claim_statuses:type_name -> tugboat.api.v1.PodResourceClaimStatus
 	79,  // 132: tugboat.api.v1.PodStatus.ephemeral_container_statuses:type_name -> tugboat.api.v1.ContainerStatus
-	80,  // 133: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
-	80,  // 134: tugboat.api.v1.ContainerStatus.last_state:type_name -> tugboat.api.v1.ContainerState
+	81,  // 133: tugboat.api.v1.ContainerStatus.state:type_name -> tugboat.api.v1.ContainerState
+	81,  // 134: tugboat.api.v1.ContainerStatus.last_state:type_name -> tugboat.api.v1.ContainerState
 	39,  // 135: tugboat.api.v1.ContainerStatus.resources:type_name -> tugboat.api.v1.ResourceRequirements
-	107, // 136: tugboat.api.v1.ContainerStatus.allocated_resources:type_name -> tugboat.api.v1.ContainerStatus.AllocatedResourcesEntry
-	81,  // 137: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
-	82,  // 138: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
-	83,  // 139: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
-	114, // 140: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	114, // 141: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	114, // 142: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	113, // 143: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	85,  // 144: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
-	86,  // 145: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
-	114, // 146: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
-	114, // 147: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
-	113, // 148: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	88,  // 149: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
-	114, // 150: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
-	114, // 151: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
-	113, // 152: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	108, // 153: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
-	109, // 154: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
-	113, // 155: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	110, // 156: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
-	111, // 157: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
-	113, // 158: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	92,  // 159: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
-	94,  // 160: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
-	112, // 161: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
-	93,  // 162: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
-	115, // 163: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
-	95,  // 164: tugboat.api.v1.ServiceStatus.load_balancer:type_name -> tugboat.api.v1.LoadBalancerStatus
-	96,  // 165: tugboat.api.v1.LoadBalancerStatus.ingress:type_name -> tugboat.api.v1.LoadBalancerIngress
-	97,  // 166: tugboat.api.v1.LoadBalancerIngress.ports:type_name -> tugboat.api.v1.PortStatus
-	113, // 167: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
-	99,  // 168: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
-	100, // 169: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
-	100, // 170: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
-	101, // 171: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
-	85,  // 172: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
-	173, // [173:173] is the sub-list for method output_type
-	173, // [173:173] is the sub-list for method input_type
-	173, // [173:173] is the sub-list for extension type_name
-	173, // [173:173] is the sub-list for extension extendee
-	0,   // [0:173] is the sub-list for field type_name
+	108, // 136: tugboat.api.v1.ContainerStatus.allocated_resources:type_name -> tugboat.api.v1.ContainerStatus.AllocatedResourcesEntry
+	80,  // 137: tugboat.api.v1.ContainerStatus.volume_mounts:type_name -> tugboat.api.v1.VolumeMountStatus
+	82,  // 138: tugboat.api.v1.ContainerState.waiting:type_name -> tugboat.api.v1.ContainerStateWaiting
+	83,  // 139: tugboat.api.v1.ContainerState.running:type_name -> tugboat.api.v1.ContainerStateRunning
+	84,  // 140: tugboat.api.v1.ContainerState.terminated:type_name -> tugboat.api.v1.ContainerStateTerminated
+	115, // 141: tugboat.api.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	115, // 142: tugboat.api.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	115, // 143: tugboat.api.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	114, // 144: tugboat.api.v1.Event.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	86,  // 145: tugboat.api.v1.Event.involved_object:type_name -> tugboat.api.v1.ObjectReference
+	87,  // 146: tugboat.api.v1.Event.source:type_name -> tugboat.api.v1.EventSource
+	115, // 147: tugboat.api.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
+	115, // 148: tugboat.api.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
+	114, // 149: tugboat.api.v1.Lease.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	89,  // 150: tugboat.api.v1.Lease.spec:type_name -> tugboat.api.v1.LeaseSpec
+	115, // 151: tugboat.api.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
+	115, // 152: tugboat.api.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
+	114, // 153: tugboat.api.v1.ConfigMap.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	109, // 154: tugboat.api.v1.ConfigMap.data:type_name -> tugboat.api.v1.ConfigMap.DataEntry
+	110, // 155: tugboat.api.v1.ConfigMap.binary_data:type_name -> tugboat.api.v1.ConfigMap.BinaryDataEntry
+	114, // 156: tugboat.api.v1.Secret.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	111, // 157: tugboat.api.v1.Secret.data:type_name -> tugboat.api.v1.Secret.DataEntry
+	112, // 158: tugboat.api.v1.Secret.string_data:type_name -> tugboat.api.v1.Secret.StringDataEntry
+	114, // 159: tugboat.api.v1.Service.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	93,  // 160: tugboat.api.v1.Service.spec:type_name -> tugboat.api.v1.ServiceSpec
+	95,  // 161: tugboat.api.v1.Service.status:type_name -> tugboat.api.v1.ServiceStatus
+	113, // 162: tugboat.api.v1.ServiceSpec.selector:type_name -> tugboat.api.v1.ServiceSpec.SelectorEntry
+	94,  // 163: tugboat.api.v1.ServiceSpec.ports:type_name -> tugboat.api.v1.ServicePort
+	116, // 164: tugboat.api.v1.ServiceStatus.conditions:type_name -> tugboat.api.v1.Condition
+	96,  // 165: tugboat.api.v1.ServiceStatus.load_balancer:type_name -> tugboat.api.v1.LoadBalancerStatus
+	97,  // 166: tugboat.api.v1.LoadBalancerStatus.ingress:type_name -> tugboat.api.v1.LoadBalancerIngress
+	98,  // 167: tugboat.api.v1.LoadBalancerIngress.ports:type_name -> tugboat.api.v1.PortStatus
+	114, // 168: tugboat.api.v1.Endpoints.metadata:type_name -> tugboat.api.v1.ObjectMeta
+	100, // 169: tugboat.api.v1.Endpoints.subsets:type_name -> tugboat.api.v1.EndpointSubset
+	101, // 170: tugboat.api.v1.EndpointSubset.addresses:type_name -> tugboat.api.v1.EndpointAddress
+	101, // 171: tugboat.api.v1.EndpointSubset.not_ready_addresses:type_name -> tugboat.api.v1.EndpointAddress
+	102, // 172: tugboat.api.v1.EndpointSubset.ports:type_name -> tugboat.api.v1.EndpointPort
+	86,  // 173: tugboat.api.v1.EndpointAddress.target_ref:type_name -> tugboat.api.v1.ObjectReference
+	174, // [174:174] is the sub-list for method output_type
+	174, // [174:174] is the sub-list for method input_type
+	174, // [174:174] is the sub-list for extension type_name
+	174, // [174:174] is the sub-list for extension extendee
+	0,   // [0:174] is the sub-list for field type_name
 }
 
 func init() { file_api_v1_core_proto_init() }
@@ -8598,14 +8691,15 @@ func file_api_v1_core_proto_init() {
 	file_api_v1_core_proto_msgTypes[75].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[76].OneofWrappers = []any{}
 	file_api_v1_core_proto_msgTypes[77].OneofWrappers = []any{}
-	file_api_v1_core_proto_msgTypes[92].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[80].OneofWrappers = []any{}
+	file_api_v1_core_proto_msgTypes[93].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1_core_proto_rawDesc), len(file_api_v1_core_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   113,
+			NumMessages:   114,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -218,6 +218,9 @@ func (r *syncRun) containerConfig(ctx context.Context, c *v1.Container, attempt 
 	if init {
 		labels[LabelInit] = "true"
 	}
+	if rro := recursiveReadOnlyLabel(mounts); rro != "" {
+		labels[LabelRecursiveReadOnlyMounts] = rro
+	}
 	return runtime.ContainerConfig{
 		Name:       c.Name,
 		Attempt:    attempt,

@@ -1,7 +1,9 @@
 package pod
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/kubelet/runtime"
@@ -17,9 +19,58 @@ import (
 // CreateContainerConfigError and Kubernetes' message (retried, as every
 // config error).
 //
-// Not done: Kubernetes also reports the mounts in
-// status.containerStatuses[].volumeMounts (with the resolved
-// recursiveReadOnly); this API has no volume mount status.
+// The mounts are reported in status.containerStatuses[].volumeMounts as
+// Kubernetes 1.30+ reports them, once the container exists in the
+// runtime: name, mountPath, readOnly, and for a read-only mount
+// recursiveReadOnly Enabled or Disabled. What was resolved is recorded on
+// the container (LabelRecursiveReadOnlyMounts: the mount paths made
+// recursively read-only), so the status says what the container got,
+// also after a kubelet restart; Kubernetes resolves it again from the
+// runtime's features for each status, which gives the same answer while
+// the runtime is the same.
+
+// LabelRecursiveReadOnlyMounts is the container label listing (a JSON
+// array) the container paths of its recursive read-only mounts; absent:
+// none.
+const LabelRecursiveReadOnlyMounts = "tugboat.io/recursive-read-only-mounts"
+
+// recursiveReadOnlyLabel is the label value for mounts, "" if none is
+// recursively read-only.
+func recursiveReadOnlyLabel(mounts []runtime.Mount) string {
+	var paths []string
+	for _, m := range mounts {
+		if m.RecursiveReadOnly {
+			paths = append(paths, m.ContainerPath)
+		}
+	}
+	if len(paths) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(paths)
+	return string(b)
+}
+
+// volumeMountStatuses is Kubernetes' status of spec's volume mounts for a
+// container created with labels (convertToAPIContainerStatuses).
+func volumeMountStatuses(spec *v1.Container, labels map[string]string) []*v1.VolumeMountStatus {
+	var rro []string
+	if l := labels[LabelRecursiveReadOnlyMounts]; l != "" {
+		_ = json.Unmarshal([]byte(l), &rro) // a label that does not parse: none
+	}
+	var out []*v1.VolumeMountStatus
+	for _, vm := range spec.GetVolumeMounts() {
+		st := &v1.VolumeMountStatus{Name: vm.Name, MountPath: vm.MountPath, ReadOnly: vm.ReadOnly}
+		if vm.ReadOnly {
+			mode := "Disabled"
+			if slices.Contains(rro, vm.MountPath) {
+				mode = "Enabled"
+			}
+			st.RecursiveReadOnly = &mode
+		}
+		out = append(out, st)
+	}
+	return out
+}
 
 // mountPropagation is Kubernetes' translateMountPropagation.
 func mountPropagation(m *v1.VolumeMount) (runtime.MountPropagation, error) {

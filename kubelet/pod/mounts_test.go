@@ -87,3 +87,70 @@ func TestMountPropagationAndRRO(t *testing.T) {
 	e.sync(again)
 	check(t, again, "if-possible-2", want(true))
 }
+
+// TestVolumeMountStatus: status.containerStatuses[].volumeMounts lists
+// the container's mounts as Kubernetes 1.30+ does once the container
+// exists: name, mountPath, readOnly, and for read-only mounts the
+// recursive read-only mode resolved (IfPossible: Disabled on a runtime
+// without recursive read-only mounts, Enabled on one with them); none
+// before the container is created.
+func TestVolumeMountStatus(t *testing.T) {
+	e := newTestEnv(t)
+	e.rt.rroErr = errors.New("no runtime handler features")
+	host := t.TempDir()
+	pod := func(name string) *v1.Pod {
+		p := newPod(name, "app")
+		p.Spec.Volumes = []*v1.Volume{{Name: "host", HostPath: &v1.HostPathVolumeSource{Path: host}}, {Name: "cache", EmptyDir: &v1.EmptyDirVolumeSource{}}}
+		p.Spec.Containers[0].VolumeMounts = []*v1.VolumeMount{
+			{Name: "cache", MountPath: "/cache"},
+			{Name: "host", MountPath: "/ro", ReadOnly: true},
+			{Name: "host", MountPath: "/rro", ReadOnly: true, RecursiveReadOnly: proto.String("IfPossible")},
+		}
+		return p
+	}
+	str := func(s string) *string { return &s }
+	want := func(rro string) []*v1.VolumeMountStatus {
+		return []*v1.VolumeMountStatus{
+			{Name: "cache", MountPath: "/cache"},
+			{Name: "host", MountPath: "/ro", ReadOnly: true, RecursiveReadOnly: str("Disabled")},
+			{Name: "host", MountPath: "/rro", ReadOnly: true, RecursiveReadOnly: str(rro)},
+		}
+	}
+	check := func(w *worker, want []*v1.VolumeMountStatus) {
+		t.Helper()
+		got := containerState(w.status, "app").GetVolumeMounts()
+		if len(got) != len(want) {
+			t.Fatalf("volumeMounts %v, want %v", got, want)
+		}
+		for i := range want {
+			if !proto.Equal(got[i], want[i]) {
+				t.Errorf("volumeMounts[%d] = %v, want %v", i, got[i], want[i])
+			}
+		}
+	}
+
+	plain := e.worker(pod("plain"))
+	e.sync(plain)
+	check(plain, want("Disabled"))
+
+	e.rt.mu.Lock()
+	e.rt.rroErr = nil
+	e.rt.mu.Unlock()
+	rro := e.worker(pod("rro"))
+	e.sync(rro)
+	check(rro, want("Enabled"))
+	// The first pod's container keeps what it was made with.
+	e.sync(plain)
+	check(plain, want("Disabled"))
+
+	// A container not created yet (the registry refuses its image) has
+	// none.
+	e.rt.wantAuth = &runtime.RegistryAuth{Username: "lab", Password: "s3cret"}
+	missing := pod("missing")
+	missing.Spec.Containers[0].Image = "reg.example/none:v1"
+	w := e.worker(missing)
+	e.sync(w)
+	if cs := containerState(w.status, "app"); cs.GetState().GetWaiting() == nil || len(cs.GetVolumeMounts()) != 0 {
+		t.Errorf("a container not created: %v", cs)
+	}
+}

@@ -104,6 +104,7 @@ func containerStatus(v containerView) *v1.ContainerStatus {
 		cs.ImageId = cur.ImageID
 		cs.ContainerId = containerIDPrefix + cur.ID
 		cs.RestartCount = int32(cur.Attempt)
+		cs.VolumeMounts = volumeMountStatuses(v.spec, cur.Labels)
 	}
 	switch {
 	case v.waiting != nil:
