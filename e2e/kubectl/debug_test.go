@@ -67,7 +67,7 @@ func TestDebug(t *testing.T) {
 
 // testKubectlDebug: kubectl debug -it on a terminal (script gives kubectl
 // one). It returns the container's id in the pod's status once it has
-// terminated with exit code 0.
+// terminated with exit code 3.
 func testKubectlDebug(t *testing.T, e *env) string {
 	line := fmt.Sprintf("%s --kubeconfig %s debug -it target --image=%s --image-pull-policy=IfNotPresent --target=app -c dbg-kubectl -- sh",
 		kubectlPath(t), e.kubeconfig, images.BusyboxRef)
@@ -80,12 +80,15 @@ func testKubectlDebug(t *testing.T, e *env) string {
 	s.typeUntil(t, "echo answer-$((40+2)); [ -t 0 ] && echo on-a-tty\n", "the shell on a terminal", func(out string) bool {
 		return strings.Contains(out, "answer-42") && strings.Contains(out, "on-a-tty")
 	})
-	s.write(t, "exit\n")
+	// The shell exits 3; kubectl exits 0, as against Kubernetes, whose
+	// attach stream ends in Success whatever the code (the code is in the
+	// container's status).
+	s.write(t, "exit 3\n")
 	if err := s.wait(t); err != nil {
-		t.Fatalf("kubectl debug -it after exit: %v\n%s", err, s.out.String())
+		t.Fatalf("kubectl debug -it after exit 3: %v, want exit status 0\n%s", err, s.out.String())
 	}
 	t.Logf("kubectl debug -it session:\n%s", s.out.String())
-	return waitTerminated(t, e, "dbg-kubectl", 0)
+	return waitTerminated(t, e, "dbg-kubectl", 3)
 }
 
 // testTugctlDebug: tugctl debug -i with stdin a pipe: no terminal, the
