@@ -88,6 +88,10 @@ func NewManager(cfg Config, d Deps) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pod metrics: %w", err)
 	}
+	usernsFirst, usernsBlocks, err := systemSubIDFiles.usernsRange(cfg.MaxPods)
+	if err != nil {
+		return nil, fmt.Errorf("user namespaces: %w", err)
+	}
 	m := &Manager{
 		cfg: cfg, rt: d.Runtime, net: d.Network, prober: d.Prober, rec: d.Recorder, src: d.Sources,
 		crashBackoff:   newBackoff(cfg.CrashBackoffInitial, cfg.CrashBackoffMax, now),
@@ -99,7 +103,7 @@ func NewManager(cfg Config, d Deps) (*Manager, error) {
 		workers:        map[string]*worker{},
 		allocs:         map[string]allocEntry{},
 		sandboxErrors:  map[string]string{},
-		userns:         &usernsAllocator{podsDir: cfg.PodsDir()},
+		userns:         &usernsAllocator{podsDir: cfg.PodsDir(), first: usernsFirst, blocks: usernsBlocks},
 		known:          map[string]containerSeen{},
 	}
 	m.images = newImagePuller(cfg, d.Runtime, d.Sources, d.Recorder, met, now)

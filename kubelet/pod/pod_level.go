@@ -63,12 +63,12 @@ func milliCPUToShares(milli int64) int64 {
 
 // User namespaces: each pod with hostUsers false gets 65536 IDs of its
 // own (0-65535 in the pod), as Kubernetes' kubelet allocates them, from
-// node IDs 65536 up (the first block is the node's own users'), recorded
-// in the pod's directory so that a restarted kubelet gives the pod the
-// same range and knows which are taken.
+// the kubelet's range (userns_mappings.go: the kubelet user's
+// subordinate IDs, else node IDs 65536 up to 2³²), recorded in the pod's
+// directory so that a restarted kubelet gives the pod the same range and
+// knows which are taken.
 const (
 	usernsLength = 65536
-	usernsBlocks = 1024 // pods with their own user namespace on one node
 	usernsFile   = "userns.json"
 )
 
@@ -77,10 +77,13 @@ type usernsRecord struct {
 	Length uint32 `json:"length"`
 }
 
-// usernsAllocator hands out the blocks; pods' directories are its state.
+// usernsAllocator hands out the blocks of the range that starts at
+// first; pods' directories are its state.
 type usernsAllocator struct {
 	mu      sync.Mutex
 	podsDir string
+	first   uint32 // the first node ID, a multiple of usernsLength
+	blocks  uint32 // how many blocks of usernsLength the range holds
 }
 
 // allocate returns the pod's mappings, the recorded ones if it has them.
@@ -99,8 +102,8 @@ func (a *usernsAllocator) allocate(uid string) (*runtime.UserNamespace, error) {
 			used[rec.HostID] = true
 		}
 	}
-	for b := uint32(1); b <= usernsBlocks; b++ {
-		host := b * usernsLength
+	for b := uint32(0); b < a.blocks; b++ {
+		host := a.first + b*usernsLength
 		if used[host] {
 			continue
 		}
@@ -115,7 +118,7 @@ func (a *usernsAllocator) allocate(uid string) (*runtime.UserNamespace, error) {
 		}
 		return mappings(rec), nil
 	}
-	return nil, fmt.Errorf("user namespace: all %d ranges of %d IDs are in use on this node", usernsBlocks, usernsLength)
+	return nil, fmt.Errorf("user namespace: all %d ranges of %d IDs are in use on this node", a.blocks, usernsLength)
 }
 
 func readUserns(path string) (usernsRecord, error) {

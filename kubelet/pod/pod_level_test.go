@@ -35,7 +35,7 @@ func TestPodCgroupResources(t *testing.T) {
 // directories: a restarted kubelet), freed with the pod's directory.
 func TestUsernsAllocator(t *testing.T) {
 	dir := t.TempDir()
-	a := &usernsAllocator{podsDir: dir}
+	a := &usernsAllocator{podsDir: dir, first: defaultUsernsFirstID, blocks: defaultUsernsLength / usernsLength}
 	one, err := a.allocate("uid-1")
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +47,7 @@ func TestUsernsAllocator(t *testing.T) {
 	if one.UIDs[0] != (runtime.IDMapping{HostID: 65536, ContainerID: 0, Length: 65536}) || two.UIDs[0].HostID != 131072 || two.GIDs[0] != two.UIDs[0] {
 		t.Fatalf("mappings %+v and %+v", one, two)
 	}
-	again, err := (&usernsAllocator{podsDir: dir}).allocate("uid-1")
+	again, err := (&usernsAllocator{podsDir: dir, first: defaultUsernsFirstID, blocks: 2}).allocate("uid-1")
 	if err != nil || again.UIDs[0] != one.UIDs[0] {
 		t.Fatalf("after a restart: %+v, %v", again, err)
 	}
