@@ -289,3 +289,47 @@ func TestEphemeralStorageLimitEviction(t *testing.T) {
 	}
 	waitEvent(t, c.Client, ns, "writer", "Evicted: "+msg, 10*time.Second)
 }
+
+// TestVolumeMountStatus: a running container's status lists its volume
+// mounts as Kubernetes 1.30+ does, through the real runtime: a writable
+// emptyDir without recursiveReadOnly, a read-only one with Disabled, a
+// recursiveReadOnly IfPossible one resolved to Enabled or Disabled (what
+// the runtime can: containerd 1.x cannot), and the service account
+// token's.
+func TestVolumeMountStatus(t *testing.T) {
+	c := sharedCluster(t)
+	t.Parallel()
+	const ns = "mountstatus"
+	pod := busyboxPod(ns, "mounts", "node1", "exec sleep 3600")
+	pod.Spec.Volumes = []*v1.Volume{{Name: "scratch", EmptyDir: &v1.EmptyDirVolumeSource{}}, {Name: "shared", EmptyDir: &v1.EmptyDirVolumeSource{}}}
+	pod.Spec.Containers[0].VolumeMounts = []*v1.VolumeMount{
+		{Name: "scratch", MountPath: "/scratch"},
+		{Name: "shared", MountPath: "/ro", ReadOnly: true},
+		{Name: "shared", MountPath: "/rro", ReadOnly: true, RecursiveReadOnly: proto.String("IfPossible")},
+	}
+	createPod(t, c.Client, pod)
+	p := waitPod(t, c.Client, ns, "mounts", 90*time.Second, "Running", running)
+	// Every mount of the stored spec, the service account admission's
+	// kube-api-access-* (read-only) last.
+	got := containerStatus(p, "main").GetVolumeMounts()
+	spec := p.GetSpec().GetContainers()[0].GetVolumeMounts()
+	if len(got) != len(spec) || len(got) != 4 {
+		t.Fatalf("volumeMounts %v, want one per mount of the spec (4): %v", got, spec)
+	}
+	if m := got[3]; m.Name != spec[3].Name || m.MountPath != "/var/run/secrets/kubernetes.io/serviceaccount" || !m.ReadOnly || m.GetRecursiveReadOnly() != "Disabled" {
+		t.Errorf("volumeMounts[3] = %v, want the service account volume, read-only, Disabled", m)
+	}
+	if m := got[0]; m.Name != "scratch" || m.MountPath != "/scratch" || m.ReadOnly || m.RecursiveReadOnly != nil {
+		t.Errorf("volumeMounts[0] = %v, want scratch at /scratch, writable, no recursiveReadOnly", m)
+	}
+	if m := got[1]; m.Name != "shared" || m.MountPath != "/ro" || !m.ReadOnly || m.GetRecursiveReadOnly() != "Disabled" {
+		t.Errorf("volumeMounts[1] = %v, want shared at /ro, read-only, Disabled", m)
+	}
+	if m := got[2]; m.MountPath != "/rro" || !m.ReadOnly || (m.GetRecursiveReadOnly() != "Enabled" && m.GetRecursiveReadOnly() != "Disabled") {
+		t.Errorf("volumeMounts[2] = %v, want /rro read-only, Enabled or Disabled", m)
+	}
+	// The mount the status calls read-only is.
+	if out, code := execIn(t, c.Client, ns, "mounts", "touch", "/ro/x"); code == 0 {
+		t.Errorf("a write under the read-only mount succeeded: %q", out)
+	}
+}
