@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/user"
 	"strconv"
@@ -66,8 +67,10 @@ func (f subIDFiles) usernsRange(maxPods int) (first uint32, blocks uint32, err e
 func (f subIDFiles) kubeletMappings() (first, length uint32, err error) {
 	u, err := f.lookup(kubeletUser)
 	if err != nil {
+		// No such user; or, in a static build (Go's own user lookup), no
+		// /etc/passwd at all, as in a FROM scratch node image.
 		var unknown user.UnknownUserError
-		if errors.As(err, &unknown) {
+		if errors.As(err, &unknown) || errors.Is(err, fs.ErrNotExist) {
 			return defaultUsernsFirstID, defaultUsernsLength, nil
 		}
 		return 0, 0, err

@@ -2,6 +2,7 @@ package pod
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -49,6 +50,8 @@ func TestUsernsRange(t *testing.T) {
 		{name: "a line that does not parse", user: kubelet, maxPods: 1,
 			subuid: "kubelet:65536\n", subgid: "kubelet:65536:65536\n", wantErr: `line 1: "kubelet:65536" is not owner:first:count`},
 		{name: "the user database fails", lookupErr: errors.New("nss down"), maxPods: 1, wantErr: "nss down"},
+		{name: "no /etc/passwd (a static build in a scratch image): the default", lookupErr: &fs.PathError{Op: "open", Path: "/etc/passwd", Err: fs.ErrNotExist},
+			maxPods: 110, wantFirst: 65536, wantBlocks: 65535},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
