@@ -158,6 +158,10 @@ type Config struct {
 	// collectors. Hollow nodes of one process each get their own, without
 	// those (they would all report the same process).
 	Registry *prometheus.Registry
+	// EventsRegistry, if set, gets the event recorder's metrics
+	// (tugboat_events_*) instead of Registry: the hollow nodes of one
+	// process share one, so the process reports their events summed.
+	EventsRegistry prometheus.Registerer
 
 	// MetricsListen serves /metrics, /healthz and /debug/pprof
 	// (--metrics-listen; empty disables).

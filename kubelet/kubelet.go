@@ -136,7 +136,11 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	net := be.net
-	rec := record.New(c, "kubelet", cfg.NodeName, reg, log)
+	var evReg prometheus.Registerer = reg
+	if cfg.EventsRegistry != nil {
+		evReg = cfg.EventsRegistry
+	}
+	rec := record.New(c, "kubelet", cfg.NodeName, evReg, log)
 
 	// Every Service, for the pods' Service environment variables.
 	serviceInformer := informer.New(client.For[*v1.Service](c), informer.Options{Logger: log})

@@ -91,6 +91,7 @@ func main() {
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 				prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tugboat_hollow_nodes", Help: "Hollow nodes this process runs."},
 					func() float64 { return float64(cfg.Nodes) }))
+			cfg.Registry = reg
 			go func() {
 				if err := metricsserver.Serve(ctx, metricsListen, reg, nil); err != nil {
 					log.Error("metrics server", "addr", metricsListen, "err", err)

@@ -28,7 +28,8 @@
 // is not, because a real node would not share it: TLS sessions (a
 // resumed TLS 1.3 session keeps the identity of the certificate it began
 // with, so sharing a session cache would let one node act as another),
-// connections, informers and their caches, metrics registries.
+// connections, informers and their caches, metrics registries (but for
+// the event recorders' counters, summed in Config.Registry).
 //
 // Every node has a root directory of its own under Config.RootDir, for
 // what the kubelet keeps about its pods (the /etc files it writes for
@@ -115,6 +116,11 @@ type Config struct {
 	// Logger gets every node's log, each line with its node
 	// (slog.Default if nil).
 	Logger *slog.Logger
+	// Registry, if set, is the process's: it gets the nodes' event
+	// recorder counters (tugboat_events_recorded_total,
+	// tugboat_events_dropped_total, tugboat_events_pending), summed
+	// over the nodes. Their other metrics stay in a registry per node.
+	Registry prometheus.Registerer
 }
 
 func (c *Config) setDefaults() {
@@ -219,9 +225,10 @@ func Run(ctx context.Context, cfg Config) error {
 			// idle goroutines per node.
 			PodStatusWriters: 2,
 			// The machine's memory and disks are not the node's.
-			EvictionHard: "none",
-			Registry:     prometheus.NewRegistry(),
-			Logger:       cfg.Logger,
+			EvictionHard:   "none",
+			Registry:       prometheus.NewRegistry(),
+			EventsRegistry: cfg.Registry,
+			Logger:         cfg.Logger,
 		}
 		wg.Add(1)
 		go func() {
