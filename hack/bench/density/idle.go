@@ -52,3 +52,25 @@ func saveURL(ctx context.Context, path, url string) error {
 	}
 	return f.Close()
 }
+
+// eventDrops is one component's event recorder over the run, from its
+// metrics: events recorded (tugboat_events_recorded_total, every Eventf,
+// repeats included) and dropped because its queues were full
+// (tugboat_events_dropped_total).
+type eventDrops struct {
+	component         string
+	recorded, dropped float64
+	err               error
+}
+
+func readEventDrops(ctx context.Context, component, addr string) eventDrops {
+	e := eventDrops{component: component}
+	m, err := promtext.Scrape(ctx, nil, "http://"+addr+"/metrics")
+	if err != nil {
+		e.err = err
+		return e
+	}
+	e.recorded, _ = m.Sum("tugboat_events_recorded_total")
+	e.dropped, _ = m.Sum("tugboat_events_dropped_total")
+	return e
+}

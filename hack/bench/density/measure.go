@@ -36,6 +36,14 @@ type result struct {
 	createSpan       time.Duration // first to last Deployment create
 	allRunning       time.Duration // first create -> every pod Running
 	startup          []time.Duration
+	startupAt        []time.Duration // when each startup was seen, from the first create
+	watch            watchLag
+	leases           []leaseStats
+	dbSize           []sample // etcd's db size over the load
+	dbErr            error
+	rss              map[string][]sample
+	events           []eventDrops
+	loadStart        time.Time
 	deleteAll        time.Duration
 	apiP99           []apiLatency
 	cpu              map[string]float64
@@ -93,13 +101,15 @@ func measure(ctx context.Context, o options, log *slog.Logger) (*result, error) 
 		return []string{"--server", apiAddr, "--ca-file", filepath.Join(pkiDir, "ca.crt"),
 			"--cert-file", filepath.Join(pkiDir, name+".crt"), "--key-file", filepath.Join(pkiDir, name+".key"), "--log-level", "warn"}
 	}
+	cmMetrics, _ := procfs.FreeAddr()
 	cm, err := start("controller-manager", filepath.Join(o.binDir, "controller-manager"), logs,
-		append(creds("controller-manager"), "--metrics-listen", "", "--cluster-cidr", "10.128.0.0/9", "--large-cluster-size-threshold", "50")...)
+		append(creds("controller-manager"), "--metrics-listen", cmMetrics, "--cluster-cidr", "10.128.0.0/9", "--large-cluster-size-threshold", "50")...)
 	if err != nil {
 		return nil, err
 	}
 	procs = append(procs, cm)
-	sched, err := start("scheduler", filepath.Join(o.binDir, "scheduler"), logs, append(creds("scheduler"), "--metrics-listen", "")...)
+	schedMetrics, _ := procfs.FreeAddr()
+	sched, err := start("scheduler", filepath.Join(o.binDir, "scheduler"), logs, append(creds("scheduler"), "--metrics-listen", schedMetrics)...)
 	if err != nil {
 		return nil, err
 	}
@@ -194,6 +204,7 @@ func measure(ctx context.Context, o options, log *slog.Logger) (*result, error) 
 			if uid := p.GetMetadata().GetUid(); !running[uid] {
 				running[uid] = true
 				r.startup = append(r.startup, seen.Sub(p.GetMetadata().GetCreationTimestamp().AsTime()))
+				r.startupAt = append(r.startupAt, seen.Sub(r.loadStart))
 				if len(running) == r.pods {
 					close(allRunning)
 				}
@@ -202,6 +213,24 @@ func measure(ctx context.Context, o options, log *slog.Logger) (*result, error) 
 		}
 	}()
 
+	// Beside the load, until every pod is gone: the watch probe, the
+	// leader Leases' renewals, RSS and etcd's db size over time.
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	var side sync.WaitGroup
+	probe := newWatchProbe(c)
+	probeErr := make(chan error, 1)
+	var smp sampler
+	var lw leaseWatch
+	side.Add(3)
+	go func() { defer side.Done(); probeErr <- probe.run(loadCtx) }()
+	go func() { defer side.Done(); smp.run(loadCtx, c, procs) }()
+	go func() { defer side.Done(); lw.run(loadCtx, c) }()
+	stopSide := func() {
+		stopLoad()
+		side.Wait()
+	}
+	defer stopSide()
+
 	for _, p := range procs {
 		r.cpu[p.Name] = -cpuSeconds(p)
 	}
@@ -209,6 +238,9 @@ func measure(ctx context.Context, o options, log *slog.Logger) (*result, error) 
 	n := r.pods / o.deploymentSize
 	every := time.Duration(float64(time.Second) * float64(o.deploymentSize) / float64(o.rate))
 	tc := time.Now()
+	mu.Lock()
+	r.loadStart = tc
+	mu.Unlock()
 	log.Info("creating Deployments", "deployments", n, "replicas", o.deploymentSize, "every", every)
 	for i := range n {
 		if _, err := deps.Create(ctx, deployment(fmt.Sprintf("density-%d", i), int32(o.deploymentSize))); err != nil {
@@ -256,6 +288,16 @@ func measure(ctx context.Context, o options, log *slog.Logger) (*result, error) 
 		return nil, err
 	}
 	r.deleteAll = time.Since(td)
+	stopSide()
+	if err := <-probeErr; err != nil {
+		return nil, err
+	}
+	r.watch = probe.result(tc)
+	r.leases = lw.result()
+	r.dbSize, r.dbErr, r.rss = smp.dbSize, smp.dbErr, smp.rss
+	for _, e := range []struct{ name, addr string }{{"controller-manager", cmMetrics}, {"scheduler", schedMetrics}, {"hollow", hollowMetrics}} {
+		r.events = append(r.events, readEventDrops(ctx, e.name, e.addr))
+	}
 	for _, p := range procs {
 		r.order = append(r.order, p.Name)
 		r.cpu[p.Name] += cpuSeconds(p)
@@ -360,6 +402,37 @@ func (r *result) printLoad(w io.Writer) {
 	fmt.Fprintf(w, "API call latency p99 by kind and verb (calls):\n")
 	for _, l := range r.apiP99 {
 		fmt.Fprintf(w, "  %-22s %-14s %8.0f  %s\n", l.kind, l.verb, l.count, time.Duration(l.p99*float64(time.Second)).Round(10*time.Microsecond))
+	}
+	l := r.watch
+	fmt.Fprintf(w, "watch delivery lag (the bench's probe pod rewritten every %s during the load; %d writes, %d never seen by its watch, %d failed):\n", probeEvery, l.writes, l.unseen, l.errs)
+	fmt.Fprintf(w, "  from the write's reply (lower bound):   p50 %s p99 %s\n", stats.Percentile(l.fromReply, 50), stats.Percentile(l.fromReply, 99))
+	fmt.Fprintf(w, "  from the write's request (upper bound): p50 %s p99 %s\n", stats.Percentile(l.fromRequest, 50), stats.Percentile(l.fromRequest, 99))
+	mean, peakRate := writeRate(l.revs)
+	fmt.Fprintf(w, "etcd: write rate %.0f revisions/s over the load (peak %.0f/s over 5 s)", mean, peakRate)
+	if len(r.dbSize) > 0 {
+		top := 0.0
+		for _, s := range r.dbSize {
+			top = max(top, s.v)
+		}
+		fmt.Fprintf(w, "; db size %s at the first create, peak %s, %s at the end\n", mib(int64(r.dbSize[0].v)), mib(int64(top)), mib(int64(r.dbSize[len(r.dbSize)-1].v)))
+	} else {
+		fmt.Fprintf(w, "; db size not read: %v\n", r.dbErr)
+	}
+	fmt.Fprintf(w, "leader Leases (renewTime gaps written by the holder; renewTime -> seen by the bench's watch):\n")
+	for _, ls := range r.leases {
+		fmt.Fprintf(w, "  %-20s %5d renewals, largest gap %s (RenewDeadline 10s), p99 lag %s\n", ls.name, ls.renewals, ls.maxGap.Round(time.Millisecond), ls.p99Lag)
+	}
+	fmt.Fprintf(w, "event recorders over the run (recorded, dropped because the queues were full):\n")
+	for _, e := range r.events {
+		if e.err != nil {
+			fmt.Fprintf(w, "  %-20s not read: %v\n", e.component, e.err)
+			continue
+		}
+		rate := 0.0
+		if e.recorded > 0 {
+			rate = 100 * e.dropped / e.recorded
+		}
+		fmt.Fprintf(w, "  %-20s %8.0f recorded %8.0f dropped (%.2f %%)\n", e.component, e.recorded, e.dropped, rate)
 	}
 	fmt.Fprintf(w, "CPU seconds during the load (create to all gone) and peak RSS:\n")
 	for _, name := range r.order {
