@@ -13,7 +13,10 @@
 // it (p50/p90/p99); API call latency p99 per verb and kind (the
 // apiserver's tugboat_apiserver_request_duration_seconds, watches left
 // out: they last as long as the stream); CPU seconds and peak RSS of every
-// component; the time from the deletes to no pod left. -idle-only stops
+// component; the time from the deletes to no pod left; watch delivery
+// lag (watchlag.go); etcd's write rate and db size; the leader Leases'
+// renewals; each event recorder's drops; and PNG charts of latency and
+// RSS over the load (-plots). -idle-only stops
 // after the idle figures (RSS, Go heap in use and goroutines per node,
 // over a 1-node process's), -profile DIR saves the heap and goroutine profiles at idle.
 package main
@@ -40,6 +43,8 @@ type options struct {
 	// profile, if set, is where the hollow process's heap profile at
 	// idle is saved.
 	profile string
+	// plots is where the PNG charts of the load go.
+	plots string
 }
 
 func main() {
@@ -55,6 +60,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the work dir (logs) afterwards")
 	flag.BoolVar(&o.idleOnly, "idle-only", false, "measure the hollow process at idle only (RSS, heap and goroutines per node), no pods")
 	flag.StringVar(&o.profile, "profile", "", "save the hollow process's heap profile at idle as DIR/hollow-heap-<nodes>.pprof (go tool pprof -sample_index=inuse_space) and its goroutines as DIR/hollow-goroutines-<nodes>.pprof (text)")
+	flag.StringVar(&o.plots, "plots", filepath.Join("_output", "density"), "where the PNG charts of the load go (density-<nodes>-latency.png, density-<nodes>-rss.png)")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if err := run(o, log); err != nil {
@@ -94,5 +100,12 @@ func run(o options, log *slog.Logger) error {
 		return err
 	}
 	r.print(os.Stdout, o)
-	return nil
+	if o.idleOnly {
+		return nil
+	}
+	paths, err := r.writePlots(o.plots)
+	for _, p := range paths {
+		fmt.Printf("plot: %s\n", p)
+	}
+	return err
 }
