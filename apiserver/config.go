@@ -3,6 +3,7 @@ package apiserver
 import (
 	"crypto/tls"
 	"fmt"
+	"github.com/tugboat/tugboat/apiserver/flowcontrol"
 	"github.com/tugboat/tugboat/apiserver/podsecurity"
 	"github.com/tugboat/tugboat/apiserver/storage"
 	"log/slog"
@@ -74,6 +75,13 @@ type Config struct {
 	// MaxConnectionsPerHost caps those from one source IP (default 1000,
 	// at most half of MaxConnections).
 	MaxConnectionsPerHost int
+	// MaxRequestsInflight is API Priority and Fairness's total of seats:
+	// unary requests executing at once over all priority levels, each
+	// level its share (flowcontrol; default 600, kube-apiserver's
+	// --max-requests-inflight plus --max-mutating-requests-inflight); a
+	// request waits in its level's queue for a seat up to 15 s. Negative
+	// turns it off.
+	MaxRequestsInflight int
 	// HandshakeTimeout closes a connection that has not finished its TLS
 	// handshake (and HTTP/2 preface) this long after accept (default 5s).
 	HandshakeTimeout time.Duration
@@ -160,6 +168,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.HandshakeTimeout == 0 {
 		c.HandshakeTimeout = 5 * time.Second
+	}
+	if c.MaxRequestsInflight == 0 {
+		c.MaxRequestsInflight = flowcontrol.DefaultTotalSeats
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -39,6 +39,7 @@ import (
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/apiserver/auth"
 	"github.com/tugboat/tugboat/apiserver/connlimit"
+	"github.com/tugboat/tugboat/apiserver/flowcontrol"
 	"github.com/tugboat/tugboat/apiserver/storage"
 	"github.com/tugboat/tugboat/apiserver/watchcache"
 )
@@ -59,9 +60,12 @@ type Server struct {
 	applier fieldManagers
 	reg     *prometheus.Registry
 	metrics *metrics
-	grpc    *grpc.Server
-	health  *health.Server
-	lis     net.Listener
+	// flow holds unary requests to their priority level's seats (nil
+	// when off; priorityandfairness.go).
+	flow   *flowcontrol.Limiter
+	grpc   *grpc.Server
+	health *health.Server
+	lis    net.Listener
 	// metricsLis serves /metrics and /healthz (nil when disabled).
 	metricsLis net.Listener
 	// kubeLis serves the Kubernetes HTTP API (nil when disabled).
@@ -127,6 +131,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.etcdCli = cli
 	s.metrics = newMetrics(s.reg)
+	if cfg.MaxRequestsInflight > 0 {
+		s.flow = flowcontrol.New(cfg.MaxRequestsInflight, flowcontrol.DefaultQueueWait, s.reg)
+	}
 	s.store = storage.New(cli, storage.NewMetrics(s.reg), cfg.Encryption)
 	s.store.SetTTLs(storage.NewTTLs(cli, map[string]time.Duration{"events": cfg.EventTTL}))
 	wcm := watchcache.NewMetrics(s.reg)
@@ -188,7 +195,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		// Outermost first: metrics see the status codes that unaryErrors
 		// and streamErrors map the handlers' plain errors to (errors.go).
-		grpc.ChainUnaryInterceptor(s.unaryMetrics, unaryErrors, s.unaryAuth),
+		grpc.ChainUnaryInterceptor(s.unaryMetrics, unaryErrors, s.unaryAuth, s.unaryFlow),
 		grpc.ChainStreamInterceptor(s.streamMetrics, streamErrors, s.streamAuth),
 	)
 	if cfg.TLS != nil {

@@ -47,6 +47,7 @@ func main() {
 	fs.StringVar(&cfg.NodePortRange, "service-node-port-range", "30000-32767", "range nodePorts are allocated from")
 	fs.DurationVar(&cfg.EventTTL, "event-ttl", time.Hour, "how long an Event lives after its last update")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", 10000, "client connections open at once over all listeners; more are reset at accept (lowered to what the file limit allows)")
+	fs.IntVar(&cfg.MaxRequestsInflight, "max-requests-inflight", 600, "API Priority and Fairness: unary requests executing at once over all priority levels, each level its share of them (leader-election, node-high, system, workload-high, workload-low, global-default, catch-all; system:masters is exempt); the rest wait in their level's queue up to 15 s; negative turns it off")
 	fs.IntVar(&cfg.MaxConnectionsPerHost, "max-connections-per-host", 1000, "client connections open at once from one source IP (at most half of --max-connections)")
 	fs.DurationVar(&cfg.HandshakeTimeout, "tls-handshake-timeout", 5*time.Second, "close a connection that has not finished its TLS handshake and HTTP/2 preface this long after accept")
 	fs.StringVar(&cfg.PodSecurity.Defaults, "pod-security", apiserver.DefaultPodSecurity, "Pod Security policies of namespaces without pod-security.kubernetes.io labels: enforce|warn|audit=privileged|baseline|restricted[:VERSION], comma-separated (modes not named are privileged; \"enforce=privileged\" is Kubernetes' default, no checks)")
