@@ -184,6 +184,9 @@ type Agent struct {
 	cidrKnown  chan struct{}
 	registered chan struct{}
 	lastWrite  time.Time
+	// lease is the node's Lease as the agent last wrote it, the base of
+	// the next renewal (nil until then, or after a failed one).
+	lease *v1.Lease
 	// refresh asks the status loop for an update now (Refresh).
 	refresh chan struct{}
 }
@@ -408,9 +411,28 @@ func (a *Agent) leaseDuration() int32 {
 	return int32(max(4*a.cfg.LeaseInterval/time.Second, 1))
 }
 
+// renewLease renews the node's Lease as Kubernetes' kubelet does: an
+// Update of the lease it last wrote (compare-and-swap on that version),
+// without reading it first; only when there is none, or that Update fails
+// (a conflict, or an answer lost), does it read the lease and update what
+// it read. At 1,000 nodes that is 100 requests a second fewer.
 func (a *Agent) renewLease(ctx context.Context) error {
 	now := timestampNow(a.now())
-	_, err := a.leases.Mutate(ctx, LeaseNamespace, a.cfg.NodeName, false, func(l *v1.Lease) error {
+	a.mu.Lock()
+	last := a.lease
+	a.lease = nil
+	a.mu.Unlock()
+	if last != nil {
+		next := proto.Clone(last).(*v1.Lease)
+		next.Spec.RenewTime = now
+		if out, err := a.leases.Update(ctx, next); err == nil {
+			a.keepLease(out)
+			return nil
+		} else if ctx.Err() != nil {
+			return err
+		}
+	}
+	out, err := a.leases.Mutate(ctx, LeaseNamespace, a.cfg.NodeName, false, func(l *v1.Lease) error {
 		if l.Spec == nil {
 			l.Spec = &v1.LeaseSpec{}
 		}
@@ -419,6 +441,9 @@ func (a *Agent) renewLease(ctx context.Context) error {
 		l.Spec.RenewTime = now
 		return nil
 	})
+	if err == nil {
+		a.keepLease(out)
+	}
 	if !apierrors.IsNotFound(err) {
 		return err
 	}
@@ -432,11 +457,25 @@ func (a *Agent) renewLease(ctx context.Context) error {
 		lease.Metadata.OwnerReferences = []*v1.OwnerReference{{ApiVersion: "v1", Kind: "Node", Name: n.GetMetadata().GetName(), Uid: n.GetMetadata().GetUid()}}
 	}
 	a.mu.Unlock()
-	_, err = a.leases.Create(ctx, lease)
+	out, err = a.leases.Create(ctx, lease)
 	if apierrors.IsAlreadyExists(err) {
 		return nil // created concurrently; renewed next time
 	}
+	if err == nil {
+		a.keepLease(out)
+	}
 	return err
+}
+
+// keepLease keeps l as the base of the next renewal if it is the node's
+// own (held by the node, with a spec).
+func (a *Agent) keepLease(l *v1.Lease) {
+	if l.GetSpec().GetHolderIdentity() != a.cfg.NodeName {
+		return
+	}
+	a.mu.Lock()
+	a.lease = l
+	a.mu.Unlock()
 }
 
 // updateStatus computes the status and writes it if it changed (or force,

@@ -156,6 +156,72 @@ func TestRegisterLeaseAndConditions(t *testing.T) {
 		return nil
 	})
 
+	// Renewals update the lease last written without reading it first:
+	// ten more renewals, no more Gets of it.
+	gets := func() float64 {
+		mfs, err := s.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := 0.0
+		for _, mf := range mfs {
+			if mf.GetName() != "tugboat_apiserver_requests_total" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				lbl := map[string]string{}
+				for _, lp := range m.GetLabel() {
+					lbl[lp.GetName()] = lp.GetValue()
+				}
+				if lbl["kind"] == "Lease" && lbl["verb"] == "Get" {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+		return sum
+	}
+	own := 0 // the test's own Gets of the lease
+	renewedAt := func() time.Time {
+		own++
+		l, err := leases.Get(ctx, LeaseNamespace, "n1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Spec.RenewTime.AsTime()
+	}
+	before, from := gets(), renewedAt()
+	wait.Eventually(t, 30*time.Second, "ten renewals", func() error {
+		if d := renewedAt().Sub(from); d < 10*100*time.Millisecond {
+			return fmt.Errorf("renewed %s after", d)
+		}
+		return nil
+	})
+	if agent := gets() - before - float64(own); agent != 0 {
+		t.Fatalf("the agent read its lease %v times over ten renewals, want 0 (it updates the lease it last wrote)", agent)
+	}
+	// A lease changed behind the agent's back (its version moved): the
+	// renewal's compare-and-swap conflicts, the agent reads the lease
+	// again and renews it.
+	l, err := leases.Get(ctx, LeaseNamespace, "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Metadata.Labels = map[string]string{"touched": "yes"}
+	if l, err = leases.Update(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	touched := l.Spec.RenewTime.AsTime()
+	wait.Eventually(t, 10*time.Second, "a renewal of the changed lease", func() error {
+		l, err := leases.Get(ctx, LeaseNamespace, "n1")
+		if err != nil {
+			return err
+		}
+		if !l.Spec.RenewTime.AsTime().After(touched) || l.Metadata.Labels["touched"] != "yes" {
+			return fmt.Errorf("renewTime %v, labels %v", l.Spec.RenewTime.AsTime(), l.Metadata.Labels)
+		}
+		return nil
+	})
+
 	// Network broken: NotReady with NetworkPluginNotReady and the reason.
 	net.set(errors.New("no CNI network config in /etc/cni/net.d"))
 	waitCondition(t, s.Client, "n1", "Ready", "False", "", "NetworkPluginNotReady", "no CNI network config")
