@@ -45,6 +45,8 @@ type options struct {
 	profile string
 	// plots is where the PNG charts of the load go.
 	plots string
+	// maxInflight is the apiserver's --max-requests-inflight.
+	maxInflight int
 }
 
 func main() {
@@ -61,6 +63,7 @@ func main() {
 	flag.BoolVar(&o.idleOnly, "idle-only", false, "measure the hollow process at idle only (RSS, heap and goroutines per node), no pods")
 	flag.StringVar(&o.profile, "profile", "", "save the hollow process's heap profile at idle as DIR/hollow-heap-<nodes>.pprof (go tool pprof -sample_index=inuse_space) and its goroutines as DIR/hollow-goroutines-<nodes>.pprof (text)")
 	flag.StringVar(&o.plots, "plots", filepath.Join("_output", "density"), "where the PNG charts of the load go (density-<nodes>-latency.png, density-<nodes>-rss.png)")
+	flag.IntVar(&o.maxInflight, "max-requests-inflight", 600, "the apiserver's --max-requests-inflight (API Priority and Fairness seats; 600 is its default)")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if err := run(o, log); err != nil {

@@ -72,7 +72,7 @@ func measure(ctx context.Context, o options, log *slog.Logger) (*result, error) 
 	api, err := start("apiserver", filepath.Join(o.binDir, "apiserver"), logs, "--pki-dir", pkiDir, "--listen", apiAddr, "--kube-listen", "",
 		"--metrics-listen", apiMetrics, "--data-dir", filepath.Join(o.workDir, "etcd"), "--log-level", "warn",
 		"--max-connections", strconv.Itoa(4*o.nodes+1000), "--max-connections-per-host", strconv.Itoa(2*o.nodes+500),
-		"--max-watches-per-connection", "-1", "--max-watches-per-user", "-1")
+		"--max-watches-per-connection", "-1", "--max-watches-per-user", "-1", "--max-requests-inflight", strconv.Itoa(o.maxInflight))
 	if err != nil {
 		return nil, err
 	}
@@ -372,7 +372,7 @@ func waitFor(ctx context.Context, timeout time.Duration, procs []*proc, cond fun
 
 func (r *result) print(w io.Writer, o options) {
 	fmt.Fprintf(w, "\n== density: %d hollow nodes, %d pods (%d per node), Deployments of %d created at %d pods/s\n", r.nodes, r.pods, o.podsPerNode, o.deploymentSize, o.rate)
-	fmt.Fprintf(w, "nodes Ready %s after the hollow process started\n", r.nodesReady.Round(time.Millisecond))
+	fmt.Fprintf(w, "apiserver --max-requests-inflight %d; nodes Ready %s after the hollow process started\n", o.maxInflight, r.nodesReady.Round(time.Millisecond))
 	r.printIdle(w)
 	if o.idleOnly {
 		return
