@@ -37,7 +37,12 @@
 //     and kept running;
 //  3. do: a syncRun carries the plan out (sync.go, sandbox.go,
 //     containers.go, stop.go): network namespace, sandbox record, CNI ADD
-//     in the background and the /etc files; image per pull policy (with
+//     in the background and the /etc files, the pod's volumes prepared
+//     meanwhile (in a goroutine of their own while the runtime makes a
+//     new sandbox, as Kubernetes has them mounted before it; a volume
+//     error is reported once the sandbox is made, and a sandbox that
+//     fails cuts the preparation short and is reported alone, as if the
+//     volumes came after it); image per pull policy (with
 //     back-off and an import hint), env, volumes, cgroup limits, create,
 //     start, the postStart hook, events; a kill runs the preStop hook
 //     first (lifecycle.go); a kill's follow-up is decided after it, by the same

@@ -51,6 +51,10 @@ type fakeRuntime struct {
 	imageVolumesErr error
 	// rroErr is what RecursiveReadOnlyMounts says (nil: supported).
 	rroErr error
+	// inSandbox, if set, runs inside RunPodSandbox (unlocked), before
+	// the sandbox is made; sandboxErr, if set, is what it fails with.
+	inSandbox  func()
+	sandboxErr error
 }
 
 func (f *fakeRuntime) RecursiveReadOnlyMounts(context.Context) error {
@@ -96,10 +100,16 @@ func (f *fakeRuntime) Version(context.Context) (runtime.VersionInfo, error) {
 }
 
 func (f *fakeRuntime) RunPodSandbox(_ context.Context, cfg runtime.SandboxConfig) (string, error) {
+	if f.inSandbox != nil {
+		f.inSandbox()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := cfg.Validate(); err != nil {
 		return "", err
+	}
+	if f.sandboxErr != nil {
+		return "", f.sandboxErr
 	}
 	id := f.id("sb")
 	f.sandboxes[id] = &runtime.SandboxStatus{ID: id, Config: cfg, State: runtime.SandboxReady, CreatedAt: f.now()}
@@ -536,18 +546,32 @@ type fakeSources struct {
 	services   []*v1.Service
 	// servicesErr is returned by Services (not read yet).
 	servicesErr error
+	// onRead, if set, runs at each ConfigMap and Secret read ("configmap
+	// NS/NAME", "secret NS/NAME") with the read's context; an error
+	// it returns is the read's.
+	onRead func(ctx context.Context, what string) error
 }
 
 func (s *fakeSources) Services() ([]*v1.Service, error) { return s.services, s.servicesErr }
 
-func (s *fakeSources) ConfigMap(_ context.Context, ns, name string) (*v1.ConfigMap, error) {
+func (s *fakeSources) ConfigMap(ctx context.Context, ns, name string) (*v1.ConfigMap, error) {
+	if s.onRead != nil {
+		if err := s.onRead(ctx, "configmap "+ns+"/"+name); err != nil {
+			return nil, err
+		}
+	}
 	if c := s.configMaps[ns+"/"+name]; c != nil {
 		return c, nil
 	}
 	return nil, apierrors.NotFound("configmaps", name)
 }
 
-func (s *fakeSources) Secret(_ context.Context, ns, name string) (*v1.Secret, error) {
+func (s *fakeSources) Secret(ctx context.Context, ns, name string) (*v1.Secret, error) {
+	if s.onRead != nil {
+		if err := s.onRead(ctx, "secret "+ns+"/"+name); err != nil {
+			return nil, err
+		}
+	}
 	if c := s.secrets[ns+"/"+name]; c != nil {
 		return c, nil
 	}

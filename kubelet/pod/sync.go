@@ -79,14 +79,32 @@ func (r *syncRun) wakeAt(t time.Time) { r.next = earliest(r.next, t) }
 
 func (r *syncRun) run(ctx context.Context) syncResult {
 	w, pod, p := r.w, r.in.pod, r.plan
+	// A new sandbox takes the runtime a while (pause container, CNI):
+	// the volumes are prepared meanwhile (API reads of configMaps,
+	// secrets and tokens, files written), so they are ready when the
+	// sandbox is, as in Kubernetes, where they are mounted before the
+	// sandbox is made.
+	var prep *volumeJob
+	if p.sandbox.create {
+		if prep = w.volumeJob(ctx, pod); prep != nil {
+			go prep.run()
+		}
+	}
 	r.doSandbox(ctx)
+	if r.sb == nil && prep != nil {
+		// No sandbox: reported as before (no FailedMount; the volumes
+		// are prepared again with the next sandbox), the preparation
+		// cut short; volumes it did prepare are kept.
+		prep.cancel()
+		_, _ = w.volumesDone(prep)
+	}
 	if r.sb != nil {
 		for _, o := range p.stale {
 			if err := teardownSandbox(ctx, w.m.rt, w.m.net, o); err != nil {
 				w.log.Warn("removing an old sandbox", "sandbox", o.ID, "err", err)
 			}
 		}
-		vols, volErr := w.podVolumes(ctx, pod)
+		vols, volErr := w.podVolumes(ctx, pod, prep)
 		if volErr != nil {
 			w.m.rec.Eventf(pod, eventWarning, "FailedMount", "%v", volErr)
 		}
@@ -240,18 +258,64 @@ func needsFollowUp(in *syncInput, sandboxID string, waiting map[string]*waiting)
 // podVolumes prepares the pod's volumes, again after volumeRefresh (so
 // configMap and secret contents follow their objects, and tokens are
 // renewed) and at once when the pod's labels or annotations change (its
-// downward API files).
-func (w *worker) podVolumes(ctx context.Context, pod *v1.Pod) (map[string]string, error) {
+// downward API files). job, if not nil, is that preparation already
+// running in the background (volumeJob): podVolumes waits for it. On an
+// error it returns the volumes prepared last (if any) with the error.
+func (w *worker) podVolumes(ctx context.Context, pod *v1.Pod, job *volumeJob) (map[string]string, error) {
+	if job == nil {
+		if job = w.volumeJob(ctx, pod); job == nil {
+			return w.volumes, nil
+		}
+		job.run()
+	}
+	return w.volumesDone(job)
+}
+
+// volumeJob is one preparation of a pod's volumes (prepareVolumes), which
+// may run in a goroutine of its own while the worker makes the sandbox.
+// Only the worker's goroutine reads its result (volumesDone), so the
+// worker's fields stay its own.
+type volumeJob struct {
+	w    *worker
+	pod  *v1.Pod
+	meta string // the labels and annotations it prepares for
+	// ctx is the preparation's (its API reads); cancel aborts it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// done is closed when run has returned, with vols and err set.
+	done chan struct{}
+	vols map[string]string
+	err  error
+}
+
+// volumeJob returns a preparation of the pod's volumes under ctx, not
+// started, or nil when the ones prepared last are current.
+func (w *worker) volumeJob(ctx context.Context, pod *v1.Pod) *volumeJob {
 	meta := formatMap(pod.GetMetadata().GetLabels()) + "\x00" + formatMap(pod.GetMetadata().GetAnnotations())
 	if w.volumes != nil && w.m.now().Sub(w.volumesAt) < volumeRefresh && meta == w.volumesMeta {
-		return w.volumes, nil
+		return nil
 	}
-	vols, err := prepareVolumes(ctx, w.m.cfg, w.m.src, pod)
-	if err != nil {
-		return w.volumes, err
+	ctx, cancel := context.WithCancel(ctx)
+	return &volumeJob{w: w, pod: pod, meta: meta, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+}
+
+// run prepares the volumes and closes done.
+func (j *volumeJob) run() {
+	defer close(j.done)
+	j.vols, j.err = prepareVolumes(j.ctx, j.w.m.cfg, j.w.m.src, j.pod)
+}
+
+// volumesDone waits for job and keeps what it prepared as the pod's
+// volumes; on an error it returns the volumes prepared last (if any)
+// with the error.
+func (w *worker) volumesDone(job *volumeJob) (map[string]string, error) {
+	<-job.done
+	job.cancel()
+	if job.err != nil {
+		return w.volumes, job.err
 	}
-	w.volumes, w.volumesAt, w.volumesMeta = vols, w.m.now(), meta
-	return vols, nil
+	w.volumes, w.volumesAt, w.volumesMeta = job.vols, w.m.now(), job.meta
+	return job.vols, nil
 }
 
 // status renders the pod's status from the runtime's state (as refreshed)
