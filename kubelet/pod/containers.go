@@ -61,11 +61,13 @@ func (r *syncRun) kill(ctx context.Context, s containerStep) (*runtime.Container
 // reason.
 func (r *syncRun) start(ctx context.Context, s containerStep, vols map[string]string, volErr error) {
 	w, pod, c := r.w, r.in.pod, s.c
+	start := time.Now()
 	if wt := w.m.images.ensure(ctx, pod, c); wt != nil {
 		r.waiting[c.Name] = wt
 		r.wakeAt(wt.Until)
 		return
 	}
+	logStep(w.log, "image ready", start, nil, "container", c.Name)
 	images, wt := r.imageVolumes(ctx, c)
 	if wt != nil {
 		r.waiting[c.Name] = wt
@@ -90,7 +92,9 @@ func (r *syncRun) start(ctx context.Context, s containerStep, vols map[string]st
 		r.waitRetry(c.Name, reason, err)
 		return
 	}
+	start = time.Now()
 	id, err := w.m.rt.CreateContainer(ctx, r.sb.ID, cfg)
+	logStep(w.log, "container created", start, err, "container", c.Name)
 	if errors.Is(err, runtime.ErrImageNotPresent) {
 		w.m.images.setPresent(c.Image, false) // removed behind our back: ask again next time
 	}
@@ -105,7 +109,10 @@ func (r *syncRun) start(ctx context.Context, s containerStep, vols map[string]st
 	if !r.networkUp(ctx) {
 		return // the sandbox and this container are gone
 	}
-	if err := w.m.rt.StartContainer(ctx, id); err != nil {
+	start = time.Now()
+	err = w.m.rt.StartContainer(ctx, id)
+	logStep(w.log, "container started", start, err, "container", c.Name)
+	if err != nil {
 		// The runtime records the failure (reason StartError): the next
 		// sync restarts the container under the crash back-off.
 		w.m.rec.Eventf(pod, eventWarning, "Failed", "Error: failed to start container %q: %v", c.Name, err)

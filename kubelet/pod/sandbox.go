@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/kubelet/network"
@@ -176,7 +177,9 @@ func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32)
 		PortMappings: runtimePorts(hostPorts(pod)),
 		LogDirectory: m.cfg.PodDir(ref.UID),
 	}
+	start := time.Now()
 	id, err := m.rt.RunPodSandbox(ctx, cfg)
+	logStep(w.log, "sandbox made", start, err, "sandbox", id)
 	if err != nil {
 		if !hostNet {
 			_ = m.net.DeleteNetNS(nsPath)
@@ -201,7 +204,9 @@ func (w *worker) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32)
 	}
 	setUp := func() {
 		defer close(pn.done)
+		start := time.Now()
 		ip, err := m.net.SetUpPod(ctx, podNetwork(id, nsPath, ref, hostPorts(pod)))
+		logStep(w.log, "pod network ready", start, err, "sandbox", id)
 		if err != nil {
 			pn.err = err
 			return

@@ -37,6 +37,7 @@ type statusManager struct {
 type statusEntry struct {
 	pod    *v1.Pod
 	status *v1.PodStatus
+	at     time.Time // when it was set (for the step log)
 }
 
 // newStatusManager writes with writers goroutines; queue is the capacity
@@ -71,7 +72,7 @@ func (s *statusManager) set(pod *v1.Pod, status *v1.PodStatus) {
 		return
 	}
 	_, queued := s.pending[uid]
-	s.pending[uid] = &statusEntry{pod: pod, status: status}
+	s.pending[uid] = &statusEntry{pod: pod, status: status, at: time.Now()}
 	if !queued && !s.inflight[uid] {
 		s.enqueue(uid)
 	}
@@ -150,7 +151,12 @@ func (s *statusManager) writeOne(ctx context.Context, uid string) {
 	rv := max(s.rv[uid], e.pod.GetMetadata().GetResourceVersion())
 	s.mu.Unlock()
 
+	start := time.Now()
 	out, err := s.write(ctx, e, rv)
+	if err == nil {
+		logStep(s.log, "pod status written", start, nil, "pod", e.pod.GetMetadata().GetNamespace()+"/"+e.pod.GetMetadata().GetName(),
+			"uid", uid, "phase", e.status.GetPhase(), "running", allRunning(e.status), "queued", start.Sub(e.at).Seconds())
+	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -302,7 +302,9 @@ func (w *worker) volumeJob(ctx context.Context, pod *v1.Pod) *volumeJob {
 // run prepares the volumes and closes done.
 func (j *volumeJob) run() {
 	defer close(j.done)
+	start := time.Now()
 	j.vols, j.err = prepareVolumes(j.ctx, j.w.m.cfg, j.w.m.src, j.pod)
+	logStep(j.w.log, "volumes prepared", start, j.err)
 }
 
 // volumesDone waits for job and keeps what it prepared as the pod's

@@ -91,6 +91,7 @@ func newWorker(m *Manager, pod *v1.Pod) *worker {
 		}
 		w.startTimed = s.Phase != "" && s.Phase != PhasePending
 	}
+	w.log.Debug("pod accepted")
 	return w
 }
 
