@@ -1,6 +1,7 @@
 package kubelet_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -103,7 +104,13 @@ func TestHostUsersFalse(t *testing.T) {
 	ensureNamespace(t, c.Client, ns)
 	p := busyboxPod(ns, name, "node1", "sleep 3600")
 	p.Spec.HostUsers = proto.Bool(false)
-	createPod(t, c.Client, p)
+	uid := createPod(t, c.Client, p).GetMetadata().GetUid()
+	t.Cleanup(func() { // gone with the test, so -count N makes it again
+		if _, err := client.For[*v1.Pod](c.Client).Delete(context.Background(), ns, name, client.DeleteOptions{GracePeriodSeconds: proto.Int64(0)}); err != nil {
+			t.Error(err)
+		}
+		waitGone(t, c.Client, ns, name, time.Minute)
+	})
 	const refusal = `Failed to create pod sandbox: RuntimeClass handler "" does not support user namespaces`
 	var how string
 	wait.Eventually(t, 2*time.Minute, "the pod running or its sandbox refused", func() error {
@@ -115,8 +122,14 @@ func TestHostUsersFalse(t *testing.T) {
 			how = "running"
 			return nil
 		}
-		for _, e := range podEvents(t, c.Client, ns, name) {
-			if strings.Contains(e, refusal) {
+		// This pod's events (by UID: a pod of the same name before it,
+		// go test -count N, left its own).
+		evs, _, err := client.For[*v1.Event](c.Client).List(ctxFor(t, 10*time.Second), client.ListOptions{Namespace: ns, FieldSelector: "involvedObject.uid=" + uid})
+		if err != nil {
+			return err
+		}
+		for _, e := range evs {
+			if strings.Contains(e.Reason+": "+e.Message, refusal) {
 				how = "refused"
 				return nil
 			}
@@ -135,12 +148,17 @@ func TestHostUsersFalse(t *testing.T) {
 		}
 		return
 	}
-	got, _ := client.For[*v1.Pod](c.Client).Get(ctxFor(t, 10*time.Second), ns, name)
+	// As in Kubernetes: the container waits in ContainerCreating, the
+	// event and the PodReadyToStartContainers condition say why. The
+	// kubelet writes the event and the status apart (its recorder and
+	// its status manager, each in the background), so the status may
+	// reach the API after the event: wait for it.
+	got := waitPod(t, c.Client, ns, name, time.Minute, "with its sandbox refused in the status", func(p *v1.Pod) bool {
+		return condition(p, "PodReadyToStartContainers").GetReason() == "FailedCreatePodSandbox"
+	})
 	if got.GetStatus().GetPhase() != "Pending" {
 		t.Errorf("phase %s, want Pending", got.GetStatus().GetPhase())
 	}
-	// As in Kubernetes: the container waits in ContainerCreating, the
-	// event and the PodReadyToStartContainers condition say why.
 	if w := containerStatus(got, "main").GetState().GetWaiting(); w.GetReason() != "ContainerCreating" {
 		t.Errorf("container state %v, want waiting ContainerCreating", containerStatus(got, "main").GetState())
 	}
