@@ -15,7 +15,9 @@
 //     runtime's clock, from the pods' status) against when the watch saw
 //     the last pod Running;
 //   - the kubelet's RSS with 30 pods, its CPU time, and a CPU profile of
-//     the 30-pod burst (top functions printed; the profile is kept).
+//     the 30-pod burst (top functions printed; the profile is kept);
+//   - with -trace, a timeline of each pod's steps, from the kubelet's
+//     debug log (trace.go): for the single pods and for each burst.
 //
 // Pods are bound by spec.nodeName (no scheduler), so the numbers are the
 // kubelet's. Run as root: go run ./hack/bench/kubelet
@@ -60,8 +62,9 @@ func main() {
 	cniConf := flag.String("cni-conf", "", "an operator CNI config file to use instead of the kubelet's default (experiments; PODCIDR in it stands for the node's pod CIDR)")
 	floorMasq := flag.Bool("floor-masq", true, "the floor's bridge plugin masquerades each pod (ipMasq); false: the floor's pods get no egress NAT at all")
 	rt := flag.String("runtime", cluster.RuntimeCRI, "the kubelet's --runtime: cri (the node's own containerd with its CRI plugin) or containerd (native)")
+	trace := flag.Bool("trace", false, "run the kubelet at --log-level debug and print each pod's steps from its log (the debug log costs the kubelet some CPU)")
 	flag.Parse()
-	if err := run(*runs, *burst, *rounds, *out, *cniConf, *rt, *floorMasq, *verbose); err != nil {
+	if err := run(*runs, *burst, *rounds, *out, *cniConf, *rt, *floorMasq, *trace, *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -77,6 +80,10 @@ type bench struct {
 	// the first and the last container start (the runtime's clock, from
 	// the pods' status) and of the watch seeing the last pod Running.
 	lastStart [][3]time.Duration
+	// lastPods is what the last startAll saw of each pod, by name, and
+	// lastBegin when it made the first create.
+	lastPods  map[string]podTimes
+	lastBegin time.Time
 	// floorMasq turns the bridge plugin's ipMasq on in the floor's config.
 	floorMasq bool
 	bins      *cluster.Binaries
@@ -85,7 +92,7 @@ type bench struct {
 	api       *client.Typed[*v1.Pod]
 }
 
-func run(runs, burst, rounds int, out, cniConf, rt string, floorMasq, verbose bool) error {
+func run(runs, burst, rounds int, out, cniConf, rt string, floorMasq, trace, verbose bool) error {
 	ctx := context.Background()
 	if err := cluster.Check(); err != nil {
 		return err
@@ -104,10 +111,14 @@ func run(runs, burst, rounds int, out, cniConf, rt string, floorMasq, verbose bo
 	if verbose {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
+	kubeletArgs := []string{"--log-level", "info", "--lease-interval", "10s", "--node-status-interval", "10s"}
+	if trace {
+		kubeletArgs = []string{"--log-level", "debug", "--log-format", "json", "--lease-interval", "10s", "--node-status-interval", "10s"}
+	}
 	c, err := cluster.New(ctx, cluster.Options{
 		Binaries: bins, Nodes: 1, NoScheduler: true, NoControllerManager: true, Logger: log, Runtime: rt,
 		LogDir:      filepath.Join(out, "logs"),
-		KubeletArgs: []string{"--log-level", "info", "--lease-interval", "10s", "--node-status-interval", "10s"},
+		KubeletArgs: kubeletArgs,
 	})
 	if err != nil {
 		return err
@@ -149,12 +160,19 @@ func run(runs, burst, rounds int, out, cniConf, rt string, floorMasq, verbose bo
 	// Single pods, kubelet and floor interleaved so both see the same
 	// background load.
 	var single, floorOne []time.Duration
+	traceOne := traceRows{}
 	for i := 0; i < runs; i++ {
+		at := logSize(b.node.LogPath)
 		d, err := b.startAll(ctx, 1, fmt.Sprintf("one-%02d", i))
 		if err != nil {
 			return err
 		}
 		single = append(single, d)
+		if trace {
+			if err := b.trace(traceOne, at); err != nil {
+				return err
+			}
+		}
 		if err := b.deleteAll(ctx); err != nil {
 			return err
 		}
@@ -193,6 +211,7 @@ func run(runs, burst, rounds int, out, cniConf, rt string, floorMasq, verbose bo
 			}()
 			time.Sleep(100 * time.Millisecond) // let the profile start before the burst
 		}
+		at := logSize(b.node.LogPath)
 		d, err := b.startAll(ctx, burst, fmt.Sprintf("burst%d", r))
 		if err != nil {
 			return err
@@ -201,6 +220,13 @@ func run(runs, burst, rounds int, out, cniConf, rt string, floorMasq, verbose bo
 		split := b.lastStart[len(b.lastStart)-1]
 		fmt.Printf("burst %d: first container started %s after the first create, last %s, last seen Running %s\n", r,
 			split[0].Round(time.Millisecond), split[1].Round(time.Millisecond), split[2].Round(time.Millisecond))
+		if trace {
+			rows := traceRows{}
+			if err := b.trace(rows, at); err != nil {
+				return err
+			}
+			rows.print(fmt.Sprintf("trace of burst %d, %d pods", r, burst))
+		}
 		if r == 0 {
 			burstCPU = b.cpu().minus(snap)
 			kubeletCPU = procCPU(pid) - cpu0
@@ -254,6 +280,9 @@ func run(runs, burst, rounds int, out, cniConf, rt string, floorMasq, verbose bo
 	fmt.Printf("\n%-44s %10s %10s %10s %10s\n", "", "p50", "p99", "min", "max")
 	printStats("kubelet: one pod, apply -> Running (watch)", single)
 	printStats("floor script: one pod (netns+CNI+ctr run)", floorOne)
+	if trace {
+		traceOne.print(fmt.Sprintf("trace of the %d single pods", runs))
+	}
 	fmt.Printf("\n%d pods at once, median of %d rounds (each round: kubelet, then floor, then under CRI crictl):\n", burst, rounds)
 	fmt.Printf("%-44s %10s   rounds %v\n", "kubelet: all Running (watch)", burstTime.Round(time.Millisecond), roundAll(bursts))
 	fmt.Printf("%-44s %10s   rounds %v\n", "floor script", floorBurst.Round(time.Millisecond), roundAll(floorBursts))
@@ -332,6 +361,7 @@ func (b *bench) startAll(ctx context.Context, n int, prefix string) (time.Durati
 	start := time.Now()
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
+	created := make([]time.Time, n)
 	for i := 0; i < n; i++ {
 		wg.Add(1)
 		go func() {
@@ -339,6 +369,7 @@ func (b *bench) startAll(ctx context.Context, n int, prefix string) (time.Durati
 			if _, err := b.api.Create(ctx, benchPod(fmt.Sprintf("%s-%02d", prefix, i), b.node.Name)); err != nil {
 				errs <- err
 			}
+			created[i] = time.Now()
 		}()
 	}
 	wg.Wait()
@@ -347,14 +378,21 @@ func (b *bench) startAll(ctx context.Context, n int, prefix string) (time.Durati
 		return 0, err
 	}
 	up := map[string]bool{}
+	pods := map[string]podTimes{}
+	for i := range n {
+		pods[fmt.Sprintf("%s-%02d", prefix, i)] = podTimes{created: created[i]}
+	}
 	var first, last time.Time
 	for len(up) < n {
 		ev, err := w.Next()
 		if err != nil {
 			return 0, fmt.Errorf("watch: %w (%d of %d running)", err, len(up), n)
 		}
-		if ev.Type == "MODIFIED" && isRunning(ev.Object) {
-			up[ev.Object.Metadata.Name] = true
+		if name := ev.Object.GetMetadata().GetName(); ev.Type == "MODIFIED" && isRunning(ev.Object) && !up[name] {
+			up[name] = true
+			pt := pods[name]
+			pt.running = time.Now()
+			pods[name] = pt
 			for _, cs := range ev.Object.GetStatus().GetContainerStatuses() {
 				t := cs.GetState().GetRunning().GetStartedAt().AsTime()
 				if first.IsZero() || t.Before(first) {
@@ -368,6 +406,7 @@ func (b *bench) startAll(ctx context.Context, n int, prefix string) (time.Durati
 	}
 	took := time.Since(start)
 	b.lastStart = append(b.lastStart, [3]time.Duration{first.Sub(start), last.Sub(start), took})
+	b.lastPods, b.lastBegin = pods, start
 	return took, nil
 }
 
@@ -472,4 +511,15 @@ func procCPUWithChildren(pid int) time.Duration {
 		sum += v
 	}
 	return time.Duration(sum) * time.Second / 100
+}
+
+// trace adds the last startAll's pods, with their steps from the
+// kubelet's log from offset at, to rows.
+func (b *bench) trace(rows traceRows, at int64) error {
+	steps, err := kubeletSteps(b.node.LogPath, at)
+	if err != nil {
+		return err
+	}
+	rows.add(b.lastBegin, b.lastPods, steps)
+	return nil
 }
