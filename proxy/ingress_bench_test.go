@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/tugboat/tugboat/api/client"
-	"github.com/tugboat/tugboat/api/manifest"
 	v1 "github.com/tugboat/tugboat/api/v1"
 	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/apiserver/apiservertest"
@@ -72,30 +71,7 @@ func BenchmarkIngressVsDirectNetns(b *testing.B) {
 	if _, err := client.For[*v1.EndpointSlice](srv.Client).Create(ctx, endpoints("web", nstest.PodIP(0))); err != nil {
 		b.Fatal(err)
 	}
-	objs, err := manifest.Decode("ing.yaml", []byte(`apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata:
-  name: web
-  namespace: default
-spec:
-  rules:
-  - host: bench.example.com
-    http:
-      paths:
-      - path: /
-        pathType: Prefix
-        backend:
-          service:
-            name: web
-            port:
-              name: http
-`))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := client.For[*v1.Ingress](srv.Client).Create(ctx, objs[0].Object.(*v1.Ingress)); err != nil {
-		b.Fatal(err)
-	}
+	createIngress(b, srv.Client, "bench.example.com", "/")
 	p := start(b, srv.Client, l, func(c *Config) { c.IngressListen = "0.0.0.0:80" })
 	defer p.stop(b)
 

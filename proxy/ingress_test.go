@@ -42,30 +42,7 @@ func TestIngressThroughProxy(t *testing.T) {
 	if _, err := client.For[*v1.EndpointSlice](srv.Client).Create(ctx, endpoints("web", nstest.PodIP(0), nstest.PodIP(1))); err != nil {
 		t.Fatal(err)
 	}
-	objs, err := manifest.Decode("ing.yaml", []byte(`apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata:
-  name: web
-  namespace: default
-spec:
-  rules:
-  - host: web.example.com
-    http:
-      paths:
-      - path: /app
-        pathType: Prefix
-        backend:
-          service:
-            name: web
-            port:
-              name: http
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := client.For[*v1.Ingress](srv.Client).Create(ctx, objs[0].Object.(*v1.Ingress)); err != nil {
-		t.Fatal(err)
-	}
+	createIngress(t, srv.Client, "web.example.com", "/app")
 	p := start(t, srv.Client, l, func(c *Config) { c.IngressListen = "0.0.0.0:80" })
 	defer p.stop(t)
 
@@ -112,4 +89,34 @@ spec:
 		}
 		return nil
 	})
+}
+
+// createIngress creates the Ingress default/web: one Prefix rule, host
+// and path, to the Service web's port http.
+func createIngress(t testing.TB, c *client.Client, host, path string) {
+	t.Helper()
+	objs, err := manifest.Decode("ing.yaml", []byte(fmt.Sprintf(`apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: web
+  namespace: default
+spec:
+  rules:
+  - host: %s
+    http:
+      paths:
+      - path: %s
+        pathType: Prefix
+        backend:
+          service:
+            name: web
+            port:
+              name: http
+`, host, path)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.For[*v1.Ingress](c).Create(context.Background(), objs[0].Object.(*v1.Ingress)); err != nil {
+		t.Fatal(err)
+	}
 }
