@@ -52,7 +52,7 @@ spec:
 			pr.SetXForwarded()
 			pr.Out.Host = pr.In.Host
 		},
-		Transport: cl.c.proxy.Transport.(*http.Transport).Clone(),
+		Transport: cl.c.transport.Clone(),
 	}
 	bareAddr := cl.backendFunc("bare", bare.ServeHTTP)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024}}

@@ -73,10 +73,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -130,8 +130,12 @@ type Controller struct {
 	cfg      Config
 	log      *slog.Logger
 	metrics  *metrics
-	proxy    *httputil.ReverseProxy
 	recorder *record.Recorder
+
+	// Shared by the backends' reverse proxies.
+	transport *http.Transport
+	buffers   *bufferPool
+	proxyLog  *log.Logger
 
 	ingresses *informer.Informer[*v1.Ingress]
 	classes   *informer.Informer[*v1.IngressClass]
@@ -176,7 +180,8 @@ func New(cfg Config) (*Controller, error) {
 		changed:   make(chan struct{}, 1), status: make(chan struct{}, 1),
 		reported: map[string]time.Time{}, synced: map[string]int64{}, ready: make(chan struct{}),
 	}
-	c.proxy = newReverseProxy(cfg.NetNS, c.metrics, log)
+	c.transport, c.buffers = newTransport(cfg.NetNS), &bufferPool{}
+	c.proxyLog = slog.NewLogLogger(log.Handler(), slog.LevelDebug)
 	c.table.Store(&Table{})
 	changed := func() { c.Changed() }
 	c.ingresses.AddHandler(informer.Handler[*v1.Ingress]{OnAdd: func(*v1.Ingress) { changed() },
@@ -323,6 +328,7 @@ func (c *Controller) serve(ctx context.Context, ln net.Listener, tc *tls.Config)
 func (c *Controller) rebuild(fallback *tls.Certificate) {
 	t, problems := Build(Snapshot{Ingresses: c.ingresses.List(), Classes: c.classes.List(),
 		Service: c.cfg.Source.Service, EndpointSlices: c.cfg.Source.EndpointSlices})
+	c.wire(t)
 	c.table.Store(t)
 	c.secrets.set(secretKeys(t.served))
 	certs, certProblems := buildCerts(t.served, c.secrets.Get, fallback)

@@ -5,10 +5,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/tugboat/tugboat/api/client"
 	v1 "github.com/tugboat/tugboat/api/v1"
@@ -285,6 +288,50 @@ spec:
 	// No rule and no default backend: 404.
 	if code, body, _ := cl.get("other.example.com", "/"); code != 404 || !strings.Contains(body, "no Ingress rule matches") {
 		t.Errorf("unmatched: %d %q", code, body)
+	}
+}
+
+// An endpoint that refuses connections answers 502, naming the endpoint
+// the request was sent to and the Service, and counts as that Ingress's
+// upstream error.
+func TestUpstreamError(t *testing.T) {
+	cl := startCluster(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := ln.Addr().String()
+	ln.Close() // nothing listens there any more: connections are refused
+	cl.service("down", down)
+	cl.apply(`apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: down
+spec:
+  rules:
+  - host: down.example.com
+    http:
+      paths:
+      - path: /
+        pathType: Prefix
+        backend:
+          service:
+            name: down
+            port:
+              number: 80
+`)
+	want := "endpoint " + down + " of down:80 failed: dial tcp " + down + ": connect: connection refused"
+	wait.Eventually(t, 20*time.Second, "down.example.com answering 502", func() error {
+		code, body, h := cl.get("down.example.com", "/x")
+		if code != 502 || h.Get("X-Tugboat-Ingress-Reason") != "UpstreamError" || !strings.Contains(body, want) {
+			return fmt.Errorf("got %d %s %q", code, h.Get("X-Tugboat-Ingress-Reason"), body)
+		}
+		return nil
+	})
+	errs := testutil.ToFloat64(cl.c.metrics.upstreamErrors.WithLabelValues("default", "down"))
+	bad := testutil.ToFloat64(cl.c.metrics.requests.WithLabelValues("default", "down", "502"))
+	if errs < 1 || errs != bad {
+		t.Errorf("upstream errors %v, requests answered 502 %v: want the same, at least 1", errs, bad)
 	}
 }
 

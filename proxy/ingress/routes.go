@@ -3,6 +3,7 @@ package ingress
 import (
 	"cmp"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,6 +70,11 @@ type backend struct {
 	next      atomic.Uint64
 	reason    string // "" when addrs is not empty
 	message   string
+
+	// Set by the controller (wire) before the table serves; nil in a
+	// table Build made alone.
+	metrics *ingressMetrics
+	proxy   http.Handler // nil without addrs
 }
 
 // pick returns the next endpoint, round robin.
@@ -170,6 +176,24 @@ func (t *Table) hostRules(host string) *hostRules {
 }
 
 func newHostRules() *hostRules { return &hostRules{exact: map[string]*backend{}} }
+
+// backends are every backend of the table (a backend serving several
+// paths once per path).
+func (t *Table) backends() []*backend {
+	var out []*backend
+	if t.fallback != nil {
+		out = append(out, t.fallback)
+	}
+	for _, hr := range t.allHosts() {
+		for _, b := range hr.exact {
+			out = append(out, b)
+		}
+		for _, p := range hr.prefixes {
+			out = append(out, p.b)
+		}
+	}
+	return out
+}
 
 func (t *Table) allHosts() []*hostRules {
 	var out []*hostRules

@@ -1,10 +1,10 @@
 package ingress
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"html"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -14,23 +14,13 @@ import (
 	"github.com/tugboat/tugboat/internal/netns"
 )
 
-type targetKey struct{}
-
-// target is the endpoint a request was sent to.
-type target struct {
-	addr string
-	be   *backend
-}
-
-// newReverseProxy is net/http's reverse proxy to the endpoint ServeHTTP
-// picked: the Host header kept, X-Forwarded-For/Host/Proto set,
-// hop-by-hop headers dropped and upgrades (websockets) spliced by
-// httputil, responses of unknown length (streams) flushed as they come,
-// the body's encoding untouched; connections to endpoints are dialled in
-// the node's namespace and kept alive.
-func newReverseProxy(nsFd int, m *metrics, log *slog.Logger) *httputil.ReverseProxy {
+// newTransport is the client side of every backend's reverse proxy:
+// connections to endpoints are dialled in the node's namespace and kept
+// alive, HTTP/1.1 (an http:// endpoint never gets HTTP/2 from a Transport
+// with its own DialContext).
+func newTransport(nsFd int) *http.Transport {
 	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
-	transport := &http.Transport{
+	return &http.Transport{
 		DialContext: func(ctx context.Context, network, addr string) (c net.Conn, err error) {
 			if nsFd == 0 {
 				return dialer.DialContext(ctx, network, addr)
@@ -49,57 +39,68 @@ func newReverseProxy(nsFd int, m *metrics, log *slog.Logger) *httputil.ReversePr
 		// answer in the proxy.
 		DisableCompression: true,
 	}
+}
+
+// reverseProxy is net/http's reverse proxy to be's endpoints, round
+// robin: the Host header kept, X-Forwarded-For/Host/Proto set,
+// hop-by-hop headers dropped and upgrades (websockets) spliced by
+// httputil, responses of unknown length (streams) flushed as they come,
+// the body's encoding untouched. One per backend, made when the table is
+// built, so a request carries no state of its own to it (no context
+// value, no copy of the request): its endpoint is picked in Rewrite and
+// read back from the outgoing URL when it fails.
+func (c *Controller) reverseProxy(be *backend) *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			t := pr.In.Context().Value(targetKey{}).(*target)
-			pr.Out.URL.Scheme, pr.Out.URL.Host = "http", t.addr
+			pr.Out.URL.Scheme, pr.Out.URL.Host = "http", be.pick()
 			pr.SetXForwarded()
 			pr.Out.Host = pr.In.Host
 		},
-		Transport:  transport,
-		BufferPool: &bufferPool{},
-		ErrorLog:   slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		Transport:  c.transport,
+		BufferPool: c.buffers,
+		ErrorLog:   c.proxyLog,
+		// r is the outgoing request (its URL the endpoint) when the
+		// round trip failed, the incoming one (no endpoint yet) when the
+		// request was refused before it.
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			t := r.Context().Value(targetKey{}).(*target)
-			m.of(t.be.namespace, t.be.name).upstreamErrors.Inc()
-			log.Debug("upstream error", "ingress", t.be.ingress, "endpoint", t.addr, "err", err)
-			page(w, http.StatusBadGateway, "UpstreamError", fmt.Sprintf("endpoint %s of %s failed: %v", t.addr, t.be.service, err))
+			be.metrics.upstreamErrors.Inc()
+			addr := cmp.Or(r.URL.Host, "(none picked)")
+			c.log.Debug("upstream error", "ingress", be.ingress, "endpoint", addr, "err", err)
+			page(w, http.StatusBadGateway, "UpstreamError", fmt.Sprintf("endpoint %s of %s failed: %v", addr, be.service, err))
 		},
+	}
+}
+
+// wire gives every backend of t its metric series and, when it has
+// endpoints, its reverse proxy.
+func (c *Controller) wire(t *Table) {
+	for _, be := range t.backends() {
+		be.metrics = c.metrics.of(be.namespace, be.name)
+		if len(be.addrs) > 0 {
+			be.proxy = c.reverseProxy(be)
+		}
 	}
 }
 
 // ServeHTTP routes one request by the current table. Per request it
-// allocates one reqState (the status writer and the target together) and
-// the context carrying it; the table, the backend and the metric series
-// are looked up, not built.
+// allocates the status writer only: the table, the backend, its reverse
+// proxy and its metric series are looked up, not built.
 func (c *Controller) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	st := &reqState{sw: statusWriter{ResponseWriter: w, code: http.StatusOK}}
-	sw := &st.sw
+	sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 	be := c.table.Load().Match(r.Host, r.URL.Path)
-	var ns, name string
 	switch {
 	case be == nil:
 		page(sw, http.StatusNotFound, "NoRule", fmt.Sprintf("no Ingress rule matches host %q and path %q, and there is no default backend", r.Host, r.URL.Path))
+		c.metrics.of("", "").request(sw.code)
+		return
 	case len(be.addrs) == 0:
-		ns, name = be.namespace, be.name
 		page(sw, http.StatusServiceUnavailable, be.reason, fmt.Sprintf("Ingress %s, backend %s: %s", be.ingress, be.service, be.message))
 	default:
-		ns, name = be.namespace, be.name
-		st.target = target{addr: be.pick(), be: be}
-		c.proxy.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), targetKey{}, &st.target)))
+		be.proxy.ServeHTTP(sw, r)
 	}
-	im := c.metrics.of(ns, name)
-	im.request(sw.code)
-	if name != "" {
-		im.duration.Observe(time.Since(start).Seconds())
-	}
-}
-
-// reqState is one request's: its status writer and its endpoint.
-type reqState struct {
-	sw     statusWriter
-	target target
+	be.metrics.request(sw.code)
+	be.metrics.duration.Observe(time.Since(start).Seconds())
 }
 
 // bufferPool lends the reverse proxy its 32 KiB copy buffers (without
