@@ -95,6 +95,7 @@ func BenchmarkIngressVsDirectNetns(b *testing.B) {
 					b.ReportMetric(r.rps, "req/s")
 					b.ReportMetric(r.p99.Seconds()*1000, "p99-ms")
 					b.ReportMetric(r.backendCPU, "backend-cpu-us/req")
+					b.ReportMetric(r.backendSys, "backend-sys-us/req")
 					b.ReportMetric(r.proxyCPU, "proxy-cpu-us/req")
 					b.ReportMetric(r.wrkCPU, "wrk-cpu-us/req")
 					b.ReportMetric(float64(r.accepts), "backend-accepts")
@@ -170,6 +171,7 @@ type wrkResult struct {
 	rps                          float64
 	p99                          time.Duration
 	backendCPU, proxyCPU, wrkCPU float64 // µs per request
+	backendSys                   float64 // of backendCPU, in the kernel
 	accepts                      int64   // connections the backend accepted (keep-alive: about 64)
 }
 
@@ -190,9 +192,11 @@ func runWrk(b *testing.B, ns, pod *nstest.NS, url string, backend int) wrkResult
 		return out.String(), cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
 	wrk("1s")
-	be0, self0, acc0 := procCPU(b, backend), selfCPU(), passiveOpens(b, pod)
+	be0, sys0 := procCPU(b, backend)
+	self0, acc0 := selfCPU(), passiveOpens(b, pod)
 	out, wrkCPU := wrk("5s")
-	be, self := procCPU(b, backend)-be0, selfCPU()-self0
+	be, sys := procCPU(b, backend)
+	be, sys, self := be-be0, sys-sys0, selfCPU()-self0
 	r := wrkResult{accepts: passiveOpens(b, pod) - acc0}
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
@@ -211,6 +215,7 @@ func runWrk(b *testing.B, ns, pod *nstest.NS, url string, backend int) wrkResult
 	}
 	n := r.rps * 5
 	r.backendCPU = float64(be.Microseconds()) / n
+	r.backendSys = float64(sys.Microseconds()) / n
 	r.proxyCPU = float64(self.Microseconds()) / n
 	r.wrkCPU = float64(wrkCPU.Microseconds()) / n
 	return r
@@ -262,8 +267,9 @@ func passiveOpens(b *testing.B, ns *nstest.NS) int64 {
 	return 0
 }
 
-// procCPU is the user+system CPU time of process pid so far.
-func procCPU(b *testing.B, pid int) time.Duration {
+// procCPU is the user+system CPU time of process pid so far, and of it
+// the system time.
+func procCPU(b *testing.B, pid int) (total, sys time.Duration) {
 	b.Helper()
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -274,7 +280,7 @@ func procCPU(b *testing.B, pid int) time.Duration {
 	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
+	return time.Duration(ut+st) * time.Second / 100, time.Duration(st) * time.Second / 100 // USER_HZ is 100 on Linux
 }
 
 // selfCPU is this process's user+system CPU time so far.
