@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -96,14 +97,33 @@ type controlPlane struct {
 	metrics    []string // metrics addresses, one per apiserver
 }
 
+// handedOut holds every port freePort returned in this test process.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// freePort returns a loopback port free now and never returned before by
+// it in this process. The port is closed again before a process binds it,
+// so the kernel may offer it twice: the full run of make test once gave
+// etcd1's client port to apiserver0's --kube-listen as well, and the
+// apiserver could not start.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func loopback(t *testing.T) string { return "127.0.0.1:" + strconv.Itoa(freePort(t)) }
