@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/tugboat/tugboat/apiserver/auth"
 	"github.com/tugboat/tugboat/apiserver/storage"
 	"github.com/tugboat/tugboat/apiserver/warning"
+	"github.com/tugboat/tugboat/apiserver/watchcache"
 )
 
 // AuthConfig turns authentication and authorization on. Without it the
@@ -270,8 +272,16 @@ func envReferences(env []*v1.EnvVar, envFrom []*v1.EnvFromSource, cm bool, name 
 	return false
 }
 
-// followRBAC loads the RBAC kinds into the authorizer and keeps it current
-// from their watch caches.
+// followRBAC loads the Roles, ClusterRoles and their bindings from storage
+// and keeps s.rbac current from their watch caches until ctx ends. The
+// first List's error is returned (the apiserver does not start without its
+// policy); after that, a watch that cannot start or that ends is followed
+// by a new list that replaces what the kind held, and a watch from its
+// revision, as client-go's reflector re-lists. A watch may not start at
+// once: with several etcd members the list may read a revision the watch
+// cache, fed by another member, has not reached yet (the full run of make
+// test once stopped an apiserver of the three-server install at start on
+// "too large resource version: 23, current: 22 (of rolebindings)").
 func (s *Server) followRBAC(ctx context.Context) error {
 	for _, name := range []string{"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"} {
 		k, _ := kinds.Lookup(name)
@@ -279,30 +289,48 @@ func (s *Server) followRBAC(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		for _, o := range res.Items {
-			s.rbac.Apply(o, false)
-		}
-		w, err := s.caches[k].Watch(ctx, res.Revision)
-		if err != nil {
-			return err
-		}
-		go func() {
-			defer w.Stop()
+		s.rbac.Replace(name, res.Items)
+		go s.watchRBAC(ctx, k, name, res.Revision)
+	}
+	return nil
+}
+
+// watchRBAC applies the kind's changes after revision rev to s.rbac,
+// listing again whenever its watch cannot start or ends, until ctx ends.
+func (s *Server) watchRBAC(ctx context.Context, k *kinds.Kind, name string, rev int64) {
+	for {
+		w, err := s.caches[k].Watch(ctx, rev)
+		if err == nil {
 			for {
-				e, err := w.Next(ctx)
-				if err != nil {
-					if ctx.Err() == nil {
-						s.log.Error("RBAC watch ended; authorization may be stale", "kind", name, "err", err)
-					}
-					return
+				var e *watchcache.Event
+				if e, err = w.Next(ctx); err != nil {
+					break
 				}
 				if e.Obj != nil {
 					s.rbac.Apply(e.Obj, e.Type == "DELETED")
 				}
 			}
-		}()
+			w.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Warn("RBAC watch ended; listing again", "kind", name, "err", err)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+			res, err := s.store.List(ctx, k, storage.ListOptions{})
+			if err == nil {
+				s.rbac.Replace(name, res.Items)
+				rev = res.Revision
+				break
+			}
+			s.log.Warn("listing RBAC objects again", "kind", name, "err", err)
+		}
 	}
-	return nil
 }
 
 // bootstrapPolicy creates the default roles and bindings that are missing,

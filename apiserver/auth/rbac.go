@@ -83,6 +83,34 @@ func (r *RBAC) Apply(obj v1.Object, deleted bool) {
 	}
 }
 
+// Replace makes the objects of one RBAC kind ("Role", "ClusterRole",
+// "RoleBinding" or "ClusterRoleBinding") exactly objs, as a fresh list of
+// that kind says: what is gone from it is forgotten.
+func (r *RBAC) Replace(kind string, objs []v1.Object) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch kind {
+	case "Role":
+		r.roles = replaced[*v1.Role](objs)
+	case "ClusterRole":
+		r.clusterRoles = replaced[*v1.ClusterRole](objs)
+	case "RoleBinding":
+		r.bindings = replaced[*v1.RoleBinding](objs)
+	case "ClusterRoleBinding":
+		r.clusterBinds = replaced[*v1.ClusterRoleBinding](objs)
+	}
+}
+
+func replaced[T v1.Object](objs []v1.Object) map[string]T {
+	m := make(map[string]T, len(objs))
+	for _, o := range objs {
+		if t, ok := o.(T); ok {
+			m[v1.Key(o)] = t
+		}
+	}
+	return m
+}
+
 func setOrDelete[T any](m map[string]T, k string, v T, deleted bool) {
 	if deleted {
 		delete(m, k)
