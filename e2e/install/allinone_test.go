@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/kubelet/runtime"
 )
 
@@ -37,16 +36,9 @@ func TestAllInOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	admin := filepath.Join(data, "admin.config")
-	wait.Eventually(t, 2*time.Minute, "the node Ready", func() error {
+	waitReadyNodes(t, r.ctx, admin, 1, func() error {
 		if p.Exited() {
-			t.Fatalf("tugboat up exited; see %s", p.LogPath())
-		}
-		out, err := tugctl(r.ctx, admin, "get", "nodes", "--no-headers")
-		if err != nil {
-			return err
-		}
-		if !strings.Contains(out, " Ready ") {
-			return fmt.Errorf("nodes:\n%s", out)
+			return fmt.Errorf("tugboat up exited; see %s", p.LogPath())
 		}
 		return nil
 	})

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tugboat/tugboat/api/wait"
 	"github.com/tugboat/tugboat/deploy/images"
 	"github.com/tugboat/tugboat/e2e/cluster"
 	"github.com/tugboat/tugboat/e2e/netlab"
@@ -271,6 +272,28 @@ func (r *run) installSh(args ...string) string {
 }
 
 // tugctl runs the built tugctl with the config; it returns stdout.
+// waitReadyNodes waits until exactly n nodes are Ready, as tugctl lists
+// them; alive, if set, is checked first on every try, and its error (a
+// component the test started has exited) fails the test at once.
+func waitReadyNodes(t *testing.T, ctx context.Context, config string, n int, alive func() error) {
+	t.Helper()
+	wait.Eventually(t, 2*time.Minute, fmt.Sprintf("%d Ready node(s)", n), func() error {
+		if alive != nil {
+			if err := alive(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, err := tugctl(ctx, config, "get", "nodes", "--no-headers")
+		if err != nil {
+			return err
+		}
+		if got := strings.Count(out, " Ready "); got != n {
+			return fmt.Errorf("nodes:\n%s", out)
+		}
+		return nil
+	})
+}
+
 func tugctl(ctx context.Context, config string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(built.binDir, "tugctl"), append([]string{"--config", config}, args...)...)
 	var stderr strings.Builder

@@ -59,16 +59,7 @@ func TestInstallScript(t *testing.T) {
 		ctds = append(ctds, r.installWorker(h, fmt.Sprintf("worker-%d", i+1), join))
 		nodeIPs = append(nodeIPs, h.IP.String())
 	}
-	wait.Eventually(t, 2*time.Minute, "two Ready workers", func() error {
-		out, err := tugctl(r.ctx, admin, "get", "nodes", "--no-headers")
-		if err != nil {
-			return err
-		}
-		if n := strings.Count(out, " Ready "); n != 2 {
-			return fmt.Errorf("nodes:\n%s", out)
-		}
-		return nil
-	})
+	waitReadyNodes(t, r.ctx, admin, 2, nil)
 	t.Logf("control plane and two workers Ready %s after install.sh control-plane", time.Since(start).Round(100*time.Millisecond))
 
 	// The kubelet joined with a one-time token (no node key left the control plane).

@@ -177,16 +177,7 @@ func TestInstallThreeServers(t *testing.T) {
 		t.Errorf("join-command's worker command %v, want --server %s", join, strings.Join(apis, ","))
 	}
 	r.installWorker(worker, "worker-1", join)
-	wait.Eventually(t, 2*time.Minute, "worker-1 Ready", func() error {
-		out, err := tugctl(r.ctx, admin, "get", "nodes", "--no-headers")
-		if err != nil {
-			return err
-		}
-		if !strings.Contains(out, " Ready ") {
-			return fmt.Errorf("nodes:\n%s", out)
-		}
-		return nil
-	})
+	waitReadyNodes(t, r.ctx, admin, 1, nil)
 	t.Logf("three servers and a worker Ready %s after install.sh control-plane", time.Since(start).Round(100*time.Millisecond))
 	quickStart(t, r.ctx, admin, []string{worker.IP.String()})
 	if _, err := tugctl(r.ctx, admin, "create", "configmap", "before", "--from-literal", "written=before-the-fault"); err != nil {
