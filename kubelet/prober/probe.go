@@ -121,8 +121,10 @@ func HTTPGet(ctx context.Context, podIP string, c *v1.Container, h *v1.HTTPGetAc
 }
 
 // HTTPClient is the client httpGet actions are sent with: no keep-alive,
-// no proxy, certificates not verified and redirects not followed (a 3xx
-// is the answer), as Kubernetes' probes and hooks.
+// no proxy, certificates not verified, and redirects followed as
+// Kubernetes' probes and hooks follow them (its RedirectChecker with
+// followNonLocalRedirects false): to the same host, up to 10; a redirect
+// to another host is not followed (its 3xx is the answer).
 func HTTPClient(timeout time.Duration) *http.Client {
 	return &http.Client{
 		Timeout: timeout,
@@ -131,8 +133,18 @@ func HTTPClient(timeout time.Duration) *http.Client {
 			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, // as Kubernetes: probes and hooks do not verify certificates
 			Proxy:             nil,
 		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		CheckRedirect: sameHostRedirects,
 	}
+}
+
+func sameHostRedirects(req *http.Request, via []*http.Request) error {
+	if req.URL.Hostname() != via[0].URL.Hostname() {
+		return http.ErrUseLastResponse
+	}
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	return nil
 }
 
 func httpProbe(ctx context.Context, podIP string, c *v1.Container, h *v1.HTTPGetAction, timeout time.Duration) (bool, string) {

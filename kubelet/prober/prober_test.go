@@ -105,6 +105,42 @@ func (e *events) count() int { e.mu.Lock(); defer e.mu.Unlock(); return len(e.ms
 
 // TestThresholdsAndStartup runs real probe goroutines (period 1s) against
 // a server that fails on demand.
+// TestHTTPProbeRedirects: as Kubernetes' probes, a redirect to the same
+// host is followed (its target's answer decides), one to another host is
+// not (the 3xx counts as success), and a loop stops after 10 redirects.
+func TestHTTPProbeRedirects(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/to-broken":
+			http.Redirect(w, r, "/broken", http.StatusFound)
+		case "/broken":
+			http.Error(w, "down", http.StatusInternalServerError)
+		case "/elsewhere":
+			// localhost is another host name than the probe's 127.0.0.1.
+			http.Redirect(w, r, "http://localhost:1/broken", http.StatusFound)
+		case "/loop":
+			http.Redirect(w, r, "/loop", http.StatusFound)
+		}
+	}))
+	defer srv.Close()
+	ip, port := hostPort(t, srv.Listener.Addr().String())
+	c := &v1.Container{Name: "c"}
+	for _, tc := range []struct {
+		path string
+		ok   bool
+		msg  string
+	}{
+		{"/to-broken", false, "statuscode: 500: down"},
+		{"/elsewhere", true, ""},
+		{"/loop", false, "stopped after 10 redirects"},
+	} {
+		ok, msg := httpProbe(context.Background(), ip, c, &v1.HTTPGetAction{Path: tc.path, Port: port}, time.Second)
+		if ok != tc.ok || !strings.Contains(msg, tc.msg) {
+			t.Errorf("%s: ok %v %q, want %v containing %q", tc.path, ok, msg, tc.ok, tc.msg)
+		}
+	}
+}
+
 func TestThresholdsAndStartup(t *testing.T) {
 	var healthy atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
