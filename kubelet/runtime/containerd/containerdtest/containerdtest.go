@@ -158,7 +158,7 @@ func (c *Containerd) Stop() error {
 	select {
 	case <-c.Exited():
 	default:
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		if err := c.purgeCRI(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("purge pod sandboxes: %w", err))
 		}
