@@ -3,6 +3,7 @@ package flowcontrol
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/tugboat/tugboat/api/apierrors"
+	"github.com/tugboat/tugboat/api/wait"
 )
 
 // Kubernetes' default seats at 600 (400 + 200 in flight).
@@ -69,7 +71,12 @@ func TestLevelsAreIsolated(t *testing.T) {
 			order <- i
 			r()
 		}()
-		waitFor(t, func() bool { return testutil.ToFloat64(l.waiting.WithLabelValues(GlobalDefault)) == float64(i+1) })
+		wait.Eventually(t, 10*time.Second, fmt.Sprintf("%d waiting for a seat", i+1), func() error {
+			if n := testutil.ToFloat64(l.waiting.WithLabelValues(GlobalDefault)); n != float64(i+1) {
+				return fmt.Errorf("%v waiting", n)
+			}
+			return nil
+		})
 	}
 	release()
 	if a, b := <-order, <-order; a != 0 || b != 1 {
@@ -85,16 +92,5 @@ func TestLevelsAreIsolated(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(l.waiting.WithLabelValues(GlobalDefault)); n != 0 {
 		t.Fatalf("%v still queued", n)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 10s")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
